@@ -1,0 +1,266 @@
+"""The contract every lance-sync backend driver implements.
+
+A driver is a `lance_namespace.LanceNamespace` (so pylance and any Lance Namespace client
+can use it directly) plus what a reconciler needs beyond that interface:
+
+- `capabilities()`: what the backend can change in place, so the planner picks update,
+  replace, or a clear refusal;
+- property updates for namespaces and tables;
+- bulk reads (`list_namespace_infos`, `list_table_infos`) that return properties and
+  locations with the fewest calls the backend allows;
+- point reads (`get_namespace_info`, `get_table_info`) that answer None for "absent".
+
+Configuration: each driver has a pydantic `config_model` (a `BackendConfig`) whose field
+names are the spec's property names. `lance_namespace.connect(name, properties)` passes
+string properties (`storage.region`, `client.pool-size`); the manifest passes typed YAML.
+Both go through the same model.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from lance_namespace import (
+    DescribeNamespaceRequest,
+    DescribeTableRequest,
+    LanceNamespace,
+    ListNamespacesRequest,
+    ListTablesRequest,
+)
+from lance_namespace.errors import (
+    InternalError,
+    InvalidInputError,
+    NamespaceNotFoundError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from lance_sync.errors import ConfigError
+
+Identifier = tuple[str, ...]
+
+STORAGE_PREFIX = "storage."
+
+
+class BackendConfig(BaseModel):
+    """Base of every driver's configuration model.
+
+    Fields use the spec's property names (aliases where a name is not a Python
+    identifier). Secret fields are `SecretStr`: they never print, and the manifest only
+    takes them from `${VAR}`.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    #: fields the manifest adds to a backend entry that are not driver properties
+    MANIFEST_ONLY_FIELDS: ClassVar[frozenset[str]] = frozenset({"type", "scope"})
+
+    storage: dict[str, str] = Field(
+        default_factory=dict,
+        description="Storage options for reading and writing table data (the spec's `storage.*` "
+        "properties), e.g. {region: us-west-2}. Keys that look secret must come from ${VAR}.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_storage_properties(cls, values: Any) -> Any:
+        """Fold flat `storage.x` connect() properties into the `storage` mapping."""
+        if not isinstance(values, dict) or not any(str(k).startswith(STORAGE_PREFIX) for k in values):
+            return values
+        folded = {k: v for k, v in values.items() if not str(k).startswith(STORAGE_PREFIX)}
+        storage = dict(folded.get("storage") or {})
+        storage.update({k[len(STORAGE_PREFIX):]: v for k, v in values.items()
+                        if str(k).startswith(STORAGE_PREFIX)})
+        folded["storage"] = storage
+        return folded
+
+    @classmethod
+    def from_properties(cls, properties: dict[str, Any]) -> BackendConfig:
+        """Validate connect() properties; raises ConfigError naming each bad key."""
+        try:
+            return cls.model_validate(properties)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in error.errors()
+            )
+            raise ConfigError(f"invalid {cls.__name__} configuration: {problems}") from None
+
+    def to_properties(self) -> dict[str, str]:
+        """The flat string properties `lance_namespace.connect()` takes (secrets revealed)."""
+        properties: dict[str, str] = {}
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if name == "storage" or name in self.MANIFEST_ONLY_FIELDS or value is None:
+                continue
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            properties[info.alias or name] = str(value)
+        properties.update({f"{STORAGE_PREFIX}{k}": str(v) for k, v in self.storage.items()})
+        return properties
+
+
+def secret_value(secret: SecretStr | None) -> str | None:
+    return secret.get_secret_value() if secret is not None else None
+
+
+def default_root() -> str:
+    """The spec's default storage root: the current working directory."""
+    return os.getcwd()
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can change in place; the planner reads this, never the backend type."""
+
+    update_namespace_properties: bool = True
+    update_table_properties: bool = True
+    #: an in-place location change (otherwise a location change is a replace)
+    update_table_location: bool = False
+    #: namespace levels this instance can create (Hive without the 3.x catalog API: databases only)
+    creatable_namespace_levels: tuple[int, int | None] = (1, None)
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    id: Identifier
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    id: Identifier
+    location: str | None
+    properties: dict[str, str] = field(default_factory=dict)
+    #: False for a table that exists under this name but is not a Lance table
+    is_lance: bool = True
+
+
+class SyncNamespace(LanceNamespace):
+    """A Lance Namespace driver that lance-sync can plan and apply against."""
+
+    #: backend type name in manifests and in `lance_namespace.connect()`
+    backend_type: ClassVar[str]
+    config_model: ClassVar[type[BackendConfig]]
+    #: how identifiers are written in manifests and plans ('$' or '.')
+    id_delimiter: ClassVar[str] = "$"
+    #: depth of namespace ids a manifest may declare: (min, max or None)
+    namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
+    #: depth of the namespace part of a table id
+    table_namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
+
+    def __init__(self, **properties: Any) -> None:
+        self.config = self.config_model.from_properties(properties)
+        self._call_lock = threading.Lock()
+        self._calls_made = 0
+
+    # --- call accounting -----------------------------------------------------------------------
+
+    def count_call(self) -> None:
+        """Drivers call this once per request sent to the backend (thread-safe)."""
+        with self._call_lock:
+            self._calls_made += 1
+
+    @property
+    def api_calls(self) -> int:
+        """Requests sent to the backend so far."""
+        return self._calls_made
+
+    # --- identifiers (used offline by manifest validation) ----------------------------------
+
+    @classmethod
+    def parse_identifier(cls, value: str | list[str] | tuple[str, ...]) -> Identifier:
+        """A manifest identifier (delimited text or a list) as a tuple of names."""
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+        return tuple(value.split(cls.id_delimiter)) if value else ()
+
+    @classmethod
+    def format_identifier(cls, parts: Identifier) -> str:
+        """Identifier text for messages and plans; names that contain the delimiter stay readable."""
+        if any(cls.id_delimiter in p for p in parts):
+            return "[" + ", ".join(repr(p) for p in parts) + "]"
+        return cls.id_delimiter.join(parts)
+
+    @classmethod
+    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        """Backend-specific rules for a declared namespace id; returns a problem or None."""
+        return None
+
+    @classmethod
+    def check_table_namespace(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        """Backend-specific rules for the namespace a table is registered in."""
+        return cls.check_namespace_id(parts, config)
+
+    @classmethod
+    def check_location(cls, location: str, config: BackendConfig) -> str | None:
+        """Backend-specific rules for a table location (already normalized)."""
+        return None
+
+    # --- reconciler extensions ------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
+
+    def storage_options(self) -> dict[str, str]:
+        return dict(self.config.storage)
+
+    def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
+                                    removals: list[str]) -> None:
+        """Set `updates` and delete `removals` on a namespace, leaving other properties alone."""
+        raise UnsupportedOperationError(f"{self.backend_type}: namespace properties cannot be updated")
+
+    def update_table_properties(self, id: Identifier, updates: dict[str, str],
+                                removals: list[str]) -> None:
+        """Set `updates` and delete `removals` on a table, leaving other properties alone."""
+        raise UnsupportedOperationError(f"{self.backend_type}: table properties cannot be updated")
+
+    def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
+        """Child namespaces of `parent` with their properties, every page followed."""
+        for name in self._paged_names(self.list_namespaces, ListNamespacesRequest, parent, "namespaces"):
+            child = (*parent, name)
+            response = self.describe_namespace(DescribeNamespaceRequest(id=list(child)))
+            yield NamespaceInfo(child, dict(response.properties or {}))
+
+    def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
+        """Tables of `namespace` with location and properties, every page followed."""
+        for name in self._paged_names(self.list_tables, ListTablesRequest, namespace, "tables"):
+            info = self.get_table_info((*namespace, name))
+            if info is not None:
+                yield info
+
+    def get_namespace_info(self, id: Identifier) -> NamespaceInfo | None:
+        try:
+            response = self.describe_namespace(DescribeNamespaceRequest(id=list(id)))
+        except NamespaceNotFoundError:
+            return None
+        return NamespaceInfo(id, dict(response.properties or {}))
+
+    def get_table_info(self, id: Identifier) -> TableInfo | None:
+        try:
+            response = self.describe_table(DescribeTableRequest(id=list(id)))
+        except TableNotFoundError:
+            return None
+        except InvalidInputError:
+            # the specs answer 13 for "exists but is not a Lance table"
+            return TableInfo(id, None, {}, is_lance=False)
+        return TableInfo(id, response.location, dict(response.properties or {}))
+
+    @staticmethod
+    def _paged_names(call, request_type, id: Identifier, attribute: str) -> Iterator[str]:
+        """Follow page tokens to the end; a token seen twice is a server bug, not the end."""
+        token: str | None = None
+        seen: set[str] = set()
+        while True:
+            response = call(request_type(id=list(id), page_token=token))
+            yield from getattr(response, attribute) or []
+            token = response.page_token
+            if not token:
+                return
+            if token in seen:
+                raise InternalError(f"{attribute} listing of {list(id)} repeated page token {token!r}")
+            seen.add(token)

@@ -1,0 +1,160 @@
+"""`lance-sync import`: write a manifest from what a backend already holds.
+
+Applying the written manifest adopts every object (stamps the owner mark) and changes
+nothing else, which is how an existing catalog comes under lance-sync's management.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import yaml
+from lance_namespace.errors import NamespaceNotFoundError
+
+from lance_sync.drivers import driver_class
+from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.errors import LanceSyncError
+from lance_sync.plan.model import MANAGED_KEYS, PROTECT_KEY
+from lance_sync.plan.planner import connect_backends
+
+Progress = Callable[[str], None]
+
+
+def template_from_settings(backend_type: str, settings: Iterable[str]) -> dict[str, Any]:
+    """A backend template from `--set key=value` pairs (secrets written as ${VAR})."""
+    driver_class(backend_type)
+    template: dict[str, Any] = {"type": backend_type}
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise LanceSyncError(f"--set takes KEY=VALUE (got '{setting}')")
+        if key.startswith("storage."):
+            template.setdefault("storage", {})[key[len("storage."):]] = value
+        else:
+            template[key] = value
+    return template
+
+
+def import_manifest(backend_name: str, template: dict[str, Any], namespaces: Iterable[str], owner: str,
+                    progress: Progress | None = None) -> str:
+    """The manifest YAML for everything under `namespaces` (default: the root) of one backend."""
+    driver = connect_backends({backend_name: template})[backend_name]
+    cls = type(driver)
+    roots = [cls.parse_identifier(n) for n in namespaces] or [()]
+    found_namespaces: list[dict[str, Any]] = []
+    found_tables: list[dict[str, Any]] = []
+    for root in roots:
+        for namespace, properties in _walk(driver, root, progress):
+            if _declarable(cls, namespace):
+                found_namespaces.append(_namespace_entry(backend_name, cls, namespace, properties))
+            if _holds_tables(cls, namespace):
+                found_tables.extend(_table_entries(driver, backend_name, namespace, progress))
+    found_tables = _merge_shared_locations(found_tables)
+    _unique_names(found_tables)
+    manifest = {
+        "version": 1,
+        "owner": owner,
+        "backends": {backend_name: {k: v for k, v in template.items() if v not in (None, {}, [])}},
+        "namespaces": found_namespaces,
+        "tables": found_tables,
+    }
+    header = (f"# Written by `lance-sync import` from backend '{backend_name}'.\n"
+              "# `lance-sync plan` on this file shows one adopt per object and no other change.\n")
+    return header + yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True, width=120)
+
+
+def _walk(driver: SyncNamespace, root: Identifier, progress: Progress | None) -> Iterable[tuple[Identifier, dict]]:
+    """The root (when it is a namespace) and every namespace below it, parents first."""
+    if root:
+        info = driver.get_namespace_info(root)
+        if info is None:
+            raise LanceSyncError(f"namespace '{driver.format_identifier(root)}' does not exist")
+        yield root, info.properties
+    pending = [root]
+    while pending:
+        parent = pending.pop(0)
+        if progress:
+            progress(f"listing namespaces under {driver.format_identifier(parent) or '(root)'}")
+        try:
+            children = list(driver.list_namespace_infos(parent))
+        except NamespaceNotFoundError:
+            continue
+        for child in children:
+            yield child.id, child.properties
+            high = max(type(driver).namespace_levels[1] or 0, type(driver).table_namespace_levels[1] or 0)
+            if not high or len(child.id) < high:
+                pending.append(child.id)
+
+
+def _declarable(cls: type[SyncNamespace], id: Identifier) -> bool:
+    low, high = cls.namespace_levels
+    return len(id) >= low and (high is None or len(id) <= high)
+
+
+def _holds_tables(cls: type[SyncNamespace], id: Identifier) -> bool:
+    low, high = cls.table_namespace_levels
+    return len(id) >= low and (high is None or len(id) <= high)
+
+
+def _user_properties(properties: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in properties.items() if k not in MANAGED_KEYS and k != "table_type"}
+
+
+def _written_id(cls: type[SyncNamespace], id: Identifier) -> str | list[str]:
+    return list(id) if any(cls.id_delimiter in p for p in id) else cls.id_delimiter.join(id)
+
+
+def _namespace_entry(backend: str, cls: type[SyncNamespace], id: Identifier, properties: dict) -> dict:
+    entry: dict[str, Any] = {"backend": backend, "id": _written_id(cls, id)}
+    if _user_properties(properties):
+        entry["properties"] = _user_properties(properties)
+    if properties.get(PROTECT_KEY) == "true":
+        entry["protect"] = True
+    return entry
+
+
+def _table_entries(driver: SyncNamespace, backend: str, namespace: Identifier,
+                   progress: Progress | None) -> list[dict[str, Any]]:
+    if progress:
+        progress(f"listing tables in {driver.format_identifier(namespace)}")
+    entries = []
+    for info in driver.list_table_infos(namespace):
+        if not info.is_lance or not info.location:
+            continue
+        entry: dict[str, Any] = {
+            "name": info.id[-1],
+            "location": info.location,
+            "register": [{"backend": backend, "namespace": _written_id(type(driver), namespace)}],
+        }
+        if _user_properties(info.properties):
+            entry["properties"] = _user_properties(info.properties)
+        if info.properties.get(PROTECT_KEY) == "true":
+            entry["protect"] = True
+        entries.append(entry)
+    return entries
+
+
+def _merge_shared_locations(tables: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One manifest table per location: several registrations of one location become one entry."""
+    by_location: dict[str, dict[str, Any]] = {}
+    for table in tables:
+        first = by_location.get(table["location"])
+        if first is None:
+            by_location[table["location"]] = table
+        else:
+            first["register"].append({**table["register"][0], "name": table["name"]})
+    return list(by_location.values())
+
+
+def _unique_names(tables: list[dict[str, Any]]) -> None:
+    """Manifest table names must be unique: qualify clashing names with their namespace."""
+    counts: dict[str, int] = {}
+    for table in tables:
+        counts[table["name"]] = counts.get(table["name"], 0) + 1
+    for table in tables:
+        if counts[table["name"]] > 1:
+            namespace = table["register"][0]["namespace"]
+            prefix = "_".join(namespace) if isinstance(namespace, list) else namespace.replace("$", "_").replace(".", "_")
+            table["register"][0]["name"] = table["name"]
+            table["name"] = f"{prefix}_{table['name']}"

@@ -1,0 +1,67 @@
+"""The desired state a manifest declares, after every check: what the planner compares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lance_sync.drivers.base import BackendConfig, Identifier, SyncNamespace
+from lance_sync.errors import Position
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    type: str
+    config: BackendConfig
+    #: namespaces to scan for owned objects beyond the declared ones
+    scope: tuple[Identifier, ...]
+    #: the configuration as a saved plan stores it: secrets as their ${VAR} reference
+    template: dict[str, Any]
+    driver_class: type[SyncNamespace]
+
+    def format_id(self, id: Identifier) -> str:
+        return self.driver_class.format_identifier(id)
+
+
+@dataclass(frozen=True)
+class DesiredNamespace:
+    backend: str
+    id: Identifier
+    properties: dict[str, str]
+    protect: bool = False
+    position: Position | None = None
+
+
+@dataclass(frozen=True)
+class Registration:
+    backend: str
+    #: the full table id: namespace plus table name
+    id: Identifier
+
+
+@dataclass(frozen=True)
+class DesiredTable:
+    name: str
+    #: normalized (see lance_sync.locations)
+    location: str
+    registrations: tuple[Registration, ...]
+    properties: dict[str, str]
+    #: manifest columns ({name, type, nullable}) or None
+    columns: list[dict[str, Any]] | None = None
+    #: the manifest's source block, its path resolved, or None
+    source: dict[str, Any] | None = None
+    on_remove: str = "deregister"
+    protect: bool = False
+    position: Position | None = None
+
+
+@dataclass
+class DesiredState:
+    owner: str
+    files: list[str]
+    base_dir: str
+    backends: dict[str, BackendSpec]
+    namespaces: list[DesiredNamespace] = field(default_factory=list)
+    tables: list[DesiredTable] = field(default_factory=list)
+    spark: dict[str, Any] | None = None

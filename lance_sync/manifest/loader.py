@@ -1,0 +1,325 @@
+"""Read manifest YAML into plain data that remembers where every value came from.
+
+`load_document` turns one file into a `Document`: the data (dicts, lists, scalars), the
+position of every value (file, line, column), and the raw text of every value that was
+written with `${VAR}`. `merge_documents` lays overlays over a base the way the manifest
+reference describes. Positions survive both, so later stages can name the line of a
+problem in any of the files.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from lance_sync.errors import ManifestError, Position
+
+#: A path into the data: mapping keys and list indices.
+DataPath = tuple[str | int, ...]
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+#: Values produced while expanding one file; a YAML alias bomb stops here, not in memory.
+MAX_NODES = 200_000
+MAX_DEPTH = 64
+
+_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_MERGE_KEY_TAG = "tag:yaml.org,2002:merge"
+_STRING_TAG = "tag:yaml.org,2002:str"
+
+
+@dataclass
+class Document:
+    """Manifest data with the origin of every value."""
+
+    data: Any
+    positions: dict[DataPath, Position] = field(default_factory=dict)
+    key_positions: dict[DataPath, Position] = field(default_factory=dict)
+    #: raw text of each value that referenced the environment, e.g. "${UC_TOKEN}"
+    templates: dict[DataPath, str] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+    def position(self, path: DataPath) -> Position | None:
+        """The position of the value at `path`, or of its nearest enclosing value."""
+        for end in range(len(path), -1, -1):
+            found = self.positions.get(path[:end])
+            if found:
+                return found
+        return None
+
+    def key_position(self, path: DataPath) -> Position | None:
+        return self.key_positions.get(path) or self.position(path)
+
+
+def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Document:
+    """Parse one manifest file; raises ManifestError with the file and line of any problem."""
+    name = str(path)
+    text = _read_text(Path(path), name)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        problem = error.problem or error.context or "invalid YAML"
+        raise ManifestError(f"invalid YAML: {problem}", _position(name, mark)) from None
+    except yaml.YAMLError as error:
+        raise ManifestError(f"invalid YAML: {error}", Position(name, 1, 1)) from None
+    if root is None:
+        raise ManifestError("the file is empty; a manifest needs at least 'version: 1'", Position(name, 1, 1))
+    builder = _Builder(name, os.environ if environ is None else environ)
+    data = builder.build(root, ())
+    return Document(data, builder.positions, builder.key_positions, builder.templates, [name])
+
+
+def _read_text(path: Path, name: str) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ManifestError(f"the file is {size} bytes; manifests are limited to {MAX_FILE_BYTES}",
+                                Position(name, 1, 1))
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ManifestError("no such file", Position(name, 1, 1)) from None
+    except IsADirectoryError:
+        raise ManifestError("is a directory, not a manifest file", Position(name, 1, 1)) from None
+    except OSError as error:
+        raise ManifestError(f"cannot read: {error.strerror}", Position(name, 1, 1)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        column = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
+        raise ManifestError(f"not UTF-8: byte 0x{raw[error.start]:02x} cannot be decoded",
+                            Position(name, line, column)) from None
+    return text.removeprefix("\ufeff")
+
+
+def _position(name: str, mark: yaml.Mark | None) -> Position:
+    if mark is None:
+        return Position(name, 1, 1)
+    return Position(name, mark.line + 1, mark.column + 1)
+
+
+class _Builder:
+    """Turns a composed YAML node tree into data, recording positions as it goes."""
+
+    def __init__(self, name: str, environ: Mapping[str, str]):
+        self.name = name
+        self.environ = environ
+        self.positions: dict[DataPath, Position] = {}
+        self.key_positions: dict[DataPath, Position] = {}
+        self.templates: dict[DataPath, str] = {}
+        self.nodes_built = 0
+        self.constructor = yaml.SafeLoader("")
+
+    def build(self, node: Node, path: DataPath) -> Any:
+        self.nodes_built += 1
+        if self.nodes_built > MAX_NODES:
+            raise ManifestError(f"the document expands to more than {MAX_NODES} values "
+                                "(an alias bomb?)", self.at(node))
+        if len(path) > MAX_DEPTH:
+            raise ManifestError(f"nesting deeper than {MAX_DEPTH} levels", self.at(node))
+        self.positions[path] = self.at(node)
+        if isinstance(node, MappingNode):
+            return self.mapping(node, path)
+        if isinstance(node, SequenceNode):
+            return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
+        return self.scalar(node, path)
+
+    def at(self, node: Node) -> Position:
+        return _position(self.name, node.start_mark)
+
+    def mapping(self, node: MappingNode, path: DataPath) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node in self.entries(node):
+            if not isinstance(key_node, ScalarNode):
+                raise ManifestError("mapping keys must be plain strings", self.at(key_node))
+            key = str(key_node.value)
+            if key in result:
+                raise ManifestError(f"duplicate key '{key}'", self.at(key_node))
+            self.key_positions[(*path, key)] = self.at(key_node)
+            result[key] = self.build(value_node, (*path, key))
+        return result
+
+    def entries(self, node: MappingNode) -> Iterator[tuple[Node, Node]]:
+        """The mapping's own entries, then those pulled in by YAML merge keys (`<<: *base`)."""
+        merged: list[tuple[Node, Node]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_KEY_TAG:
+                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                for source in sources:
+                    if not isinstance(source, MappingNode):
+                        raise ManifestError("'<<' must merge a mapping", self.at(source))
+                    merged.extend(source.value)
+            else:
+                yield key_node, value_node
+        own = {k.value for k, _ in node.value if isinstance(k, ScalarNode)}
+        seen: set[str] = set()
+        for key_node, value_node in merged:
+            if key_node.value not in own and key_node.value not in seen:
+                seen.add(key_node.value)
+                yield key_node, value_node
+
+    def scalar(self, node: ScalarNode, path: DataPath) -> Any:
+        if node.tag != _STRING_TAG:
+            value = self.constructor.construct_object(node, deep=True)
+            # dates and times stay as written: manifests hold catalog strings, not Python dates
+            return node.value if isinstance(value, datetime.date | datetime.datetime) else value
+        if "$" not in node.value:
+            return node.value
+        substituted = self.interpolate(node, path)
+        if node.style is None and substituted is not None:
+            return _resolve_plain(substituted)
+        return substituted
+
+    def interpolate(self, node: ScalarNode, path: DataPath) -> str:
+        text = node.value
+        used = False
+
+        def replace(match: re.Match[str]) -> str:
+            nonlocal used
+            if match.group(0) == "$$":
+                return "$"
+            used = True
+            variable, default = match.group(1), match.group(2)
+            value = self.environ.get(variable)
+            if value in (None, "") and default is not None:
+                return default
+            if value is None:
+                raise ManifestError(f"environment variable '{variable}' is not set "
+                                    "(give a default with ${" + variable + ":-value})", self.at(node),
+                                    _field(path))
+            return value
+
+        result = _VARIABLE.sub(replace, text)
+        if used:
+            self.templates[path] = text
+        elif "${" in text:
+            raise ManifestError(f"malformed variable reference in '{text}' "
+                                "(use ${NAME} or ${NAME:-default}; write $$ for a literal $)",
+                                self.at(node), _field(path))
+        return result
+
+
+def _resolve_plain(text: str) -> Any:
+    """Type an interpolated unquoted value as YAML would have typed it (8080 -> int)."""
+    tag = yaml.SafeLoader.resolve(yaml.SafeLoader, ScalarNode, text, (True, False))
+    if tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool"):
+        return yaml.safe_load(text)
+    return text
+
+
+def _field(path: DataPath) -> str:
+    return format_path(path)
+
+
+def format_path(path: DataPath) -> str:
+    """A data path as a field name: tables[2].register[0].backend."""
+    parts: list[str] = []
+    for element in path:
+        if isinstance(element, int):
+            parts.append(f"[{element}]")
+        else:
+            parts.append(("." if parts else "") + element)
+    return "".join(parts) or "(document)"
+
+
+# --- merging overlays --------------------------------------------------------------------
+
+#: Top-level lists whose entries are matched by key across files instead of replaced.
+_KEYED_LISTS: dict[str, tuple[str, ...]] = {"namespaces": ("backend", "id"), "tables": ("name",)}
+
+
+def merge_documents(documents: list[Document]) -> Document:
+    """Lay each document over the previous ones.
+
+    Mappings merge key by key; entries of `namespaces` (by backend and id) and `tables`
+    (by name) merge with the entry of the same key; every other value, lists included,
+    is replaced by the overlay's.
+    """
+    merged = documents[0]
+    for overlay in documents[1:]:
+        result = Document(None, files=merged.files + overlay.files)
+        result.data = _merge(merged, overlay, (), (), (), result)
+        merged = result
+    return merged
+
+
+def _merge(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
+           path: DataPath, out: Document) -> Any:
+    base_value = _get(base.data, base_path)
+    overlay_value = _get(overlay.data, overlay_path)
+    if isinstance(base_value, dict) and isinstance(overlay_value, dict):
+        _copy_position(overlay, overlay_path, path, out)
+        result = {}
+        for key in {**base_value, **overlay_value}:
+            if key in base_value and key in overlay_value:
+                result[key] = _merge(base, overlay, (*base_path, key), (*overlay_path, key),
+                                     (*path, key), out)
+            elif key in overlay_value:
+                result[key] = _copy(overlay, (*overlay_path, key), (*path, key), out)
+            else:
+                result[key] = _copy(base, (*base_path, key), (*path, key), out)
+        return result
+    key_fields = _KEYED_LISTS.get(path[0]) if len(path) == 1 and isinstance(path[0], str) else None
+    if key_fields and isinstance(base_value, list) and isinstance(overlay_value, list):
+        return _merge_keyed(base, overlay, base_path, overlay_path, path, out, key_fields)
+    return _copy(overlay, overlay_path, path, out)
+
+
+def _merge_keyed(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
+                 path: DataPath, out: Document, key_fields: tuple[str, ...]) -> list[Any]:
+    _copy_position(overlay, overlay_path, path, out)
+    base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
+    overlay_index = {_entry_key(entry, key_fields): i for i, entry in enumerate(overlay_list)}
+    result: list[Any] = []
+    used: set[int] = set()
+    for i, entry in enumerate(base_list):
+        j = overlay_index.get(_entry_key(entry, key_fields))
+        target = (*path, len(result))
+        if j is None:
+            result.append(_copy(base, (*base_path, i), target, out))
+        else:
+            used.add(j)
+            result.append(_merge(base, overlay, (*base_path, i), (*overlay_path, j), target, out))
+    for j in range(len(overlay_list)):
+        if j not in used:
+            result.append(_copy(overlay, (*overlay_path, j), (*path, len(result)), out))
+    return result
+
+
+def _entry_key(entry: Any, key_fields: tuple[str, ...]) -> Any:
+    if not isinstance(entry, dict):
+        return id(entry)
+    return tuple(repr(entry.get(k)) for k in key_fields)
+
+
+def _get(data: Any, path: DataPath) -> Any:
+    for element in path:
+        data = data[element]
+    return data
+
+
+def _copy(source: Document, source_path: DataPath, path: DataPath, out: Document) -> Any:
+    value = _get(source.data, source_path)
+    _copy_position(source, source_path, path, out)
+    if isinstance(value, dict):
+        return {k: _copy(source, (*source_path, k), (*path, k), out) for k in value}
+    if isinstance(value, list):
+        return [_copy(source, (*source_path, i), (*path, i), out) for i in range(len(value))]
+    return value
+
+
+def _copy_position(source: Document, source_path: DataPath, path: DataPath, out: Document) -> None:
+    if source_path in source.positions:
+        out.positions[path] = source.positions[source_path]
+    if source_path in source.key_positions:
+        out.key_positions[path] = source.key_positions[source_path]
+    if source_path in source.templates:
+        out.templates[path] = source.templates[source_path]

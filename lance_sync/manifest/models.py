@@ -1,0 +1,161 @@
+"""The manifest's pydantic models: the single source of `schemas/manifest.schema.json`.
+
+Backend entries are built from each driver's configuration model plus the two keys the
+manifest adds (`type` and `scope`), so a driver's configuration and the manifest schema
+cannot disagree.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
+
+from lance_sync.arrow_types import TypeSyntaxError, parse_type
+from lance_sync.drivers import available_drivers, driver_class
+
+SCHEMA_ID = "https://lance-sync.dev/schemas/manifest.schema.json"
+NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
+OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@/-]*$"
+
+
+def _stringify(value: Any) -> Any:
+    """Catalog properties are strings; YAML numbers and booleans are written as such."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+PropertyValue = Annotated[
+    str, BeforeValidator(_stringify), WithJsonSchema({"type": ["string", "number", "boolean"]})
+]
+Properties = Annotated[
+    dict[str, PropertyValue],
+    Field(description="Properties to set; only these keys are compared with the live object"),
+]
+IdentifierInput = Annotated[
+    str | Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)],
+    Field(description="An identifier in the backend's own syntax ('main$sales', 'wh.db') or a "
+          "list of names (always accepted; needed when a name contains the delimiter)"),
+]
+
+
+def _arrow_type(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            parse_type(value)
+        except TypeSyntaxError as error:
+            raise ValueError(str(error)) from None
+    return value
+
+
+ArrowTypeName = Annotated[
+    str, BeforeValidator(_arrow_type),
+    Field(description="Arrow type, e.g. int64, string, timestamp[ms], fixed_size_list<float32>[128]"),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class Column(_Strict):
+    name: str = Field(min_length=1)
+    type: ArrowTypeName
+    nullable: bool = True
+
+
+class Source(_Strict):
+    """Where to read a table's data when its location holds no Lance dataset yet."""
+
+    format: Literal["parquet", "csv", "json", "lance"]
+    path: str = Field(min_length=1, description="File, directory or glob; relative to the manifest file")
+    options: dict[str, PropertyValue] = Field(default_factory=dict,
+                                              description="Spark reader options, e.g. header: true")
+    casts: dict[str, ArrowTypeName] = Field(default_factory=dict,
+                                            description="Column -> Arrow type to cast to")
+    on_mismatch: Literal["fail", "overwrite"] = Field(
+        "fail", description="An existing dataset whose schema differs: fail the plan (default) or "
+        "rewrite it from the source")
+
+
+class Registration(_Strict):
+    backend: str = Field(pattern=NAME_PATTERN)
+    namespace: IdentifierInput
+    name: str | None = Field(None, min_length=1,
+                             description="Table name in this backend (default: the table's name)")
+
+
+class Table(_Strict):
+    name: str = Field(min_length=1, description="The table's name, unique in the manifest")
+    location: str = Field(min_length=1, description="Root of the Lance dataset; relative paths are "
+                          "taken from the manifest file's folder")
+    registrations: list[Registration] = Field(alias="register", min_length=1,
+                                              description="Where the table is registered: backend and namespace")
+    properties: Properties = Field(default_factory=dict)
+    columns: list[Column] | None = Field(
+        None, alias="schema", min_length=1,
+        description="Arrow schema; with no dataset at the location an empty dataset is created")
+    source: Source | None = None
+    on_remove: Literal["deregister", "drop"] = Field(
+        "deregister", description="When the entry leaves the manifest: deregister (keep data) or "
+        "drop (delete data; needs --allow-drop)")
+    protect: bool = Field(False, description="Never deregistered or dropped, even after the entry "
+                          "leaves the manifest")
+
+
+class Namespace(_Strict):
+    backend: str = Field(pattern=NAME_PATTERN)
+    id: IdentifierInput
+    properties: Properties = Field(default_factory=dict)
+    protect: bool = False
+
+
+class SparkSettings(_Strict):
+    master: str | None = Field(None, description="Spark master URL (local[4], spark://...) or a Spark "
+                               "Connect URL sc://host:port; default: embedded local[*]")
+    conf: dict[str, PropertyValue] = Field(default_factory=dict, description="Extra Spark configuration")
+
+
+@functools.cache
+def backend_models() -> dict[str, type[BaseModel]]:
+    """One manifest model per backend type: the driver's config plus `type` and `scope`."""
+    models = {}
+    for backend_type in sorted(available_drivers()):
+        config_model = driver_class(backend_type).config_model
+        models[backend_type] = create_model(
+            f"{backend_type.capitalize()}Backend",
+            __base__=config_model,
+            __doc__=f"A '{backend_type}' backend.",
+            type=(Literal[backend_type], ...),
+            scope=(list[IdentifierInput], Field(
+                default_factory=list,
+                description="More namespaces to scan for objects this owner created (their "
+                "children are scanned too); declared namespaces and their parents always are")),
+        )
+    return models
+
+
+@functools.cache
+def manifest_model() -> type[BaseModel]:
+    backend = Annotated[Union[tuple(backend_models().values())], Field(discriminator="type")]  # noqa: UP007
+    return create_model(
+        "Manifest",
+        __base__=_Strict,
+        __doc__="A lance-sync manifest: the namespaces and Lance tables that should exist.",
+        version=(Literal[1], Field(description="Manifest format version")),
+        owner=(str, Field(pattern=OWNER_PATTERN, description="Stamped as lance_sync.owner on what "
+                          "lance-sync creates; only objects with this mark are ever removed")),
+        backends=(dict[Annotated[str, Field(pattern=NAME_PATTERN)], backend], Field(min_length=1)),
+        namespaces=(list[Namespace], Field(default_factory=list)),
+        tables=(list[Table], Field(default_factory=list)),
+        spark=(SparkSettings | None, None),
+    )
+
+
+def manifest_json_schema() -> dict[str, Any]:
+    schema = manifest_model().model_json_schema(by_alias=True)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}

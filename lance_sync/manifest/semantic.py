@@ -1,0 +1,289 @@
+"""Semantic checks that a schema cannot express, and the desired state they produce.
+
+Checks: backends that are referenced but not defined; identifiers of the wrong depth or
+shape for their backend; duplicates; table locations that are equal or nest (one asset
+per path); reserved property keys; secrets written inline instead of `${VAR}`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, SecretStr, ValidationError
+
+from lance_sync.drivers import driver_class
+from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.errors import ManifestError, ManifestErrors
+from lance_sync.locations import is_local, is_within, normalize_location
+from lance_sync.manifest.desired import (
+    BackendSpec,
+    DesiredNamespace,
+    DesiredState,
+    DesiredTable,
+    Registration,
+)
+from lance_sync.manifest.loader import DataPath, Document, format_path
+
+RESERVED_PREFIX = "lance_sync."
+_ONLY_VARIABLE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+#: storage option keys that carry credentials and so must come from ${VAR}
+_SECRET_KEY = re.compile(r"secret|token|password|credential|access_key|account_key|sas|private", re.I)
+
+
+class _Checker:
+    def __init__(self, document: Document, base_dir: str):
+        self.document = document
+        self.base_dir = base_dir
+        self.problems: list[ManifestError] = []
+        #: table name -> index in the manifest's tables list, for positions
+        self.table_index: dict[str, int] = {}
+
+    def fail(self, message: str, path: DataPath, key: bool = False) -> None:
+        position = self.document.key_position(path) if key else self.document.position(path)
+        self.problems.append(ManifestError(message, position, format_path(path)))
+
+
+def build_desired_state(model: BaseModel, document: Document, base_dir: str) -> DesiredState:
+    """Check a validated manifest and turn it into the desired state; ManifestErrors if not."""
+    checker = _Checker(document, base_dir)
+    backends = {name: _backend(checker, name, entry) for name, entry in model.backends.items()}
+    backends = {name: spec for name, spec in backends.items() if spec is not None}
+    state = DesiredState(owner=model.owner, files=list(document.files), base_dir=base_dir,
+                         backends=backends,
+                         spark=model.spark.model_dump(exclude_none=True) if model.spark else None)
+    state.namespaces = _namespaces(checker, model, backends)
+    state.tables = _tables(checker, model, backends)
+    _check_duplicate_registrations(checker, state)
+    _check_locations(checker, state)
+    if checker.problems:
+        raise ManifestErrors(checker.problems)
+    return state
+
+
+# --- backends ----------------------------------------------------------------------------------
+
+def _backend(checker: _Checker, name: str, entry: BaseModel) -> BackendSpec | None:
+    path: DataPath = ("backends", name)
+    cls = driver_class(entry.type)
+    _check_secrets(checker, entry, path)
+    values = entry.model_dump(by_alias=True, exclude={"type", "scope"}, exclude_unset=True)
+    values = {k: (v.get_secret_value() if isinstance(v, SecretStr) else v) for k, v in values.items()}
+    if isinstance(values.get("root"), str) and is_local(values["root"]):
+        values["root"] = normalize_location(values["root"], checker.base_dir)
+    try:
+        config = cls.config_model.model_validate(values)
+    except ValidationError as error:
+        for problem in error.errors():
+            checker.fail(problem["msg"].removeprefix("Value error, "), path)
+        return None
+    scope = []
+    for index, raw in enumerate(entry.scope):
+        parts = _identifier(checker, cls, raw, (*path, "scope", index))
+        if parts is not None:
+            scope.append(parts)
+    return BackendSpec(name=name, type=entry.type, config=config, scope=tuple(scope),
+                       template=_template(checker, entry, path, values), driver_class=cls)
+
+
+def _secret_fields(entry: BaseModel) -> list[str]:
+    fields = type(entry).model_fields
+    return [info.alias or name for name, info in fields.items() if SecretStr in _types_of(info.annotation)]
+
+
+def _types_of(annotation: Any) -> tuple[Any, ...]:
+    return getattr(annotation, "__args__", None) or (annotation,)
+
+
+def _check_secrets(checker: _Checker, entry: BaseModel, path: DataPath) -> None:
+    data = checker.document
+    for field in _secret_fields(entry):
+        field_path = (*path, field)
+        if _value_at(data.data, field_path) is not None and not _from_variable(data, field_path):
+            checker.fail("secrets are only taken from the environment: write ${VARIABLE_NAME}", field_path)
+    storage = _value_at(data.data, (*path, "storage")) or {}
+    for key in storage:
+        if _SECRET_KEY.search(key) and not _from_variable(data, (*path, "storage", key)):
+            checker.fail(f"storage option '{key}' looks like a credential: write ${{VARIABLE_NAME}}",
+                         (*path, "storage", key))
+
+
+def _from_variable(document: Document, path: DataPath) -> bool:
+    return bool(_ONLY_VARIABLE.match(document.templates.get(path, "")))
+
+
+def _template(checker: _Checker, entry: BaseModel, path: DataPath, values: dict[str, Any]) -> dict[str, Any]:
+    """The backend as a saved plan stores it: each secret replaced by its ${VAR} reference."""
+    template = {"type": entry.type, **values}
+    for field in _secret_fields(entry):
+        if field in template:
+            template[field] = checker.document.templates[(*path, field)]
+    storage = dict(template.get("storage") or {})
+    for key in storage:
+        if _SECRET_KEY.search(key):
+            storage[key] = checker.document.templates[(*path, "storage", key)]
+    if storage:
+        template["storage"] = storage
+    return template
+
+
+def _value_at(data: Any, path: DataPath) -> Any:
+    for element in path:
+        if not isinstance(data, dict | list):
+            return None
+        try:
+            data = data[element]
+        except (KeyError, IndexError):
+            return None
+    return data
+
+
+# --- identifiers -------------------------------------------------------------------------------
+
+def _identifier(checker: _Checker, cls: type[SyncNamespace], raw: str | list[str], path: DataPath,
+                levels: tuple[int, int | None] | None = None) -> Identifier | None:
+    parts = cls.parse_identifier(raw)
+    if any(not p for p in parts) or not parts:
+        checker.fail(f"'{raw}' has an empty name; identifiers are written "
+                     f"name{cls.id_delimiter}name", path)
+        return None
+    low, high = levels or cls.namespace_levels
+    if len(parts) < low or (high is not None and len(parts) > high):
+        expected = f"{low}" if low == high else f"{low} or more" if high is None else f"{low} to {high}"
+        checker.fail(f"'{cls.format_identifier(parts)}' has {len(parts)} level(s); a {cls.backend_type} "
+                     f"namespace here needs {expected}", path)
+        return None
+    return parts
+
+
+def _namespaces(checker: _Checker, model: BaseModel, backends: dict[str, BackendSpec]) -> list[DesiredNamespace]:
+    result, seen = [], {}
+    for index, entry in enumerate(model.namespaces):
+        path: DataPath = ("namespaces", index)
+        spec = _backend_ref(checker, backends, model, entry.backend, (*path, "backend"))
+        if spec is None:
+            continue
+        parts = _identifier(checker, spec.driver_class, entry.id, (*path, "id"))
+        if parts is None:
+            continue
+        problem = spec.driver_class.check_namespace_id(parts, spec.config)
+        if problem:
+            checker.fail(problem, (*path, "id"))
+            continue
+        key = (entry.backend, parts)
+        if key in seen:
+            checker.fail(f"namespace '{spec.format_id(parts)}' is declared twice in backend "
+                         f"'{entry.backend}' (first at {seen[key]})", (*path, "id"))
+            continue
+        seen[key] = checker.document.position((*path, "id"))
+        _check_properties(checker, entry.properties, (*path, "properties"))
+        result.append(DesiredNamespace(entry.backend, parts, dict(entry.properties), entry.protect,
+                                       checker.document.position(path)))
+    return result
+
+
+def _backend_ref(checker: _Checker, backends: dict[str, BackendSpec], model: BaseModel, name: str,
+                 path: DataPath) -> BackendSpec | None:
+    if name in backends:
+        return backends[name]
+    if name not in model.backends:
+        known = ", ".join(sorted(model.backends)) or "none"
+        checker.fail(f"unknown backend '{name}' (defined: {known})", path)
+    return None
+
+
+def _check_properties(checker: _Checker, properties: dict[str, str], path: DataPath,
+                      reserved: tuple[str, ...] = ()) -> None:
+    for key in properties:
+        if key.startswith(RESERVED_PREFIX) or key in reserved:
+            checker.fail(f"property '{key}' is managed by lance-sync and cannot be set", (*path, key),
+                         key=True)
+
+
+# --- tables ------------------------------------------------------------------------------------
+
+def _tables(checker: _Checker, model: BaseModel, backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+    result, names = [], {}
+    for index, entry in enumerate(model.tables):
+        path: DataPath = ("tables", index)
+        if entry.name in names:
+            checker.fail(f"table '{entry.name}' is declared twice (first at {names[entry.name]})",
+                         (*path, "name"))
+            continue
+        names[entry.name] = checker.document.position((*path, "name"))
+        checker.table_index[entry.name] = index
+        _check_properties(checker, entry.properties, (*path, "properties"), reserved=("table_type",))
+        _check_columns(checker, entry, path)
+        location = normalize_location(entry.location, checker.base_dir)
+        registrations = []
+        for r_index, registration in enumerate(entry.registrations):
+            r_path = (*path, "register", r_index)
+            spec = _backend_ref(checker, backends, model, registration.backend, (*r_path, "backend"))
+            if spec is None:
+                continue
+            cls = spec.driver_class
+            parts = _identifier(checker, cls, registration.namespace, (*r_path, "namespace"),
+                                cls.table_namespace_levels)
+            if parts is None:
+                continue
+            problem = cls.check_table_namespace(parts, spec.config) or cls.check_location(location, spec.config)
+            if problem:
+                checker.fail(problem, (*r_path, "namespace"))
+                continue
+            registrations.append(Registration(spec.name, (*parts, registration.name or entry.name)))
+        source = _source(checker, entry, path)
+        result.append(DesiredTable(
+            name=entry.name, location=location, registrations=tuple(registrations),
+            properties=dict(entry.properties),
+            columns=[c.model_dump() for c in entry.columns] if entry.columns else None,
+            source=source, on_remove=entry.on_remove, protect=entry.protect,
+            position=checker.document.position(path)))
+    return result
+
+
+def _check_columns(checker: _Checker, entry: BaseModel, path: DataPath) -> None:
+    seen: set[str] = set()
+    for index, column in enumerate(entry.columns or []):
+        if column.name in seen:
+            checker.fail(f"column '{column.name}' appears twice", (*path, "schema", index, "name"))
+        seen.add(column.name)
+
+
+def _source(checker: _Checker, entry: BaseModel, path: DataPath) -> dict[str, Any] | None:
+    if entry.source is None:
+        return None
+    source = entry.source.model_dump()
+    if is_local(source["path"]):
+        source["path"] = normalize_location(source["path"], checker.base_dir)
+    return source
+
+
+def _check_duplicate_registrations(checker: _Checker, state: DesiredState) -> None:
+    seen: dict[tuple[str, Identifier], str] = {}
+    for table in state.tables:
+        for registration in table.registrations:
+            key = (registration.backend, registration.id)
+            if key in seen:
+                spec = state.backends[registration.backend]
+                checker.fail(f"'{spec.format_id(registration.id)}' in backend '{registration.backend}' is "
+                             f"registered by both '{seen[key]}' and '{table.name}'",
+                             ("tables", checker.table_index[table.name], "register"))
+            seen[key] = table.name
+
+
+def _check_locations(checker: _Checker, state: DesiredState) -> None:
+    """One asset per path: no two tables share a location or nest inside each other."""
+    tables = state.tables
+    ordered = sorted(range(len(tables)), key=lambda i: tables[i].location.split("/"))
+    open_ancestors: list[int] = []
+    for index in ordered:
+        table = tables[index]
+        while open_ancestors and not is_within(table.location, tables[open_ancestors[-1]].location):
+            open_ancestors.pop()
+        if open_ancestors:
+            other = tables[open_ancestors[-1]]
+            relation = "the same location as" if other.location == table.location else "a location inside that of"
+            checker.fail(f"table '{table.name}' has {relation} table '{other.name}' ({other.location}); "
+                         "each location holds one table",
+                         ("tables", checker.table_index[table.name], "location"))
+        open_ancestors.append(index)

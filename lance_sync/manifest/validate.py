@@ -1,0 +1,139 @@
+"""Structural validation: the JSON Schema first, then the pydantic models.
+
+Every problem becomes a ManifestError at the file, line and column of the offending
+value. Values that came from `${VAR}` are never quoted back: they may be secrets.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaError
+from pydantic import BaseModel
+from pydantic import ValidationError as ModelError
+
+from lance_sync.errors import ManifestError, ManifestErrors
+from lance_sync.manifest.loader import DataPath, Document, format_path
+from lance_sync.manifest.models import manifest_json_schema, manifest_model
+
+_JSON_TYPES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
+               int: "a number", float: "a number", type(None): "empty"}
+
+
+@functools.cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(manifest_json_schema())
+
+
+def validate_structure(document: Document) -> BaseModel:
+    """The manifest model for a document, or ManifestErrors listing every problem found."""
+    problems = [p for error in _validator().iter_errors(document.data) for p in _explain(error, document)]
+    if problems:
+        raise ManifestErrors(_sorted_unique(problems))
+    try:
+        return manifest_model().model_validate(document.data)
+    except ModelError as error:
+        raise ManifestErrors(_sorted_unique(
+            [_model_problem(e, document) for e in error.errors()])) from None
+
+
+def _sorted_unique(problems: list[ManifestError]) -> list[ManifestError]:
+    unique = {str(p): p for p in problems}
+    return sorted(unique.values(), key=lambda p: (p.position.file, p.position.line, p.position.column)
+                  if p.position else ("", 0, 0))
+
+
+def _explain(error: SchemaError, document: Document) -> list[ManifestError]:
+    path: DataPath = tuple(error.absolute_path)
+    instance = error.instance
+    templated = path in document.templates
+
+    def problem(message: str, at: DataPath = path, key: bool = False) -> ManifestError:
+        position = document.key_position(at) if key else document.position(at)
+        return ManifestError(message, position, format_path(at))
+
+    if error.validator == "oneOf" and isinstance(instance, dict) and "type" in error.schema.get(
+            "discriminator", {}).get("propertyName", ""):
+        return _explain_backend(error, document, path)
+    if error.validator == "required":
+        missing = [name for name in error.validator_value if name not in instance]
+        return [problem(f"missing required field '{name}'") for name in missing]
+    if error.validator == "additionalProperties":
+        allowed = list(error.schema.get("properties", {}))
+        extras = [k for k in instance if k not in allowed]
+        return [problem(f"unknown field '{k}'{_did_you_mean(k, allowed)}", (*path, k), key=True)
+                for k in extras]
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        got = "" if templated else f", got {_JSON_TYPES.get(type(instance), type(instance).__name__)}"
+        return [problem(f"must be {_article(expected)}{got}")]
+    if error.validator in ("enum", "const"):
+        options = error.validator_value if error.validator == "enum" else [error.validator_value]
+        got = "" if templated else f" (got {instance!r})"
+        return [problem(f"must be {' or '.join(repr(o) for o in options)}{got}")]
+    if error.validator == "pattern":
+        got = "this value" if templated else repr(instance)
+        return [problem(f"{got} does not match the required pattern {error.validator_value}")]
+    if error.validator in ("minItems", "minLength", "minProperties"):
+        return [problem("must not be empty")]
+    if error.validator == "anyOf":
+        return [problem(_any_of_message(error, templated))]
+    message = error.message if not templated else f"invalid value ({error.validator})"
+    return [problem(message)]
+
+
+def _explain_backend(error: SchemaError, document: Document, path: DataPath) -> list[ManifestError]:
+    """A backend entry: report the errors of the branch its `type` selects, not of all branches."""
+    mapping = error.schema["discriminator"]["mapping"]
+    backend_type = error.instance.get("type")
+    if backend_type not in mapping:
+        known = ", ".join(sorted(mapping))
+        return [ManifestError(f"unknown backend type {backend_type!r} (known: {known})",
+                              document.position((*path, "type")), format_path((*path, "type")))]
+    branch = next(i for i, option in enumerate(error.schema["oneOf"])
+                  if option.get("$ref") == mapping[backend_type])
+    problems = [p for sub_error in error.context or []
+                if sub_error.relative_schema_path and sub_error.relative_schema_path[0] == branch
+                for p in _explain(sub_error, document)]
+    return problems or [ManifestError("invalid backend entry", document.position(path), format_path(path))]
+
+
+def _any_of_message(error: SchemaError, templated: bool) -> str:
+    kinds = []
+    for option in error.validator_value:
+        if "type" in option:
+            kinds.append(_article(option["type"]))
+        elif "$ref" in option:
+            kinds.append("a mapping")
+    got = "" if templated else f", got {_JSON_TYPES.get(type(error.instance), 'something else')}"
+    return f"must be {' or '.join(dict.fromkeys(kinds)) or 'a valid value'}{got}"
+
+
+def _article(json_type: str) -> str:
+    names = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+             "number": "a number", "boolean": "true or false", "null": "empty"}
+    return " or ".join(names.get(t.strip(), t) for t in json_type.split(" or "))
+
+
+def _did_you_mean(key: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(key, allowed, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _model_problem(error: dict[str, Any], document: Document) -> ManifestError:
+    """Map a pydantic error location onto the data path (skipping union tags)."""
+    path: list[str | int] = []
+    data = document.data
+    for element in error["loc"]:
+        if isinstance(data, dict) and element in data:
+            data = data[element]
+            path.append(element)
+        elif isinstance(data, list) and isinstance(element, int) and element < len(data):
+            data = data[element]
+            path.append(element)
+    message = error["msg"].removeprefix("Value error, ")
+    return ManifestError(message, document.position(tuple(path)), format_path(tuple(path)))

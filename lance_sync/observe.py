@@ -1,0 +1,156 @@
+"""Read the live state of every backend a manifest names, in parallel and scoped.
+
+Scope, per backend: the declared namespaces and their parents (listed, which finds owned
+siblings that left the manifest), the namespaces tables are registered in, the backend's
+`scope` list, and recursively the children of every namespace that carries this owner's
+mark. Tables are listed in every existing namespace of that scope. Lists are followed to
+their last page by the drivers; any failure stops the plan: a backend that could not be
+read is never taken for an empty one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from lance_namespace.errors import LanceNamespaceError, NamespaceNotFoundError
+
+from lance_sync.drivers.base import Identifier, NamespaceInfo, SyncNamespace, TableInfo
+from lance_sync.errors import LanceSyncError
+from lance_sync.locations import normalize_location
+from lance_sync.manifest.desired import DesiredState
+from lance_sync.plan.model import OWNER_KEY
+
+ObjectKey = tuple[str, Identifier]
+
+
+class ObserveError(LanceSyncError):
+    """A backend could not be read."""
+
+
+@dataclass
+class LiveState:
+    namespaces: dict[ObjectKey, NamespaceInfo] = field(default_factory=dict)
+    tables: dict[ObjectKey, TableInfo] = field(default_factory=dict)
+    #: namespaces whose tables were listed (objects outside them are out of scope)
+    scanned: set[ObjectKey] = field(default_factory=set)
+
+
+class Observer:
+    def __init__(self, state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
+                 on_progress: Callable[[str], None] | None = None):
+        self.state = state
+        self.drivers = drivers
+        self.parallelism = max(1, parallelism)
+        self.on_progress = on_progress or (lambda _message: None)
+        self.live = LiveState()
+        #: namespaces whose children were listed: a child not found there does not exist
+        self._listed: set[ObjectKey] = set()
+
+    def observe(self) -> LiveState:
+        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="observe") as pool:
+            self.pool = pool
+            self._list_namespaces()
+            self._describe_unlisted_namespaces()
+            self._list_tables()
+        return self.live
+
+    # --- the three passes --------------------------------------------------------------------
+
+    def _list_namespaces(self) -> None:
+        """List children of each scope parent; descend into owned namespaces."""
+        pending = {(b, p) for b, ids in self._scope_parents().items() for p in ids}
+        while pending:
+            self._listed |= pending
+            results = self._run(self._children, sorted(pending))
+            pending = set()
+            for (backend, _parent), children in results:
+                for info in children or []:
+                    key = (backend, info.id)
+                    self.live.namespaces[key] = info
+                    if info.properties.get(OWNER_KEY) == self.state.owner and key not in self._listed:
+                        pending.add(key)
+
+    def _describe_unlisted_namespaces(self) -> None:
+        wanted = {(b, ns) for b, ids in self._table_namespaces().items() for ns in ids}
+        wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
+        wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
+        unknown = sorted(k for k in wanted if k not in self.live.namespaces and not self._parent_listed(k))
+        for key, info in self._run(self._describe_namespace, unknown):
+            if info is not None:
+                self.live.namespaces[key] = info
+
+    def _list_tables(self) -> None:
+        owned = {k for k, info in self.live.namespaces.items() if info.properties.get(OWNER_KEY) == self.state.owner}
+        wanted = {(b, ns) for b, ids in self._table_namespaces().items() for ns in ids}
+        wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
+        wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
+        existing = sorted(k for k in wanted | owned if k in self.live.namespaces)
+        for key, tables in self._run(self._tables_of, existing):
+            self.live.scanned.add(key)
+            for info in tables:
+                location = normalize_location(info.location) if info.location else None
+                self.live.tables[(key[0], info.id)] = TableInfo(info.id, location, info.properties, info.is_lance)
+
+    # --- scope ---------------------------------------------------------------------------------
+
+    def _scope_parents(self) -> dict[str, set[Identifier]]:
+        parents: dict[str, set[Identifier]] = {b: set(spec.scope) for b, spec in self.state.backends.items()}
+        for ns in self.state.namespaces:
+            parents[ns.backend].add(ns.id[:-1])
+        return parents
+
+    def _parent_listed(self, key: ObjectKey) -> bool:
+        backend, id = key
+        return (backend, id[:-1]) in self._listed
+
+    def _table_namespaces(self) -> dict[str, set[Identifier]]:
+        namespaces: dict[str, set[Identifier]] = {b: set() for b in self.state.backends}
+        for table in self.state.tables:
+            for registration in table.registrations:
+                namespaces[registration.backend].add(registration.id[:-1])
+        return namespaces
+
+    # --- calls ---------------------------------------------------------------------------------
+
+    def _children(self, key: ObjectKey) -> list[NamespaceInfo] | None:
+        backend, parent = key
+        self.on_progress(f"listing namespaces in {backend}:{self._format(backend, parent)}")
+        try:
+            return list(self.drivers[backend].list_namespace_infos(parent))
+        except NamespaceNotFoundError:
+            return None
+
+    def _describe_namespace(self, key: ObjectKey) -> NamespaceInfo | None:
+        backend, id = key
+        return self.drivers[backend].get_namespace_info(id)
+
+    def _tables_of(self, key: ObjectKey) -> list[TableInfo]:
+        backend, namespace = key
+        self.on_progress(f"listing tables in {backend}:{self._format(backend, namespace)}")
+        try:
+            return list(self.drivers[backend].list_table_infos(namespace))
+        except NamespaceNotFoundError:
+            return []
+
+    def _format(self, backend: str, id: Identifier) -> str:
+        return self.state.backends[backend].format_id(id) or "(root)"
+
+    def _run(self, call: Callable, keys: Iterable[ObjectKey]) -> list[tuple[ObjectKey, object]]:
+        keys = list(keys)
+        futures = [(key, self.pool.submit(call, key)) for key in keys]
+        results = []
+        for key, future in futures:
+            try:
+                results.append((key, future.result()))
+            except LanceNamespaceError as error:
+                backend, id = key
+                raise ObserveError(f"backend '{backend}': reading {self._format(backend, id)} failed: "
+                                   f"{type(error).__name__}: {error}") from error
+        return results
+
+
+def observe(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
+            on_progress: Callable[[str], None] | None = None) -> LiveState:
+    return Observer(state, drivers, parallelism, on_progress).observe()

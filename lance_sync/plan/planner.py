@@ -1,0 +1,97 @@
+"""From a desired state to a Plan: connect, observe, inspect data, compare."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lance_sync import __version__
+from lance_sync.drivers import driver_class
+from lance_sync.drivers.base import SyncNamespace
+from lance_sync.errors import ConfigError
+from lance_sync.manifest.desired import DesiredState
+from lance_sync.observe import observe
+from lance_sync.plan.compare import compare
+from lance_sync.plan.model import DatasetStatus, Plan
+
+_VARIABLE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+Progress = Callable[[str], None]
+
+
+def connect_backends(templates: Mapping[str, Mapping[str, Any]],
+                     environ: Mapping[str, str] | None = None) -> dict[str, SyncNamespace]:
+    """Drivers for backend templates (a manifest's or a saved plan's); secrets come from the environment."""
+    environ = os.environ if environ is None else environ
+    drivers = {}
+    for name, template in templates.items():
+        properties = {k: v for k, v in template.items() if k != "type"}
+        properties = {k: _resolve(name, k, v, environ) for k, v in properties.items()}
+        cls = driver_class(template["type"])
+        try:
+            drivers[name] = cls(**_flatten_storage(properties))
+        except ConfigError as error:
+            raise ConfigError(f"backend '{name}': {error}") from None
+    return drivers
+
+
+def _resolve(backend: str, key: str, value: Any, environ: Mapping[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _resolve(backend, f"{key}.{k}", v, environ) for k, v in value.items()}
+    match = _VARIABLE.match(value) if isinstance(value, str) else None
+    if match is None:
+        return value
+    if match.group(1) not in environ:
+        raise ConfigError(f"backend '{backend}': {key} needs the environment variable {match.group(1)}")
+    return environ[match.group(1)]
+
+
+def _flatten_storage(properties: dict[str, Any]) -> dict[str, Any]:
+    storage = properties.pop("storage", None) or {}
+    properties.update({f"storage.{k}": v for k, v in storage.items()})
+    return properties
+
+
+def inspect_datasets(state: DesiredState, drivers: dict[str, SyncNamespace],
+                     progress: Progress | None = None) -> dict[str, DatasetStatus]:
+    """What each table location of the manifest holds (thread pool; no Spark at plan time)."""
+    from lance_sync.data.locations import inspect_locations
+
+    by_options: dict[tuple, list[str]] = {}
+    for table in state.tables:
+        options = drivers[table.registrations[0].backend].storage_options() if table.registrations else {}
+        by_options.setdefault(tuple(sorted(options.items())), []).append(table.location)
+    statuses = {}
+    for options, locations in by_options.items():
+        if progress:
+            progress(f"inspecting {len(locations)} table location(s)")
+        reports = inspect_locations(locations, storage_options=dict(options) or None, engine="threads")
+        for location, report in zip(locations, reports, strict=True):
+            statuses[location] = DatasetStatus(status=report.status, version=report.version,
+                                               row_count=report.row_count, columns=report.columns,
+                                               error=report.error)
+    return statuses
+
+
+def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
+               progress: Progress | None = None) -> Plan:
+    calls_before = {name: driver.api_calls for name, driver in drivers.items()}
+    live = observe(state, drivers, parallelism, progress)
+    capabilities = {name: driver.capabilities() for name, driver in drivers.items()}
+    datasets = inspect_datasets(state, drivers, progress)
+    comparison = compare(state, live, capabilities, datasets)
+    return Plan(
+        tool_version=__version__,
+        created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        owner=state.owner,
+        manifest_files=[os.path.relpath(f) for f in state.files],
+        backends={name: dict(spec.template) for name, spec in state.backends.items()},
+        spark=state.spark,
+        actions=comparison.actions,
+        left_alone=comparison.left_alone,
+        warnings=comparison.warnings,
+        api_calls={name: driver.api_calls - calls_before[name] for name, driver in drivers.items()},
+    )

@@ -1,0 +1,87 @@
+"""Session-scoped fixtures: one of each catalog server per test session.
+
+Each server module under tests/servers/ exposes `start(workdir: Path) -> RunningServer`.
+Set the environment variable named below to use an external server instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+import pytest
+
+from tests.servers.base import STARTED, RunningServer, external_endpoint, log_tail
+
+#: fixture name -> (server module under tests/servers, environment variable for an external server)
+SERVERS = {
+    "hms_server": ("hms", "LANCE_SYNC_TEST_HMS_URI"),
+    "hive3_server": ("hive3", "LANCE_SYNC_TEST_HIVE3_URI"),
+    "iceberg_server": ("iceberg_rest", "LANCE_SYNC_TEST_ICEBERG_ENDPOINT"),
+    "glue_server": ("glue", "LANCE_SYNC_TEST_GLUE_ENDPOINT"),
+    "unity_server": ("unity", "LANCE_SYNC_TEST_UNITY_ENDPOINT"),
+}
+
+
+def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    module_name, variable = SERVERS[fixture_name]
+    endpoint = external_endpoint(variable)
+    if endpoint:
+        yield RunningServer(name=module_name, endpoint=endpoint, startup_seconds=0.0, external=True)
+        return
+    module = importlib.import_module(f"tests.servers.{module_name}")
+    server = module.start(tmp_path_factory.mktemp(module_name))
+    STARTED.append(server)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def hms_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """Real Hive Metastore 2.3 from the pyspark jars."""
+    yield from _serve("hms_server", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def hive3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """The project's Hive 3.x catalog-level Thrift server."""
+    yield from _serve("hive3_server", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def iceberg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """Iceberg REST catalog served by upstream Iceberg's RESTCatalogAdapter."""
+    yield from _serve("iceberg_server", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def glue_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """moto's Glue server with the catalog hierarchy and paging added."""
+    yield from _serve("glue_server", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def unity_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """The project's Unity Catalog OSS API server."""
+    yield from _serve("unity_server", tmp_path_factory)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Attach the log tail of every server a failing test used to its report."""
+    report = yield
+    if report.failed:
+        for name in SERVERS:
+            server = item.funcargs.get(name) if hasattr(item, "funcargs") else None
+            if isinstance(server, RunningServer) and server.log_path:
+                report.sections.append((f"{server.name} log ({server.log_path})", log_tail(server.log_path)))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if STARTED:
+        terminalreporter.section("catalog server start-up")
+        for server in STARTED:
+            terminalreporter.write_line(f"{server.name:<14} {server.startup_seconds:6.2f}s  {server.endpoint}")
