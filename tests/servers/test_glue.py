@@ -1,0 +1,455 @@
+"""Smoke tests of the Glue endpoint, driven by boto3 only (never the project's drivers).
+
+They also run against an external Glue-compatible endpoint
+(LANCE_SYNC_TEST_GLUE_ENDPOINT, with LANCE_SYNC_TEST_GLUE_ACCOUNT_ID); checks that
+need the test server's control paths, request counts or its documented choices
+where real Glue is unverified are skipped there.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.servers.base import RunningServer
+from tests.servers.glue import GlueControl, glue_client, start
+
+pytestmark = pytest.mark.servers
+
+NO_RETRIES = {"mode": "standard", "total_max_attempts": 1}
+
+
+@contextmanager
+def glue_error(code: str) -> Iterator[None]:
+    with pytest.raises(ClientError) as caught:
+        yield
+    assert caught.value.response["Error"]["Code"] == code, caught.value
+
+
+def lance_table(name: str, location: str, **parameters: str) -> dict:
+    return {
+        "Name": name,
+        "TableType": "EXTERNAL_TABLE",
+        "Parameters": {"table_type": "lance", **parameters},
+        "StorageDescriptor": {"Location": location},
+    }
+
+
+def all_pages(call: Any, list_key: str, **request: Any) -> list[list[dict]]:
+    """Every page of a NextToken listing, as the caller sees them."""
+    pages, token = [], None
+    while True:
+        response = call(**request, **({"NextToken": token} if token else {}))
+        pages.append(response[list_key])
+        token = response.get("NextToken")
+        if not token:
+            return pages
+
+
+class Scratch:
+    """Uniquely named catalogs and databases for one test, deleted afterwards."""
+
+    def __init__(self, glue: Any):
+        self.glue = glue
+        self.prefix = f"ls_{uuid.uuid4().hex[:8]}"
+        self._catalogs: list[str] = []
+        self._databases: list[tuple[str | None, str]] = []
+
+    def name(self, suffix: str) -> str:
+        return f"{self.prefix}_{suffix}"
+
+    def catalog(self, suffix: str, **catalog_input: Any) -> str:
+        name = self.name(suffix).lower()
+        self.glue.create_catalog(Name=name, CatalogInput=catalog_input)
+        self._catalogs.append(name)
+        return name
+
+    def database(self, suffix: str, catalog_id: str | None = None, **database_input: Any) -> str:
+        name = self.name(suffix)
+        scope = {"CatalogId": catalog_id} if catalog_id else {}
+        self.glue.create_database(**scope, DatabaseInput={"Name": name, **database_input})
+        self._databases.append((catalog_id, name))
+        return name
+
+    def clean_up(self) -> None:
+        for catalog_id, name in reversed(self._databases):
+            scope = {"CatalogId": catalog_id} if catalog_id else {}
+            _ignore_missing(self.glue.delete_database, **scope, Name=name)
+        for name in reversed(self._catalogs):
+            _ignore_missing(self.glue.delete_catalog, CatalogId=name)
+
+
+def _ignore_missing(call: Any, **request: Any) -> None:
+    try:
+        call(**request)
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "EntityNotFoundException":
+            raise
+
+
+@pytest.fixture
+def glue(glue_server: RunningServer) -> Any:
+    return glue_client(glue_server, retries=NO_RETRIES)
+
+
+@pytest.fixture
+def scratch(glue: Any) -> Iterator[Scratch]:
+    scratch = Scratch(glue)
+    yield scratch
+    scratch.clean_up()
+
+
+@pytest.fixture
+def account(glue_server: RunningServer) -> str:
+    account_id = glue_server.extra.get("account_id") or os.environ.get(
+        "LANCE_SYNC_TEST_GLUE_ACCOUNT_ID"
+    )
+    if not account_id:
+        pytest.skip("set LANCE_SYNC_TEST_GLUE_ACCOUNT_ID for an external Glue endpoint")
+    return account_id
+
+
+@pytest.fixture
+def local(glue_server: RunningServer) -> RunningServer:
+    """The test server itself: for checks of its controls and of its documented choices."""
+    if glue_server.external:
+        pytest.skip("needs the Glue test server, not an external endpoint")
+    return glue_server
+
+
+@pytest.fixture
+def control(local: RunningServer) -> Iterator[GlueControl]:
+    control = GlueControl(local.endpoint)
+    yield control
+    control.clear_faults()
+
+
+# Catalogs
+
+
+def test_catalog_create_get_update(glue: Any, scratch: Scratch, account: str) -> None:
+    name = scratch.catalog("sales", Description="sales data", Parameters={"team": "sales"})
+
+    catalog = glue.get_catalog(CatalogId=name)["Catalog"]
+    assert catalog["Name"] == name
+    assert catalog["CatalogId"] == f"{account}:{name}"
+    assert catalog["Description"] == "sales data"
+    assert catalog["Parameters"] == {"team": "sales"}
+    assert glue.get_catalog(CatalogId=f"{account}:{name}")["Catalog"]["Name"] == name
+
+    glue.update_catalog(CatalogId=name, CatalogInput={"Parameters": {"team": "ops"}})
+    assert glue.get_catalog(CatalogId=name)["Catalog"]["Parameters"] == {"team": "ops"}
+
+
+def test_catalog_errors(glue: Any, scratch: Scratch) -> None:
+    name = scratch.catalog("dup")
+    with glue_error("AlreadyExistsException"):
+        glue.create_catalog(Name=name, CatalogInput={})
+    missing = scratch.name("missing")
+    with glue_error("EntityNotFoundException"):
+        glue.get_catalog(CatalogId=missing)
+    with glue_error("EntityNotFoundException"):
+        glue.update_catalog(CatalogId=missing, CatalogInput={})
+    with glue_error("EntityNotFoundException"):
+        glue.delete_catalog(CatalogId=missing)
+    for bad_name in (f"{name}/child", f"{name}.x", "aws:x", "x" * 65):
+        with glue_error("ValidationException"):
+            glue.create_catalog(Name=bad_name, CatalogInput={})
+
+
+def test_get_catalogs_children_recursive_and_root(
+    glue: Any, scratch: Scratch, control: GlueControl, account: str
+) -> None:
+    top = scratch.catalog("lake")
+    top_id = f"{account}:{top}"
+    child = control.seed_catalog(top, "Bucket-1")
+    grandchild = control.seed_catalog(child, "deep")
+    assert child == f"{top_id}/bucket-1"
+
+    def listed(**request: Any) -> set[str]:
+        pages = all_pages(glue.get_catalogs, "CatalogList", **request)
+        return {catalog["CatalogId"] for page in pages for catalog in page}
+
+    assert listed(ParentCatalogId=top) == {child}
+    assert listed(ParentCatalogId=top, Recursive=True) == {child, grandchild}
+    assert listed(ParentCatalogId=f"{top}/bucket-1") == {grandchild}
+    at_root = listed()
+    assert top_id in at_root and child not in at_root and account not in at_root
+    assert {account, top_id} <= listed(IncludeRoot=True)
+    assert {top_id, child, grandchild} <= listed(Recursive=True)
+    assert glue.get_catalog(CatalogId=child)["Catalog"]["Name"] == "bucket-1"
+    with glue_error("InvalidInputException"):
+        glue.get_catalogs(ParentCatalogId=top, IncludeRoot=True)
+
+
+def test_get_catalogs_pages(glue: Any, scratch: Scratch) -> None:
+    ours = {scratch.catalog(f"page{index}") for index in range(3)}
+    pages = all_pages(glue.get_catalogs, "CatalogList", MaxResults=2)
+    names = [catalog["Name"] for page in pages for catalog in page]
+    assert all(len(page) <= 2 for page in pages)
+    assert len(names) == len(set(names))
+    assert ours <= set(names)
+
+
+def test_delete_catalog_removes_its_databases_and_tables(glue: Any, scratch: Scratch) -> None:
+    """Glue documents DeleteCatalog as removing everything in the catalog, like DeleteDatabase."""
+    name = scratch.catalog("doomed")
+    glue.create_database(CatalogId=name, DatabaseInput={"Name": "db"})
+    glue.create_table(CatalogId=name, DatabaseName="db", TableInput=lance_table("t", "s3://b/t"))
+
+    glue.delete_catalog(CatalogId=name)
+
+    with glue_error("EntityNotFoundException"):
+        glue.get_catalog(CatalogId=name)
+    with glue_error("EntityNotFoundException"):
+        glue.get_database(CatalogId=name, Name="db")
+
+
+def test_delete_catalog_removes_child_catalogs(
+    glue: Any, scratch: Scratch, control: GlueControl
+) -> None:
+    name = scratch.catalog("parent")
+    child = control.seed_catalog(name, "child")
+    glue.create_database(CatalogId=child, DatabaseInput={"Name": "db"})
+
+    glue.delete_catalog(CatalogId=name)
+    glue.create_catalog(Name=name, CatalogInput={})
+
+    with glue_error("EntityNotFoundException"):
+        glue.get_catalog(CatalogId=child)
+    assert glue.get_catalogs(ParentCatalogId=name)["CatalogList"] == []
+
+
+def test_default_catalog_is_listed_but_not_deletable(
+    glue: Any, local: RunningServer, account: str
+) -> None:
+    assert glue.get_catalog(CatalogId=account)["Catalog"]["CatalogId"] == account
+    with glue_error("InvalidInputException"):
+        glue.delete_catalog(CatalogId=account)
+
+
+# Databases and tables, scoped by CatalogId
+
+
+def test_database_and_table_crud_is_scoped_to_its_catalog(
+    glue: Any, scratch: Scratch, account: str
+) -> None:
+    home, other = scratch.catalog("home"), scratch.catalog("other")
+    db = scratch.database("db", home, Description="d", Parameters={"k": "v"})
+    in_home, in_other = (
+        {"CatalogId": home, "DatabaseName": db},
+        {"CatalogId": other, "DatabaseName": db},
+    )
+
+    database = glue.get_database(CatalogId=home, Name=db)["Database"]
+    assert database["CatalogId"] == f"{account}:{home}"
+    assert database["Parameters"] == {"k": "v"}
+    with glue_error("EntityNotFoundException"):
+        glue.get_database(CatalogId=other, Name=db)
+    with glue_error("EntityNotFoundException"):
+        glue.get_database(Name=db)
+    assert db not in {d["Name"] for d in glue.get_databases(CatalogId=other)["DatabaseList"]}
+
+    scratch.database("db", other, Parameters={"k": "other"})  # same name, separate catalog
+    glue.update_database(
+        CatalogId=home, Name=db, DatabaseInput={"Name": db, "Parameters": {"k": "v2"}}
+    )
+    assert glue.get_database(CatalogId=home, Name=db)["Database"]["Parameters"] == {"k": "v2"}
+    assert glue.get_database(CatalogId=other, Name=db)["Database"]["Parameters"] == {"k": "other"}
+
+    glue.create_table(**in_home, TableInput=lance_table("orders", "s3://lake/orders.lance"))
+    table = glue.get_table(**in_home, Name="orders")["Table"]
+    assert table["StorageDescriptor"]["Location"] == "s3://lake/orders.lance"
+    assert (table["TableType"], table["Parameters"]) == ("EXTERNAL_TABLE", {"table_type": "lance"})
+    assert (table["CatalogId"], table["DatabaseName"]) == (f"{account}:{home}", db)
+    with glue_error("EntityNotFoundException"):
+        glue.get_table(**in_other, Name="orders")
+    assert glue.get_tables(**in_other)["TableList"] == []
+    with glue_error("AlreadyExistsException"):
+        glue.create_table(**in_home, TableInput=lance_table("orders", "s3://elsewhere"))
+
+    glue.update_table(
+        **in_home, TableInput=lance_table("orders", "s3://lake/orders.lance", tier="gold")
+    )
+    assert glue.get_table(**in_home, Name="orders")["Table"]["Parameters"]["tier"] == "gold"
+
+    glue.create_table(**in_home, TableInput=lance_table("items", "s3://lake/items.lance"))
+    glue.delete_table(**in_home, Name="items")
+    with glue_error("EntityNotFoundException"):
+        glue.delete_table(**in_home, Name="items")
+    errors = glue.batch_delete_table(**in_home, TablesToDelete=["orders", "missing"])["Errors"]
+    assert [(e["TableName"], e["ErrorDetail"]["ErrorCode"]) for e in errors] == [
+        ("missing", "EntityNotFoundException")
+    ]
+    assert glue.get_tables(**in_home)["TableList"] == []
+
+    glue.delete_database(CatalogId=home, Name=db)
+    with glue_error("EntityNotFoundException"):
+        glue.get_database(CatalogId=home, Name=db)
+    assert glue.get_database(CatalogId=other, Name=db)["Database"]["Name"] == db
+
+
+def test_databases_and_tables_in_a_missing_catalog(glue: Any, scratch: Scratch) -> None:
+    missing = scratch.name("no_such_catalog")
+    with glue_error("EntityNotFoundException"):
+        glue.create_database(CatalogId=missing, DatabaseInput={"Name": "db"})
+    with glue_error("EntityNotFoundException"):
+        glue.get_databases(CatalogId=missing)
+    with glue_error("EntityNotFoundException"):
+        glue.get_tables(CatalogId=missing, DatabaseName="db")
+
+
+def test_other_accounts_catalog_is_access_denied(glue: Any) -> None:
+    with glue_error("AccessDeniedException"):
+        glue.get_databases(CatalogId="999999999999")
+
+
+def test_names_fold_to_lower_case_and_may_hold_unicode_and_spaces(
+    glue: Any, scratch: Scratch
+) -> None:
+    db = scratch.database("Ünïcode DB ✓")
+    assert glue.get_database(Name=db)["Database"]["Name"] == db.lower()
+
+    table = "Tåble with Spaces 表"
+    glue.create_table(DatabaseName=db, TableInput=lance_table(table, "s3://lake/t"))
+    assert (
+        glue.get_table(DatabaseName=db.lower(), Name=table.upper())["Table"]["Name"]
+        == table.lower()
+    )
+    assert [t["Name"] for t in glue.get_tables(DatabaseName=db)["TableList"]] == [table.lower()]
+    with glue_error("AlreadyExistsException"):
+        glue.create_table(DatabaseName=db, TableInput=lance_table(table.lower(), "s3://lake/t"))
+
+    for bad_name in ("line\nbreak", "x" * 256):
+        with glue_error("ValidationException"):
+            glue.create_table(DatabaseName=db, TableInput=lance_table(bad_name, "s3://lake/t"))
+
+
+# Paging
+
+
+def test_get_tables_pages_of_at_most_100(
+    glue_server: RunningServer, glue: Any, scratch: Scratch
+) -> None:
+    db = scratch.database("big")
+    expected = {f"t{index:03d}" for index in range(250)}
+    with ThreadPoolExecutor(8) as pool:
+        list(
+            pool.map(
+                lambda name: glue.create_table(
+                    DatabaseName=db, TableInput=lance_table(name, f"s3://lake/{name}")
+                ),
+                expected,
+            )
+        )
+
+    glue_server.reset_request_count()
+    pages = all_pages(glue.get_tables, "TableList", DatabaseName=db, MaxResults=100)
+    if not glue_server.external:
+        assert glue_server.requests_served() == 3
+    assert [len(page) for page in pages] == [100, 100, 50]
+    assert {table["Name"] for page in pages for table in page} == expected
+
+    first = glue.get_tables(DatabaseName=db)
+    assert len(first["TableList"]) <= 100 and first.get("NextToken")
+    with glue_error("ValidationException"):
+        glue.get_tables(DatabaseName=db, MaxResults=101)
+
+
+def test_get_databases_pages(glue: Any, scratch: Scratch) -> None:
+    catalog = scratch.catalog("dbs")
+    expected = {scratch.database(f"db{index}", catalog) for index in range(5)}
+    pages = all_pages(glue.get_databases, "DatabaseList", CatalogId=catalog, MaxResults=2)
+    assert [len(page) for page in pages] == [2, 2, 1]
+    assert {database["Name"] for page in pages for database in page} == {
+        n.lower() for n in expected
+    }
+
+
+def test_foreign_or_garbled_next_token_is_invalid_input(
+    glue: Any, scratch: Scratch, local: RunningServer
+) -> None:
+    db = scratch.database("tokens")
+    for index in range(3):
+        glue.create_table(DatabaseName=db, TableInput=lance_table(f"t{index}", "s3://lake/t"))
+    token = glue.get_tables(DatabaseName=db, MaxResults=1)["NextToken"]
+    with glue_error("InvalidInputException"):
+        glue.get_databases(NextToken=token)
+    with glue_error("InvalidInputException"):
+        glue.get_tables(DatabaseName=db, NextToken="garbage")
+
+
+# Test-only controls
+
+
+def test_request_counts_by_operation_exclude_control_calls(glue: Any, control: GlueControl) -> None:
+    control.reset_request_count()
+    glue.get_databases()
+    glue.get_catalogs()
+    control.request_counts()
+    assert control.request_counts() == {
+        "total": 2,
+        "by_operation": {"GetDatabases": 1, "GetCatalogs": 1},
+    }
+
+
+def test_injected_access_denied_for_a_named_database(
+    glue: Any, scratch: Scratch, control: GlueControl
+) -> None:
+    secret, public = scratch.database("secret"), scratch.database("public")
+    control.inject_fault("AccessDeniedException", times=None, names=[secret])
+
+    for _ in range(2):
+        with glue_error("AccessDeniedException"):
+            glue.get_tables(DatabaseName=secret)
+    glue.get_tables(DatabaseName=public)
+    control.clear_faults()
+    glue.get_tables(DatabaseName=secret)
+
+
+def test_injected_throttling_and_server_errors(glue: Any, control: GlueControl) -> None:
+    control.inject_fault("ThrottlingException", times=1, operations=["GetDatabases"])
+    control.inject_fault("InternalServiceException", times=1, operations=["GetDatabases"])
+    glue.get_catalogs()  # another operation is not affected
+
+    with glue_error("ThrottlingException"):
+        glue.get_databases()
+    with pytest.raises(ClientError) as caught:
+        glue.get_databases()
+    assert caught.value.response["Error"]["Code"] == "InternalServiceException"
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+    glue.get_databases()
+
+
+def test_boto3_retries_an_injected_503(local: RunningServer, control: GlueControl) -> None:
+    retrying = glue_client(local, retries={"mode": "standard", "total_max_attempts": 2})
+    control.inject_fault("ServiceUnavailableException", times=1, operations=["GetCatalogs"])
+    local.reset_request_count()
+
+    response = retrying.get_catalogs()
+
+    assert response["ResponseMetadata"]["RetryAttempts"] == 1
+    assert local.requests_served() == 2
+
+
+def test_private_server_resets_and_stops(tmp_path: Path) -> None:
+    """A server of its own: reset wipes state, and stop leaves no process behind."""
+    server = start(tmp_path)
+    try:
+        glue = glue_client(server, retries=NO_RETRIES)
+        glue.create_database(DatabaseInput={"Name": "kept_until_reset"})
+        GlueControl(server.endpoint).reset()
+        assert glue.get_databases()["DatabaseList"] == []
+        assert server.requests_served() == 1
+    finally:
+        server.stop()
+    with pytest.raises(ProcessLookupError):
+        os.kill(server.extra["pid"], 0)
