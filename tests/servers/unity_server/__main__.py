@@ -1,0 +1,3 @@
+from tests.servers.unity_server.server import main
+
+main()
