@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libjarjar-java                 # relocates Jackson for the Iceberg REST test server
   libjackson2-core-java libjackson2-databind-java libjackson2-annotations-java
   libslf4j-java
+  libxerial-sqlite-jdbc-java     # optional JDBC catalog mode of the Iceberg REST test server
 )
 
 missing=()
