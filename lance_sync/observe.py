@@ -2,8 +2,9 @@
 
 Scope, per backend: the declared namespaces and their parents (listed, which finds owned
 siblings that left the manifest), the namespaces tables are registered in, the backend's
-`scope` list, and recursively the children of every namespace that carries this owner's
-mark. Tables are listed in every existing namespace of that scope. Lists are followed to
+`scope` list (the root when the backend declares nothing), and recursively the children
+of every namespace that carries this owner's mark or sits above the levels a manifest
+can declare (a Unity catalog, an Iceberg warehouse). Tables are listed in every existing namespace of that scope. Lists are followed to
 their last page by the drivers; any failure stops the plan: a backend that could not be
 read is never taken for an empty one.
 """
@@ -69,7 +70,7 @@ class Observer:
                 for info in children or []:
                     key = (backend, info.id)
                     self.live.namespaces[key] = info
-                    if info.properties.get(OWNER_KEY) == self.state.owner and key not in self._listed:
+                    if key not in self._listed and self._descend(backend, info):
                         pending.add(key)
 
     def _describe_unlisted_namespaces(self) -> None:
@@ -96,10 +97,20 @@ class Observer:
     # --- scope ---------------------------------------------------------------------------------
 
     def _scope_parents(self) -> dict[str, set[Identifier]]:
+        """Namespaces whose children are listed; the root of a backend that declares nothing."""
         parents: dict[str, set[Identifier]] = {b: set(spec.scope) for b, spec in self.state.backends.items()}
         for ns in self.state.namespaces:
             parents[ns.backend].add(ns.id[:-1])
+        for backend, namespaces in self._table_namespaces().items():
+            if not parents[backend] and not namespaces:
+                parents[backend].add(())
         return parents
+
+    def _descend(self, backend: str, info: NamespaceInfo) -> bool:
+        """List a child's children too: it is owned, or a container above the declarable levels."""
+        if info.properties.get(OWNER_KEY) == self.state.owner:
+            return True
+        return len(info.id) < self.state.backends[backend].driver_class.namespace_levels[0]
 
     def _parent_listed(self, key: ObjectKey) -> bool:
         backend, id = key

@@ -32,7 +32,6 @@ from lance_namespace import (
     ListTablesRequest,
 )
 from lance_namespace.errors import (
-    InternalError,
     InvalidInputError,
     NamespaceNotFoundError,
     TableNotFoundError,
@@ -40,6 +39,7 @@ from lance_namespace.errors import (
 )
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
+from lance_sync.drivers.paging import follow_pages
 from lance_sync.errors import ConfigError
 
 Identifier = tuple[str, ...]
@@ -252,15 +252,8 @@ class SyncNamespace(LanceNamespace):
 
     @staticmethod
     def _paged_names(call, request_type, id: Identifier, attribute: str) -> Iterator[str]:
-        """Follow page tokens to the end; a token seen twice is a server bug, not the end."""
-        token: str | None = None
-        seen: set[str] = set()
-        while True:
+        def fetch(token: str | None) -> tuple[list[str], str | None]:
             response = call(request_type(id=list(id), page_token=token))
-            yield from getattr(response, attribute) or []
-            token = response.page_token
-            if not token:
-                return
-            if token in seen:
-                raise InternalError(f"{attribute} listing of {list(id)} repeated page token {token!r}")
-            seen.add(token)
+            return list(getattr(response, attribute) or []), response.page_token
+
+        return follow_pages(fetch)

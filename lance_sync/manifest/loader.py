@@ -30,6 +30,8 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 
+#: libyaml's loader when pyyaml was built with it (about 20x faster), else the pure-Python one
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _MERGE_KEY_TAG = "tag:yaml.org,2002:merge"
 _STRING_TAG = "tag:yaml.org,2002:str"
@@ -63,7 +65,7 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
     name = str(path)
     text = _read_text(Path(path), name)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_YAML_LOADER)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         problem = error.problem or error.context or "invalid YAML"
@@ -168,13 +170,17 @@ class _Builder:
 
     def scalar(self, node: ScalarNode, path: DataPath) -> Any:
         if node.tag != _STRING_TAG:
-            value = self.constructor.construct_object(node, deep=True)
+            try:
+                value = self.constructor.construct_object(node, deep=True)
+            except yaml.YAMLError as error:
+                problem = getattr(error, "problem", None) or str(error)
+                raise ManifestError(f"invalid YAML: {problem}", self.at(node), _field(path)) from None
             # dates and times stay as written: manifests hold catalog strings, not Python dates
             return node.value if isinstance(value, datetime.date | datetime.datetime) else value
         if "$" not in node.value:
             return node.value
         substituted = self.interpolate(node, path)
-        if node.style is None and substituted is not None:
+        if not node.style and substituted is not None:  # plain scalar (libyaml says "", PyYAML None)
             return _resolve_plain(substituted)
         return substituted
 

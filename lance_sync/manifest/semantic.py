@@ -66,7 +66,10 @@ def build_desired_state(model: BaseModel, document: Document, base_dir: str) -> 
 def _backend(checker: _Checker, name: str, entry: BaseModel) -> BackendSpec | None:
     path: DataPath = ("backends", name)
     cls = driver_class(entry.type)
+    problems_before = len(checker.problems)
     _check_secrets(checker, entry, path)
+    if len(checker.problems) > problems_before:
+        return None
     values = entry.model_dump(by_alias=True, exclude={"type", "scope"}, exclude_unset=True)
     values = {k: (v.get_secret_value() if isinstance(v, SecretStr) else v) for k, v in values.items()}
     if isinstance(values.get("root"), str) and is_local(values["root"]):

@@ -1,0 +1,85 @@
+"""What the backend-independent conformance suite needs to know about one backend.
+
+Each backend supplies a `Harness` subclass (tests/conformance/harness_<type>.py). The
+suite (tests/conformance/test_*.py) is the same for all backends: it only talks to the
+driver, except where it asks the harness to look through an independent client.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lance_sync.drivers.base import Identifier, SyncNamespace
+from tests.servers.base import RunningServer
+
+
+@dataclass
+class SpecBehaviour:
+    """Where the backend specs differ; the suite asserts each backend's own spec."""
+
+    #: DropNamespace of a missing namespace succeeds (Iceberg) instead of NamespaceNotFound
+    drop_missing_namespace_succeeds: bool = False
+    #: CreateNamespace honours mode=ExistOk
+    create_exist_ok: bool = True
+    #: DropNamespace honours mode=Skip
+    drop_skip: bool = True
+    #: DescribeTable of a non-Lance table raises InvalidInput (13); False where no foreign table can be made
+    foreign_table_is_invalid_input: bool = True
+    #: names the backend stores lower-cased (Glue, Hive): round-trip tests use lower-case names
+    lower_case_names: bool = False
+    #: characters the backend accepts in names, of " ", "%", ".", "$", unicode
+    name_characters: tuple[str, ...] = (" ", "%", ".", "$", "é")
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Harness(ABC):
+    backend_type: str
+    #: the session fixture (tests/servers/fixtures.py) this backend runs against
+    server_fixture: str
+    behaviour = SpecBehaviour()
+
+    def __init__(self, server: RunningServer, data_root: Path):
+        self.server = server
+        self.data_root = data_root
+
+    @abstractmethod
+    def config(self) -> dict[str, Any]:
+        """Manifest-style backend configuration (without `type`), for this server."""
+
+    def driver(self) -> SyncNamespace:
+        from lance_sync.drivers import connect
+
+        return connect(self.backend_type, self.config())
+
+    @abstractmethod
+    def parent_namespace(self) -> Identifier:
+        """A namespace that exists (or is the catalog) and under which test namespaces are created."""
+
+    def unique(self, prefix: str = "t") -> str:
+        """A fresh name, valid in every backend (lower-case letters, digits and '_')."""
+        return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+    def new_namespace_id(self, name: str | None = None) -> Identifier:
+        """An id for a namespace that can hold tables (not created)."""
+        return (*self.parent_namespace(), name or self.unique("ns"))
+
+    def location(self, name: str) -> str:
+        return str(self.data_root / f"{name}.lance")
+
+    @abstractmethod
+    def create_foreign_table(self, namespace: Identifier, name: str) -> None:
+        """Create a table that is NOT a Lance table, with the backend's own independent client."""
+
+    @abstractmethod
+    def check_lance_table(self, table_id: Identifier, location: str, properties: dict[str, str]) -> None:
+        """Assert, through the independent client, that the table is registered as the spec says."""
+
+    def requests_served(self) -> int:
+        return self.server.requests_served()
+
+    def reset_requests(self) -> None:
+        self.server.reset_request_count()

@@ -1,0 +1,301 @@
+"""End to end through the CLI on a real temporary directory (the embedded `dir` backend)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import lance_namespace as ln
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import lance_sync  # noqa: F401 - registers the drivers
+from lance_sync.cli import main
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+PLAN_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "plan.schema.json"
+
+
+class Project:
+    """A copy of the quickstart in a temporary directory, driven through the CLI."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        shutil.copy(QUICKSTART / "lance-sync.yaml", root / "lance-sync.yaml")
+        for extra in QUICKSTART.iterdir():
+            if extra.is_dir() and extra.name not in ("lakehouse", ".lance-sync"):
+                shutil.copytree(extra, root / extra.name)
+        self.manifest_path = root / "lance-sync.yaml"
+
+    def run(self, *args: str, input: str | None = None):
+        result = CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+        assert "Traceback" not in result.output
+        return result
+
+    def plan(self, *args: str):
+        return self.run("plan", "-f", str(self.manifest_path), *args)
+
+    def apply(self, *args: str):
+        return self.run("apply", "-f", str(self.manifest_path), *args)
+
+    @property
+    def manifest(self) -> dict:
+        return yaml.safe_load(self.manifest_path.read_text())
+
+    def write(self, manifest: dict) -> None:
+        self.manifest_path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+
+    def driver(self):
+        return ln.connect("lance-sync-dir", {"root": str(self.root / "lakehouse")})
+
+    def tables(self, *namespace: str) -> list[str]:
+        response = self.driver().list_tables(ln.ListTablesRequest(id=list(namespace)))
+        return sorted(response.tables)
+
+    def snapshot(self) -> dict[str, str]:
+        """Every file under the project with a hash of its content."""
+        return {str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path)
+
+
+@pytest.fixture
+def applied(project: Project) -> Project:
+    result = project.apply("--auto-approve")
+    assert result.exit_code == 0, result.output
+    return project
+
+
+def test_quickstart_applies_and_converges(applied: Project):
+    assert applied.tables("sales") == ["orders", "returns"]
+    assert applied.tables("sales", "archive") == ["returns_2026"]
+    second = applied.plan("--detailed-exitcode")
+    assert second.exit_code == 0, second.output
+    assert "No changes" in second.stdout
+
+
+def test_plan_reports_changes_with_detailed_exitcode(project: Project):
+    result = project.plan("--detailed-exitcode")
+    assert result.exit_code == 2
+    assert "create_namespace" in result.stdout and "Plan: 5 to create" in result.stdout
+
+
+def test_removed_table_is_deregistered_and_data_kept(applied: Project):
+    manifest = applied.manifest
+    manifest["tables"] = [t for t in manifest["tables"] if t["name"] != "orders"]
+    applied.write(manifest)
+    plan = applied.plan()
+    assert "deregister_table  lake: sales$orders" in plan.stdout
+    assert applied.apply("--auto-approve").exit_code == 0
+    assert applied.tables("sales") == ["returns"]
+    assert (applied.root / "lakehouse" / "data" / "orders.lance" / "_versions").is_dir()
+
+
+def test_drop_without_allow_drop_is_refused_and_keeps_data(applied: Project):
+    manifest = applied.manifest
+    orders = next(t for t in manifest["tables"] if t["name"] == "orders")
+    orders["on_remove"] = "drop"
+    applied.write(manifest)
+    assert applied.apply("--auto-approve").exit_code == 0  # stamps lance_sync.on_remove=drop
+    manifest["tables"].remove(orders)
+    applied.write(manifest)
+    refused = applied.apply("--auto-approve")
+    assert refused.exit_code == 4
+    assert "--allow-drop" in refused.output
+    assert (applied.root / "lakehouse" / "data" / "orders.lance").is_dir()
+    assert "orders" in applied.tables("sales")
+    dropped = applied.apply("--auto-approve", "--allow-drop")
+    assert dropped.exit_code == 0, dropped.output
+    assert not (applied.root / "lakehouse" / "data" / "orders.lance").exists()
+    assert "orders" not in applied.tables("sales")
+
+
+def test_protected_table_is_never_removed(applied: Project):
+    manifest = applied.manifest
+    manifest["tables"] = [t for t in manifest["tables"] if t["name"] != "returns"]
+    applied.write(manifest)
+    plan = applied.plan()
+    assert plan.exit_code == 4
+    assert "BLOCKED: protected" in plan.stdout
+    for flags in (["--auto-approve"], ["--auto-approve", "--allow-drop"]):
+        refused = applied.apply(*flags)
+        assert refused.exit_code == 4
+        assert "protected" in refused.output
+    assert "returns" in applied.tables("sales")
+    assert "returns_2026" in applied.tables("sales", "archive")
+
+
+def test_unprotecting_then_removing_works(applied: Project):
+    manifest = applied.manifest
+    returns = next(t for t in manifest["tables"] if t["name"] == "returns")
+    returns["protect"] = False
+    applied.write(manifest)
+    assert applied.apply("--auto-approve").exit_code == 0
+    manifest["tables"].remove(returns)
+    applied.write(manifest)
+    assert applied.apply("--auto-approve").exit_code == 0
+    assert applied.tables("sales") == ["orders"]
+
+
+def test_objects_without_this_owners_mark_are_never_touched(applied: Project):
+    driver = applied.driver()
+    driver.declare_table(ln.DeclareTableRequest(id=["sales", "handmade"],
+                                                location=str(applied.root / "lakehouse" / "handmade.lance"),
+                                                properties={"lance_sync.owner": "someone-else"}))
+    driver.declare_table(ln.DeclareTableRequest(id=["sales", "unmarked"],
+                                                location=str(applied.root / "lakehouse" / "unmarked.lance")))
+    plan = applied.plan("--detailed-exitcode")
+    assert plan.exit_code == 0, plan.output
+    assert "Left alone (2)" in plan.stdout
+    assert "handmade (owned by 'someone-else')" in plan.stdout
+    manifest = applied.manifest
+    manifest["tables"] = []
+    manifest["namespaces"] = [ns for ns in manifest["namespaces"] if ns["id"] == "sales"]
+    applied.write(manifest)
+    result = applied.apply("--auto-approve", "--allow-drop")
+    assert result.exit_code == 4  # the protected table still blocks; nothing else ran
+    assert set(applied.tables("sales")) == {"handmade", "orders", "returns", "unmarked"}
+
+
+def test_stale_saved_plan_is_refused(applied: Project, tmp_path: Path):
+    manifest = applied.manifest
+    manifest["tables"][0]["properties"]["tier"] = "silver"
+    applied.write(manifest)
+    plan_file = tmp_path / "plan.json"
+    assert applied.plan("--out", str(plan_file)).exit_code == 0
+    applied.driver().update_table_properties(("sales", "orders"), {"tier": "bronze"}, [])
+    refused = applied.run("apply", str(plan_file), "--auto-approve")
+    assert refused.exit_code == 4
+    assert "stale" in refused.output and "sales$orders" in refused.output
+
+
+def test_saved_plan_applies_when_fresh_and_holds_no_secrets(applied: Project, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("LANCE_SYNC_TEST_SECRET", "very-secret-value")
+    manifest = applied.manifest
+    manifest["backends"]["lake"]["storage"] = {"aws_secret_access_key": "${LANCE_SYNC_TEST_SECRET}"}
+    manifest["tables"][0]["properties"]["tier"] = "silver"
+    applied.write(manifest)
+    plan_file = tmp_path / "plan.json"
+    result = applied.plan("--out", str(plan_file))
+    assert result.exit_code == 0, result.output
+    text = plan_file.read_text()
+    assert "very-secret-value" not in text and "very-secret-value" not in result.output
+    assert "${LANCE_SYNC_TEST_SECRET}" in text
+    applied_plan = applied.run("apply", str(plan_file), "--auto-approve")
+    assert applied_plan.exit_code == 0, applied_plan.output
+    assert "very-secret-value" not in applied_plan.output
+    assert applied.plan("--detailed-exitcode").exit_code == 0
+
+
+def test_dry_run_changes_nothing(project: Project):
+    before = project.snapshot()
+    result = project.apply("--dry-run")
+    assert result.exit_code == 0
+    assert "Dry run: nothing was changed" in result.stdout
+    assert project.snapshot() == before
+
+
+def test_apply_without_terminal_or_auto_approve_refuses(project: Project):
+    before = project.snapshot()
+    result = project.apply()
+    assert result.exit_code == 1
+    assert "--auto-approve" in result.output
+    assert project.snapshot() == before
+
+
+def test_existing_unmarked_namespace_is_adopted(project: Project):
+    (project.root / "lakehouse").mkdir()
+    project.driver().create_namespace(ln.CreateNamespaceRequest(id=["sales"], properties={"team": "sales"}))
+    plan = project.plan()
+    assert "adopt             lake: sales" in plan.stdout
+    assert project.apply("--auto-approve").exit_code == 0
+    properties = project.driver().describe_namespace(ln.DescribeNamespaceRequest(id=["sales"])).properties
+    assert properties["lance_sync.owner"] == "quickstart"
+
+
+def test_property_change_updates_in_place(applied: Project):
+    manifest = applied.manifest
+    manifest["namespaces"][0]["properties"] = {"team": "finance"}
+    applied.write(manifest)
+    plan = applied.plan()
+    assert "update_namespace  lake: sales" in plan.stdout
+    assert "~ team = 'sales' -> 'finance'" in plan.stdout
+    assert applied.apply("--auto-approve").exit_code == 0
+    assert applied.plan("--detailed-exitcode").exit_code == 0
+
+
+def test_removed_namespace_is_dropped_child_first_with_allow_drop(applied: Project):
+    manifest = applied.manifest
+    returns = next(t for t in manifest["tables"] if t["name"] == "returns")
+    returns["protect"] = False
+    applied.write(manifest)
+    assert applied.apply("--auto-approve").exit_code == 0
+    manifest["tables"] = []
+    manifest["namespaces"] = []
+    applied.write(manifest)
+    plan = applied.plan()
+    lines = [line for line in plan.stdout.splitlines() if "drop_namespace" in line]
+    assert [line.split()[3] for line in lines] == ["sales$archive", "sales"]
+    assert applied.apply("--auto-approve").exit_code == 4
+    assert applied.apply("--auto-approve", "--allow-drop").exit_code == 0
+    namespaces = applied.driver().list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces
+    assert namespaces == []
+
+
+def test_rollback_plan_undoes_an_apply(project: Project):
+    result = project.apply("--auto-approve")
+    rollback = next(line.split(": ", 1)[1].split(" (")[0] for line in result.stdout.splitlines()
+                    if line.startswith("Rollback plan:"))
+    undone = project.run("apply", rollback, "--auto-approve", "--allow-drop")
+    assert undone.exit_code == 0, undone.output
+    assert project.driver().list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == []
+    assert not (project.root / "lakehouse" / "data" / "orders.lance").exists()
+
+
+def test_overlay_file_changes_the_base(project: Project):
+    overlay = project.root / "prod.yaml"
+    overlay.write_text("tables:\n  - name: orders\n    properties: {tier: platinum}\n")
+    result = project.run("plan", "-f", str(project.manifest_path), "-f", str(overlay))
+    assert result.exit_code == 0
+    assert "tier = 'platinum'" in result.stdout
+
+
+def test_json_plan_validates_against_the_shipped_schema(project: Project):
+    result = project.plan("--format", "json")
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, json.loads(PLAN_SCHEMA.read_text()))
+    assert {a["action"] for a in document["actions"]} == {"create_namespace", "create_table", "declare_table"}
+
+
+def test_markdown_plan_has_summary_then_details(project: Project):
+    result = project.plan("--format", "markdown")
+    text = result.stdout
+    assert text.index("| change | count |") < text.index("<details>")
+    assert "| create | 5 |" in text
+
+
+def test_import_writes_a_manifest_that_adopts_everything(tmp_path: Path):
+    root = tmp_path / "existing"
+    driver = ln.connect("lance-sync-dir", {"root": str(root)})
+    driver.create_namespace(ln.CreateNamespaceRequest(id=["crm"], properties={"team": "crm"}))
+    driver.declare_table(ln.DeclareTableRequest(id=["crm", "leads"], location=str(root / "leads.lance"),
+                                                properties={"tier": "gold"}))
+    out = tmp_path / "imported.yaml"
+    runner = CliRunner()
+    result = runner.invoke(main, ["import", "--type", "dir", "--set", f"root={root}", "--backend", "lake",
+                                  "--owner", "crm-team", "-o", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    imported = yaml.safe_load(out.read_text())
+    assert imported["tables"][0]["location"] == str(root / "leads.lance")
+    plan = runner.invoke(main, ["plan", "-f", str(out)], catch_exceptions=False)
+    assert "Plan: 0 to create, 0 to update, 2 to adopt, 0 to replace, 0 to remove." in plan.stdout
+    assert runner.invoke(main, ["apply", "-f", str(out), "--auto-approve"]).exit_code == 0
+    assert runner.invoke(main, ["plan", "-f", str(out), "--detailed-exitcode"]).exit_code == 0

@@ -1,0 +1,77 @@
+"""The applier's executor: dependency order, parallelism, partial failure, rollback plan."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from lance_namespace.errors import ServiceUnavailableError
+
+from lance_sync.apply import ApplyOptions, execute, rollback_plan
+from lance_sync.plan.model import Action, ActionType, ObjectState, Plan, action_key, fingerprint
+
+
+def namespace_action(name: tuple[str, ...], depends: list[str] | None = None) -> Action:
+    return Action(action=ActionType.CREATE_NAMESPACE, object="namespace", backend="b", id=list(name),
+                  display_id="$".join(name), after=ObjectState(properties={"lance_sync.owner": "o"}),
+                  reason="r", compared_keys=["lance_sync.owner"], fingerprint=fingerprint(None, []),
+                  depends_on=depends or [])
+
+
+class RecordingDriver:
+    """Stands in for a backend: records calls, fails on request, measures concurrency."""
+
+    def __init__(self, fail: set[str] = frozenset(), delay: float = 0.0):
+        self.fail, self.delay = fail, delay
+        self.created: list[str] = []
+        self.running = self.max_running = 0
+        self.lock = threading.Lock()
+
+    def create_namespace(self, request):
+        with self.lock:
+            self.running += 1
+            self.max_running = max(self.max_running, self.running)
+        time.sleep(self.delay)
+        with self.lock:
+            self.running -= 1
+        name = "$".join(request.id)
+        if name in self.fail:
+            raise ServiceUnavailableError(f"cannot create {name}")
+        with self.lock:
+            self.created.append(name)
+
+
+def plan_of(actions: list[Action]) -> Plan:
+    return Plan(tool_version="0", created_at="now", owner="o", manifest_files=[], backends={}, actions=actions)
+
+
+def key(*name: str) -> str:
+    return action_key("namespace", "b", list(name))
+
+
+def test_parents_before_children_and_siblings_in_parallel(tmp_path):
+    actions = [namespace_action(("a",))] + [namespace_action(("a", str(i)), [key("a")]) for i in range(8)]
+    driver = RecordingDriver(delay=0.05)
+    report = execute(plan_of(actions), {"b": driver}, ApplyOptions(parallelism=4, state_dir=tmp_path))
+    assert report.exit_code == 0
+    assert driver.created[0] == "a"
+    assert driver.max_running > 1
+
+
+def test_partial_failure_skips_dependents_reports_and_writes_a_rollback(tmp_path):
+    actions = [namespace_action(("a",)), namespace_action(("a", "x"), [key("a")]),
+               namespace_action(("b",)), namespace_action(("b", "y"), [key("b")])]
+    driver = RecordingDriver(fail={"b"})
+    report = execute(plan_of(actions), {"b": driver}, ApplyOptions(parallelism=2, state_dir=tmp_path))
+    assert report.exit_code == 3
+    assert {o.action.display_id for o in report.with_status("succeeded")} == {"a", "a$x"}
+    assert [o.action.display_id for o in report.with_status("failed")] == ["b"]
+    assert [o.action.display_id for o in report.with_status("skipped")] == ["b$y"]
+    journal = report.journal_path.read_text().splitlines()
+    assert any('"failed"' in line and "cannot create b" in line for line in journal)
+    rollback = rollback_plan(plan_of(actions), report)
+    assert [a.display_id for a in rollback.actions] == ["a$x", "a"] or \
+        {a.display_id for a in rollback.actions} == {"a", "a$x"}
+    drop_a = next(a for a in rollback.actions if a.display_id == "a")
+    assert drop_a.action == ActionType.DROP_NAMESPACE
+    assert key("a", "x") in drop_a.depends_on

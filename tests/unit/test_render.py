@@ -1,0 +1,67 @@
+"""Renderers: text symbols, JSON against the shipped schema, markdown size limits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from lance_sync.plan.model import Action, ActionType, ObjectState, Plan, fingerprint
+from lance_sync.plan.render import MARKDOWN_LIMIT, render_json, render_markdown, render_text
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "plan.schema.json").read_text())
+
+
+def declare(i: int) -> Action:
+    after = ObjectState(location=f"s3://bucket/warehouse/sales/table_{i:05d}.lance",
+                        properties={"lance_sync.owner": "platform", "tier": "gold", "team": "sales"})
+    return Action(action=ActionType.DECLARE_TABLE, object="table", backend="uc", id=["main", "sales", f"table_{i:05d}"],
+                  display_id=f"main$sales$table_{i:05d}", after=after, reason="declared in the manifest, absent",
+                  compared_keys=["lance_sync.owner", "team", "tier"], fingerprint=fingerprint(None, []))
+
+
+def plan_of(actions: list[Action]) -> Plan:
+    return Plan(tool_version="0", created_at="2026-01-01T00:00:00+00:00", owner="platform",
+                manifest_files=["lance-sync.yaml"], backends={"uc": {"type": "unity"}}, actions=actions)
+
+
+def test_markdown_for_ten_thousand_actions_stays_under_the_limit_and_says_so():
+    text = render_markdown(plan_of([declare(i) for i in range(10_000)]))
+    assert len(text) < MARKDOWN_LIMIT
+    assert "Truncated:" in text and "of 10000 actions not shown" in text
+    assert text.index("| change | count |") < text.index("<details>")
+    assert text.rstrip().endswith("</details>") or "Truncated" in text.splitlines()[-1]
+
+
+def test_small_markdown_is_not_truncated():
+    text = render_markdown(plan_of([declare(i) for i in range(3)]))
+    assert "Truncated" not in text and text.count("declare_table uc:") == 3
+
+
+def test_user_text_cannot_close_the_code_fence():
+    action = declare(1)
+    action.after.properties["note"] = "```\n# injected"
+    assert render_markdown(plan_of([action])).count("```") == 2
+
+
+def test_json_validates_against_the_shipped_schema():
+    document = json.loads(render_json(plan_of([declare(i) for i in range(5)])))
+    jsonschema.validate(document, SCHEMA)
+
+
+def test_text_has_terraform_like_symbols_and_no_colour_unless_asked():
+    plan = plan_of([declare(1)])
+    plain = render_text(plan)
+    assert "  + declare_table" in plain and "\x1b[" not in plain
+    assert "\x1b[" in render_text(plan, colour=True)
+    assert plain.rstrip().endswith("Plan: 1 to create, 0 to update, 0 to adopt, 0 to replace, 0 to remove.")
+
+
+def test_every_action_has_an_inverse_except_data_loss():
+    action = declare(1)
+    inverse = action.inverse()
+    assert inverse.action == ActionType.DEREGISTER_TABLE and inverse.before == action.after
+    assert inverse.inverse().action == ActionType.DECLARE_TABLE
+    dropped = inverse.model_copy(update={"action": ActionType.DROP_TABLE})
+    assert dropped.inverse() is None
