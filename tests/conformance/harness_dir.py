@@ -1,0 +1,38 @@
+"""The embedded directory backend: no server; pylance reads the manifest directly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lance
+import pyarrow as pa
+
+from lance_sync.drivers.base import Identifier
+from tests.conformance.harness import Harness, SpecBehaviour
+
+
+class DirHarness(Harness):
+    backend_type = "dir"
+    server_fixture = None
+    behaviour = SpecBehaviour(name_characters=(" ", "%", ".", "é"), foreign_table_is_invalid_input=False)
+
+    def config(self) -> dict[str, Any]:
+        return {"root": str(self.data_root)}
+
+    def parent_namespace(self) -> Identifier:
+        return ()
+
+    def create_foreign_table(self, namespace: Identifier, name: str) -> None:
+        raise NotImplementedError("every table of a directory namespace is a Lance table")
+
+    def check_lance_table(self, table_id: Identifier, location: str, properties: dict[str, str]) -> None:
+        """pylance itself opens the manifest and finds the row."""
+        rows = lance.dataset(str(self.data_root / "__manifest")).to_table(
+            filter=pa.compute.field("object_id") == "$".join(table_id)).to_pylist()
+        assert len(rows) == 1 and rows[0]["object_type"] == "table"
+
+    def requests_served(self) -> int:
+        raise NotImplementedError("the dir backend has no server")
+
+    def reset_requests(self) -> None:
+        pass
