@@ -1,0 +1,3 @@
+from tests.servers.hive3_server.server import main
+
+main()

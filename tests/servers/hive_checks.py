@@ -1,0 +1,460 @@
+"""Checks of Hive Metastore behaviour, driven by pymetastore's generated client.
+
+SHARED_CHECKS run against both the real HMS 2.3 (`hms`) and the project's Hive 3
+server (`hive3`), so the two cannot drift apart on the calls they share.
+CATALOG_CHECKS are Hive 3 only. Every check works in databases and catalogs of its
+own, named uniquely, and removes them, so it can run against a long-lived external
+server too. File-system assertions run only when the server shares this machine's
+file system (not for external servers).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pymetastore.hive_metastore import ThriftHiveMetastore
+from pymetastore.hive_metastore.ttypes import (
+    AlreadyExistsException,
+    AlterCatalogRequest,
+    Catalog,
+    CreateCatalogRequest,
+    Database,
+    DropCatalogRequest,
+    FieldSchema,
+    GetCatalogRequest,
+    GetTableRequest,
+    GetTablesRequest,
+    InvalidObjectException,
+    InvalidOperationException,
+    MetaException,
+    NoSuchObjectException,
+    SerDeInfo,
+    StorageDescriptor,
+    Table,
+    UnknownDBException,
+)
+from thrift.Thrift import TApplicationException
+
+from tests.servers.base import RunningServer
+from tests.servers.hive_support import hive_client
+
+Client = ThriftHiveMetastore.Client
+
+
+@dataclass
+class Scratch:
+    """Where a check works: a server, and a local directory for its `file:` locations."""
+
+    endpoint: str
+    directory: Path
+    local_files: bool
+
+    @classmethod
+    def for_server(cls, server: RunningServer, directory: Path) -> Scratch:
+        return cls(server.endpoint, directory, local_files=not server.external)
+
+    def client(self) -> AbstractContextManager[Client]:
+        return hive_client(self.endpoint)
+
+    def uri(self, name: str) -> str:
+        """A `file:///...` location the way a client writes it."""
+        return (self.directory / name).as_uri()
+
+    def stored(self, name: str) -> str:
+        """The same location the way HMS stores it (Hadoop's Path: `file:/...`)."""
+        return "file:" + str(self.directory / name)
+
+    def assert_directory(self, name: str, exists: bool) -> None:
+        if self.local_files:
+            assert (self.directory / name).is_dir() is exists, name
+
+
+def unique_name(prefix: str = "lsync_check") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def external_table(database: str, name: str, location: str | None, catalog: str | None = None,
+                   **parameters: str) -> Table:
+    """An EXTERNAL_TABLE as lance-sync declares one (EXTERNAL=TRUE makes HMS keep the type)."""
+    return Table(
+        tableName=name, dbName=database, catName=catalog, owner="lance-sync",
+        tableType="EXTERNAL_TABLE", partitionKeys=[],
+        parameters={"EXTERNAL": "TRUE", "table_type": "lance", **parameters},
+        sd=StorageDescriptor(cols=[FieldSchema("id", "bigint", None)], location=location,
+                             serdeInfo=SerDeInfo(parameters={}), parameters={}))
+
+
+@contextmanager
+def scratch_database(client: Client, scratch: Scratch, catalog: str | None = None
+                     ) -> Iterator[str]:
+    """A new, uniquely named database; dropped with its tables afterwards (data kept)."""
+    name = unique_name()
+    client.create_database(Database(name=name, locationUri=scratch.uri(name), parameters={},
+                                    catalogName=catalog))
+    qualified = f"@{catalog}#{name}" if catalog else name
+    try:
+        yield name
+    finally:
+        if client.get_databases(qualified):  # the name is also a pattern matching itself
+            client.drop_database(qualified, False, True)
+
+
+# ---- shared checks: both servers -------------------------------------------------------
+
+def check_database_lifecycle(scratch: Scratch) -> None:
+    name = unique_name()
+    with scratch.client() as client:
+        client.create_database(Database(
+            name=name.upper(), description="sales team", locationUri=scratch.uri(name) + "/",
+            parameters={"team": "sales"}, ownerName="analytics"))
+        scratch.assert_directory(name, exists=True)
+        for spelling in (name, name.upper()):
+            database = client.get_database(spelling)
+            assert database.name == name
+            assert database.locationUri == scratch.stored(name)
+            assert database.parameters == {"team": "sales"}
+            assert database.description == "sales team"
+            assert database.ownerName == "analytics"
+        assert name in client.get_all_databases()
+        assert client.get_databases(name[:-3] + "*|no_such_db") == [name]
+        assert client.get_databases(name[:-3]) == []  # patterns match whole names
+
+        altered = client.get_database(name)
+        altered.parameters = {"team": "finance"}
+        client.alter_database(name, altered)
+        assert client.get_database(name).parameters == {"team": "finance"}
+
+        client.drop_database(name, False, False)
+        with pytest.raises(NoSuchObjectException):
+            client.get_database(name)
+        scratch.assert_directory(name, exists=True)  # deleteData=false keeps it
+
+
+def check_database_errors(scratch: Scratch) -> None:
+    with scratch.client() as client, scratch_database(client, scratch) as name:
+        with pytest.raises(AlreadyExistsException):
+            client.create_database(Database(name=name.upper()))
+        for invalid in ("bad-name", "", "a.b"):
+            with pytest.raises(InvalidObjectException):
+                client.create_database(Database(name=invalid))
+        with pytest.raises(NoSuchObjectException):
+            client.get_database(unique_name())
+        client.create_table(external_table(name, "t", scratch.uri(f"{name}_t")))
+        with pytest.raises(InvalidOperationException):
+            client.drop_database(name, False, False)
+        with pytest.raises(MetaException):
+            client.drop_database("default", False, False)
+
+
+def check_external_table_lifecycle(scratch: Scratch) -> None:
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        location = f"{database}_orders.lance"
+        client.create_table(external_table(database.upper(), "Orders", scratch.uri(location),
+                                           tier="gold"))
+        scratch.assert_directory(location, exists=True)  # HMS creates the location
+
+        table = client.get_table(database, "ORDERS")
+        assert (table.dbName, table.tableName) == (database, "orders")
+        assert table.tableType == "EXTERNAL_TABLE"
+        assert table.sd.location == scratch.stored(location)  # file:/// comes back file:/
+        assert table.owner == "lance-sync"
+        assert {"EXTERNAL": "TRUE", "table_type": "lance", "tier": "gold"}.items() \
+            <= table.parameters.items()
+        assert "transient_lastDdlTime" in table.parameters  # added by the server
+        assert client.get_table_req(GetTableRequest(dbName=database, tblName="orders")) \
+            .table.sd.location == table.sd.location
+
+        client.create_table(external_table(database, "customers", scratch.uri(f"{database}_c")))
+        assert client.get_tables(database, "*") == ["customers", "orders"]
+        assert client.get_tables(database.upper(), "ORD*|nothing") == ["orders"]
+        assert client.get_all_tables(database) == ["customers", "orders"]
+        found = client.get_table_objects_by_name_req(
+            GetTablesRequest(dbName=database, tblNames=["ORDERS", "customers", "missing"]))
+        # Missing names are skipped; the order of the answer is not specified.
+        assert sorted(table.tableName for table in found.tables) == ["customers", "orders"]
+
+        moved = f"{database}_orders_v2.lance"
+        table.parameters = {"EXTERNAL": "TRUE", "table_type": "lance", "tier": "silver"}
+        table.sd.location = scratch.uri(moved)
+        client.alter_table(database, "orders", table)
+        altered = client.get_table(database, "orders")
+        assert altered.sd.location == scratch.stored(moved)
+        assert altered.parameters["tier"] == "silver"
+        assert {"numFiles", "totalSize", "transient_lastDdlTime"} <= altered.parameters.keys()
+        scratch.assert_directory(moved, exists=False)  # alter does not create directories
+
+        client.drop_table(database, "orders", False)
+        with pytest.raises(NoSuchObjectException):
+            client.get_table(database, "orders")
+        scratch.assert_directory(location, exists=True)
+        client.drop_table(database, "customers", True)  # external: data stays anyway
+        scratch.assert_directory(f"{database}_c", exists=True)
+
+
+def check_table_type_follows_external_parameter(scratch: Scratch) -> None:
+    """HMS stores EXTERNAL_TABLE without EXTERNAL=TRUE as MANAGED_TABLE, and then
+    drop_table(deleteData=true) deletes its data: a driver must set the parameter."""
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        location = f"{database}_managed"
+        table = external_table(database, "t", scratch.uri(location))
+        del table.parameters["EXTERNAL"]
+        client.create_table(table)
+        assert client.get_table(database, "t").tableType == "MANAGED_TABLE"
+        client.drop_table(database, "t", True)
+        scratch.assert_directory(location, exists=False)
+
+
+def check_quick_stats_of_existing_directory(scratch: Scratch) -> None:
+    """On an existing location HMS adds numFiles/totalSize, skipping '_' and '.' names."""
+    if not scratch.local_files:
+        pytest.skip("needs the server's file system")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        dataset = scratch.directory / f"{database}_existing.lance"
+        for relative, size in (("data/a.lance", 100), ("_versions/1.manifest", 10), (".tmp", 5)):
+            (dataset / relative).parent.mkdir(parents=True, exist_ok=True)
+            (dataset / relative).write_bytes(b"x" * size)
+        client.create_table(external_table(database, "t", dataset.as_uri()))
+        parameters = client.get_table(database, "t").parameters
+        assert (parameters["numFiles"], parameters["totalSize"]) == ("1", "100")
+
+
+def check_table_errors(scratch: Scratch) -> None:
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        missing_database = unique_name()
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        with pytest.raises(AlreadyExistsException):
+            client.create_table(external_table(database, "T", scratch.uri(f"{database}_t")))
+        with pytest.raises(InvalidObjectException):
+            client.create_table(external_table(missing_database, "t", scratch.uri("nowhere")))
+        with pytest.raises(InvalidObjectException):
+            client.create_table(external_table(database, "bad-name", scratch.uri("nowhere")))
+        with pytest.raises(NoSuchObjectException):
+            client.get_table(database, "missing")
+        with pytest.raises(NoSuchObjectException):
+            client.get_table(missing_database, "t")
+        with pytest.raises(NoSuchObjectException):
+            client.get_table_req(GetTableRequest(dbName=database, tblName="missing"))
+        assert client.get_tables(missing_database, "*") == []
+        assert client.get_all_tables(missing_database) == []
+        with pytest.raises(UnknownDBException):
+            client.get_table_objects_by_name_req(
+                GetTablesRequest(dbName=missing_database, tblNames=["t"]))
+        with pytest.raises(InvalidOperationException):
+            client.alter_table(database, "missing", client.get_table(database, "t"))
+        with pytest.raises(NoSuchObjectException):
+            client.drop_table(database, "missing", False)
+
+
+def check_missing_required_field(scratch: Scratch) -> None:
+    """A request without a required field fails with PROTOCOL_ERROR. A Java HMS leaves that
+    connection one byte out of step (its next call hangs), so a client must drop it."""
+    with scratch.client() as client, pytest.raises(TApplicationException) as raised:
+        client.get_table_req(GetTableRequest(tblName="t"))
+    assert raised.value.type == TApplicationException.PROTOCOL_ERROR
+
+
+def check_concurrent_clients(scratch: Scratch) -> None:
+    """8 threads, each with its own connection, create and read tables at once."""
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        names = [f"t{i:03d}" for i in range(64)]
+        create_tables_concurrently(scratch, database, names, threads=8)
+        assert client.get_all_tables(database) == names
+        tables = client.get_table_objects_by_name_req(
+            GetTablesRequest(dbName=database, tblNames=names)).tables
+        assert {table.tableName: table.sd.location for table in tables} \
+            == {name: scratch.stored(f"{database}_{name}") for name in names}
+
+
+def create_tables_concurrently(scratch: Scratch, database: str, names: list[str],
+                               threads: int) -> float:
+    """Create (and read back) one external table per name from `threads` clients at
+    once; the seconds it took. Raises the first error any thread met."""
+    errors: list[BaseException] = []
+    shares = [names[i::threads] for i in range(threads)]
+
+    def work(share: list[str]) -> None:
+        try:
+            with scratch.client() as client:
+                for name in share:
+                    client.create_table(external_table(
+                        database, name, scratch.uri(f"{database}_{name}")))
+                    assert client.get_table(database, name).tableName == name
+        except BaseException as error:  # noqa: BLE001 - reported below, in the test thread
+            errors.append(error)
+
+    started = time.monotonic()
+    workers = [threading.Thread(target=work, args=(share,)) for share in shares]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    if errors:
+        raise errors[0]
+    return time.monotonic() - started
+
+
+SHARED_CHECKS: list[Callable[[Scratch], None]] = [
+    check_database_lifecycle,
+    check_database_errors,
+    check_external_table_lifecycle,
+    check_table_type_follows_external_parameter,
+    check_quick_stats_of_existing_directory,
+    check_table_errors,
+    check_missing_required_field,
+    check_concurrent_clients,
+]
+
+
+def check_request_count(server: RunningServer, scratch: Scratch) -> None:
+    """The server counts every Thrift call it answers, errors included, and nothing else."""
+    if server.external:
+        pytest.skip("an external server's calls are not counted")
+    with scratch.client() as client:
+        server.reset_request_count()
+        client.get_all_databases()
+        with pytest.raises(NoSuchObjectException):
+            client.get_database(unique_name())
+        client.get_databases("*")
+    assert server.requests_served() == 3  # the connection's close is not a call
+    server.reset_request_count()
+    assert server.requests_served() == 0
+
+
+# ---- Hive 3 only: catalogs ---------------------------------------------------------------
+
+def check_default_catalog(scratch: Scratch) -> None:
+    with scratch.client() as client:
+        assert "hive" in client.get_catalogs().names
+        hive = client.get_catalog(GetCatalogRequest(name="hive")).catalog
+        assert hive.name == "hive" and hive.locationUri
+        with scratch_database(client, scratch) as database:  # unprefixed: catalog "hive"
+            assert client.get_database(f"@hive#{database}").catalogName == "hive"
+            assert database in client.get_databases("@hive#")
+            assert database in client.get_all_databases()
+
+
+@contextmanager
+def scratch_catalog(client: Client, scratch: Scratch) -> Iterator[str]:
+    name = unique_name("lsync_cat")
+    client.create_catalog(CreateCatalogRequest(Catalog(
+        name=name.upper(), description="test catalog", locationUri=scratch.uri(name))))
+    try:
+        yield name
+    finally:
+        _drop_catalog_with_contents(client, name)
+
+
+def _drop_catalog_with_contents(client: Client, catalog: str) -> None:
+    if catalog not in client.get_catalogs().names:
+        return
+    for database in client.get_databases(f"@{catalog}#"):
+        client.drop_database(f"@{catalog}#{database}", False, True)
+    client.drop_catalog(DropCatalogRequest(name=catalog))
+
+
+def check_catalog_lifecycle(scratch: Scratch) -> None:
+    with scratch.client() as client, scratch_catalog(client, scratch) as catalog:
+        scratch.assert_directory(catalog, exists=True)
+        stored = client.get_catalog(GetCatalogRequest(name=catalog.upper())).catalog
+        assert (stored.name, stored.description) == (catalog, "test catalog")
+        assert catalog in client.get_catalogs().names
+        assert client.get_databases(f"@{catalog}#") == ["default"]  # made with the catalog
+
+        client.alter_catalog(AlterCatalogRequest(name=catalog, newCat=Catalog(
+            name=catalog, description="renamed team", locationUri=stored.locationUri)))
+        assert client.get_catalog(GetCatalogRequest(name=catalog)).catalog.description \
+            == "renamed team"
+
+        with scratch_database(client, scratch, catalog=catalog) as database:
+            qualified = f"@{catalog}#{database}"
+            assert client.get_database(qualified).catalogName == catalog
+            with pytest.raises(NoSuchObjectException):
+                client.get_database(database)  # unprefixed means catalog "hive"
+            _check_tables_in_catalog(client, scratch, catalog, database)
+            with pytest.raises(InvalidOperationException):
+                client.drop_catalog(DropCatalogRequest(name=catalog))  # not empty
+
+        client.drop_catalog(DropCatalogRequest(name=catalog))
+        with pytest.raises(NoSuchObjectException):
+            client.get_catalog(GetCatalogRequest(name=catalog))
+
+
+def _check_tables_in_catalog(client: Client, scratch: Scratch, catalog: str,
+                             database: str) -> None:
+    qualified = f"@{catalog}#{database}"
+    location = f"{catalog}_{database}_t"
+    client.create_table(external_table(database, "T", scratch.uri(location), catalog=catalog))
+    table = client.get_table(qualified, "t")
+    assert (table.catName, table.dbName, table.tableName) == (catalog, database, "t")
+    assert table.sd.location == scratch.stored(location)
+    assert client.get_table_req(
+        GetTableRequest(dbName=database, tblName="t", catName=catalog)).table.catName == catalog
+    assert client.get_tables(qualified, "*") == ["t"]
+    assert client.get_all_tables(qualified) == ["t"]
+    assert [found.tableName for found in client.get_table_objects_by_name_req(
+        GetTablesRequest(dbName=database, tblNames=["t"], catName=catalog)).tables] == ["t"]
+    with pytest.raises(NoSuchObjectException):
+        client.get_table(database, "t")  # same names in catalog "hive": nothing there
+
+    table.parameters["tier"] = "gold"
+    client.alter_table(qualified, "t", table)
+    assert client.get_table(qualified, "t").parameters["tier"] == "gold"
+    client.drop_table(qualified, "t", False)
+    assert client.get_tables(qualified, "*") == []
+
+
+def check_catalog_errors(scratch: Scratch) -> None:
+    with scratch.client() as client, scratch_catalog(client, scratch) as catalog:
+        with pytest.raises(AlreadyExistsException):
+            client.create_catalog(CreateCatalogRequest(Catalog(
+                name=catalog, locationUri=scratch.uri(catalog))))
+        with pytest.raises(InvalidObjectException):
+            client.create_catalog(CreateCatalogRequest(Catalog(name=unique_name("c"))))
+        with pytest.raises(InvalidObjectException):
+            client.create_catalog(CreateCatalogRequest(Catalog(
+                name="bad-name", locationUri=scratch.uri("bad"))))
+        with pytest.raises(InvalidObjectException):
+            client.create_database(Database(name="db", catalogName=unique_name("no_cat")))
+        with pytest.raises(InvalidOperationException):
+            client.alter_catalog(AlterCatalogRequest(name=catalog, newCat=Catalog(
+                name=unique_name("c"), locationUri=scratch.uri(catalog))))
+        with pytest.raises(NoSuchObjectException):
+            client.get_catalog(GetCatalogRequest(name=unique_name("no_cat")))
+        with pytest.raises(NoSuchObjectException):
+            client.drop_catalog(DropCatalogRequest(name=unique_name("no_cat")))
+        with pytest.raises(MetaException):
+            client.drop_catalog(DropCatalogRequest(name="hive"))
+
+        client.create_table(external_table("default", "t", scratch.uri(f"{catalog}_t"),
+                                           catalog=catalog))
+        with pytest.raises(InvalidOperationException):
+            client.drop_catalog(DropCatalogRequest(name=catalog))  # its default db has a table
+
+
+def check_databases_are_per_catalog(scratch: Scratch) -> None:
+    with scratch.client() as client, scratch_catalog(client, scratch) as catalog, \
+            scratch_database(client, scratch) as name:
+        client.create_database(Database(name=name, catalogName=catalog, parameters={"in": catalog}))
+        in_catalog = client.get_database(f"@{catalog}#{name}")
+        assert in_catalog.parameters == {"in": catalog}
+        assert in_catalog.locationUri == f"{scratch.stored(catalog)}/{name}.db"  # the default
+        assert client.get_database(name).parameters == {}  # catalog "hive" has its own
+        assert client.get_databases(f"@{catalog}#{name[:-3]}*") == [name]
+        client.drop_database(f"@{catalog}#{name}", False, False)
+        assert client.get_database(name).catalogName == "hive"
+
+
+CATALOG_CHECKS: list[Callable[[Scratch], None]] = [
+    check_default_catalog,
+    check_catalog_lifecycle,
+    check_catalog_errors,
+    check_databases_are_per_catalog,
+]
+
