@@ -286,3 +286,59 @@ def schema(which: str) -> None:
 
     document = manifest_json_schema() if which == "manifest" else plan_json_schema()
     click.echo(json.dumps(document, indent=2))
+
+
+@main.command()
+@manifest_option
+@click.option("--engine", type=click.Choice(["auto", "threads", "spark"]), default="auto", show_default=True,
+              help="Thread pool, Spark, or Spark above 2,000 locations.")
+@click.option("--spark", "spark", help="Spark master or sc:// URL (default: embedded local[*]).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@parallelism_option
+@handle_errors
+def verify(files: tuple[str, ...], engine: str, spark: str | None, output_format: str, parallelism: int) -> None:
+    """Check that every table location in scope holds a valid Lance dataset.
+
+    Exits 1 when anything is broken: a registration with no data behind it, data that is not
+    Lance, a corrupt dataset, unreadable storage, or columns a catalog records that differ
+    from the dataset's.
+    """
+    from lance_sync.plan.planner import connect_backends
+    from lance_sync.verify import render_verify
+    from lance_sync.verify import verify as run_verify
+
+    state = load_manifest(manifest_files(files))
+    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    report = run_verify(state, drivers, engine, spark, parallelism, progress)
+    _end_progress()
+    if output_format == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo(render_verify(report), nl=False)
+    if report.broken:
+        sys.exit(ExitCode.ERROR)
+
+
+@main.command()
+@manifest_option
+@click.argument("root")
+@click.option("--engine", type=click.Choice(["auto", "threads", "spark"]), default="auto", show_default=True,
+              help="Walk with threads, with Spark, or with Spark above 2,000 top-level directories.")
+@click.option("--spark", "spark", help="Spark master or sc:// URL (default: embedded local[*]).")
+@click.option("--storage", "storage", multiple=True, metavar="KEY=VALUE",
+              help="Storage option for ROOT (object stores); secrets as ${VAR}.")
+@parallelism_option
+@handle_errors
+def discover(files: tuple[str, ...], root: str, engine: str, spark: str | None, storage: tuple[str, ...],
+             parallelism: int) -> None:
+    """List Lance datasets under ROOT that no backend of the manifest registers, as a manifest snippet."""
+    from lance_sync.plan.planner import connect_backends, resolve_settings
+    from lance_sync.verify import discover as run_discover
+    from lance_sync.verify import render_discovered
+
+    state = load_manifest(manifest_files(files))
+    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    options = resolve_settings("--storage", storage)
+    found = run_discover(state, drivers, root, engine, spark, options or None, parallelism, progress)
+    _end_progress()
+    click.echo(render_discovered(found, state), nl=False)

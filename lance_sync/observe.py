@@ -92,7 +92,8 @@ class Observer:
             self.live.scanned.add(key)
             for info in tables:
                 location = normalize_location(info.location) if info.location else None
-                self.live.tables[(key[0], info.id)] = TableInfo(info.id, location, info.properties, info.is_lance)
+                self.live.tables[(key[0], info.id)] = TableInfo(info.id, location, info.properties, info.is_lance,
+                                                                info.columns)
 
     # --- scope ---------------------------------------------------------------------------------
 

@@ -138,6 +138,8 @@ class TableInfo:
     properties: dict[str, str] = field(default_factory=dict)
     #: False for a table that exists under this name but is not a Lance table
     is_lance: bool = True
+    #: columns the catalog records for the table (arrow_types manifest form), where it keeps any
+    columns: list[dict] | None = None
 
 
 class SyncNamespace(LanceNamespace):
@@ -208,6 +210,10 @@ class SyncNamespace(LanceNamespace):
 
     def storage_options(self) -> dict[str, str]:
         return dict(self.config.storage)
+
+    def internal_locations(self) -> set[str]:
+        """Lance datasets the backend keeps for itself (never offered as tables to adopt)."""
+        return set()
 
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:

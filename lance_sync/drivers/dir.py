@@ -97,6 +97,9 @@ class DirNamespace(SyncNamespace):
     def namespace_id(self) -> str:
         return f"lance-sync dir {{ root: {self.root!r} }}"
 
+    def internal_locations(self) -> set[str]:
+        return {join_location(self.root, MANIFEST_TABLE)}
+
     def capabilities(self) -> Capabilities:
         return Capabilities(update_table_location=False)
 

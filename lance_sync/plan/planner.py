@@ -49,6 +49,19 @@ def _resolve(backend: str, key: str, value: Any, environ: Mapping[str, str]) -> 
     return environ[match.group(1)]
 
 
+def resolve_settings(option: str, settings: tuple[str, ...] | list[str],
+                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """KEY=VALUE pairs from the command line; a value written ${VAR} is read from the environment."""
+    environ = os.environ if environ is None else environ
+    resolved = {}
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{option} takes KEY=VALUE (got '{setting}')")
+        resolved[key] = _resolve(option, key, value, environ)
+    return resolved
+
+
 def _flatten_storage(properties: dict[str, Any]) -> dict[str, Any]:
     storage = properties.pop("storage", None) or {}
     properties.update({f"storage.{k}": v for k, v in storage.items()})
