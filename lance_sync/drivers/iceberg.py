@@ -1,11 +1,79 @@
-"""Apache Iceberg REST Catalog backend (spec: iceberg-rest.md)."""
+"""Apache Iceberg REST Catalog backend (spec: iceberg-rest.md).
+
+Identifiers are [warehouse, namespace..., table]. The warehouse picks the catalog: its API
+prefix comes from GET /v1/config?warehouse=... (cached; the warehouse name itself when the
+config names none). A Lance table is an Iceberg table with a one-column dummy schema whose
+properties say `table_type=lance` and whose location is the Lance dataset's root.
+
+Where the upstream server is looser than the spec, the driver checks for itself: a child
+namespace needs its parent, and a namespace with child namespaces is not empty.
+
+Errors are translated at one place (`_send`): what a 404 or 409 means depends on the call
+(a missing table, a missing namespace, a name taken), the rest by status (see `_STATUS_ERRORS`).
+"""
 
 from __future__ import annotations
 
-from pydantic import Field, NonNegativeInt, PositiveInt, SecretStr
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+from urllib.parse import quote
 
-from lance_sync.drivers.base import BackendConfig, SyncNamespace, default_root
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    DropNamespaceRequest,
+    DropNamespaceResponse,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
+    NamespaceExistsRequest,
+    RegisterTableRequest,
+    RegisterTableResponse,
+    TableExistsRequest,
+)
+from lance_namespace.errors import (
+    ConcurrentModificationError,
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    PermissionDeniedError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnauthenticatedError,
+    UnsupportedOperationError,
+)
+from pydantic import Field, NonNegativeInt, PositiveInt, SecretStr, field_validator, model_validator
+
+from lance_sync.drivers.base import (
+    BackendConfig,
+    Capabilities,
+    Identifier,
+    NamespaceInfo,
+    SyncNamespace,
+    TableInfo,
+    default_root,
+    secret_value,
+)
 from lance_sync.drivers.config_types import HttpUrl
+from lance_sync.drivers.http import HttpClient, HttpFailure
+from lance_sync.drivers.paging import follow_pages
+from lance_sync.locations import normalize_location
 
 
 class IcebergConfig(BackendConfig):
@@ -19,6 +87,49 @@ class IcebergConfig(BackendConfig):
     root: str = Field(default_factory=default_root,
                       description="Storage root for tables declared without a location (default: cwd)")
 
+    @field_validator("credential")
+    @classmethod
+    def _credential_has_both_parts(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and ":" not in value.get_secret_value():
+            raise ValueError("must look like 'client_id:client_secret'")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_authenticate(self) -> IcebergConfig:
+        if self.auth_token is not None and self.credential is not None:
+            raise ValueError("set auth_token or credential, not both")
+        return self
+
+
+CONFIG_PATH = "/v1/config"
+TOKEN_PATH = "/v1/oauth/tokens"
+#: joins namespace levels in paths and in the `parent` query parameter
+LEVEL_SEPARATOR = "\x1f"
+TABLE_TYPE_KEY = "table_type"
+LANCE_TABLE_TYPE = "lance"
+#: the companion Iceberg table's schema: one nullable string column `dummy`
+DUMMY_SCHEMA = {"type": "struct", "schema-id": 0,
+                "fields": [{"id": 1, "name": "dummy", "type": "string", "required": False}]}
+#: names that cannot be a URL path segment (HTTP clients resolve them away) or a level
+UNADDRESSABLE_NAMES = frozenset({"", ".", ".."})
+#: table and namespace loads in flight at once, per driver
+LOAD_PARALLELISM = 16
+#: a token is renewed once this share of its lifetime has passed
+TOKEN_RENEW_AT = 0.9
+
+#: what an error status means when the call gives it no meaning of its own
+_STATUS_ERRORS: dict[int, type[LanceNamespaceError]] = {
+    400: InvalidInputError,
+    401: UnauthenticatedError,
+    403: PermissionDeniedError,
+    406: UnsupportedOperationError,
+    422: InvalidInputError,
+    503: ServiceUnavailableError,
+}
+ErrorMeanings = Mapping[int, type[LanceNamespaceError]]
+T = TypeVar("T")
+R = TypeVar("R")
+
 
 class IcebergNamespace(SyncNamespace):
     backend_type = "iceberg"
@@ -27,3 +138,513 @@ class IcebergNamespace(SyncNamespace):
     #: [warehouse, namespace, ...]
     namespace_levels = (2, None)
     table_namespace_levels = (2, None)
+
+    config: IcebergConfig
+
+    #: pageSize of the listings behind bulk reads; None lets the server choose (upstream
+    #: answers everything in one page). Every page is followed either way.
+    bulk_page_size: int | None = None
+
+    def __init__(self, **properties: Any) -> None:
+        super().__init__(**properties)
+        config = self.config
+        timeouts = {"connect_timeout": config.connect_timeout / 1000,
+                    "read_timeout": config.read_timeout / 1000, "max_retries": config.max_retries}
+        if config.credential is not None:
+            token_http = HttpClient(config.endpoint, translate=_token_error, on_request=self.count_call,
+                                    **timeouts)
+            self._auth: _StaticToken | _ClientCredentials = _ClientCredentials(config.credential, token_http)
+        else:
+            self._auth = _StaticToken(secret_value(config.auth_token))
+        self._http = HttpClient(config.endpoint, translate=_ErrorAnswer, headers=self._auth_headers,
+                                on_request=self.count_call, **timeouts)
+        self._sent_token = _SentToken()
+        self._prefixes: dict[str, str] = {}
+        self._prefix_lock = threading.Lock()
+        self._loads = ThreadPoolExecutor(LOAD_PARALLELISM, thread_name_prefix="iceberg-load")
+
+    def namespace_id(self) -> str:
+        return f"lance-sync iceberg {{ endpoint: {self.config.endpoint!r} }}"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(creatable_namespace_levels=(2, None))
+
+    @classmethod
+    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        return _name_problem(parts)
+
+    # --- namespaces --------------------------------------------------------------------------
+
+    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+        """POST namespaces, after checking the parent exists (the upstream server does not)."""
+        warehouse, levels = _split_namespace(request.id)
+        if not levels:
+            raise UnsupportedOperationError(f"iceberg: warehouse '{warehouse}' cannot be created "
+                                            "through the REST API")
+        mode = _normalized(request.mode, "create")
+        if mode not in ("create", "existok", "overwrite"):
+            raise InvalidInputError(f"iceberg: unknown create mode '{request.mode}'")
+        if len(levels) > 1 and not self._namespace_exists(warehouse, levels[:-1]):
+            raise NamespaceNotFoundError(f"Parent namespace not found: {_display((warehouse, *levels[:-1]))}")
+        try:
+            return self._create_namespace(warehouse, levels, request.properties or {})
+        except NamespaceAlreadyExistsError:
+            if mode == "existok":
+                return CreateNamespaceResponse(properties=self._namespace_properties(warehouse, levels))
+            if mode == "create":
+                raise
+        self._drop_namespace(warehouse, levels)  # Overwrite: drop the empty namespace, then create
+        return self._create_namespace(warehouse, levels, request.properties or {})
+
+    def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
+        warehouse, levels = _split_listed_namespace(request.id)
+        names, token = self._namespace_page(warehouse, levels, request.page_token, request.limit)
+        return ListNamespacesResponse(namespaces=names, page_token=token)
+
+    def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+        if not request.id:
+            return DescribeNamespaceResponse(properties={})
+        warehouse, levels = _split_namespace(request.id)
+        return DescribeNamespaceResponse(properties=self._namespace_properties(warehouse, levels))
+
+    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+        if not request.id:
+            return
+        warehouse, levels = _split_namespace(request.id)
+        if not self._namespace_exists(warehouse, levels):
+            raise NamespaceNotFoundError(f"Namespace not found: {_display(request.id)}")
+
+    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+        """Restrict only; a namespace that does not exist is dropped already (the spec)."""
+        if _normalized(request.behavior, "restrict") != "restrict":
+            raise UnsupportedOperationError("iceberg: only Restrict drops are supported; "
+                                            "drop the tables and child namespaces first")
+        warehouse, levels = _split_namespace(request.id)
+        if not levels:
+            raise UnsupportedOperationError(f"iceberg: warehouse '{warehouse}' cannot be dropped "
+                                            "through the REST API")
+        self._drop_namespace(warehouse, levels)
+        return DropNamespaceResponse()
+
+    # --- tables ------------------------------------------------------------------------------
+
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        """POST a companion Iceberg table (dummy schema, table_type=lance) at the Lance location."""
+        warehouse, levels, name = _split_table(request.id)
+        location = request.location or self._default_location(warehouse, levels, name)
+        properties = {**(request.properties or {}), TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
+        body = {"name": name, "location": location, "schema": DUMMY_SCHEMA, "properties": properties,
+                "stage-create": False}
+        path = self._namespace_path(warehouse, levels, missing=NamespaceNotFoundError) + "/tables"
+        answer = self._send("POST", path, json=body,
+                            meanings={404: NamespaceNotFoundError, 409: TableAlreadyExistsError})
+        metadata = _metadata(answer, path)
+        return DeclareTableResponse(location=metadata.get("location", location),
+                                    properties=metadata.get("properties") or properties,
+                                    storage_options=self.storage_options() or None)
+
+    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
+        """An existing Lance dataset registered like a declared table (Create mode only)."""
+        if _normalized(request.mode, "create") != "create":
+            raise UnsupportedOperationError("iceberg: register_table supports mode Create only")
+        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
+                                                          properties=request.properties))
+        return RegisterTableResponse(location=declared.location, properties=declared.properties)
+
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        """One page of table names, each table loaded (in parallel) to keep only Lance tables."""
+        warehouse, levels = _split_listed_namespace(request.id)
+        names, token = self._table_page(warehouse, levels, request.page_token, request.limit)
+        infos = self._in_parallel(self._load_table_info, [(warehouse, *levels, n) for n in names])
+        return ListTablesResponse(tables=[info.id[-1] for info in infos if info.is_lance],
+                                  page_token=token)
+
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        """Location and properties of a Lance table; storage options are the driver's `storage.*`."""
+        if request.load_detailed_metadata:
+            raise UnsupportedOperationError("iceberg: only load_detailed_metadata=false is supported")
+        info = self._require_lance(request.id)
+        return DescribeTableResponse(table=info.id[-1], namespace=list(info.id[:-1]),
+                                     location=info.location, properties=info.properties,
+                                     storage_options=self.storage_options() or None)
+
+    def table_exists(self, request: TableExistsRequest) -> None:
+        self._require_lance(request.id)
+
+    def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        """Check it is a Lance table, then DELETE without purge (data and Iceberg metadata stay).
+
+        The check costs a load; it keeps a Lance client from deregistering a plain Iceberg table.
+        """
+        info = self._require_lance(request.id)
+        self._send("DELETE", self._table_path(info.id), params={"purgeRequested": "false"},
+                   ok=(200, 204), meanings={404: TableNotFoundError})
+        return DeregisterTableResponse(id=list(info.id), location=info.location,
+                                       properties=info.properties)
+
+    # --- reconciler extensions -----------------------------------------------------------------
+
+    def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
+                                    removals: list[str]) -> None:
+        warehouse, levels = _split_namespace(id)
+        if not levels:
+            raise UnsupportedOperationError("iceberg: a warehouse has no properties to update")
+        if not updates and not removals:
+            return
+        self._send("POST", self._namespace_path(warehouse, levels) + "/properties",
+                   json={"updates": updates, "removals": list(removals)},
+                   meanings={404: NamespaceNotFoundError})
+
+    def update_table_properties(self, id: Identifier, updates: dict[str, str],
+                                removals: list[str]) -> None:
+        """Load for the table's uuid, then commit set/remove-properties asserting that uuid."""
+        if not updates and not removals:
+            return
+        path = self._table_path(id)
+        metadata = _metadata(self._send("GET", path, meanings={404: TableNotFoundError}), path)
+        changes: list[dict[str, Any]] = []
+        if updates:
+            changes.append({"action": "set-properties", "updates": updates})
+        if removals:
+            changes.append({"action": "remove-properties", "removals": list(removals)})
+        commit = {"requirements": [{"type": "assert-table-uuid", "uuid": metadata.get("table-uuid")}],
+                  "updates": changes}
+        self._send("POST", path, json=commit,
+                   meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
+
+    def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
+        """Every page of child names, then each child loaded in parallel for its properties."""
+        warehouse, levels = _split_listed_namespace(parent)
+        names = follow_pages(lambda token: self._namespace_page(warehouse, levels, token,
+                                                                self.bulk_page_size))
+        children = ((warehouse, *levels, name) for name in names)
+        yield from self._in_parallel(self._load_namespace_info, children)
+
+    def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
+        """Every page of table names, each table loaded in parallel; Lance or not (is_lance)."""
+        warehouse, levels = _split_listed_namespace(namespace)
+        names = follow_pages(lambda token: self._table_page(warehouse, levels, token,
+                                                            self.bulk_page_size))
+        yield from self._in_parallel(self._load_table_info, ((warehouse, *levels, n) for n in names))
+
+    def get_table_info(self, id: Identifier) -> TableInfo | None:
+        return self._load_table_info(tuple(id))
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def _send(self, method: str, path: str, *, meanings: ErrorMeanings | None = None,
+              **request: Any) -> Any:
+        """One API call, its error answer translated; a rejected OAuth2 token is renewed once."""
+        try:
+            try:
+                return self._http.request(method, path, **request)
+            except _ErrorAnswer as answer:
+                if answer.failure.status != 401 or not self._auth.discard(self._sent_token.value):
+                    raise
+            return self._http.request(method, path, **request)
+        except _ErrorAnswer as answer:
+            raise _error_for(answer.failure, meanings or {}) from answer
+
+    def _auth_headers(self) -> dict[str, str]:
+        token = self._auth.current()
+        self._sent_token.value = token
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _prefix(self, warehouse: str, missing: type[LanceNamespaceError]) -> str:
+        """The warehouse's API prefix from GET /v1/config (cached): overrides, then defaults."""
+        with self._prefix_lock:
+            if warehouse not in self._prefixes:
+                try:
+                    config = self._send("GET", CONFIG_PATH, params={"warehouse": warehouse},
+                                        meanings={404: NamespaceNotFoundError}) or {}
+                except NamespaceNotFoundError as error:
+                    raise missing(f"iceberg: warehouse '{warehouse}' not found ({error})") from error
+                prefix = (config.get("overrides") or {}).get("prefix") \
+                    or (config.get("defaults") or {}).get("prefix")
+                self._prefixes[warehouse] = prefix or quote(warehouse, safe="")
+            return self._prefixes[warehouse]
+
+    def _namespace_path(self, warehouse: str, levels: tuple[str, ...],
+                        missing: type[LanceNamespaceError] = NamespaceNotFoundError) -> str:
+        return f"/v1/{self._prefix(warehouse, missing)}/namespaces/{_encode(LEVEL_SEPARATOR.join(levels))}"
+
+    def _table_path(self, id: Iterable[str] | None) -> str:
+        warehouse, levels, name = _split_table(id)
+        return f"{self._namespace_path(warehouse, levels, missing=TableNotFoundError)}/tables/{_encode(name)}"
+
+    def _create_namespace(self, warehouse: str, levels: tuple[str, ...],
+                          properties: dict[str, str]) -> CreateNamespaceResponse:
+        path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
+        answer = self._send("POST", path, json={"namespace": list(levels), "properties": properties},
+                            meanings={409: NamespaceAlreadyExistsError}) or {}
+        return CreateNamespaceResponse(properties=answer.get("properties") or {})
+
+    def _namespace_properties(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
+        if not levels:
+            self._prefix(warehouse, NamespaceNotFoundError)
+            return {}
+        answer = self._send("GET", self._namespace_path(warehouse, levels),
+                            meanings={404: NamespaceNotFoundError}) or {}
+        return dict(answer.get("properties") or {})
+
+    def _namespace_exists(self, warehouse: str, levels: tuple[str, ...]) -> bool:
+        """By GET, which every server has (HEAD on namespaces came later to the REST spec)."""
+        try:
+            self._namespace_properties(warehouse, levels)
+        except NamespaceNotFoundError:
+            return False
+        return True
+
+    def _drop_namespace(self, warehouse: str, levels: tuple[str, ...]) -> None:
+        """Refuse a namespace with child namespaces (upstream only counts tables), then DELETE."""
+        try:
+            children, _ = self._namespace_page(warehouse, levels, None, 1)
+        except NamespaceNotFoundError:
+            return
+        if children:
+            raise NamespaceNotEmptyError(f"Namespace {_display((warehouse, *levels))} has child "
+                                         f"namespaces, e.g. '{children[0]}'")
+        try:
+            self._send("DELETE", self._namespace_path(warehouse, levels), ok=(200, 204),
+                       meanings={404: NamespaceNotFoundError, 409: NamespaceNotEmptyError})
+        except NamespaceNotFoundError:
+            return
+
+    def _namespace_page(self, warehouse: str, levels: tuple[str, ...], token: str | None,
+                        size: int | None) -> tuple[list[str], str | None]:
+        path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
+        params = {"parent": LEVEL_SEPARATOR.join(levels) or None, "pageToken": token, "pageSize": size}
+        answer = self._send("GET", path, params=params, meanings={404: NamespaceNotFoundError}) or {}
+        names = [child[-1] for child in answer.get("namespaces") or []]
+        return names, answer.get("next-page-token")
+
+    def _table_page(self, warehouse: str, levels: tuple[str, ...], token: str | None,
+                    size: int | None) -> tuple[list[str], str | None]:
+        if not levels:  # Iceberg tables live in namespaces, never directly in a warehouse
+            self._prefix(warehouse, NamespaceNotFoundError)
+            return [], None
+        path = self._namespace_path(warehouse, levels) + "/tables"
+        answer = self._send("GET", path, params={"pageToken": token, "pageSize": size},
+                            meanings={404: NamespaceNotFoundError}) or {}
+        names = [identifier["name"] for identifier in answer.get("identifiers") or []]
+        return names, answer.get("next-page-token")
+
+    def _load_table(self, id: Iterable[str] | None) -> TableInfo:
+        """GET the table: location, properties, whether it is a Lance table."""
+        path = self._table_path(id)
+        metadata = _metadata(self._send("GET", path, meanings={404: TableNotFoundError}), path)
+        properties = dict(metadata.get("properties") or {})
+        is_lance = properties.get(TABLE_TYPE_KEY, "").lower() == LANCE_TABLE_TYPE
+        return TableInfo(tuple(id or ()), metadata.get("location"), properties, is_lance=is_lance)
+
+    def _load_table_info(self, id: Identifier) -> TableInfo | None:
+        """Like `_load_table`; None when the table does not exist."""
+        try:
+            return self._load_table(id)
+        except TableNotFoundError:
+            return None
+
+    def _load_namespace_info(self, id: Identifier) -> NamespaceInfo | None:
+        warehouse, levels = _split_namespace(id)
+        try:
+            return NamespaceInfo(tuple(id), self._namespace_properties(warehouse, levels))
+        except NamespaceNotFoundError:
+            return None
+
+    def _require_lance(self, id: Iterable[str] | None) -> TableInfo:
+        info = self._load_table(id)
+        if not info.is_lance:
+            found = info.properties.get(TABLE_TYPE_KEY, "(none)")
+            raise InvalidInputError(f"iceberg: {_display(id)} is not a Lance table "
+                                    f"({TABLE_TYPE_KEY}={found})")
+        return info
+
+    def _in_parallel(self, load: Callable[[T], R | None], items: Iterable[T]) -> Iterator[R]:
+        """`load` of every item on the driver's bounded pool; results in item order, None skipped.
+
+        Items are submitted as the (lazy) iterable yields them, so the loads of one page run
+        while the next page is listed. The first failure propagates and cancels the rest.
+        """
+        futures: list[Future] = []
+        try:
+            for item in items:
+                futures.append(self._loads.submit(load, item))
+            for future in futures:
+                result = future.result()
+                if result is not None:
+                    yield result
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def _default_location(self, warehouse: str, levels: tuple[str, ...], name: str) -> str:
+        """{root}/{warehouse}/{namespace levels}/{table}; '/' and '%' in names percent-encoded."""
+        parts = [_path_part(part) for part in (warehouse, *levels, name)]
+        return "/".join([normalize_location(self.config.root).rstrip("/"), *parts])
+
+
+# --- authentication ----------------------------------------------------------------------------
+
+
+class _SentToken(threading.local):
+    """The token this thread sent last, so a 401 renews exactly that one."""
+
+    value: str | None = None
+
+
+class _StaticToken:
+    """A configured bearer token, or none at all."""
+
+    def __init__(self, token: str | None):
+        self._token = token
+
+    def current(self) -> str | None:
+        return self._token
+
+    def discard(self, rejected: str | None) -> bool:
+        """A static token cannot be renewed."""
+        return False
+
+
+class _ClientCredentials:
+    """OAuth2 client-credentials tokens from POST /v1/oauth/tokens, cached until near expiry."""
+
+    def __init__(self, credential: SecretStr, http: HttpClient,
+                 clock: Callable[[], float] = time.monotonic):
+        self._client_id, self._secret = credential.get_secret_value().split(":", 1)
+        self._http = http
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._token: str | None = None
+        self._renew_at: float | None = None
+
+    def current(self) -> str:
+        with self._lock:
+            if self._token is None or (self._renew_at is not None and self.clock() >= self._renew_at):
+                self._token, self._renew_at = self._fetch()
+            return self._token
+
+    def discard(self, rejected: str | None) -> bool:
+        """Forget a token the server rejected (unless another thread renewed it already)."""
+        with self._lock:
+            if rejected is not None and rejected == self._token:
+                self._token = None
+        return rejected is not None
+
+    def _fetch(self) -> tuple[str, float | None]:
+        form = {"grant_type": "client_credentials", "client_id": self._client_id,
+                "client_secret": self._secret, "scope": "catalog"}
+        answer = self._http.request("POST", TOKEN_PATH, data=form) or {}
+        token = answer.get("access_token") if isinstance(answer, dict) else None
+        if not token:
+            raise UnauthenticatedError(f"iceberg: POST {TOKEN_PATH} answered without an access_token")
+        lifetime = answer.get("expires_in")
+        renew_at = self.clock() + float(lifetime) * TOKEN_RENEW_AT if lifetime else None
+        return token, renew_at
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+class _ErrorAnswer(InternalError):
+    """An error answer on its way to `_send`, which gives it its meaning for the call."""
+
+    def __init__(self, failure: HttpFailure):
+        super().__init__(_describe(failure))
+        self.failure = failure
+
+
+def _error_for(failure: HttpFailure, meanings: ErrorMeanings) -> LanceNamespaceError:
+    kind = meanings.get(failure.status) or _STATUS_ERRORS.get(failure.status, InternalError)
+    return kind(f"iceberg: {_describe(failure)}")
+
+
+def _token_error(failure: HttpFailure) -> LanceNamespaceError:
+    """The token endpoint answers 400/401 for a wrong client or secret (RFC 6749 5.2)."""
+    if failure.status in (400, 401):
+        return UnauthenticatedError(f"iceberg: OAuth2 token request rejected: {_describe(failure)}")
+    return _error_for(failure, {})
+
+
+def _describe(failure: HttpFailure) -> str:
+    """Method, URL, status, and the server's error type and message (never a stack trace)."""
+    body = failure.body if isinstance(failure.body, dict) else {}
+    error = body.get("error")
+    if isinstance(error, dict):  # Iceberg ErrorModel
+        detail = f"{error.get('type') or 'error'}: {error.get('message') or ''}"
+    elif isinstance(error, str):  # OAuth2 error
+        detail = f"{error}: {body.get('error_description') or ''}"
+    else:
+        detail = str(failure.body or "")[:200]
+    return f"{failure.method} {failure.url} -> {failure.status} {detail}".rstrip()
+
+
+# --- identifiers -------------------------------------------------------------------------------
+
+
+def _name_problem(parts: Iterable[str]) -> str | None:
+    for part in parts:
+        if part in UNADDRESSABLE_NAMES:
+            return f"iceberg names cannot be empty, '.' or '..' (got {part!r})"
+        if LEVEL_SEPARATOR in part:
+            return "iceberg names cannot contain the unit separator \\x1f"
+    return None
+
+
+def _checked(id: Iterable[str] | None) -> tuple[str, ...]:
+    parts = tuple(id or ())
+    problem = _name_problem(parts)
+    if problem:
+        raise InvalidInputError(f"iceberg: {problem}")
+    return parts
+
+
+def _split_namespace(id: Iterable[str] | None) -> tuple[str, tuple[str, ...]]:
+    """(warehouse, namespace levels) of a namespace id."""
+    parts = _checked(id)
+    if not parts:
+        raise InvalidInputError("iceberg: a namespace id starts with the warehouse")
+    return parts[0], parts[1:]
+
+
+def _split_listed_namespace(id: Iterable[str] | None) -> tuple[str, tuple[str, ...]]:
+    """Like `_split_namespace`, for listings: the root cannot be listed (no warehouse listing)."""
+    if not id:
+        raise UnsupportedOperationError("iceberg: the REST API cannot list warehouses; "
+                                        "list under a warehouse, e.g. [warehouse]")
+    return _split_namespace(id)
+
+
+def _split_table(id: Iterable[str] | None) -> tuple[str, tuple[str, ...], str]:
+    """(warehouse, namespace levels, table name) of a table id."""
+    parts = _checked(id)
+    if len(parts) < 3:
+        raise InvalidInputError(f"iceberg: a table id is [warehouse, namespace..., table], "
+                                f"got {list(parts)}")
+    return parts[0], parts[1:-1], parts[-1]
+
+
+def _encode(text: str) -> str:
+    """One path segment, percent-encoded once ('+' too: upstream decodes it as a space)."""
+    return quote(text, safe="")
+
+
+def _path_part(name: str) -> str:
+    return name.replace("%", "%25").replace("/", "%2F")
+
+
+def _display(id: Iterable[str] | None) -> str:
+    return IcebergNamespace.format_identifier(tuple(id or ()))
+
+
+def _normalized(mode: str | None, default: str) -> str:
+    """Lance modes are case-insensitive, PascalCase or snake_case."""
+    return (mode or default).lower().replace("_", "")
+
+
+def _metadata(answer: Any, path: str) -> dict[str, Any]:
+    """The `metadata` of a LoadTableResult."""
+    metadata = answer.get("metadata") if isinstance(answer, dict) else None
+    if not isinstance(metadata, dict):
+        raise InternalError(f"iceberg: {path} answered without table metadata")
+    return metadata
