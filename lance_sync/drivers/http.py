@@ -134,12 +134,20 @@ def _retry_after_seconds(value: str | None) -> float | None:
 
 
 def _decode(response: requests.Response, strict: bool = True) -> Any:
+    """The JSON body, or None when empty.
+
+    A success that is not JSON is accepted only for a write (Unity answers a DELETE with the
+    text "200 OK"); a read must answer JSON, so a proxy's HTML page is an error, not an
+    empty result.
+    """
     if not response.content:
         return None
     try:
         return response.json()
     except ValueError:
-        if strict:
-            raise InternalError(f"{response.request.method} {response.url}: the answer is not JSON "
-                                f"({response.text[:200]!r})") from None
-        return response.text
+        if not strict:
+            return response.text
+        if response.request.method != "GET":
+            return None
+        raise InternalError(f"{response.request.method} {response.url}: the answer is not JSON "
+                            f"({response.text[:200]!r})") from None

@@ -1,13 +1,99 @@
-"""Unity Catalog backend (spec: unity.md)."""
+"""Unity Catalog backend (spec: unity.md).
+
+Lance ids map onto Unity's fixed hierarchy as [catalog, schema, table]; the catalog is the
+configured one and is the only child of the root. A Lance table is an EXTERNAL table with
+`data_source_format` TEXT and the property `table_type=lance`; its `columns` describe the
+Lance dataset's Arrow schema when one exists at the location (mapping at the end of this
+module, documented in docs/backends/unity.md).
+
+An id naming another catalog is refused as InvalidInput by operations that create
+(create_namespace, declare_table, register_table), and is "not found" for the rest (the
+spec's rule for ListNamespaces), so `mode=Skip` and the reconciler's "absent" logic hold.
+
+Error answers are translated at the boundary (`_translate`): UC 0.4+ names the object in
+`error_code` (SCHEMA_NOT_FOUND, TABLE_ALREADY_EXISTS with HTTP 400, ...); older servers answer
+NOT_FOUND / 409 ALREADY_EXISTS, and the request path says which kind of object was meant.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import lance
+import pyarrow as pa
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    DropNamespaceRequest,
+    DropNamespaceResponse,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
+    NamespaceExistsRequest,
+    RegisterTableRequest,
+    RegisterTableResponse,
+    TableExistsRequest,
+)
+from lance_namespace.errors import (
+    ConcurrentModificationError,
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    PermissionDeniedError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    ThrottlingError,
+    UnauthenticatedError,
+    UnsupportedOperationError,
+)
 from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr
 
-from lance_sync.drivers.base import BackendConfig, Identifier, SyncNamespace, default_root
+from lance_sync.drivers.base import (
+    BackendConfig,
+    Capabilities,
+    Identifier,
+    NamespaceInfo,
+    SyncNamespace,
+    TableInfo,
+    default_root,
+    secret_value,
+)
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
+from lance_sync.drivers.http import HttpClient, HttpFailure
+from lance_sync.drivers.paging import follow_pages
+from lance_sync.locations import is_local, join_location, normalize_location
 
 DEFAULT_API_PATH = "/api/2.1/unity-catalog"
+#: UC OSS serves at most 100 items per page (PagedListingHelper); bulk reads ask for that
+PAGE_SIZE = 100
+EXTERNAL = "EXTERNAL"
+#: UC has no LANCE data source format; the spec registers Lance tables as TEXT
+DATA_SOURCE_FORMAT = "TEXT"
+TABLE_TYPE_PROPERTY = "table_type"
+LANCE_TABLE_TYPE = "lance"
+
+CREATE_MODES = ("create", "existok", "overwrite")
+DROP_MODES = ("fail", "skip")
+DROP_BEHAVIORS = ("restrict", "cascade")
+REGISTER_MODES = ("create", "overwrite")
 
 
 class UnityConfig(BackendConfig):
@@ -28,9 +114,452 @@ class UnityNamespace(SyncNamespace):
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
 
+    def __init__(self, **properties: Any) -> None:
+        super().__init__(**properties)
+        self.catalog = self.config.catalog
+        self.root = normalize_location(self.config.root)
+        token = secret_value(self.config.auth_token)
+        auth_headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = HttpClient(
+            self.config.endpoint + "/" + self.config.api_path.strip("/"),
+            connect_timeout=self.config.connect_timeout, read_timeout=self.config.read_timeout,
+            max_retries=self.config.max_retries, translate=self._translate,
+            headers=lambda: auth_headers, on_request=self.count_call,
+        )
+
+    def namespace_id(self) -> str:
+        return f"lance-sync unity {{ endpoint: {self.config.endpoint!r}, catalog: {self.catalog!r} }}"
+
+    def capabilities(self) -> Capabilities:
+        # UC OSS has no table PATCH: the planner replaces a table whose properties changed.
+        return Capabilities(update_table_properties=False, creatable_namespace_levels=(2, 2))
+
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
         assert isinstance(config, UnityConfig)
         if parts and parts[0] != config.catalog:
             return f"catalog '{parts[0]}' is not the configured catalog '{config.catalog}'"
         return None
+
+    # --- namespaces --------------------------------------------------------------------------
+
+    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+        """Overwrite drops the schema first, never forcing: a schema with tables is NamespaceNotEmpty."""
+        catalog, schema = self._schema_name(request.id, other_catalog=InvalidInputError)
+        mode = _mode(request.mode, CREATE_MODES, "mode")
+        if mode == "overwrite":
+            with contextlib.suppress(NamespaceNotFoundError):
+                self._delete_schema(catalog, schema, force=False)
+        body = {"name": schema, "catalog_name": catalog, "properties": request.properties or {}}
+        try:
+            created = self.http.request("POST", "/schemas", json=body)
+        except NamespaceAlreadyExistsError:
+            if mode != "existok":
+                raise
+            created = self._get_schema(catalog, schema)
+        return CreateNamespaceResponse(properties=_properties(created))
+
+    def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
+        parts = self._namespace_parts(request.id)
+        if not parts:
+            return ListNamespacesResponse(namespaces=[self.catalog])
+        if len(parts) == 2:  # a schema exists or not, but never has children
+            self._get_schema(*parts)
+            return ListNamespacesResponse(namespaces=[])
+        page = self._schemas_page(request.limit, request.page_token)
+        names = sorted(schema["name"] for schema in page.get("schemas") or [])
+        return ListNamespacesResponse(namespaces=names, page_token=page.get("next_page_token") or None)
+
+    def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+        """A schema's properties; the catalog's own for [catalog]; none for the root."""
+        parts = self._namespace_parts(request.id)
+        if not parts:
+            return DescribeNamespaceResponse(properties={})
+        found = self._get_catalog() if len(parts) == 1 else self._get_schema(*parts)
+        return DescribeNamespaceResponse(properties=_properties(found))
+
+    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+        self.describe_namespace(DescribeNamespaceRequest(id=request.id))
+
+    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+        """Cascade is UC's force delete: it deregisters every table of the schema (data stays)."""
+        mode = _mode(request.mode, DROP_MODES, "mode")
+        force = _mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade"
+        try:
+            catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
+            self._delete_schema(catalog, schema, force=force)
+        except NamespaceNotFoundError:
+            if mode != "skip":
+                raise
+        return DropNamespaceResponse()
+
+    # --- tables ------------------------------------------------------------------------------
+
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        """Register an EXTERNAL TEXT table; columns come from the Lance dataset if one exists.
+
+        Without a location the table goes to `{root}/{catalog}/{schema}/{table}.lance`; a
+        relative location is taken from the root. Without a dataset at the location, `columns`
+        is empty (UC needs a list: null is a 500).
+        """
+        catalog, schema, name = self._table_name(request.id, other_catalog=InvalidInputError)
+        location = join_location(self.root, request.location or f"{catalog}/{schema}/{name}.lance")
+        properties = {**(request.properties or {}), TABLE_TYPE_PROPERTY: LANCE_TABLE_TYPE}
+        body = {
+            "name": name, "catalog_name": catalog, "schema_name": schema,
+            "table_type": EXTERNAL, "data_source_format": DATA_SOURCE_FORMAT,
+            "storage_location": _storage_url(location),
+            "columns": unity_columns(self._dataset_schema(location)),
+            "properties": properties,
+        }
+        created = self.http.request("POST", "/tables", json=body)
+        return DeclareTableResponse(location=created.get("storage_location") or body["storage_location"],
+                                    properties=_properties(created) or properties,
+                                    storage_options=self.storage_options() or None)
+
+    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
+        """Declare at the given location; Overwrite first deregisters a Lance table of that name."""
+        if _mode(request.mode, REGISTER_MODES, "mode") == "overwrite":
+            with contextlib.suppress(TableNotFoundError):
+                self.deregister_table(DeregisterTableRequest(id=request.id))
+        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
+                                                          properties=request.properties))
+        return RegisterTableResponse(location=declared.location, properties=declared.properties)
+
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        """Lance tables only, so a page may hold fewer than `limit` names (even none)."""
+        catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
+        page = self._tables_page(catalog, schema, request.limit, request.page_token)
+        names = sorted(table["name"] for table in page.get("tables") or [] if _is_lance(table))
+        return ListTablesResponse(tables=names, page_token=page.get("next_page_token") or None)
+
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        """Location and properties from one GET; no Arrow schema (that would read the dataset)."""
+        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        table = self._get_lance_table(catalog, schema, name)
+        return DescribeTableResponse(table=name, namespace=[catalog, schema],
+                                     location=table.get("storage_location"),
+                                     properties=_properties(table),
+                                     storage_options=self.storage_options() or None)
+
+    def table_exists(self, request: TableExistsRequest) -> None:
+        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        self._get_lance_table(catalog, schema, name)
+
+    def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        """GET and check that it is a Lance table, then DELETE (UC keeps an EXTERNAL table's data)."""
+        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        table = self._get_lance_table(catalog, schema, name)
+        self.http.request("DELETE", f"/tables/{_full_name(catalog, schema, name)}")
+        return DeregisterTableResponse(id=list(request.id), location=table.get("storage_location"),
+                                       properties=_properties(table))
+
+    # --- reconciler extensions -----------------------------------------------------------------
+
+    def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
+                                    removals: list[str]) -> None:
+        """Read-modify-write: UC's PATCH replaces the whole map and ignores an empty one.
+
+        So the last properties of a schema cannot be removed: that is refused before any
+        write, rather than sent and silently ignored. Another writer between the GET and the
+        PATCH is overwritten (UC offers no version check).
+        """
+        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
+        current = _properties(self._get_schema(catalog, schema))
+        wanted = {k: v for k, v in current.items() if k not in removals} | updates
+        if wanted == current:
+            return
+        if not wanted:
+            raise UnsupportedOperationError(
+                f"unity: cannot remove every property of schema {catalog}.{schema} "
+                f"({', '.join(sorted(current))}): Unity Catalog ignores an empty properties map")
+        self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": wanted})
+
+    def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
+        """One call per page of schemas (they carry their properties); the catalog for the root."""
+        parts = self._namespace_parts(parent)
+        if not parts:
+            yield NamespaceInfo((self.catalog,), _properties(self._get_catalog()))
+            return
+        if len(parts) == 2:
+            self._get_schema(*parts)
+            return
+
+        def fetch(token: str | None) -> tuple[list[NamespaceInfo], str | None]:
+            page = self._schemas_page(PAGE_SIZE, token)
+            infos = [NamespaceInfo((self.catalog, schema["name"]), _properties(schema))
+                     for schema in page.get("schemas") or []]
+            return infos, page.get("next_page_token")
+
+        yield from follow_pages(fetch)
+
+    def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
+        """Every table of the schema, one call per page; non-Lance ones with is_lance=False."""
+        catalog, schema = self._schema_name(namespace, other_catalog=NamespaceNotFoundError)
+
+        def fetch(token: str | None) -> tuple[list[TableInfo], str | None]:
+            page = self._tables_page(catalog, schema, PAGE_SIZE, token)
+            infos = [TableInfo((catalog, schema, table["name"]), table.get("storage_location"),
+                               _properties(table), is_lance=_is_lance(table))
+                     for table in page.get("tables") or []]
+            return infos, page.get("next_page_token")
+
+        yield from follow_pages(fetch)
+
+    # --- identifiers -----------------------------------------------------------------------------
+
+    def _namespace_parts(self, id: list[str] | Identifier | None) -> tuple[str, ...]:
+        """[], [catalog] or [catalog, schema]; another catalog is NamespaceNotFound."""
+        parts = tuple(id or ())
+        if len(parts) > 2:
+            raise InvalidInputError(f"unity: namespaces have at most 2 levels (catalog, schema): {list(parts)}")
+        if parts:
+            self._check_names(parts, NamespaceNotFoundError)
+        return parts
+
+    def _schema_name(self, id: list[str] | Identifier | None,
+                     other_catalog: type[LanceNamespaceError]) -> tuple[str, str]:
+        parts = tuple(id or ())
+        if len(parts) != 2:
+            raise InvalidInputError(f"unity: a namespace id is [catalog, schema], got {list(parts)}")
+        self._check_names(parts, other_catalog)
+        return parts[0], parts[1]
+
+    def _table_name(self, id: list[str] | Identifier | None,
+                    other_catalog: type[LanceNamespaceError]) -> tuple[str, str, str]:
+        parts = tuple(id or ())
+        if len(parts) != 3:
+            raise InvalidInputError(f"unity: a table id is [catalog, schema, table], got {list(parts)}")
+        self._check_names(parts, other_catalog)
+        return parts[0], parts[1], parts[2]
+
+    def _check_names(self, parts: tuple[str, ...], other_catalog: type[LanceNamespaceError]) -> None:
+        # UC addresses objects by dot-joined full names, so a name with a dot names another object.
+        if any(not part or "." in part for part in parts):
+            raise InvalidInputError(f"unity: names must be non-empty and cannot contain '.': {list(parts)}")
+        if parts[0] != self.catalog:
+            raise other_catalog(f"unity: catalog '{parts[0]}' is not the configured catalog '{self.catalog}'")
+
+    # --- requests --------------------------------------------------------------------------------
+
+    def _get_catalog(self) -> dict[str, Any]:
+        return self.http.request("GET", f"/catalogs/{_full_name(self.catalog)}")
+
+    def _get_schema(self, catalog: str, schema: str) -> dict[str, Any]:
+        return self.http.request("GET", f"/schemas/{_full_name(catalog, schema)}")
+
+    def _delete_schema(self, catalog: str, schema: str, force: bool) -> None:
+        self.http.request("DELETE", f"/schemas/{_full_name(catalog, schema)}",
+                          params={"force": "true"} if force else None)
+
+    def _schemas_page(self, limit: int | None, token: str | None) -> dict[str, Any]:
+        return self.http.request("GET", "/schemas", params={
+            "catalog_name": self.catalog, "max_results": limit if limit is not None else PAGE_SIZE,
+            "page_token": token})
+
+    def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> dict[str, Any]:
+        return self.http.request("GET", "/tables", params={
+            "catalog_name": catalog, "schema_name": schema,
+            "max_results": limit if limit is not None else PAGE_SIZE, "page_token": token,
+            "omit_columns": "true"})
+
+    def _get_lance_table(self, catalog: str, schema: str, name: str) -> dict[str, Any]:
+        """The table's TableInfo; TableNotFound also when its schema or catalog is missing."""
+        full_name = _full_name(catalog, schema, name)
+        try:
+            table = self.http.request("GET", f"/tables/{full_name}")
+        except NamespaceNotFoundError as error:
+            raise TableNotFoundError(f"unity: table {full_name} not found: {error}") from error
+        if not _is_lance(table):
+            raise InvalidInputError(f"unity: table {full_name} is not a Lance table "
+                                    f"(table_type {table.get('table_type')}, properties.table_type="
+                                    f"{_properties(table).get(TABLE_TYPE_PROPERTY)!r})")
+        return table
+
+    def _dataset_schema(self, location: str) -> pa.Schema | None:
+        """The Arrow schema of the Lance dataset at `location`; None when there is none."""
+        try:
+            return lance.dataset(location, storage_options=self.storage_options() or None).schema
+        except (ValueError, OSError) as error:
+            if "not found" in str(error).lower():
+                return None
+            raise InternalError(f"unity: cannot read the Lance dataset at {location} "
+                                f"to describe its columns: {error}") from error
+
+    def _translate(self, failure: HttpFailure) -> LanceNamespaceError:
+        code = failure.body.get("error_code") if isinstance(failure.body, dict) else None
+        if code in ("NOT_FOUND", "ALREADY_EXISTS"):
+            error_class = self._generic_error_class(code, failure)
+        elif code is None and failure.status == 404:
+            # a bare 404 is a path the server does not know, not a missing object
+            return InternalError(f"unity: {failure.message()} (is this a Unity Catalog API? "
+                                 f"check endpoint and api_path)")
+        else:
+            error_class = ERRORS_BY_CODE.get(code) or ERRORS_BY_STATUS.get(failure.status, InternalError)
+        return error_class(f"unity: {failure.message()}")
+
+    def _generic_error_class(self, code: str, failure: HttpFailure) -> type[LanceNamespaceError]:
+        """UC before 0.5 says only NOT_FOUND / ALREADY_EXISTS: the request tells what was meant."""
+        path = failure.url[len(self.http.base_url):]
+        names_a_table = path.startswith("/tables/") or (path == "/tables" and code == "ALREADY_EXISTS")
+        if code == "NOT_FOUND":
+            return TableNotFoundError if names_a_table and failure.method != "POST" else NamespaceNotFoundError
+        return TableAlreadyExistsError if names_a_table else NamespaceAlreadyExistsError
+
+
+#: UC `error_code` -> Lance error; FAILED_PRECONDITION is what UC answers for deleting a
+#: non-empty schema, the only precondition it checks on the calls this driver makes.
+ERRORS_BY_CODE: dict[str, type[LanceNamespaceError]] = {
+    "CATALOG_NOT_FOUND": NamespaceNotFoundError,
+    "SCHEMA_NOT_FOUND": NamespaceNotFoundError,
+    "TABLE_NOT_FOUND": TableNotFoundError,
+    "CATALOG_ALREADY_EXISTS": NamespaceAlreadyExistsError,
+    "SCHEMA_ALREADY_EXISTS": NamespaceAlreadyExistsError,
+    "TABLE_ALREADY_EXISTS": TableAlreadyExistsError,
+    "FAILED_PRECONDITION": NamespaceNotEmptyError,
+    "INVALID_ARGUMENT": InvalidInputError,
+    "UNAUTHENTICATED": UnauthenticatedError,
+    "PERMISSION_DENIED": PermissionDeniedError,
+    "ABORTED": ConcurrentModificationError,
+    "RESOURCE_EXHAUSTED": ThrottlingError,
+    "UNIMPLEMENTED": UnsupportedOperationError,
+    "UNAVAILABLE": ServiceUnavailableError,
+}
+#: for answers without a UC error body
+ERRORS_BY_STATUS: dict[int, type[LanceNamespaceError]] = {
+    400: InvalidInputError,
+    401: UnauthenticatedError,
+    403: PermissionDeniedError,
+    501: UnsupportedOperationError,
+    503: ServiceUnavailableError,
+}
+
+
+def _mode(value: str | None, allowed: tuple[str, ...], what: str) -> str:
+    """A Lance mode in any spelling (ExistOk, exist_ok, EXIST_OK); the first allowed by default."""
+    if value is None:
+        return allowed[0]
+    mode = value.lower().replace("_", "")
+    if mode not in allowed:
+        raise InvalidInputError(f"unity: unknown {what} '{value}' (expected one of {', '.join(allowed)})")
+    return mode
+
+
+def _full_name(*names: str) -> str:
+    return quote(".".join(names), safe=".")
+
+
+def _storage_url(location: str) -> str:
+    """What UC stores: local paths as file:// URLs (UC 0.4+ would convert them anyway)."""
+    return "file://" + location if is_local(location) else location
+
+
+def _properties(info: dict[str, Any]) -> dict[str, str]:
+    return dict(info.get("properties") or {})
+
+
+def _is_lance(table: dict[str, Any]) -> bool:
+    """The spec's test: EXTERNAL, and properties.table_type equal to 'lance' in any case."""
+    marker = _properties(table).get(TABLE_TYPE_PROPERTY)
+    return table.get("table_type") == EXTERNAL and isinstance(marker, str) and marker.lower() == LANCE_TABLE_TYPE
+
+
+# --- Arrow schema -> Unity columns ---------------------------------------------------------------
+#
+# Each Arrow type becomes the Spark type Unity readers expect: `type_name` (UC's ColumnTypeName),
+# `type_text` (Spark's catalog string) and `type_json` (a Spark StructField as JSON, which UC
+# 0.5+ validates). Types Spark lacks are widened where that is exact (unsigned integers,
+# float16); types with no Spark equivalent (time, duration, interval, union, decimals above 38
+# digits) are recorded as USER_DEFINED_TYPE with Arrow's own type name as text.
+
+@dataclass(frozen=True)
+class SparkType:
+    type_name: str
+    text: str
+    json: str | dict[str, Any]
+    precision: int | None = None
+    scale: int | None = None
+
+
+_SIMPLE_TYPES: tuple[tuple[tuple[Any, ...], SparkType], ...] = (
+    ((pa.types.is_boolean,), SparkType("BOOLEAN", "boolean", "boolean")),
+    ((pa.types.is_int8,), SparkType("BYTE", "tinyint", "byte")),
+    ((pa.types.is_int16, pa.types.is_uint8), SparkType("SHORT", "smallint", "short")),
+    ((pa.types.is_int32, pa.types.is_uint16), SparkType("INT", "int", "integer")),
+    ((pa.types.is_int64, pa.types.is_uint32), SparkType("LONG", "bigint", "long")),
+    ((pa.types.is_float16, pa.types.is_float32), SparkType("FLOAT", "float", "float")),
+    ((pa.types.is_float64,), SparkType("DOUBLE", "double", "double")),
+    ((pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view),
+     SparkType("STRING", "string", "string")),
+    ((pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view, pa.types.is_fixed_size_binary),
+     SparkType("BINARY", "binary", "binary")),
+    ((pa.types.is_date,), SparkType("DATE", "date", "date")),
+    ((pa.types.is_null,), SparkType("NULL", "void", "void")),
+)
+_LIST_TYPES = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list,
+               pa.types.is_list_view, pa.types.is_large_list_view)
+_MAX_DECIMAL_PRECISION = 38
+
+
+def unity_columns(schema: pa.Schema | None) -> list[dict[str, Any]]:
+    """UC ColumnInfo dicts for an Arrow schema; [] for None (no dataset yet)."""
+    columns = []
+    for position, field in enumerate(schema or []):
+        spark = spark_type(field.type)
+        column = {
+            "name": field.name, "type_name": spark.type_name, "type_text": spark.text,
+            "type_json": json.dumps(_struct_field(field.name, spark, field.nullable)),
+            "position": position, "nullable": field.nullable,
+        }
+        if spark.precision is not None:
+            column.update(type_precision=spark.precision, type_scale=spark.scale)
+        columns.append(column)
+    return columns
+
+
+def spark_type(arrow_type: pa.DataType) -> SparkType:
+    if pa.types.is_dictionary(arrow_type) or pa.types.is_run_end_encoded(arrow_type):
+        return spark_type(arrow_type.value_type)  # encodings of their value type
+    if isinstance(arrow_type, pa.ExtensionType):
+        return spark_type(arrow_type.storage_type)
+    for predicates, spark in _SIMPLE_TYPES:
+        if any(predicate(arrow_type) for predicate in predicates):
+            return spark
+    if pa.types.is_timestamp(arrow_type):
+        return SparkType("TIMESTAMP", "timestamp", "timestamp") if arrow_type.tz else \
+            SparkType("TIMESTAMP_NTZ", "timestamp_ntz", "timestamp_ntz")
+    if pa.types.is_uint64(arrow_type):
+        return _decimal(20, 0)
+    if pa.types.is_decimal(arrow_type) and 0 <= arrow_type.scale <= arrow_type.precision <= _MAX_DECIMAL_PRECISION:
+        return _decimal(arrow_type.precision, arrow_type.scale)
+    if any(predicate(arrow_type) for predicate in _LIST_TYPES):
+        element = spark_type(arrow_type.value_type)
+        return SparkType("ARRAY", f"array<{element.text}>", {
+            "type": "array", "elementType": element.json, "containsNull": arrow_type.value_field.nullable})
+    if pa.types.is_map(arrow_type):
+        key, value = spark_type(arrow_type.key_type), spark_type(arrow_type.item_type)
+        return SparkType("MAP", f"map<{key.text},{value.text}>", {
+            "type": "map", "keyType": key.json, "valueType": value.json,
+            "valueContainsNull": arrow_type.item_field.nullable})
+    if pa.types.is_struct(arrow_type):
+        fields = [(f, spark_type(f.type)) for f in arrow_type]
+        text = ",".join(f"{_quoted(f.name)}:{spark.text}" for f, spark in fields)
+        return SparkType("STRUCT", f"struct<{text}>", {
+            "type": "struct", "fields": [_struct_field(f.name, spark, f.nullable) for f, spark in fields]})
+    return SparkType("USER_DEFINED_TYPE", str(arrow_type), str(arrow_type))
+
+
+def _decimal(precision: int, scale: int) -> SparkType:
+    text = f"decimal({precision},{scale})"
+    return SparkType("DECIMAL", text, text, precision, scale)
+
+
+def _struct_field(name: str, spark: SparkType, nullable: bool) -> dict[str, Any]:
+    return {"name": name, "type": spark.json, "nullable": nullable, "metadata": {}}
+
+
+def _quoted(name: str) -> str:
+    """Spark's quoting of a field name in a type string."""
+    if name and name.replace("_", "a").isalnum() and name.isascii() and not name.isdigit():
+        return name
+    return "`" + name.replace("`", "``") + "`"
