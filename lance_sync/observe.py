@@ -15,7 +15,11 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from lance_namespace.errors import LanceNamespaceError, NamespaceNotFoundError
+from lance_namespace.errors import (
+    LanceNamespaceError,
+    NamespaceNotFoundError,
+    UnsupportedOperationError,
+)
 
 from lance_sync.drivers.base import Identifier, NamespaceInfo, SyncNamespace, TableInfo
 from lance_sync.errors import LanceSyncError
@@ -36,6 +40,7 @@ class LiveState:
     tables: dict[ObjectKey, TableInfo] = field(default_factory=dict)
     #: namespaces whose tables were listed (objects outside them are out of scope)
     scanned: set[ObjectKey] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
 
 
 class Observer:
@@ -132,6 +137,14 @@ class Observer:
         try:
             return list(self.drivers[backend].list_namespace_infos(parent))
         except NamespaceNotFoundError:
+            return None
+        except UnsupportedOperationError:
+            if parent:
+                raise
+            # the root is only listed for a backend that declares nothing; some cannot list it
+            self.live.warnings.append(
+                f"backend '{backend}' declares nothing and its root cannot be listed, so objects it owns "
+                "there are not found; name the namespaces to scan under the backend's `scope:`")
             return None
 
     def _describe_namespace(self, key: ObjectKey) -> NamespaceInfo | None:

@@ -82,7 +82,7 @@ def _backend(checker: _Checker, name: str, entry: BaseModel) -> BackendSpec | No
         return None
     scope = []
     for index, raw in enumerate(entry.scope):
-        parts = _identifier(checker, cls, raw, (*path, "scope", index))
+        parts = _identifier(checker, cls, raw, (*path, "scope", index), levels=(1, None))
         if parts is not None:
             scope.append(parts)
     return BackendSpec(name=name, type=entry.type, config=config, scope=tuple(scope),

@@ -105,6 +105,6 @@ def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace], paralleli
         spark=state.spark,
         actions=comparison.actions,
         left_alone=comparison.left_alone,
-        warnings=comparison.warnings,
+        warnings=live.warnings + comparison.warnings,
         api_calls={name: driver.api_calls - calls_before[name] for name, driver in drivers.items()},
     )

@@ -3,7 +3,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lance_sync.arrow_types import TypeSyntaxError, columns_from_schema, format_type, parse_type, schema_from_columns
+from lance_sync.arrow_types import (
+    TypeSyntaxError,
+    columns_from_schema,
+    format_type,
+    parse_type,
+    schema_from_columns,
+)
 
 ROUND_TRIP = ["int64", "uint32", "float32", "float64", "string", "large_string", "binary", "bool", "date32",
               "timestamp[ms]", "timestamp[us, tz=UTC]", "time64[ns]", "duration[s]", "decimal128(12, 2)",
