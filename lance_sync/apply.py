@@ -166,6 +166,8 @@ class ActionRunner:
                                                        properties=action.after.properties))
 
     def _update_properties(self, action: Action, driver: SyncNamespace) -> None:
+        if action.object == "table" and action.before.location != action.after.location:
+            driver.update_table_location(tuple(action.id), action.after.location)
         before, after = action.before.properties, action.after.properties
         updates = {k: v for k, v in after.items() if before.get(k) != v}
         removals = sorted(k for k in before if k not in after)
@@ -309,16 +311,21 @@ def execute(plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions
 def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
     """The inverses of the succeeded actions, ordered so that undoing runs opposite to doing."""
     succeeded = [o.action for o in report.outcomes if o.status == "succeeded"]
-    inverses = {a.key: a.inverse() for a in succeeded}
+    keys = {id(a): a.key for a in succeeded}
+    inverses = {keys[id(a)]: a.inverse() for a in succeeded}
+    dependents: dict[str, list[str]] = defaultdict(list)
+    for action in succeeded:
+        for need in action.depends_on:
+            dependents[need].append(keys[id(action)])
     actions = []
     notes = []
     for action in reversed(succeeded):
-        inverse = inverses[action.key]
+        inverse = inverses[keys[id(action)]]
         if inverse is None:
             notes.append(f"{action.action.value} {action.backend}: {action.display_id} cannot be undone")
             continue
-        dependents = [a.key for a in succeeded if action.key in a.depends_on]
-        inverse.depends_on = sorted(inverses[k].key for k in dependents if inverses.get(k) is not None)
+        inverse.depends_on = sorted(inverses[k].key for k in dependents[keys[id(action)]]
+                                    if inverses.get(k) is not None)
         actions.append(inverse)
     return plan.model_copy(update={
         "actions": actions, "left_alone": [], "warnings": notes, "api_calls": {},

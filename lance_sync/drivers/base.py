@@ -225,6 +225,10 @@ class SyncNamespace(LanceNamespace):
         """Set `updates` and delete `removals` on a table, leaving other properties alone."""
         raise UnsupportedOperationError(f"{self.backend_type}: table properties cannot be updated")
 
+    def update_table_location(self, id: Identifier, location: str) -> None:
+        """Point a registered table at another location (only where capabilities say so)."""
+        raise UnsupportedOperationError(f"{self.backend_type}: a table location cannot be changed in place")
+
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
         """Child namespaces of `parent` with their properties, every page followed."""
         for name in self._paged_names(self.list_namespaces, ListNamespacesRequest, parent, "namespaces"):

@@ -52,7 +52,6 @@ from lance_namespace import (
 from lance_namespace.errors import (
     InvalidInputError,
     NamespaceNotFoundError,
-    TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
 )
@@ -158,8 +157,6 @@ class DirNamespace(SyncNamespace):
                 raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
             if request.location is None:
                 return self._native.declare_table(request)
-            if self._table_exists(request.id):
-                raise TableAlreadyExistsError(f"Table already exists: {_DELIMITER.join(request.id)}")
             location = normalize_location(request.location)
             relative = relative_to(location, self.root)
             if relative is None:
@@ -248,13 +245,6 @@ class DirNamespace(SyncNamespace):
         try:
             self._native.describe_namespace(DescribeNamespaceRequest(id=list(id)))
         except NamespaceNotFoundError:
-            return False
-        return True
-
-    def _table_exists(self, id: list[str]) -> bool:
-        try:
-            self._native.describe_table(DescribeTableRequest(id=list(id)))
-        except TableNotFoundError:
             return False
         return True
 
