@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from lance_sync.cli import main
 from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import SyncNamespace
+from lance_sync.locations import normalize_location
 from tests.conformance.conftest import BACKENDS, harness_class
 from tests.conformance.harness import Harness
 
@@ -80,6 +81,17 @@ def test_plan_apply_update_remove(harness: Harness, tmp_path: Path, monkeypatch:
     assert f"{expected}" in changed.stdout
     assert project.run("apply", "--auto-approve").exit_code == 0
     assert driver.get_table_info((*namespace, "events")).properties["tier"] == "silver"
+    assert project.run("plan", "--detailed-exitcode").exit_code == 0
+
+    moved = harness.location(harness.unique("moved"))
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), moved)
+    project.manifest["tables"][0]["location"] = moved
+    relocation = project.run("plan")
+    capabilities = driver.capabilities()
+    in_place = capabilities.update_table_location and capabilities.update_table_properties
+    assert ("update_table" if in_place else "replace_table") in relocation.stdout
+    assert project.run("apply", "--auto-approve").exit_code == 0
+    assert normalize_location(driver.get_table_info((*namespace, "events")).location) == normalize_location(moved)
     assert project.run("plan", "--detailed-exitcode").exit_code == 0
 
     project.manifest["tables"].pop(0)
