@@ -176,7 +176,6 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     """Carry out a fresh plan of the manifest, or a saved plan (PLAN_FILE)."""
     from lance_sync.apply import ApplyOptions, check_fresh, check_guards, execute
     from lance_sync.plan.planner import connect_backends
-    from lance_sync.plan.render import summary_line
 
     if plan_file and files:
         raise LanceSyncError("give either manifest files (-f) or a saved plan, not both")
@@ -197,21 +196,45 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     if dry_run:
         click.echo("Dry run: nothing was changed.")
         return
-    _confirm(auto_approve, summary_line(result))
+    _confirm(auto_approve)
     options = ApplyOptions(allow_drop=allow_drop, parallelism=parallelism, spark=spark,
                            state_dir=Path(state_dir) if state_dir else anchor / ".lance-sync")
-    report = execute(result, drivers, options, on_done=_print_outcome)
+    with _ApplyProgress(len(result.actions)) as on_done:
+        report = execute(result, drivers, options, on_done=on_done)
     _print_report(report)
     sys.exit(report.exit_code)
 
 
-def _confirm(auto_approve: bool, summary: str) -> None:
+class _ApplyProgress:
+    """A progress bar on a terminal; one line per finished action otherwise (CI logs)."""
+
+    def __init__(self, total: int):
+        self.bar = click.progressbar(length=total, label="Applying", file=sys.stderr) \
+            if sys.stderr.isatty() else None
+
+    def __enter__(self) -> Callable[[Any], None]:
+        if self.bar is not None:
+            self.bar.__enter__()
+        return self.update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+    def update(self, outcome: Any) -> None:
+        if self.bar is None or outcome.status != "succeeded":
+            _print_outcome(outcome)
+        if self.bar is not None:
+            self.bar.update(1)
+
+
+def _confirm(auto_approve: bool) -> None:
     if auto_approve:
         return
     if not sys.stdin.isatty():
         raise LanceSyncError("apply needs confirmation but there is no terminal; "
                              "review the plan and rerun with --auto-approve")
-    answer = click.prompt(f"{summary}\nDo you want to apply these changes? Only 'yes' is accepted",
+    answer = click.prompt("Do you want to apply these changes? Only 'yes' is accepted",
                           default="", show_default=False, err=True)
     if answer.strip() != "yes":
         raise LanceSyncError("apply cancelled")
