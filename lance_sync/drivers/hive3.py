@@ -1,11 +1,164 @@
-"""Hive Metastore 3.x backend (spec: hive3.md)."""
+"""Hive Metastore 3.x backend (spec: hive3.md), which also serves Hive Metastore 2.x.
+
+Identifiers (tuples of names; manifests write them `$`-joined):
+
+- `()` is the metastore itself; `(catalog,)` a Hive 3 catalog; `(catalog, database)` a
+  database; `(catalog, database, table)` a table. Manifests declare databases only: a Hive
+  catalog has no property map, so it cannot carry lance-sync's ownership marks (catalogs
+  are created with the driver's `create_namespace` or the metastore's own tools).
+- The default catalog `hive` is addressed with unprefixed database names, so its
+  databases and tables work on a metastore without catalogs (HMS 2.x) too; other
+  catalogs are addressed as HMS 3 expects: `@catalog#database` in database-name
+  arguments, `catName`/`catalogName` in request structs.
+- Against a metastore without the catalog API (`get_catalogs` answers "Invalid method
+  name"), catalog operations raise UnsupportedOperationError. This is detected once per
+  driver, lazily, and cached.
+
+Storage layout: a table declared without a location goes to
+`{root}/{catalog}/{database}/{table}.lance`; a catalog created without
+`catalog.location-uri` gets `{root}/_catalogs/{catalog}`; a database created without
+`database.location-uri` gets HMS's own default (`<catalog location>/<database>.db`). So
+Lance data never lies inside a directory that HMS deletes recursively when a catalog (or,
+from other tools, a database) is dropped.
+
+Every call goes through a pool of `client.pool-size` Thrift connections with a socket
+timeout: one call per connection at a time; a connection that failed in flight is closed,
+never reused; a read whose connection broke (not timed out) is retried once on a fresh
+connection. Metastore errors are translated to `lance_namespace.errors` in each
+operation, with `_translate` as the fallback at the boundary.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field, PositiveFloat, PositiveInt
+import contextlib
+import functools
+import inspect
+import re
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
-from lance_sync.drivers.base import BackendConfig, SyncNamespace, default_root
+from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    DropNamespaceRequest,
+    DropNamespaceResponse,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
+    NamespaceExistsRequest,
+    RegisterTableRequest,
+    RegisterTableResponse,
+    TableExistsRequest,
+)
+from lance_namespace.errors import (
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+from pydantic import Field, PositiveFloat, PositiveInt
+from pymetastore.hive_metastore import ThriftHiveMetastore, ttypes
+from pymetastore.hive_metastore.ttypes import (
+    AlreadyExistsException,
+    AlterCatalogRequest,
+    Catalog,
+    CreateCatalogRequest,
+    Database,
+    DropCatalogRequest,
+    GetCatalogRequest,
+    GetTableRequest,
+    GetTablesRequest,
+    InvalidObjectException,
+    InvalidOperationException,
+    MetaException,
+    NoSuchObjectException,
+    PrincipalType,
+    SerDeInfo,
+    StorageDescriptor,
+    Table,
+    UnknownDBException,
+)
+from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+from thrift.Thrift import TApplicationException, TException
+from thrift.transport.TSocket import TSocket
+from thrift.transport.TTransport import TBufferedTransport, TTransportException
+
+from lance_sync.drivers.base import (
+    BackendConfig,
+    Capabilities,
+    Identifier,
+    NamespaceInfo,
+    SyncNamespace,
+    TableInfo,
+    default_root,
+)
 from lance_sync.drivers.config_types import ThriftUri
+from lance_sync.locations import is_local, join_location, normalize_location
+
+DEFAULT_CATALOG = "hive"
+DEFAULT_DATABASE = "default"
+EXTERNAL_TABLE = "EXTERNAL_TABLE"
+TABLE_TYPE_KEY = "table_type"
+LANCE_TABLE_TYPE = "lance"
+#: without EXTERNAL=TRUE, HMS stores an EXTERNAL_TABLE as MANAGED_TABLE (whose drop deletes data)
+EXTERNAL_KEY = "EXTERNAL"
+LANCE_TABLE_PARAMETERS = {EXTERNAL_KEY: "TRUE", TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
+#: table parameters HMS maintains itself; kept on the table, hidden from Lance properties
+METASTORE_TABLE_PARAMETERS = frozenset({
+    EXTERNAL_KEY, "transient_lastDdlTime", "numFiles", "numFilesErasureCoded", "totalSize",
+    "numRows", "rawDataSize", "COLUMN_STATS_ACCURATE", "last_modified_by", "last_modified_time",
+})
+
+# Namespace properties that map to fields of the Database and Catalog objects (the spec's
+# names for databases; lance-sync's, in the same style, for catalogs).
+DATABASE_DESCRIPTION = "database.description"
+DATABASE_LOCATION = "database.location-uri"
+DATABASE_OWNER = "database.owner"
+DATABASE_OWNER_TYPE = "database.owner-type"
+DATABASE_FIELDS = (DATABASE_DESCRIPTION, DATABASE_LOCATION, DATABASE_OWNER, DATABASE_OWNER_TYPE)
+CATALOG_DESCRIPTION = "catalog.description"
+CATALOG_LOCATION = "catalog.location-uri"
+CATALOG_FIELDS = (CATALOG_DESCRIPTION, CATALOG_LOCATION)
+
+#: where catalogs created without a location go, below `root`
+CATALOGS_DIRECTORY = "_catalogs"
+#: tables per get_table_objects_by_name_req: HMS's own metastore.batch.retrieve.max default
+TABLE_BATCH_SIZE = 300
+#: calls that change nothing, so one retry on a fresh connection is safe
+READ_CALLS = frozenset({
+    "get_catalog", "get_catalogs", "get_database", "get_databases", "get_all_databases",
+    "get_table_req", "get_all_tables", "get_table_objects_by_name_req",
+})
+#: exceptions declared in the Hive IDL: answers, after which the connection stays in step
+METASTORE_ERRORS = tuple(value for value in vars(ttypes).values()
+                         if isinstance(value, type) and issubclass(value, TException)
+                         and value.__module__ == ttypes.__name__)
+#: what manifests may name a catalog or database: HMS folds case and refuses other characters
+MANIFEST_NAME = re.compile(r"[a-z0-9_]+")
+
+CREATE, EXIST_OK, OVERWRITE = "create", "existok", "overwrite"
+FAIL, SKIP = "fail", "skip"
+RESTRICT, CASCADE = "restrict", "cascade"
+
+T = TypeVar("T")
 
 
 class Hive3Config(BackendConfig):
@@ -20,9 +173,753 @@ class Hive3Config(BackendConfig):
                       description="Storage root for tables declared without a location (default: cwd)")
 
 
+# --- connections -----------------------------------------------------------------------------
+
+class _Connection:
+    """One metastore connection: socket with a timeout, buffered transport, binary protocol."""
+
+    def __init__(self, host: str, port: int, timeout_sec: float) -> None:
+        socket = TSocket(host, port)
+        socket.setTimeout(timeout_sec * 1000)
+        self._transport = TBufferedTransport(socket)
+        self._transport.open()
+        self.client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(self._transport))
+
+    def is_open(self) -> bool:
+        """False once the server has closed the connection (a non-blocking peek)."""
+        return self._transport.isOpen()
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+class MetastorePool:
+    """At most `size` connections, opened when needed; each serves one call at a time."""
+
+    def __init__(self, host: str, port: int, size: int, timeout_sec: float) -> None:
+        self._host, self._port, self._timeout_sec = host, port, timeout_sec
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: list[_Connection] = []
+        self._lock = threading.Lock()
+
+    def acquire(self) -> _Connection:
+        """A connection for one call; blocks while `size` calls are in flight."""
+        self._slots.acquire()
+        try:
+            return self._reused() or _Connection(self._host, self._port, self._timeout_sec)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def release(self, connection: _Connection, reusable: bool) -> None:
+        if reusable:
+            with self._lock:
+                self._idle.append(connection)
+        else:
+            connection.close()
+        self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def _reused(self) -> _Connection | None:
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                connection = self._idle.pop()
+            if connection.is_open():
+                return connection
+            connection.close()
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+def _message(error: BaseException) -> str:
+    return getattr(error, "message", None) or str(error) or type(error).__name__
+
+
+def _translate(error: TException) -> LanceNamespaceError:
+    """The fallback mapping of metastore errors that an operation did not handle itself."""
+    text = f"hive3: the metastore answered {type(error).__name__}: {_message(error)}"
+    if isinstance(error, UnknownDBException):
+        return NamespaceNotFoundError(text)
+    if isinstance(error, InvalidObjectException | InvalidOperationException | ttypes.InvalidInputException):
+        return InvalidInputError(text)
+    return InternalError(text)
+
+
+def _translated(method: Callable[..., T]) -> Callable[..., T]:
+    """Translate any metastore error that escapes an operation (generators included)."""
+    if inspect.isgeneratorfunction(method):
+        @functools.wraps(method)
+        def generate(*args: Any, **kwargs: Any) -> Any:
+            try:
+                yield from method(*args, **kwargs)
+            except TException as error:
+                raise _translate(error) from error
+
+        return generate
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> T:
+        try:
+            return method(*args, **kwargs)
+        except TException as error:
+            raise _translate(error) from error
+
+    return call
+
+
+def _timed_out(error: BaseException) -> bool:
+    inner = getattr(error, "inner", None)
+    return isinstance(error, TimeoutError) or isinstance(inner, TimeoutError) or (
+        isinstance(error, TTransportException) and error.type == TTransportException.TIMED_OUT)
+
+
+# --- the driver ------------------------------------------------------------------------------
+
 class Hive3Namespace(SyncNamespace):
     backend_type = "hive3"
     config_model = Hive3Config
-    #: catalog, or catalog$database
-    namespace_levels = (1, 2)
+    #: manifests declare databases (catalog$database); see the module docstring for catalogs
+    namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
+
+    def __init__(self, **properties: Any) -> None:
+        super().__init__(**properties)
+        address = urlsplit(self.config.uri)
+        self._address = f"{address.hostname}:{address.port}"
+        self._pool = MetastorePool(address.hostname, address.port, self.config.client_pool_size,
+                                   self.config.client_socket_timeout)
+        self._root = normalize_location(self.config.root)
+        #: None until known: does the metastore have the Hive 3 catalog API?
+        self._catalog_api: bool | None = None
+        self._catalog_api_lock = threading.Lock()
+
+    def namespace_id(self) -> str:
+        return f"lance-sync hive3 {{ uri: 'thrift://{self._address}' }}"
+
+    def close(self) -> None:
+        """Close the idle connections (calls after this open new ones)."""
+        self._pool.close()
+
+    @classmethod
+    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        if not all(MANIFEST_NAME.fullmatch(name) for name in parts):
+            return ("Hive names are lower-case letters, digits and '_' (HMS folds names to lower "
+                    "case and refuses other characters)")
+        return None
+
+    @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        return cls.check_namespace_id((name,), config)
+
+    def capabilities(self) -> Capabilities:
+        levels = (1, 2) if self._has_catalog_api() else (2, 2)
+        return Capabilities(update_namespace_properties=True, update_table_properties=True,
+                            update_table_location=False, creatable_namespace_levels=levels)
+
+    # --- namespaces ----------------------------------------------------------------------------
+
+    @_translated
+    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+        parts = _names(request.id, "namespace", 1, 2)
+        mode = _mode(request.mode, CREATE, (CREATE, EXIST_OK, OVERWRITE))
+        properties = dict(request.properties or {})
+        if len(parts) == 1:
+            return self._create_catalog(parts[0], properties, mode)
+        return self._create_database(*parts, properties, mode)
+
+    @_translated
+    def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
+        parts = _names(request.id, "namespace", 0, 2)
+        if not parts:
+            names = self._catalog_call("get_catalogs").names or []
+        elif len(parts) == 1:
+            names = self._database_names(parts[0])
+        else:
+            self._get_database(*parts)
+            names = []
+        page, token = _page(names, request.page_token, request.limit)
+        return ListNamespacesResponse(namespaces=page, page_token=token)
+
+    @_translated
+    def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+        return DescribeNamespaceResponse(properties=self._namespace_properties(
+            _names(request.id, "namespace", 0, 2)))
+
+    @_translated
+    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+        self._namespace_properties(_names(request.id, "namespace", 0, 2))
+
+    @_translated
+    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+        parts = _names(request.id, "namespace", 1, 2)
+        mode = _mode(request.mode, FAIL, (FAIL, SKIP))
+        cascade = _mode(request.behavior, RESTRICT, (RESTRICT, CASCADE)) == CASCADE
+        try:
+            if len(parts) == 1:
+                self._drop_catalog(parts[0], cascade)
+            else:
+                self._drop_database(*parts, cascade)
+        except NamespaceNotFoundError:
+            if mode == FAIL:
+                raise
+        return DropNamespaceResponse()
+
+    # --- tables --------------------------------------------------------------------------------
+
+    @_translated
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        catalog, database, name = _names(request.id, "table", 3, 3)
+        self._require_catalog(catalog)
+        if request.location:
+            location = join_location(self._root, request.location)
+        else:
+            location = join_location(self._root, f"{catalog}/{database}/{name}.lance".lower())
+        table = _lance_table(catalog, database, name, location, request.properties or {})
+        try:
+            self._send("create_table", table)
+        except AlreadyExistsException as error:
+            raise TableAlreadyExistsError(f"hive3: table {_display(request.id)} already exists") from error
+        except (InvalidObjectException, NoSuchObjectException) as error:
+            self._get_database(catalog, database)  # NamespaceNotFound when that is the cause
+            raise InvalidInputError(f"hive3: the metastore refused table {_display(request.id)}: "
+                                    f"{_message(error)}") from error
+        return DeclareTableResponse(location=location, properties=_lance_properties(table),
+                                    storage_options=self.storage_options() or None)
+
+    @_translated
+    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
+        if _mode(request.mode, CREATE, (CREATE, OVERWRITE)) == OVERWRITE:
+            with contextlib.suppress(TableNotFoundError):
+                self.deregister_table(DeregisterTableRequest(id=request.id))
+        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
+                                                          properties=request.properties))
+        return RegisterTableResponse(location=declared.location, properties=declared.properties)
+
+    @_translated
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        """Lance tables by name, a page at a time; only the names a page needs are fetched."""
+        catalog, database = _names(request.id, "namespace", 2, 2)
+        limit = _page_limit(request.limit)
+        names = self._table_names(catalog, database)
+        remaining = names[bisect_right(names, request.page_token):] if request.page_token else names
+        found: list[str] = []
+        for batch in _batches(remaining, min(limit or TABLE_BATCH_SIZE, TABLE_BATCH_SIZE)):
+            tables = self._table_objects(catalog, database, batch)
+            found += sorted(t.tableName for t in tables if _is_lance(t))
+            if limit and len(found) >= limit:
+                found = found[:limit]
+                more = found[-1] < remaining[-1]
+                return ListTablesResponse(tables=found, page_token=found[-1] if more else None)
+        return ListTablesResponse(tables=found, page_token=None)
+
+    @_translated
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        id = _names(request.id, "table", 3, 3)
+        table = self._lance_table(*id)
+        return DescribeTableResponse(
+            table=id[-1], namespace=list(id[:-1]), location=_location(table),
+            properties=_lance_properties(table), storage_options=self.storage_options() or None)
+
+    @_translated
+    def table_exists(self, request: TableExistsRequest) -> None:
+        self._lance_table(*_names(request.id, "table", 3, 3))
+
+    @_translated
+    def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        catalog, database, name = _names(request.id, "table", 3, 3)
+        table = self._lance_table(catalog, database, name)
+        try:
+            self._send("drop_table", _database_ref(catalog, database), name, False)
+        except NoSuchObjectException as error:
+            raise TableNotFoundError(f"hive3: table {_display(request.id)} not found") from error
+        return DeregisterTableResponse(id=list(request.id), location=_location(table),
+                                       properties=_lance_properties(table))
+
+    # --- reconciler extensions -----------------------------------------------------------------
+
+    @_translated
+    def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
+                                    removals: list[str]) -> None:
+        """Catalogs: only catalog.description and catalog.location-uri. The object fields of
+        either level can be set but not removed (HMS keeps a field sent blank)."""
+        parts = _names(list(id), "namespace", 1, 2)
+        if not updates and not removals:
+            return
+        if len(parts) == 1:
+            current, fields = _catalog_properties(self._get_catalog(parts[0])), CATALOG_FIELDS
+        else:
+            database = self._get_database(*parts)
+            current, fields = _database_properties(database), DATABASE_FIELDS
+        fixed = sorted(k for k in removals if k in fields and k in current)
+        if fixed:
+            raise InvalidInputError(f"hive3: {', '.join(fixed)} cannot be removed (HMS keeps the "
+                                    "field); set another value instead")
+        wanted = _patched(current, updates, removals)
+        if wanted == current:
+            return
+        if len(parts) == 1:
+            self._alter_catalog(parts[0], wanted)
+        else:
+            self._alter_database(database, wanted)
+
+    @_translated
+    def update_table_properties(self, id: Identifier, updates: dict[str, str],
+                                removals: list[str]) -> None:
+        catalog, database, name = _names(list(id), "table", 3, 3)
+        table = self._lance_table(catalog, database, name)
+        parameters = {**_patched(table.parameters or {}, updates, removals), **LANCE_TABLE_PARAMETERS}
+        if parameters == table.parameters:
+            return
+        table.parameters = parameters
+        try:
+            self._send("alter_table", _database_ref(catalog, database), name, table)
+        except InvalidOperationException as error:
+            self._lance_table(catalog, database, name)  # TableNotFound if it was dropped meanwhile
+            raise InvalidInputError(f"hive3: the metastore refused to alter {_display(id)}: "
+                                    f"{_message(error)}") from error
+
+    @_translated
+    def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
+        """Catalogs or databases with their properties: one listing call, then one get per child
+        (HMS has no bulk read of catalogs or databases)."""
+        parts = _names(list(parent), "namespace", 0, 2)
+        if len(parts) == 2:
+            self._get_database(*parts)
+            return
+        if parts:
+            names = self._database_names(parts[0])
+        else:
+            names = self._catalog_call("get_catalogs").names or []
+        for name in sorted(names):
+            try:
+                properties = self._namespace_properties((*parts, name))
+            except NamespaceNotFoundError:  # dropped since the listing
+                continue
+            yield NamespaceInfo((*parent, name), properties)
+
+    @_translated
+    def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
+        """Every table (non-Lance ones with is_lance=False): get_all_tables, then
+        get_table_objects_by_name_req per TABLE_BATCH_SIZE names; an empty database costs a
+        get_database to tell it from a missing one."""
+        catalog, database = _names(list(namespace), "namespace", 2, 2)
+        for batch in _batches(self._table_names(catalog, database), TABLE_BATCH_SIZE):
+            for table in sorted(self._table_objects(catalog, database, batch), key=lambda t: t.tableName):
+                yield _table_info((*namespace, table.tableName), table)
+
+    @_translated
+    def get_table_info(self, id: Identifier) -> TableInfo | None:
+        catalog, database, name = _names(list(id), "table", 3, 3)
+        try:
+            table = self._get_table(catalog, database, name)
+        except TableNotFoundError:
+            return None
+        return _table_info(id, table)
+
+    # --- catalogs ------------------------------------------------------------------------------
+
+    def _create_catalog(self, name: str, properties: dict[str, str], mode: str) -> CreateNamespaceResponse:
+        _check_catalog_properties(properties)
+        location = join_location(self._root, properties.get(CATALOG_LOCATION)
+                                 or f"{CATALOGS_DIRECTORY}/{name.lower()}")
+        catalog = Catalog(name=name, description=properties.get(CATALOG_DESCRIPTION),
+                          locationUri=_metastore_location(location))
+        try:
+            self._catalog_call("create_catalog", CreateCatalogRequest(catalog=catalog))
+        except AlreadyExistsException as error:
+            if mode == CREATE:
+                raise NamespaceAlreadyExistsError(f"hive3: catalog {name} already exists") from error
+            if mode == EXIST_OK:
+                return CreateNamespaceResponse(properties=_catalog_properties(self._get_catalog(name)))
+            self._alter_catalog(name, properties)
+        return CreateNamespaceResponse(properties=properties)
+
+    def _alter_catalog(self, name: str, properties: dict[str, str]) -> None:
+        """Set a catalog's description and location (HMS keeps a field sent blank)."""
+        _check_catalog_properties(properties)
+        location = properties.get(CATALOG_LOCATION)
+        catalog = Catalog(name=name.lower(), description=properties.get(CATALOG_DESCRIPTION),
+                          locationUri=_metastore_location(join_location(self._root, location))
+                          if location else None)
+        try:
+            self._catalog_call("alter_catalog", AlterCatalogRequest(name=name.lower(), newCat=catalog))
+        except NoSuchObjectException as error:
+            raise NamespaceNotFoundError(f"hive3: catalog {name} not found") from error
+
+    def _get_catalog(self, name: str) -> Catalog | None:
+        """The Catalog; None for `hive` on a metastore without catalogs (it exists implicitly)."""
+        try:
+            return self._catalog_call("get_catalog", GetCatalogRequest(name=name)).catalog
+        except NoSuchObjectException as error:
+            raise NamespaceNotFoundError(f"hive3: catalog {name} not found") from error
+        except UnsupportedOperationError:
+            if _is_default(name):
+                return None
+            raise
+
+    def _drop_catalog(self, name: str, cascade: bool) -> None:
+        """Drop a catalog (HMS then deletes the catalog location's directory tree, with the
+        `default` database it drops). Cascade first drops every database and every table of
+        `default`, keeping table data."""
+        if _is_default(name):
+            raise InvalidInputError(f"hive3: the default catalog '{DEFAULT_CATALOG}' cannot be dropped")
+        if cascade:
+            for database in self._database_names(name):
+                if database == DEFAULT_DATABASE:
+                    for table in self._table_names(name, database):
+                        self._drop_table_keeping_data(name, database, table)
+                else:
+                    self._drop_database(name, database, cascade=True)
+        try:
+            self._catalog_call("drop_catalog", DropCatalogRequest(name=name))
+        except NoSuchObjectException as error:
+            raise NamespaceNotFoundError(f"hive3: catalog {name} not found") from error
+        except InvalidOperationException as error:
+            raise NamespaceNotEmptyError(f"hive3: catalog {name} is not empty: {_message(error)}") from error
+
+    def _catalog_call(self, call: str, *args: Any) -> Any:
+        """A call of the Hive 3 catalog API; UnsupportedOperation on a metastore without it."""
+        if self._catalog_api is False:
+            raise self._no_catalog_api()
+        try:
+            result = self._send(call, *args)
+        except TApplicationException as error:
+            if error.type != TApplicationException.UNKNOWN_METHOD:
+                raise
+            self._catalog_api = False
+            raise self._no_catalog_api() from error
+        except METASTORE_ERRORS:
+            self._catalog_api = True
+            raise
+        self._catalog_api = True
+        return result
+
+    def _has_catalog_api(self) -> bool:
+        """Detected once (get_catalogs), then cached."""
+        with self._catalog_api_lock:
+            if self._catalog_api is None:
+                with contextlib.suppress(UnsupportedOperationError):
+                    self._catalog_call("get_catalogs")
+        return bool(self._catalog_api)
+
+    def _require_catalog(self, catalog: str) -> None:
+        """Databases and tables outside `hive` need the catalog API."""
+        if not _is_default(catalog) and not self._has_catalog_api():
+            raise self._no_catalog_api()
+
+    def _no_catalog_api(self) -> UnsupportedOperationError:
+        return UnsupportedOperationError(
+            f"hive3: the metastore at {self._address} has no catalog API (a Hive Metastore before "
+            f"3.0): only the default catalog '{DEFAULT_CATALOG}', its databases and their tables "
+            "are available; catalogs cannot be listed, created, dropped or used")
+
+    # --- databases -----------------------------------------------------------------------------
+
+    def _create_database(self, catalog: str, name: str, properties: dict[str, str],
+                         mode: str) -> CreateNamespaceResponse:
+        self._require_catalog(catalog)
+        database = self._database_object(catalog, name, properties)
+        try:
+            self._send("create_database", database)
+        except AlreadyExistsException as error:
+            if mode == CREATE:
+                raise NamespaceAlreadyExistsError(
+                    f"hive3: database {_display((catalog, name))} already exists") from error
+            existing = self._get_database(catalog, name)
+            if mode == EXIST_OK:
+                return CreateNamespaceResponse(properties=_database_properties(existing))
+            self._alter_database(existing, properties)
+        except (InvalidObjectException, NoSuchObjectException) as error:
+            if not _is_default(catalog):
+                self._get_catalog(catalog)  # NamespaceNotFound when the parent is missing
+            raise InvalidInputError(f"hive3: the metastore refused database {_display((catalog, name))}: "
+                                    f"{_message(error)}") from error
+        return CreateNamespaceResponse(properties=properties)
+
+    def _database_object(self, catalog: str, name: str, properties: dict[str, str]) -> Database:
+        location = properties.get(DATABASE_LOCATION)
+        return Database(
+            name=name, catalogName=catalog, description=properties.get(DATABASE_DESCRIPTION),
+            locationUri=_metastore_location(join_location(self._root, location)) if location else None,
+            ownerName=properties.get(DATABASE_OWNER),
+            ownerType=_owner_type(properties.get(DATABASE_OWNER_TYPE)),
+            parameters={k: v for k, v in properties.items() if k not in DATABASE_FIELDS})
+
+    def _alter_database(self, current: Database, properties: dict[str, str]) -> None:
+        """Replace a database's parameters and set the fields named in `properties`; fields
+        not named keep their value (HMS ignores blank ones)."""
+        catalog = current.catalogName or DEFAULT_CATALOG
+        wanted = self._database_object(catalog, current.name, properties)
+        altered = Database(
+            name=current.name, catalogName=current.catalogName, parameters=wanted.parameters,
+            description=wanted.description or current.description,
+            locationUri=wanted.locationUri or current.locationUri,
+            ownerName=wanted.ownerName or current.ownerName,
+            ownerType=wanted.ownerType if wanted.ownerType is not None else current.ownerType)
+        before, after = _database_properties(current), _database_properties(altered)
+        moved = [k for k in (DATABASE_DESCRIPTION, DATABASE_LOCATION) if before.get(k) != after.get(k)]
+        if moved and not self._has_catalog_api():
+            raise UnsupportedOperationError(
+                f"hive3: a Hive Metastore before 3.0 keeps a database's description and location "
+                f"on alter_database, so {', '.join(moved)} cannot be changed here; nothing was changed")
+        self._send("alter_database", _database_ref(catalog, current.name), altered)
+
+    def _get_database(self, catalog: str, name: str) -> Database:
+        self._require_catalog(catalog)
+        try:
+            return self._send("get_database", _database_ref(catalog, name))
+        except NoSuchObjectException as error:
+            raise NamespaceNotFoundError(f"hive3: database {_display((catalog, name))} not found") from error
+
+    def _database_names(self, catalog: str) -> list[str]:
+        if _is_default(catalog):
+            return self._send("get_all_databases")
+        self._require_catalog(catalog)
+        names = self._send("get_databases", f"@{catalog}#")
+        if not names:  # every catalog has `default`: empty means missing
+            self._get_catalog(catalog)
+        return names
+
+    def _drop_database(self, catalog: str, name: str, cascade: bool) -> None:
+        """One drop_database with deleteData=false: HMS itself refuses a database with tables
+        (or functions) without cascade, and with cascade drops them keeping their data."""
+        if _is_default(catalog) and name.lower() == DEFAULT_DATABASE:
+            raise InvalidInputError(f"hive3: database {DEFAULT_CATALOG}${DEFAULT_DATABASE} cannot be dropped")
+        self._require_catalog(catalog)
+        try:
+            self._send("drop_database", _database_ref(catalog, name), False, cascade)
+        except NoSuchObjectException as error:
+            raise NamespaceNotFoundError(f"hive3: database {_display((catalog, name))} not found") from error
+        except InvalidOperationException as error:
+            raise NamespaceNotEmptyError(f"hive3: database {_display((catalog, name))} is not empty: "
+                                         f"{_message(error)}") from error
+        except MetaException:
+            self._get_database(catalog, name)  # HMS 2.x answers a missing database this way
+            raise
+
+    def _namespace_properties(self, parts: tuple[str, ...]) -> dict[str, str]:
+        if not parts:
+            return {}
+        if len(parts) == 1:
+            return _catalog_properties(self._get_catalog(parts[0]))
+        return _database_properties(self._get_database(*parts))
+
+    # --- tables --------------------------------------------------------------------------------
+
+    def _get_table(self, catalog: str, database: str, name: str) -> Table:
+        self._require_catalog(catalog)
+        request = GetTableRequest(dbName=database, tblName=name, catName=catalog)
+        try:
+            return self._send("get_table_req", request).table
+        except NoSuchObjectException as error:
+            raise TableNotFoundError(f"hive3: table {_display((catalog, database, name))} not found") from error
+
+    def _lance_table(self, catalog: str, database: str, name: str) -> Table:
+        """The table, which must be a Lance table (InvalidInput otherwise, as the spec says)."""
+        table = self._get_table(catalog, database, name)
+        if not _is_lance(table):
+            raise InvalidInputError(f"hive3: table {_display((catalog, database, name))} is not a Lance "
+                                    f"table (tableType {table.tableType}, {TABLE_TYPE_KEY}="
+                                    f"{(table.parameters or {}).get(TABLE_TYPE_KEY)})")
+        return table
+
+    def _table_names(self, catalog: str, database: str) -> list[str]:
+        """Sorted names of every table; HMS answers [] for a missing database, so an empty
+        answer is checked with get_database."""
+        self._require_catalog(catalog)
+        names = self._send("get_all_tables", _database_ref(catalog, database))
+        if not names:
+            self._get_database(catalog, database)
+        return sorted(names)
+
+    def _table_objects(self, catalog: str, database: str, names: list[str]) -> list[Table]:
+        """The tables of `names` that still exist, in one call."""
+        request = GetTablesRequest(dbName=database, tblNames=names, catName=catalog)
+        try:
+            return self._send("get_table_objects_by_name_req", request).tables or []
+        except UnknownDBException as error:
+            raise NamespaceNotFoundError(f"hive3: database {_display((catalog, database))} not found") from error
+
+    def _drop_table_keeping_data(self, catalog: str, database: str, name: str) -> None:
+        with contextlib.suppress(NoSuchObjectException):  # already gone
+            self._send("drop_table", _database_ref(catalog, database), name, False)
+
+    # --- calls ---------------------------------------------------------------------------------
+
+    def _send(self, call: str, *args: Any) -> Any:
+        """One metastore call on a pooled connection; transport failures are ServiceUnavailable.
+
+        The connection goes back to the pool only after an answer (a result or an error the
+        Hive IDL declares, or "Invalid method name"); after anything else it may be out of
+        step, so it is closed. A read whose connection broke is retried once on a fresh one.
+        """
+        retry = call in READ_CALLS
+        while True:
+            try:
+                connection = self._pool.acquire()
+            except TTransportException as error:
+                raise ServiceUnavailableError(
+                    f"hive3: cannot connect to the metastore at {self._address}: {_message(error)}") from error
+            reusable = False
+            try:
+                self.count_call()
+                result = getattr(connection.client, call)(*args)
+                reusable = True
+                return result
+            except METASTORE_ERRORS:
+                reusable = True
+                raise
+            except TApplicationException as error:
+                reusable = error.type == TApplicationException.UNKNOWN_METHOD
+                raise
+            except (TTransportException, OSError) as error:
+                if retry and not _timed_out(error):
+                    retry = False
+                    continue
+                reason = (f"no answer within {self.config.client_socket_timeout:g}s"
+                          if _timed_out(error) else _message(error))
+                raise ServiceUnavailableError(
+                    f"hive3: {call} to the metastore at {self._address} failed: {reason}") from error
+            finally:
+                self._pool.release(connection, reusable)
+
+
+# --- request builders and readers ---------------------------------------------------------------
+
+def _names(id: list[str] | tuple[str, ...] | None, what: str, low: int, high: int) -> tuple[str, ...]:
+    parts = tuple(id or ())
+    if not low <= len(parts) <= high:
+        expected = str(low) if low == high else f"{low} to {high}"
+        raise InvalidInputError(f"hive3: a {what} id has {expected} level(s) (catalog$database$table); "
+                                f"got {_display(parts) or '(root)'}")
+    for name in parts:
+        # HMS 3 reads a database name '@cat#db' as database db of catalog cat
+        if not name or name.startswith("@"):
+            raise InvalidInputError(f"hive3: invalid name {name!r} in {_display(parts)}")
+    return parts
+
+
+def _display(parts: list[str] | tuple[str, ...]) -> str:
+    return Hive3Namespace.format_identifier(tuple(parts))
+
+
+def _mode(value: str | None, default: str, allowed: tuple[str, ...]) -> str:
+    mode = (value or default).lower().replace("_", "")
+    if mode not in allowed:
+        raise InvalidInputError(f"hive3: unknown mode {value!r} (expected one of {', '.join(allowed)})")
+    return mode
+
+
+def _is_default(catalog: str) -> bool:
+    return catalog.lower() == DEFAULT_CATALOG
+
+
+def _database_ref(catalog: str, database: str) -> str:
+    """A database-name argument: unprefixed in the default catalog (also understood by HMS 2.x)."""
+    return database if _is_default(catalog) else f"@{catalog}#{database}"
+
+
+def _metastore_location(location: str) -> str:
+    """A normalized location as sent to HMS: a local path as a file: URI, since HMS would
+    otherwise place a bare path on its default file system."""
+    return f"file://{location}" if is_local(location) else location
+
+
+def _location(table: Table) -> str | None:
+    return normalize_location(table.sd.location) if table.sd and table.sd.location else None
+
+
+def _owner_type(value: str | None) -> int | None:
+    if value is None:
+        return None
+    owner_type = PrincipalType._NAMES_TO_VALUES.get(value.upper())
+    if owner_type is None:
+        raise InvalidInputError(f"hive3: {DATABASE_OWNER_TYPE} must be one of "
+                                f"{', '.join(PrincipalType._NAMES_TO_VALUES)} (got {value!r})")
+    return owner_type
+
+
+def _database_properties(database: Database) -> dict[str, str]:
+    properties = dict(database.parameters or {})
+    fields = {
+        DATABASE_DESCRIPTION: database.description,
+        DATABASE_LOCATION: normalize_location(database.locationUri) if database.locationUri else None,
+        DATABASE_OWNER: database.ownerName,
+        DATABASE_OWNER_TYPE: PrincipalType._VALUES_TO_NAMES.get(database.ownerType)
+        if database.ownerName else None,
+    }
+    properties.update({k: v for k, v in fields.items() if v})
+    return properties
+
+
+def _catalog_properties(catalog: Catalog | None) -> dict[str, str]:
+    if catalog is None:
+        return {}
+    fields = {CATALOG_DESCRIPTION: catalog.description,
+              CATALOG_LOCATION: normalize_location(catalog.locationUri) if catalog.locationUri else None}
+    return {k: v for k, v in fields.items() if v}
+
+
+def _check_catalog_properties(properties: dict[str, str]) -> None:
+    unknown = sorted(set(properties) - set(CATALOG_FIELDS))
+    if unknown:
+        raise InvalidInputError(f"hive3: a Hive catalog has no property map, only "
+                                f"{' and '.join(CATALOG_FIELDS)}; cannot store {', '.join(unknown)}")
+
+
+def _lance_table(catalog: str, database: str, name: str, location: str,
+                 properties: dict[str, str]) -> Table:
+    """An EXTERNAL_TABLE marked as Lance, with a minimal storage descriptor (no columns)."""
+    return Table(
+        tableName=name, dbName=database, catName=catalog, tableType=EXTERNAL_TABLE,
+        partitionKeys=[], parameters={**properties, **LANCE_TABLE_PARAMETERS},
+        sd=StorageDescriptor(cols=[], location=_metastore_location(location), compressed=False,
+                             numBuckets=-1, serdeInfo=SerDeInfo(name=name, parameters={}),
+                             bucketCols=[], sortCols=[], parameters={}))
+
+
+def _is_lance(table: Table) -> bool:
+    """The spec's test: EXTERNAL_TABLE with parameter table_type=lance (any case)."""
+    return (table.tableType == EXTERNAL_TABLE
+            and (table.parameters or {}).get(TABLE_TYPE_KEY, "").lower() == LANCE_TABLE_TYPE)
+
+
+def _lance_properties(table: Table) -> dict[str, str]:
+    return {k: v for k, v in (table.parameters or {}).items() if k not in METASTORE_TABLE_PARAMETERS}
+
+
+def _table_info(id: Identifier, table: Table) -> TableInfo:
+    return TableInfo(tuple(id), _location(table), _lance_properties(table), is_lance=_is_lance(table))
+
+
+def _patched(current: dict[str, str], updates: dict[str, str], removals: list[str]) -> dict[str, str]:
+    patched = {k: v for k, v in current.items() if k not in removals}
+    patched.update(updates)
+    return patched
+
+
+def _page_limit(limit: int | None) -> int | None:
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"hive3: limit must be positive (got {limit})")
+    return limit
+
+
+def _page(names: list[str], token: str | None, limit: int | None) -> tuple[list[str], str | None]:
+    """One page of sorted names after `token` (the last name of the previous page)."""
+    names = sorted(set(names))
+    remaining = names[bisect_right(names, token):] if token else names
+    limit = _page_limit(limit) or len(remaining)
+    page = remaining[:limit]
+    return page, page[-1] if len(remaining) > len(page) else None
+
+
+def _batches(names: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(names), size):
+        yield names[start:start + size]

@@ -1,0 +1,75 @@
+"""The Hive driver against the real Hive Metastore 2.3 (default catalog only); pymetastore looks through.
+
+HMS 2.3 has no catalog API, so test namespaces are databases of the default catalog `hive`,
+addressed without a catalog prefix. The same pymetastore checks serve the Hive 3 harness
+(harness_hive3.py), which adds a catalog.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymetastore.hive_metastore.ttypes import (
+    FieldSchema,
+    GetTableRequest,
+    SerDeInfo,
+    StorageDescriptor,
+    Table,
+)
+
+from lance_sync.drivers.base import Identifier
+from lance_sync.locations import normalize_location
+from tests.conformance.harness import Harness, SpecBehaviour
+from tests.servers.hive_support import hive_client
+
+#: HMS accepts only [A-Za-z0-9_] in database names and adds '/' for table names (checked
+#: against both servers): none of the suite's special characters; names are stored lower-case.
+HIVE_BEHAVIOUR = SpecBehaviour(
+    drop_missing_namespace_succeeds=False,
+    create_exist_ok=True,
+    drop_skip=True,
+    foreign_table_is_invalid_input=True,
+    lower_case_names=True,
+    name_characters=(),
+)
+
+
+class HmsHarness(Harness):
+    backend_type = "hive3"
+    server_fixture = "hms_server"
+    behaviour = HIVE_BEHAVIOUR
+
+    def config(self) -> dict[str, Any]:
+        return {"uri": self.server.endpoint, "root": str(self.data_root)}
+
+    def parent_namespace(self) -> Identifier:
+        return ("hive",)
+
+    def create_foreign_table(self, namespace: Identifier, name: str) -> None:
+        """An external Parquet table, as Hive itself would register one."""
+        catalog, database = namespace
+        table = Table(
+            tableName=name, dbName=database, catName=catalog, tableType="EXTERNAL_TABLE",
+            partitionKeys=[], parameters={"EXTERNAL": "TRUE", "classification": "parquet"},
+            sd=StorageDescriptor(
+                cols=[FieldSchema("id", "bigint", None)],
+                location=(self.data_root / f"{name}_parquet").as_uri(),
+                inputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+                outputFormat="org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+                serdeInfo=SerDeInfo(
+                    serializationLib="org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+                    parameters={}),
+                parameters={}))
+        with hive_client(self.server.endpoint) as client:
+            client.create_table(table)
+
+    def check_lance_table(self, table_id: Identifier, location: str, properties: dict[str, str]) -> None:
+        catalog, database, name = table_id
+        with hive_client(self.server.endpoint) as client:
+            table = client.get_table_req(GetTableRequest(dbName=database, tblName=name, catName=catalog)).table
+        assert table.tableType == "EXTERNAL_TABLE", table.tableType
+        parameters = table.parameters or {}
+        assert parameters.get("EXTERNAL") == "TRUE", parameters
+        assert parameters.get("table_type", "").lower() == "lance", parameters
+        assert {k: parameters.get(k) for k in properties} == properties, parameters
+        assert normalize_location(table.sd.location) == normalize_location(location), (table.sd.location, location)
