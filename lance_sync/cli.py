@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sys
 import traceback
@@ -123,6 +124,8 @@ def load_saved_plan(path: str) -> Plan:
 @click.version_option(__version__, prog_name="lance-sync")
 def main() -> None:
     """Declarative catalog sync for Lance tables: plan and apply a manifest across catalogs."""
+    # thrift logs every failed connection attempt at ERROR; the driver's own error says it once
+    logging.getLogger("thrift").setLevel(logging.CRITICAL)
 
 
 @main.command()

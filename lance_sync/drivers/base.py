@@ -199,6 +199,11 @@ class SyncNamespace(LanceNamespace):
         return cls.check_namespace_id(parts, config)
 
     @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        """Backend-specific rules for a table's name (e.g. names a catalog would fold to lower case)."""
+        return None
+
+    @classmethod
     def check_location(cls, location: str, config: BackendConfig) -> str | None:
         """Backend-specific rules for a table location (already normalized)."""
         return None

@@ -259,6 +259,12 @@ class GlueNamespace(SyncNamespace):
             return "Glue stores names in lower case; write them in lower case"
         return None
 
+    @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        if name != name.lower():
+            return "Glue stores names in lower case; write them in lower case"
+        return None
+
     # --- namespaces ----------------------------------------------------------------------------
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:

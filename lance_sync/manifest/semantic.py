@@ -233,7 +233,13 @@ def _tables(checker: _Checker, model: BaseModel, backends: dict[str, BackendSpec
             if problem:
                 checker.fail(problem, (*r_path, "namespace"))
                 continue
-            registrations.append(Registration(spec.name, (*parts, registration.name or entry.name)))
+            table_name = registration.name or entry.name
+            problem = cls.check_table_name(table_name, spec.config)
+            if problem:
+                checker.fail(f"table name '{table_name}': {problem}",
+                             (*r_path, "name") if registration.name else (*path, "name"))
+                continue
+            registrations.append(Registration(spec.name, (*parts, table_name)))
         source = _source(checker, entry, path)
         result.append(DesiredTable(
             name=entry.name, location=location, registrations=tuple(registrations),

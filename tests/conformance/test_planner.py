@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,12 @@ def backend_entry(harness: Harness, name: str, monkeypatch: pytest.MonkeyPatch) 
 
 
 class ManifestProject:
+    """A manifest with an owner of its own: what other tests left in the shared servers is not its."""
+
     def __init__(self, directory: Path):
         self.path = directory / "lance-sync.yaml"
-        self.manifest: dict[str, Any] = {"version": 1, "owner": "conformance", "backends": {},
+        self.owner = f"conformance-{uuid.uuid4().hex[:8]}"
+        self.manifest: dict[str, Any] = {"version": 1, "owner": self.owner, "backends": {},
                                          "namespaces": [], "tables": []}
 
     def save(self) -> None:
@@ -70,7 +74,7 @@ def test_plan_apply_update_remove(harness: Harness, tmp_path: Path, monkeypatch:
     first = project.run("apply", "--auto-approve")
     assert first.exit_code == 0, first.output
     assert project.run("plan", "--detailed-exitcode").exit_code == 0
-    harness.check_lance_table((*namespace, "events"), existing, {"tier": "gold", "lance_sync.owner": "conformance"})
+    harness.check_lance_table((*namespace, "events"), existing, {"tier": "gold", "lance_sync.owner": project.owner})
     created = lance.dataset(project.manifest["tables"][1]["location"])
     assert created.schema.field("v").type == pa.list_(pa.float32(), 4)
 
@@ -127,5 +131,5 @@ def test_one_table_registered_in_every_backend(request: pytest.FixtureRequest, t
     for registration in registrations:
         harness = harnesses[registration["backend"]]
         harness.check_lance_table((*registration["namespace"], "orders"), location,
-                                  {"tier": "gold", "lance_sync.owner": "conformance"})
+                                  {"tier": "gold", "lance_sync.owner": project.owner})
     assert project.run("plan", "--detailed-exitcode").exit_code == 0
