@@ -1,0 +1,208 @@
+"""Is there a valid Lance dataset at a location? One plain function, run by threads or by Spark.
+
+`inspect_location` tells apart (pylance raises the same ValueError for all of them, so the
+filesystem is asked first):
+
+- missing:     nothing at the location (an empty directory counts as nothing, as on object
+               stores, where empty directories do not exist);
+- not_lance:   a file, or a non-empty directory without `_versions/`;
+- corrupt:     `_versions/` exists but pylance cannot open the dataset, or a data file the
+               latest version references is gone;
+- valid:       opens, with its version, row count and columns;
+- unreachable: the storage itself failed (permissions, network): nothing is known about the
+               location, so callers must not treat it as missing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Literal
+
+import lance
+import pyarrow as pa
+from pyarrow import fs as pafs
+
+from lance_sync.arrow_types import columns_from_schema
+from lance_sync.data.spark import SparkSettings, get_spark
+from lance_sync.data.storage import Storage, open_storage
+from lance_sync.locations import normalize_location
+
+Status = Literal["valid", "missing", "not_lance", "corrupt", "unreachable"]
+Engine = Literal["auto", "threads", "spark"]
+
+DEFAULT_SPARK_THRESHOLD = 2000
+DEFAULT_MAX_WORKERS = 16
+#: Locations per Spark task; each task inspects its share with a thread pool.
+LOCATIONS_PER_TASK = 500
+_ERROR_LENGTH = 500
+
+
+@dataclass
+class LocationReport:
+    uri: str
+    status: Status
+    version: int | None = None
+    row_count: int | None = None
+    columns: list[dict] | None = None  # arrow_types.columns_from_schema form
+    error: str | None = None
+
+
+def inspect_location(uri: str, storage_options: dict | None = None) -> LocationReport:
+    """Classify one location and, for a valid dataset, read its version, rows and columns."""
+    try:
+        location = normalize_location(uri)
+        storage = open_storage(location, storage_options)
+        status, reason = _classify(storage, storage.path(location))
+    except Exception as e:  # any storage failure: report it, never guess "missing"
+        return LocationReport(uri, "unreachable", error=_describe(e))
+    if status is not None:
+        return LocationReport(uri, status, error=reason)
+    return _open_dataset(uri, location, storage, storage_options)
+
+
+def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None]:
+    """What the filesystem says: a status and why, or (None, None) if pylance must judge."""
+    kind = storage.info(path).type
+    if kind == pafs.FileType.NotFound:
+        return "missing", None
+    if kind == pafs.FileType.File:
+        return "not_lance", "a file, not a directory"
+    if storage.info(f"{path}/_versions").type == pafs.FileType.Directory:
+        return None, None
+    if not storage.list_dir(path):
+        return "missing", None
+    return "not_lance", "a directory without _versions/"
+
+
+def _open_dataset(
+    uri: str, location: str, storage: Storage, storage_options: dict | None
+) -> LocationReport:
+    try:
+        dataset = lance.dataset(location, storage_options=storage_options)
+        missing_files = _missing_data_files(dataset, storage, storage.path(location))
+        if missing_files:
+            more = f" and {len(missing_files) - 1} more" if len(missing_files) > 1 else ""
+            return LocationReport(
+                uri, "corrupt", error=f"data file missing: data/{missing_files[0]}{more}"
+            )
+        return LocationReport(
+            uri,
+            "valid",
+            version=dataset.version,
+            row_count=dataset.count_rows(),
+            columns=columns_from_schema(dataset.schema),
+        )
+    except Exception as e:
+        return LocationReport(uri, "corrupt", error=_describe(e))
+
+
+def _missing_data_files(dataset: lance.LanceDataset, storage: Storage, path: str) -> list[str]:
+    """Data files the latest version references but `data/` lacks (one listing, no reads)."""
+    referenced = {
+        data_file.path
+        for fragment in dataset.get_fragments()
+        for data_file in fragment.data_files()
+        if data_file.base_id is None  # files in other base paths are not checked
+    }
+    if not referenced:
+        return []
+    present = {info.base_name for info in storage.list_dir(f"{path}/data")}
+    return sorted(referenced - present)
+
+
+def _describe(error: Exception) -> str:
+    """The first line of an error, bounded (pylance appends Rust source locations)."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text[:_ERROR_LENGTH]
+
+
+def inspect_locations(
+    uris: list[str],
+    storage_options: dict | None = None,
+    engine: Engine = "auto",
+    spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
+    spark_settings: SparkSettings | None = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+) -> list[LocationReport]:
+    """inspect_location for many locations; results in the order of `uris`.
+
+    engine "auto" uses a thread pool below `spark_threshold` locations and Spark from there on.
+    """
+    uris = list(uris)
+    if choose_engine(engine, len(uris), spark_threshold) == "threads":
+        return _inspect_with_threads(uris, storage_options, max_workers)
+    return _inspect_with_spark(uris, storage_options, spark_settings, max_workers)
+
+
+def choose_engine(engine: Engine, work_items: int, spark_threshold: int) -> str:
+    if engine not in ("auto", "threads", "spark"):
+        raise ValueError(f"engine must be auto, threads or spark, not {engine!r}")
+    if engine == "auto":
+        return "spark" if work_items >= spark_threshold else "threads"
+    return engine
+
+
+def _inspect_with_threads(
+    uris: list[str], storage_options: dict | None, max_workers: int
+) -> list[LocationReport]:
+    if not uris:
+        return []
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(uris))) as pool:
+        return list(pool.map(partial(inspect_location, storage_options=storage_options), uris))
+
+
+_REPORT_SCHEMA = pa.schema(
+    [
+        ("position", pa.int64()),
+        ("uri", pa.string()),
+        ("status", pa.string()),
+        ("version", pa.int64()),
+        ("row_count", pa.int64()),
+        ("columns", pa.string()),  # JSON
+        ("error", pa.string()),
+    ]
+)
+_REPORT_DDL = (
+    "position long, uri string, status string, version long, row_count long, "
+    "columns string, error string"
+)
+
+
+def _inspect_with_spark(
+    uris: list[str],
+    storage_options: dict | None,
+    settings: SparkSettings | None,
+    max_workers: int,
+) -> list[LocationReport]:
+    if not uris:
+        return []
+    spark = get_spark(settings)
+    tasks = -(-len(uris) // LOCATIONS_PER_TASK)
+    locations = spark.createDataFrame(pa.table({"position": range(len(uris)), "uri": uris}))
+    inspect = partial(_inspect_batches, storage_options=storage_options, max_workers=max_workers)
+    rows = locations.repartition(tasks).mapInArrow(inspect, _REPORT_DDL).toArrow()
+    return [_report_from_row(row) for row in sorted(rows.to_pylist(), key=lambda r: r["position"])]
+
+
+def _inspect_batches(
+    batches: Iterator[pa.RecordBatch], storage_options: dict | None, max_workers: int
+) -> Iterator[pa.RecordBatch]:
+    """Runs in a Spark task: the thread-pool path over this task's locations."""
+    for batch in batches:
+        uris = batch.column("uri").to_pylist()
+        reports = _inspect_with_threads(uris, storage_options, max_workers)
+        rows = [
+            {**asdict(report), "position": position, "columns": json.dumps(report.columns)}
+            for position, report in zip(batch.column("position").to_pylist(), reports, strict=True)
+        ]
+        yield pa.RecordBatch.from_pylist(rows, schema=_REPORT_SCHEMA)
+
+
+def _report_from_row(row: dict) -> LocationReport:
+    fields = {k: v for k, v in row.items() if k != "position"}
+    fields["columns"] = json.loads(row["columns"])
+    return LocationReport(**fields)

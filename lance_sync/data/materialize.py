@@ -1,0 +1,193 @@
+"""Write a table's data from its manifest `source` with Spark, through the `lance` format.
+
+A source block is `{format: parquet|csv|json|lance, path: <path or glob>, options: {reader
+options}, casts: {column: arrow type name}}`. Spark reads the source (Lance sources through
+the lance format), casts the named columns, and writes with the target schema; types Spark
+lacks (uint32, fixed_size_list<float32>[N], timestamp[ms], ...) are restored on the executors.
+Parquet/CSV/JSON sources on object stores are read by Spark's own filesystems, so the session
+needs their configuration (for example the s3a settings of a cluster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import lance
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lance_sync.arrow_types import parse_type
+from lance_sync.data.locations import inspect_location
+from lance_sync.data.spark import SparkSettings, get_spark
+from lance_sync.data.storage import open_storage
+from lance_sync.locations import normalize_location
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SOURCE_FORMATS = ("parquet", "csv", "json", "lance")
+Mode = Literal["create", "overwrite"]
+#: Location statuses (see locations.py) each mode may write to.
+_WRITABLE = {"create": ("missing",), "overwrite": ("missing", "valid")}
+
+
+class MaterializeError(RuntimeError):
+    """The source or the location does not allow the write; the message says why."""
+
+
+@dataclass(frozen=True)
+class MaterializeResult:
+    version: int
+    row_count: int
+    schema: pa.Schema
+
+
+def source_schema(
+    source: dict, settings: SparkSettings, storage_options: dict | None = None
+) -> pa.Schema:
+    """The Arrow schema `materialize` would give the dataset without a target schema.
+
+    Only Spark's schema inference runs (for CSV/JSON with inferSchema that reads the data).
+    """
+    frame = _read_source(get_spark(settings), source, storage_options)
+    return _dataset_schema(frame, source, _casts(source, frame.columns), storage_options)
+
+
+def materialize(
+    source: dict,
+    location: str,
+    target_schema: pa.Schema | None,
+    mode: Mode,
+    settings: SparkSettings,
+    storage_options: dict | None = None,
+) -> MaterializeResult:
+    """Write the source's rows as the Lance dataset at `location` and report what was committed.
+
+    mode "create" needs an empty location; "overwrite" replaces a dataset (or creates one).
+    """
+    from lance_sync.data.lance_source import FORMAT, lance_options
+
+    if mode not in _WRITABLE:
+        raise ValueError(f"mode must be create or overwrite, not {mode!r}")
+    location = normalize_location(location)
+    _check_location(location, mode, storage_options)
+    frame = _read_source(get_spark(settings), source, storage_options)
+    casts = _casts(source, frame.columns)
+    if target_schema is None:
+        target_schema = _dataset_schema(frame, source, casts, storage_options)
+    frame = _apply_casts(frame, casts)
+    _check_columns(frame.columns, target_schema)
+    (
+        frame.write.format(FORMAT)
+        .mode("overwrite" if mode == "overwrite" else "append")
+        .options(**lance_options(target_schema, storage_options))
+        .save(location)
+    )
+    dataset = lance.dataset(location, storage_options=storage_options)
+    return MaterializeResult(dataset.version, dataset.count_rows(), dataset.schema)
+
+
+def _check_location(location: str, mode: Mode, storage_options: dict | None) -> None:
+    report = inspect_location(location, storage_options)
+    if report.status not in _WRITABLE[mode]:
+        detail = f": {report.error}" if report.error else ""
+        raise MaterializeError(
+            f"cannot {mode} a dataset at {location}: the location is {report.status}{detail}"
+        )
+
+
+def _read_source(spark: SparkSession, source: dict, storage_options: dict | None) -> DataFrame:
+    from lance_sync.data.lance_source import lance_options
+
+    source_format, path = source.get("format"), source.get("path")
+    if source_format not in SOURCE_FORMATS:
+        raise MaterializeError(
+            f"source format must be one of {', '.join(SOURCE_FORMATS)}, not {source_format!r}"
+        )
+    if not path:
+        raise MaterializeError("the source needs a path")
+    reader = spark.read.format(source_format).options(**(source.get("options") or {}))
+    if source_format == "lance":
+        reader = reader.options(**lance_options(storage_options=storage_options))
+    return reader.load(path)
+
+
+def _casts(source: dict, columns: list[str]) -> dict[str, pa.DataType]:
+    """The source's casts as Arrow types; every cast must name a source column."""
+    casts = {column: parse_type(name) for column, name in (source.get("casts") or {}).items()}
+    unknown = sorted(set(casts) - set(columns))
+    if unknown:
+        raise MaterializeError(
+            f"casts name columns the source lacks: {', '.join(unknown)} "
+            f"(source columns: {', '.join(columns)})"
+        )
+    return casts
+
+
+def _native_schema(frame: DataFrame, source: dict, storage_options: dict | None) -> pa.Schema:
+    """The source's own Arrow types where it records them: a Lance dataset, a Parquet footer.
+
+    Spark's are lossy (uint32 -> bigint, fixed_size_list -> array, timestamp[ms] -> [us]).
+    For Parquet, the first input file speaks for all; CSV and JSON have none (empty schema).
+    """
+    if source["format"] == "lance":
+        return lance.dataset(source["path"], storage_options=storage_options).schema
+    if source["format"] != "parquet":
+        return pa.schema([])
+    first_file = min(frame.inputFiles())
+    try:
+        storage = open_storage(first_file, storage_options)
+        path = storage.path(normalize_location(first_file))
+        return pq.read_schema(path, filesystem=storage.filesystem)
+    except Exception as e:
+        raise MaterializeError(
+            f"cannot read the Arrow schema of {first_file} ({e}); "
+            "declare the table's schema in the manifest instead"
+        ) from e
+
+
+def _dataset_schema(
+    frame: DataFrame, source: dict, casts: dict[str, pa.DataType], storage_options: dict | None
+) -> pa.Schema:
+    """Spark's schema of the source, with its native types where known, then the casts."""
+    from lance_sync.data.arrow_spark import spark_arrow_schema
+
+    native = _native_schema(frame, source, storage_options)
+    schema = spark_arrow_schema(frame.schema)
+    for index, spark_field in enumerate(schema):
+        if spark_field.name in casts:
+            schema = schema.set(index, spark_field.with_type(casts[spark_field.name]))
+        elif spark_field.name in native.names:
+            native_field = native.field(spark_field.name)
+            schema = schema.set(
+                index, spark_field.with_type(native_field.type).with_nullable(native_field.nullable)
+            )
+    return schema
+
+
+def _apply_casts(frame: DataFrame, casts: dict[str, pa.DataType]) -> DataFrame:
+    """Cast in Spark to the nearest Spark type; the exact Arrow type is applied when writing."""
+    from pyspark.sql import functions as F
+
+    from lance_sync.data.arrow_spark import to_spark_type
+
+    if not casts:
+        return frame
+    return frame.withColumns(
+        {column: F.col(_quoted(column)).cast(to_spark_type(t)) for column, t in casts.items()}
+    )
+
+
+def _quoted(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+def _check_columns(columns: list[str], target: pa.Schema) -> None:
+    missing = [name for name in target.names if name not in columns]
+    extra = [name for name in columns if name not in target.names]
+    if missing or extra:
+        raise MaterializeError(
+            "the source's columns do not match the target schema: "
+            f"missing {', '.join(missing) or 'none'}; not in the schema {', '.join(extra) or 'none'}"
+        )

@@ -1,0 +1,37 @@
+"""Runs in its own process for test_connect: materialize, read back and inspect over Connect.
+
+PySpark's Connect mode is process-wide, so this cannot share the suite's classic session.
+Usage: python -m tests.data.connect_client SC_URL PARQUET_DIR LOCATION; prints JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from lance_sync.arrow_types import columns_from_schema
+from lance_sync.data import SparkSettings, get_spark, inspect_locations, materialize, stop_spark
+
+
+def main(url: str, parquet_dir: str, location: str) -> dict:
+    settings = SparkSettings(master=url)
+    source = {"format": "parquet", "path": parquet_dir}
+    result = materialize(source, location, None, "create", settings)
+    spark = get_spark(settings)
+    reports = inspect_locations(
+        [location, location + "-missing"], engine="spark", spark_settings=settings
+    )
+    outcome = {
+        "session": type(spark).__module__,
+        "version": result.version,
+        "row_count": result.row_count,
+        "columns": columns_from_schema(result.schema),
+        "read_count": spark.read.format("lance").load(location).count(),
+        "statuses": [report.status for report in reports],
+    }
+    stop_spark(settings)
+    return outcome
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(*sys.argv[1:4])))

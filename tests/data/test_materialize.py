@@ -1,0 +1,192 @@
+"""materialize and the lance format: sources, modes, types Spark loses, failures, reading back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from lance_sync.arrow_types import schema_from_columns
+from lance_sync.data.lance_source import lance_options
+from lance_sync.data.materialize import MaterializeError, materialize, source_schema
+from tests.data.tables import TYPED_SCHEMA, data_files, referenced_files, typed_table
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def parquet_source(tmp_path: Path) -> dict:
+    directory = tmp_path / "parquet"
+    directory.mkdir()
+    pq.write_table(typed_table(30), directory / "part-0.parquet")
+    pq.write_table(typed_table(20, first_id=30), directory / "part-1.parquet")
+    return {"format": "parquet", "path": str(directory)}
+
+
+def sorted_rows(location: Path) -> pa.Table:
+    return lance.dataset(str(location)).to_table().sort_by("id")
+
+
+def test_parquet_source_keeps_the_types_spark_loses(
+    spark, spark_settings, parquet_source, tmp_path
+):
+    location = tmp_path / "t.lance"
+    result = materialize(parquet_source, str(location), None, "create", spark_settings)
+    assert (result.version, result.row_count) == (1, 50)
+    assert result.schema == TYPED_SCHEMA
+    assert sorted_rows(location).equals(typed_table(50))
+
+
+def test_csv_source_with_casts(spark, spark_settings, tmp_path):
+    csv = tmp_path / "rows.csv"
+    csv.write_text("id,seen,name\n1,2024-01-01 00:00:00.250,a\n2,2024-01-02 10:00:00,b\n")
+    source = {
+        "format": "csv",
+        "path": str(csv),
+        "options": {"header": True},
+        "casts": {"id": "uint32", "seen": "timestamp[ms]"},
+    }
+    expected = schema_from_columns(
+        [
+            {"name": "id", "type": "uint32"},
+            {"name": "seen", "type": "timestamp[ms]"},
+            {"name": "name", "type": "string"},
+        ]
+    )
+    assert source_schema(source, spark_settings) == expected
+    location = tmp_path / "t.lance"
+    result = materialize(source, str(location), None, "create", spark_settings)
+    assert result.schema == expected
+    table = sorted_rows(location)
+    assert table.column("seen").to_pylist()[0].isoformat() == "2024-01-01T00:00:00.250000"
+
+
+def test_json_source_into_a_declared_schema(spark, spark_settings, tmp_path):
+    rows = typed_table(5).to_pylist()
+    lines = [json.dumps({**row, "seen": row["seen"].isoformat()}) for row in rows]
+    (tmp_path / "rows.json").write_text("\n".join(lines))
+    source = {
+        "format": "json",
+        "path": str(tmp_path / "*.json"),
+        "casts": {"seen": "timestamp[ms]"},
+    }
+    location = tmp_path / "t.lance"
+    result = materialize(source, str(location), TYPED_SCHEMA, "create", spark_settings)
+    assert (result.schema, result.row_count) == (TYPED_SCHEMA, 5)
+    assert sorted_rows(location).equals(typed_table(5))
+
+
+def test_overwrite_replaces_and_create_refuses_an_existing_dataset(
+    spark, spark_settings, parquet_source, make_dataset
+):
+    location = make_dataset("t.lance", rows=3)
+    with pytest.raises(MaterializeError, match="location is valid"):
+        materialize(parquet_source, str(location), None, "create", spark_settings)
+    result = materialize(parquet_source, str(location), None, "overwrite", spark_settings)
+    assert (result.version, result.row_count, result.schema) == (2, 50, TYPED_SCHEMA)
+
+
+def test_append_through_the_lance_format_keeps_the_dataset_schema(spark, make_dataset):
+    location = make_dataset("t.lance", rows=10)
+    from lance_sync.data.arrow_spark import spark_compatible
+
+    rows = typed_table(5, first_id=10)
+    as_spark_holds = pa.schema([f.with_type(spark_compatible(f.type)) for f in rows.schema])
+    frame = spark.createDataFrame(rows.cast(as_spark_holds)).repartition(2)
+    frame.write.format("lance").mode("append").save(str(location))
+    dataset = lance.dataset(str(location))
+    assert (dataset.version, dataset.schema) == (2, TYPED_SCHEMA)
+    assert sorted_rows(location).equals(typed_table(15))
+
+
+def test_read_back_through_spark(spark, make_dataset):
+    location = make_dataset("t.lance", rows=10)
+    lance.write_dataset(typed_table(5, first_id=10), str(location), mode="append")
+    frame = spark.read.format("lance").load(str(location))
+    assert [(f.name, f.dataType.simpleString()) for f in frame.schema] == [
+        ("id", "bigint"),
+        ("vector", "array<float>"),
+        ("seen", "timestamp_ntz"),
+        ("name", "string"),
+    ]
+    back = frame.orderBy("id").toArrow()
+    assert back.column("id").to_pylist() == list(range(15))
+    assert back.column("vector").to_pylist() == typed_table(15).column("vector").to_pylist()
+
+
+def test_lance_source_round_trip(spark, spark_settings, make_dataset, tmp_path):
+    source = {"format": "lance", "path": str(make_dataset("source.lance", rows=12))}
+    result = materialize(
+        source, str(tmp_path / "copy.lance"), TYPED_SCHEMA, "create", spark_settings
+    )
+    assert result.row_count == 12
+    assert sorted_rows(tmp_path / "copy.lance").equals(typed_table(12))
+
+
+def test_mismatched_columns_are_refused_before_writing(
+    spark, spark_settings, parquet_source, tmp_path
+):
+    location = tmp_path / "t.lance"
+    narrow = TYPED_SCHEMA.remove(TYPED_SCHEMA.get_field_index("name"))
+    with pytest.raises(MaterializeError, match="not in the schema name"):
+        materialize(parquet_source, str(location), narrow, "create", spark_settings)
+    with pytest.raises(MaterializeError, match="casts name columns the source lacks: nope"):
+        materialize(
+            {**parquet_source, "casts": {"nope": "int8"}},
+            str(location),
+            None,
+            "create",
+            spark_settings,
+        )
+    assert not location.exists()
+
+
+def failing_frame(spark):
+    """Four partitions of 1,000 ids; the very last row is -1, which cannot become a uint32.
+
+    The first partitions write their fragments before the last one fails, so the abort has
+    files of successful tasks to remove.
+    """
+    from pyspark.sql import functions as F
+
+    ids = F.when(F.col("id") == 3999, F.lit(-1)).otherwise(F.col("id"))
+    return spark.range(0, 4000, 1, 4).select(ids.alias("id"), F.lit("x").alias("name"))
+
+
+FAILING_SCHEMA = schema_from_columns(
+    [{"name": "id", "type": "uint32"}, {"name": "name", "type": "string"}]
+)
+
+
+def test_failed_create_leaves_nothing(spark, tmp_path):
+    location = tmp_path / "t.lance"
+    with pytest.raises(Exception, match="not in range"):
+        failing_frame(spark).write.format("lance").mode("append").options(
+            **lance_options(FAILING_SCHEMA)
+        ).save(str(location))
+    assert not location.exists()
+
+
+def test_failed_append_leaves_no_version_and_no_orphan_files(spark, tmp_path):
+    location = tmp_path / "t.lance"
+    lance.write_dataset(
+        pa.table({"id": [1, 2], "name": ["a", "b"]}, schema=FAILING_SCHEMA), str(location)
+    )
+    with pytest.raises(Exception, match="not in range"):
+        failing_frame(spark).write.format("lance").mode("append").save(str(location))
+    assert lance.dataset(str(location)).version == 1
+    assert data_files(location) == referenced_files(location)
+
+
+def test_an_empty_source_makes_an_empty_dataset(spark, spark_settings, tmp_path):
+    (tmp_path / "empty").mkdir()
+    pq.write_table(typed_table(0), tmp_path / "empty" / "part-0.parquet")
+    location = tmp_path / "t.lance"
+    source = {"format": "parquet", "path": str(tmp_path / "empty")}
+    result = materialize(source, str(location), None, "create", spark_settings)
+    assert (result.version, result.row_count, result.schema) == (1, 0, TYPED_SCHEMA)
+    assert spark.read.format("lance").load(str(location)).count() == 0

@@ -1,0 +1,77 @@
+"""The data functions on an object store: an in-process moto S3 server, reached via storage options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lance
+import pyarrow.parquet as pq
+import pytest
+
+from lance_sync.data import find_lance_datasets, inspect_location, inspect_locations, materialize
+from tests.data.tables import TYPED_SCHEMA, typed_table
+
+BUCKET = "lake"
+
+
+@pytest.fixture(scope="module")
+def storage_options():
+    boto3 = pytest.importorskip("boto3")
+    moto_server = pytest.importorskip("moto.server")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    options = {
+        "aws_endpoint": f"http://{host}:{port}",
+        "aws_region": "us-east-1",
+        "aws_access_key_id": "testing",
+        "aws_secret_access_key": "testing",
+        "allow_http": "true",
+    }
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=options["aws_endpoint"],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    s3.create_bucket(Bucket=BUCKET)
+    s3.put_object(Bucket=BUCKET, Key="raw/part-0.parquet", Body=b"PAR1 not really")
+    for key in ("a.lance", "team/b.lance"):
+        lance.write_dataset(typed_table(4), f"s3://{BUCKET}/{key}", storage_options=options)
+    yield options
+    server.stop()
+
+
+def test_locations_on_s3(storage_options):
+    def status(uri: str) -> str:
+        return inspect_location(uri, storage_options).status
+
+    assert status(f"s3://{BUCKET}/a.lance") == "valid"
+    assert status(f"s3a://{BUCKET}//team/b.lance/") == "valid"
+    assert status(f"s3://{BUCKET}/nothing.lance") == "missing"
+    assert status(f"s3://{BUCKET}/raw") == "not_lance"
+    assert status(f"s3://{BUCKET}/raw/part-0.parquet") == "not_lance"
+
+
+def test_discover_on_s3(storage_options):
+    found = find_lance_datasets(f"s3://{BUCKET}", storage_options)
+    assert found == [f"s3://{BUCKET}/a.lance", f"s3://{BUCKET}/team/b.lance"]
+
+
+@pytest.mark.spark
+def test_spark_writes_inspects_and_discovers_on_s3(spark_settings, storage_options, tmp_path: Path):
+    pq.write_table(typed_table(12), tmp_path / "part-0.parquet")
+    location = f"s3://{BUCKET}/spark/t.lance"
+    source = {"format": "parquet", "path": str(tmp_path)}
+    result = materialize(source, location, None, "create", spark_settings, storage_options)
+    assert (result.row_count, result.schema) == (12, TYPED_SCHEMA)
+
+    reports = inspect_locations(
+        [location], storage_options, engine="spark", spark_settings=spark_settings
+    )
+    assert (reports[0].status, reports[0].row_count) == ("valid", 12)
+    found = find_lance_datasets(
+        f"s3://{BUCKET}/", storage_options, engine="spark", spark_settings=spark_settings
+    )
+    assert location in found

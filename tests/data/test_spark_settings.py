@@ -1,0 +1,84 @@
+"""resolve_spark_settings precedence, and that importing the data package starts no Spark."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lance_sync.data import spark as spark_module
+from lance_sync.data.spark import (
+    ENV_VARIABLE,
+    SparkSettings,
+    SparkUnavailableError,
+    get_spark,
+    resolve_spark_settings,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+MANIFEST_BLOCK = {"master": "spark://manifest:7077", "conf": {"spark.executor.memory": "2g"}}
+
+
+@pytest.fixture(autouse=True)
+def no_environment_master(monkeypatch):
+    monkeypatch.delenv(ENV_VARIABLE, raising=False)
+
+
+def test_cli_wins_over_environment_and_manifest(monkeypatch):
+    monkeypatch.setenv(ENV_VARIABLE, "sc://env:15002")
+    settings = resolve_spark_settings("local[2]", MANIFEST_BLOCK)
+    assert settings == SparkSettings("local[2]", {"spark.executor.memory": "2g"})
+
+
+def test_environment_wins_over_manifest(monkeypatch):
+    monkeypatch.setenv(ENV_VARIABLE, "sc://env:15002")
+    settings = resolve_spark_settings(None, MANIFEST_BLOCK)
+    assert (settings.master, settings.is_connect) == ("sc://env:15002", True)
+
+
+def test_manifest_then_embedded_default():
+    assert resolve_spark_settings(None, MANIFEST_BLOCK).master == "spark://manifest:7077"
+    default = resolve_spark_settings(None, None)
+    assert (default.effective_master, default.is_local, default.is_connect) == (
+        "local[*]",
+        True,
+        False,
+    )
+
+
+def test_conf_values_become_spark_strings():
+    settings = resolve_spark_settings(None, {"conf": {"a": True, "b": 4, "c": "x"}})
+    assert settings.conf == {"a": "true", "b": "4", "c": "x"}
+
+
+def test_unknown_keys_are_refused():
+    with pytest.raises(ValueError, match="unknown key.*mastr"):
+        resolve_spark_settings(None, {"mastr": "local"})
+
+
+def test_importing_the_data_package_does_not_import_pyspark():
+    code = "import sys, lance_sync.data; print('pyspark' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_missing_java_is_explained(monkeypatch):
+    pytest.importorskip("pyspark")
+    monkeypatch.setattr(spark_module, "_sessions", {})
+    monkeypatch.setattr(spark_module.shutil, "which", lambda name: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(SparkUnavailableError, match="Java 17"):
+        get_spark(SparkSettings("local[1]"))
+
+
+def test_missing_pyspark_names_the_extra_to_install(monkeypatch):
+    monkeypatch.setattr(spark_module, "_sessions", {})
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    with pytest.raises(SparkUnavailableError, match=r"lance-sync\[spark\]"):
+        get_spark(SparkSettings("local[1]"))
+    with pytest.raises(SparkUnavailableError, match=r"lance-sync\[connect\]"):
+        get_spark(SparkSettings("sc://127.0.0.1:15002"))
