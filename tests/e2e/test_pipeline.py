@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +196,18 @@ def test_plan_and_apply_without_a_source_never_start_spark(tmp_path: Path):
     )
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert output.stdout.strip() == "[]", output.stdout + output.stderr
+
+
+@pytest.mark.spark
+def test_the_quickstart_applies_as_a_new_user_runs_it(tmp_path: Path):
+    """The README's main command, in its own process (its own embedded Spark), twice."""
+    quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+    copy = tmp_path / "quickstart"
+    shutil.copytree(quickstart, copy, ignore=shutil.ignore_patterns("lakehouse", ".lance-sync"))
+    command = [sys.executable, "-m", "lance_sync", "apply", "-f", "lance-sync.yaml", "--auto-approve"]
+    first = subprocess.run(command, cwd=copy, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "Apply complete: 6 succeeded" in first.stdout
+    assert lance.dataset(str(copy / "lakehouse" / "data" / "customers.lance")).count_rows() == 20
+    again = subprocess.run(command, cwd=copy, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0 and "No changes" in again.stdout
