@@ -104,6 +104,23 @@ class BackendConfig(BaseModel):
         return properties
 
 
+#: Lance request modes as `request_mode` spells them; the first of each is the default
+CREATE_MODES = ("create", "existok", "overwrite")
+REGISTER_MODES = ("create", "overwrite")
+DROP_MODES = ("fail", "skip")
+DROP_BEHAVIORS = ("restrict", "cascade")
+
+
+def request_mode(value: str | None, allowed: tuple[str, ...], what: str = "mode") -> str:
+    """A Lance request mode in any spelling (ExistOk, exist_ok, EXIST_OK); the first allowed when unset."""
+    if value is None:
+        return allowed[0]
+    mode = value.lower().replace("_", "")
+    if mode not in allowed:
+        raise InvalidInputError(f"unknown {what} '{value}' (expected one of {', '.join(allowed)})")
+    return mode
+
+
 def secret_value(secret: SecretStr | None) -> str | None:
     return secret.get_secret_value() if secret is not None else None
 

@@ -58,12 +58,16 @@ from lance_namespace.errors import (
 from pydantic import Field
 
 from lance_sync.drivers.base import (
+    CREATE_MODES,
+    DROP_BEHAVIORS,
+    DROP_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
+    request_mode,
 )
 from lance_sync.locations import is_local, join_location, normalize_location, relative_to
 
@@ -120,7 +124,7 @@ class DirNamespace(SyncNamespace):
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         self._check_names(request.id)
-        mode = (request.mode or "create").lower().replace("_", "")
+        mode = request_mode(request.mode, CREATE_MODES)
         with self._write_lock:
             if mode != "create" and self._namespace_exists(request.id):
                 if mode == "overwrite":
@@ -139,10 +143,10 @@ class DirNamespace(SyncNamespace):
         return self._native.namespace_exists(request)
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        if (request.behavior or "restrict").lower() == "cascade":
+        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade":
             raise UnsupportedOperationError("dir: cascade drop is not supported; drop the tables first")
         with self._write_lock:
-            if (request.mode or "fail").lower() == "skip" and not self._namespace_exists(request.id):
+            if request_mode(request.mode, DROP_MODES) == "skip" and not self._namespace_exists(request.id):
                 return DropNamespaceResponse()
             return self._native.drop_namespace(request)
 

@@ -94,12 +94,17 @@ from lance_namespace.errors import (
 from pydantic import Field, SecretStr, model_validator
 
 from lance_sync.drivers.base import (
+    CREATE_MODES,
+    DROP_BEHAVIORS,
+    DROP_MODES,
+    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
+    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
@@ -269,7 +274,7 @@ class GlueNamespace(SyncNamespace):
 
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         id = _identifier(request.id)
-        mode = _mode(request.mode, "create", ("create", "existok", "overwrite"))
+        mode = request_mode(request.mode, CREATE_MODES)
         properties = dict(request.properties or {})
         database, catalog_id = self._namespace_refs(id)
         try:
@@ -302,8 +307,8 @@ class GlueNamespace(SyncNamespace):
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         id = _identifier(request.id)
-        mode = _mode(request.mode, "fail", ("fail", "skip"))
-        if _mode(request.behavior, "restrict", ("restrict", "cascade")) == "cascade":
+        mode = request_mode(request.mode, DROP_MODES)
+        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade":
             raise UnsupportedOperationError("glue: only Restrict drops are supported; "
                                             "deregister the tables first")
         if self._namespace_refs(id) == (None, self._root_catalog_id()):
@@ -348,7 +353,7 @@ class GlueNamespace(SyncNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         id = _identifier(request.id)
-        mode = _mode(request.mode, "create", ("create", "overwrite"))
+        mode = request_mode(request.mode, REGISTER_MODES)
         location = normalize_location(request.location)
         try:
             self.declare_table(DeclareTableRequest(id=list(id), location=location,
@@ -762,13 +767,6 @@ def _identifier(id: list[str] | None, root_ok: bool = False) -> Identifier:
     if any(not isinstance(name, str) or not name for name in parts):
         raise InvalidInputError(f"glue: identifier names must be non-empty strings: {list(parts)}")
     return parts
-
-
-def _mode(value: str | None, default: str, allowed: tuple[str, ...]) -> str:
-    mode = (value or default).lower().replace("_", "")
-    if mode not in allowed:
-        raise InvalidInputError(f"glue: unknown mode {value!r} (expected one of {', '.join(allowed)})")
-    return mode
 
 
 def _page(names: Iterable[str], token: str | None, limit: int | None) -> tuple[list[str], str | None]:

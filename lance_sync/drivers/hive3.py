@@ -102,6 +102,10 @@ from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TTransportException
 
 from lance_sync.drivers.base import (
+    CREATE_MODES,
+    DROP_BEHAVIORS,
+    DROP_MODES,
+    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -109,6 +113,7 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     default_root,
+    request_mode,
 )
 from lance_sync.drivers.config_types import ThriftUri
 from lance_sync.locations import is_local, join_location, normalize_location
@@ -328,7 +333,7 @@ class Hive3Namespace(SyncNamespace):
     @_translated
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         parts = _names(request.id, "namespace", 1, 2)
-        mode = _mode(request.mode, CREATE, (CREATE, EXIST_OK, OVERWRITE))
+        mode = request_mode(request.mode, CREATE_MODES)
         properties = dict(request.properties or {})
         if len(parts) == 1:
             return self._create_catalog(parts[0], properties, mode)
@@ -359,8 +364,8 @@ class Hive3Namespace(SyncNamespace):
     @_translated
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         parts = _names(request.id, "namespace", 1, 2)
-        mode = _mode(request.mode, FAIL, (FAIL, SKIP))
-        cascade = _mode(request.behavior, RESTRICT, (RESTRICT, CASCADE)) == CASCADE
+        mode = request_mode(request.mode, DROP_MODES)
+        cascade = request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == CASCADE
         try:
             if len(parts) == 1:
                 self._drop_catalog(parts[0], cascade)
@@ -395,7 +400,7 @@ class Hive3Namespace(SyncNamespace):
 
     @_translated
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        if _mode(request.mode, CREATE, (CREATE, OVERWRITE)) == OVERWRITE:
+        if request_mode(request.mode, REGISTER_MODES) == OVERWRITE:
             with contextlib.suppress(TableNotFoundError):
                 self.deregister_table(DeregisterTableRequest(id=request.id))
         declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
@@ -808,13 +813,6 @@ def _names(id: list[str] | tuple[str, ...] | None, what: str, low: int, high: in
 
 def _display(parts: list[str] | tuple[str, ...]) -> str:
     return Hive3Namespace.format_identifier(tuple(parts))
-
-
-def _mode(value: str | None, default: str, allowed: tuple[str, ...]) -> str:
-    mode = (value or default).lower().replace("_", "")
-    if mode not in allowed:
-        raise InvalidInputError(f"hive3: unknown mode {value!r} (expected one of {', '.join(allowed)})")
-    return mode
 
 
 def _is_default(catalog: str) -> bool:

@@ -61,6 +61,9 @@ from lance_namespace.errors import (
 from pydantic import Field, NonNegativeInt, PositiveInt, SecretStr, field_validator, model_validator
 
 from lance_sync.drivers.base import (
+    CREATE_MODES,
+    DROP_BEHAVIORS,
+    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -68,6 +71,7 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     default_root,
+    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl
@@ -181,7 +185,7 @@ class IcebergNamespace(SyncNamespace):
         if not levels:
             raise UnsupportedOperationError(f"iceberg: warehouse '{warehouse}' cannot be created "
                                             "through the REST API")
-        mode = _normalized(request.mode, "create")
+        mode = request_mode(request.mode, CREATE_MODES)
         if mode not in ("create", "existok", "overwrite"):
             raise InvalidInputError(f"iceberg: unknown create mode '{request.mode}'")
         if len(levels) > 1 and not self._namespace_exists(warehouse, levels[:-1]):
@@ -216,7 +220,7 @@ class IcebergNamespace(SyncNamespace):
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         """Restrict only; a namespace that does not exist is dropped already (the spec)."""
-        if _normalized(request.behavior, "restrict") != "restrict":
+        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") != "restrict":
             raise UnsupportedOperationError("iceberg: only Restrict drops are supported; "
                                             "drop the tables and child namespaces first")
         warehouse, levels = _split_namespace(request.id)
@@ -245,7 +249,7 @@ class IcebergNamespace(SyncNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         """An existing Lance dataset registered like a declared table (Create mode only)."""
-        if _normalized(request.mode, "create") != "create":
+        if request_mode(request.mode, REGISTER_MODES) != "create":
             raise UnsupportedOperationError("iceberg: register_table supports mode Create only")
         declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
                                                           properties=request.properties))
@@ -635,11 +639,6 @@ def _path_part(name: str) -> str:
 
 def _display(id: Iterable[str] | None) -> str:
     return IcebergNamespace.format_identifier(tuple(id or ()))
-
-
-def _normalized(mode: str | None, default: str) -> str:
-    """Lance modes are case-insensitive, PascalCase or snake_case."""
-    return (mode or default).lower().replace("_", "")
 
 
 def _metadata(answer: Any, path: str) -> dict[str, Any]:

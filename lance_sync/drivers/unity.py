@@ -67,6 +67,10 @@ from lance_namespace.errors import (
 from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr
 
 from lance_sync.drivers.base import (
+    CREATE_MODES,
+    DROP_BEHAVIORS,
+    DROP_MODES,
+    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -74,6 +78,7 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     default_root,
+    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
@@ -90,10 +95,6 @@ DATA_SOURCE_FORMAT = "TEXT"
 TABLE_TYPE_PROPERTY = "table_type"
 LANCE_TABLE_TYPE = "lance"
 
-CREATE_MODES = ("create", "existok", "overwrite")
-DROP_MODES = ("fail", "skip")
-DROP_BEHAVIORS = ("restrict", "cascade")
-REGISTER_MODES = ("create", "overwrite")
 
 
 class UnityConfig(BackendConfig):
@@ -146,7 +147,7 @@ class UnityNamespace(SyncNamespace):
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         """Overwrite drops the schema first, never forcing: a schema with tables is NamespaceNotEmpty."""
         catalog, schema = self._schema_name(request.id, other_catalog=InvalidInputError)
-        mode = _mode(request.mode, CREATE_MODES, "mode")
+        mode = request_mode(request.mode, CREATE_MODES)
         if mode == "overwrite":
             with contextlib.suppress(NamespaceNotFoundError):
                 self._delete_schema(catalog, schema, force=False)
@@ -183,8 +184,8 @@ class UnityNamespace(SyncNamespace):
 
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         """Cascade is UC's force delete: it deregisters every table of the schema (data stays)."""
-        mode = _mode(request.mode, DROP_MODES, "mode")
-        force = _mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade"
+        mode = request_mode(request.mode, DROP_MODES)
+        force = request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade"
         try:
             catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
             self._delete_schema(catalog, schema, force=force)
@@ -219,7 +220,7 @@ class UnityNamespace(SyncNamespace):
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         """Declare at the given location; Overwrite first deregisters a Lance table of that name."""
-        if _mode(request.mode, REGISTER_MODES, "mode") == "overwrite":
+        if request_mode(request.mode, REGISTER_MODES) == "overwrite":
             with contextlib.suppress(TableNotFoundError):
                 self.deregister_table(DeregisterTableRequest(id=request.id))
         declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
@@ -433,16 +434,6 @@ ERRORS_BY_STATUS: dict[int, type[LanceNamespaceError]] = {
     501: UnsupportedOperationError,
     503: ServiceUnavailableError,
 }
-
-
-def _mode(value: str | None, allowed: tuple[str, ...], what: str) -> str:
-    """A Lance mode in any spelling (ExistOk, exist_ok, EXIST_OK); the first allowed by default."""
-    if value is None:
-        return allowed[0]
-    mode = value.lower().replace("_", "")
-    if mode not in allowed:
-        raise InvalidInputError(f"unity: unknown {what} '{value}' (expected one of {', '.join(allowed)})")
-    return mode
 
 
 def _full_name(*names: str) -> str:
