@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from lance_sync.arrow_types import parse_type
+from lance_sync.arrow_types import schema_from_columns
 from lance_sync.drivers.base import SyncNamespace
 from lance_sync.locations import normalize_location
 from lance_sync.manifest.desired import DesiredState
@@ -80,15 +80,15 @@ def verify(state: DesiredState, drivers: dict[str, SyncNamespace], engine: str =
     for table in state.tables:
         if table.registrations:
             finding(table.location, table.registrations[0].backend).tables.append(table.name)
-    registered_columns: dict[str, list[tuple[Registration, list[dict]]]] = defaultdict(list)
+    registered_columns: dict[str, list[tuple[Registration, list[dict], SyncNamespace]]] = defaultdict(list)
     for (backend, id), info in sorted(live.tables.items()):
         if not info.is_lance or not info.location:
             continue
         registration = Registration(backend, list(id), state.backends[backend].format_id(id),
                                     (backend, id) in manifest_registrations)
         finding(info.location, backend).registrations.append(registration)
-        if info.columns:
-            registered_columns[info.location].append((registration, info.columns))
+        if info.columns is not None:
+            registered_columns[info.location].append((registration, info.columns, drivers[backend]))
 
     by_options: dict[tuple, list[str]] = defaultdict(list)
     for location in findings:
@@ -109,7 +109,8 @@ def verify(state: DesiredState, drivers: dict[str, SyncNamespace], engine: str =
     return VerifyReport(chosen, sorted(findings.values(), key=lambda f: f.location))
 
 
-def _problems(item: LocationFinding, catalog_columns: list[tuple[Registration, list[dict]]]) -> list[str]:
+def _problems(item: LocationFinding,
+              catalog_columns: list[tuple[Registration, list[dict], SyncNamespace]]) -> list[str]:
     problems = []
     if item.status == "missing" and item.registrations:
         names = ", ".join(f"{r.backend}: {r.display_id}" for r in item.registrations)
@@ -121,21 +122,13 @@ def _problems(item: LocationFinding, catalog_columns: list[tuple[Registration, l
     elif item.status == "unreachable":
         problems.append(f"storage unreachable: {item.error}")
     if item.status == "valid":
-        for registration, columns in catalog_columns:
-            if not _same_columns(columns, item.columns or []):
+        dataset_schema = schema_from_columns(item.columns or [])
+        for registration, recorded, driver in catalog_columns:
+            expected = driver.catalog_columns(dataset_schema)
+            if expected is not None and recorded != expected:
                 problems.append(f"schema drift: {registration.backend}: {registration.display_id} records "
-                                f"{_names(columns)}, the dataset has {_names(item.columns or [])}")
+                                f"{_names(recorded)}, the dataset has {_names(expected)}")
     return problems
-
-
-def _same_columns(recorded: list[dict], actual: list[dict]) -> bool:
-    def key(columns: list[dict]) -> list[tuple]:
-        return [(c["name"], parse_type(c["type"])) for c in columns]
-
-    try:
-        return key(recorded) == key(actual)
-    except ValueError:
-        return [c["name"] for c in recorded] == [c["name"] for c in actual]
 
 
 def _names(columns: list[dict]) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import pyarrow as pa
 from lance_namespace import (
     DescribeNamespaceRequest,
     DescribeTableRequest,
@@ -155,7 +156,7 @@ class TableInfo:
     properties: dict[str, str] = field(default_factory=dict)
     #: False for a table that exists under this name but is not a Lance table
     is_lance: bool = True
-    #: columns the catalog records for the table (arrow_types manifest form), where it keeps any
+    #: columns the catalog records for the table ({name, type} in the catalog's own type names)
     columns: list[dict] | None = None
 
 
@@ -232,6 +233,11 @@ class SyncNamespace(LanceNamespace):
 
     def storage_options(self) -> dict[str, str]:
         return dict(self.config.storage)
+
+    def catalog_columns(self, schema: pa.Schema) -> list[dict[str, str]] | None:
+        """How this catalog records a dataset's columns ({name, type} in its own type names),
+        for drift checks against `TableInfo.columns`; None for a catalog that records none."""
+        return None
 
     def internal_locations(self) -> set[str]:
         """Lance datasets the backend keeps for itself (never offered as tables to adopt)."""

@@ -301,11 +301,15 @@ class UnityNamespace(SyncNamespace):
         def fetch(token: str | None) -> tuple[list[TableInfo], str | None]:
             page = self._tables_page(catalog, schema, PAGE_SIZE, token)
             infos = [TableInfo((catalog, schema, table["name"]), table.get("storage_location"),
-                               _properties(table), is_lance=_is_lance(table))
+                               _properties(table), is_lance=_is_lance(table),
+                               columns=_recorded_columns(table))
                      for table in page.get("tables") or []]
             return infos, page.get("next_page_token")
 
         yield from follow_pages(fetch)
+
+    def catalog_columns(self, schema: pa.Schema) -> list[dict[str, str]]:
+        return [{"name": c["name"], "type": c["type_text"]} for c in unity_columns(schema)]
 
     # --- identifiers -----------------------------------------------------------------------------
 
@@ -361,8 +365,7 @@ class UnityNamespace(SyncNamespace):
     def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> dict[str, Any]:
         return self.http.request("GET", "/tables", params={
             "catalog_name": catalog, "schema_name": schema,
-            "max_results": limit if limit is not None else PAGE_SIZE, "page_token": token,
-            "omit_columns": "true"})
+            "max_results": limit if limit is not None else PAGE_SIZE, "page_token": token})
 
     def _get_lance_table(self, catalog: str, schema: str, name: str) -> dict[str, Any]:
         """The table's TableInfo; TableNotFound also when its schema or catalog is missing."""
@@ -453,6 +456,12 @@ def _is_lance(table: dict[str, Any]) -> bool:
     """The spec's test: EXTERNAL, and properties.table_type equal to 'lance' in any case."""
     marker = _properties(table).get(TABLE_TYPE_PROPERTY)
     return table.get("table_type") == EXTERNAL and isinstance(marker, str) and marker.lower() == LANCE_TABLE_TYPE
+
+
+def _recorded_columns(table: dict[str, Any]) -> list[dict[str, str]]:
+    """The columns Unity records for a table, as {name, type_text} in position order."""
+    columns = sorted(table.get("columns") or [], key=lambda c: c.get("position") or 0)
+    return [{"name": c.get("name"), "type": c.get("type_text")} for c in columns]
 
 
 # --- Arrow schema -> Unity columns ---------------------------------------------------------------
