@@ -41,6 +41,9 @@ from lance_sync.plan.model import Action, ActionType, Plan, fingerprint, project
 
 Status = Literal["succeeded", "failed", "skipped"]
 
+#: declares sent in one request to a backend that takes them in bulk
+DECLARE_BATCH_SIZE = 1000
+
 
 @dataclass
 class ApplyOptions:
@@ -144,6 +147,7 @@ class ActionRunner:
         self.plan = plan
         self.drivers = drivers
         self.options = options
+        self._bulk_backends: dict[str, bool] = {}
 
     def run(self, action: Action) -> None:
         driver = self.drivers[action.backend]
@@ -160,6 +164,33 @@ class ActionRunner:
             ActionType.ADOPT: self._adopt,
         }[action.action]
         handler(action, driver)
+
+    def batches(self, ready: list[Action]) -> list[list[Action]]:
+        """Ready actions as units of work: declares for a bulk-capable backend go together."""
+        units: list[list[Action]] = []
+        bulk: dict[str, list[Action]] = defaultdict(list)
+        for action in ready:
+            if action.action == ActionType.DECLARE_TABLE and self._bulk(action.backend):
+                bulk[action.backend].append(action)
+            else:
+                units.append([action])
+        for actions in bulk.values():
+            units += [actions[i:i + DECLARE_BATCH_SIZE] for i in range(0, len(actions), DECLARE_BATCH_SIZE)]
+        return units
+
+    def declare_batch(self, actions: list[Action]) -> list[Exception | None]:
+        """One bulk declare; an error for the whole call is every action's error."""
+        requests = [DeclareTableRequest(id=a.id, location=a.after.location, properties=a.after.properties)
+                    for a in actions]
+        try:
+            return list(self.drivers[actions[0].backend].declare_tables(requests))
+        except Exception as error:  # noqa: BLE001 - reported per action
+            return [error] * len(actions)
+
+    def _bulk(self, backend: str) -> bool:
+        if backend not in self._bulk_backends:
+            self._bulk_backends[backend] = self.drivers[backend].capabilities().bulk_declare
+        return self._bulk_backends[backend]
 
     def _create_namespace(self, action: Action, driver: SyncNamespace) -> None:
         driver.create_namespace(CreateNamespaceRequest(id=action.id, mode="Create",
@@ -268,13 +299,17 @@ def execute(plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions
         if on_done:
             on_done(outcome)
 
-    def attempt(action: Action) -> Outcome:
-        journal.write("started", action)
+    def attempt(batch: list[Action]) -> list[Outcome]:
+        for action in batch:
+            journal.write("started", action)
+        if len(batch) > 1:
+            return [Outcome(action, "failed" if error else "succeeded", _describe(error))
+                    for action, error in zip(batch, runner.declare_batch(batch), strict=True)]
         try:
-            runner.run(action)
+            runner.run(batch[0])
         except Exception as error:  # noqa: BLE001 - reported per action; the run goes on
-            return Outcome(action, "failed", f"{type(error).__name__}: {error}")
-        return Outcome(action, "succeeded")
+            return [Outcome(batch[0], "failed", _describe(error))]
+        return [Outcome(batch[0], "succeeded")]
 
     def skip_dependents(key: str) -> None:
         for dependent in dependents[key]:
@@ -284,19 +319,24 @@ def execute(plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions
                 skip_dependents(dependent)
 
     with ThreadPoolExecutor(max(1, options.parallelism), thread_name_prefix="apply") as pool:
-        running = {pool.submit(attempt, a) for a in plan.actions if remaining[a.key] == 0}
+        def submit(ready: list[Action]) -> set:
+            return {pool.submit(attempt, batch) for batch in runner.batches(ready)}
+
+        running = submit([a for a in plan.actions if remaining[a.key] == 0])
         while running:
             done, running = wait(running, return_when=FIRST_COMPLETED)
+            ready: list[Action] = []
             for future in done:
-                outcome = future.result()
-                finish(outcome)
-                if outcome.status != "succeeded":
-                    skip_dependents(outcome.action.key)
-                    continue
-                for dependent in dependents[outcome.action.key]:
-                    remaining[dependent] -= 1
-                    if remaining[dependent] == 0:
-                        running.add(pool.submit(attempt, by_key[dependent]))
+                for outcome in future.result():
+                    finish(outcome)
+                    if outcome.status != "succeeded":
+                        skip_dependents(outcome.action.key)
+                        continue
+                    for dependent in dependents[outcome.action.key]:
+                        remaining[dependent] -= 1
+                        if remaining[dependent] == 0:
+                            ready.append(by_key[dependent])
+            running |= submit(ready)
     finished = {o.action.key for o in report.outcomes}
     for action in plan.actions:
         if action.key not in finished:
@@ -306,6 +346,10 @@ def execute(plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions
     journal.close()
     report.rollback_path = write_rollback(plan, report, journal.path.with_suffix(".rollback.json"))
     return report
+
+
+def _describe(error: Exception | None) -> str | None:
+    return None if error is None else f"{type(error).__name__}: {error}"
 
 
 def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:

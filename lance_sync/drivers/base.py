@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 from lance_namespace import (
+    DeclareTableRequest,
     DescribeNamespaceRequest,
     DescribeTableRequest,
     LanceNamespace,
@@ -34,6 +35,7 @@ from lance_namespace import (
 )
 from lance_namespace.errors import (
     InvalidInputError,
+    LanceNamespaceError,
     NamespaceNotFoundError,
     TableNotFoundError,
     UnsupportedOperationError,
@@ -122,6 +124,14 @@ def request_mode(value: str | None, allowed: tuple[str, ...], what: str = "mode"
     return mode
 
 
+def patched_properties(current: dict[str, str], updates: dict[str, str],
+                       removals: list[str]) -> dict[str, str]:
+    """`current` with `removals` deleted and `updates` set: how property updates read-modify-write."""
+    patched = {key: value for key, value in current.items() if key not in removals}
+    patched.update(updates)
+    return patched
+
+
 def secret_value(secret: SecretStr | None) -> str | None:
     return secret.get_secret_value() if secret is not None else None
 
@@ -141,6 +151,8 @@ class Capabilities:
     update_table_location: bool = False
     #: namespace levels this instance can create (Hive without the 3.x catalog API: databases only)
     creatable_namespace_levels: tuple[int, int | None] = (1, None)
+    #: declare_tables writes many tables in one request, so apply sends declares in batches
+    bulk_declare: bool = False
 
 
 @dataclass(frozen=True)
@@ -252,6 +264,22 @@ class SyncNamespace(LanceNamespace):
                                 removals: list[str]) -> None:
         """Set `updates` and delete `removals` on a table, leaving other properties alone."""
         raise UnsupportedOperationError(f"{self.backend_type}: table properties cannot be updated")
+
+    def declare_tables(self, requests: list[DeclareTableRequest]) -> list[LanceNamespaceError | None]:
+        """Declare several tables; one error (or None) per request, in order.
+
+        Drivers whose backend can write many tables at once override this and say so in
+        `capabilities().bulk_declare`; the default declares one at a time.
+        """
+        errors: list[LanceNamespaceError | None] = []
+        for request in requests:
+            try:
+                self.declare_table(request)
+            except LanceNamespaceError as error:
+                errors.append(error)
+            else:
+                errors.append(None)
+        return errors
 
     def update_table_location(self, id: Identifier, location: str) -> None:
         """Point a registered table at another location (only where capabilities say so)."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import pyarrow as pa
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -51,7 +52,9 @@ from lance_namespace import (
 )
 from lance_namespace.errors import (
     InvalidInputError,
+    LanceNamespaceError,
     NamespaceNotFoundError,
+    TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
 )
@@ -67,6 +70,7 @@ from lance_sync.drivers.base import (
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
+    patched_properties,
     request_mode,
 )
 from lance_sync.locations import is_local, join_location, normalize_location, relative_to
@@ -104,7 +108,7 @@ class DirNamespace(SyncNamespace):
         return {join_location(self.root, MANIFEST_TABLE)}
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(update_table_location=False)
+        return Capabilities(update_table_location=False, bulk_declare=True)
 
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
@@ -172,6 +176,50 @@ class DirNamespace(SyncNamespace):
         return DeclareTableResponse(location=location, properties=properties or None,
                                     storage_options=self.storage_options() or None)
 
+    def declare_tables(self, requests: list[DeclareTableRequest]) -> list[LanceNamespaceError | None]:
+        """Many tables in one manifest commit: each declare is otherwise two commits of 15-25 ms.
+
+        Rows are inserted the way pylance's own register writes them (a relative location,
+        properties as JSON metadata), with a merge on the object id so that nothing that
+        exists is overwritten.
+        """
+        errors: list[LanceNamespaceError | None] = [None] * len(requests)
+        rows = []
+        with self._write_lock:
+            dataset = self._manifest()
+            if dataset is None:
+                return super().declare_tables(requests)
+            existing = {row["object_id"]: row["object_type"]
+                        for row in dataset.to_table(columns=["object_id", "object_type"]).to_pylist()}
+            for index, request in enumerate(requests):
+                try:
+                    rows.append(self._manifest_row(request, existing))
+                except LanceNamespaceError as error:
+                    errors[index] = error
+            if rows:
+                table = pa.Table.from_pylist(rows, schema=dataset.schema)
+                self.count_call()
+                dataset.merge_insert("object_id").when_not_matched_insert_all().execute(table)
+        return errors
+
+    def _manifest_row(self, request: DeclareTableRequest, existing: dict[str, str]) -> dict[str, Any]:
+        """The manifest row for a declared table; `existing` gains it (duplicates in a batch fail)."""
+        self._check_names(request.id)
+        namespace, object_id = _DELIMITER.join(request.id[:-1]), _DELIMITER.join(request.id)
+        if namespace and existing.get(namespace) != "namespace":
+            raise NamespaceNotFoundError(f"Namespace not found: {namespace}")
+        if object_id in existing:
+            raise TableAlreadyExistsError(f"Table already exists: {object_id}")
+        if request.location is None:
+            raise InvalidInputError("dir: a batch declare needs each table's location")
+        relative = relative_to(normalize_location(request.location), self.root)
+        if relative is None:
+            raise InvalidInputError(f"dir: location {request.location} is outside the root {self.root}")
+        existing[object_id] = "table"
+        return {"object_id": object_id, "object_type": "table", "location": relative,
+                "metadata": json.dumps(request.properties) if request.properties else None,
+                "base_objects": None}
+
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         location = join_location(self.root, request.location)
         self.declare_table(DeclareTableRequest(id=request.id, location=location,
@@ -204,13 +252,13 @@ class DirNamespace(SyncNamespace):
                                     removals: list[str]) -> None:
         with self._write_lock:
             current = self._namespace_properties(list(id))
-            self._write_properties("namespace", list(id), _patched(current, updates, removals))
+            self._write_properties("namespace", list(id), patched_properties(current, updates, removals))
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
                                 removals: list[str]) -> None:
         with self._write_lock:
             current = self._native.describe_table(DescribeTableRequest(id=list(id))).properties or {}
-            self._write_properties("table", list(id), _patched(current, updates, removals))
+            self._write_properties("table", list(id), patched_properties(current, updates, removals))
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
         rows = self._manifest_rows("namespace")
@@ -303,12 +351,6 @@ class _Counted:
             return attribute(*args, **kwargs)
 
         return counted
-
-
-def _patched(current: dict[str, str], updates: dict[str, str], removals: list[str]) -> dict[str, str]:
-    patched = {k: v for k, v in current.items() if k not in removals}
-    patched.update(updates)
-    return patched
 
 
 def _metadata(row: dict[str, Any]) -> dict[str, str]:

@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import re
 import threading
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,11 +103,12 @@ from lance_sync.drivers.base import (
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
+    patched_properties,
     request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
-from lance_sync.drivers.paging import follow_pages
+from lance_sync.drivers.paging import follow_pages, page_of_names
 from lance_sync.errors import ConfigError
 from lance_sync.locations import join_location, normalize_location
 
@@ -295,7 +295,7 @@ class GlueNamespace(SyncNamespace):
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         names = [info.id[-1] for info in self._child_namespaces(_identifier(request.id, root_ok=True))]
-        page, token = _page(names, request.page_token, request.limit)
+        page, token = page_of_names(names, request.page_token, request.limit)
         return ListNamespacesResponse(namespaces=page, page_token=token)
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
@@ -366,7 +366,7 @@ class GlueNamespace(SyncNamespace):
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         names = [info.id[-1] for info in self.list_table_infos(_identifier(request.id, root_ok=True))]
-        page, token = _page(names, request.page_token, request.limit)
+        page, token = page_of_names(names, request.page_token, request.limit)
         return ListTablesResponse(tables=page, page_token=token)
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
@@ -393,14 +393,14 @@ class GlueNamespace(SyncNamespace):
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:
         found = self._resolve_namespace(id)
-        self._write_namespace_properties(id, found, _patched(found.properties, updates, removals))
+        self._write_namespace_properties(id, found, patched_properties(found.properties, updates, removals))
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
                                 removals: list[str]) -> None:
         if TABLE_TYPE_KEY in removals or updates.get(TABLE_TYPE_KEY, LANCE_TABLE_TYPE).lower() != LANCE_TABLE_TYPE:
             raise InvalidInputError(f"glue: '{TABLE_TYPE_KEY}={LANCE_TABLE_TYPE}' marks a Lance "
                                     "table and cannot be changed")
-        self._update_table(id, lambda current: _patched(current, updates, removals))
+        self._update_table(id, lambda current: patched_properties(current, updates, removals))
 
     def update_table_location(self, id: Identifier, location: str) -> None:
         """Point a registered Lance table at another location, in place (UpdateTable)."""
@@ -769,17 +769,6 @@ def _identifier(id: list[str] | None, root_ok: bool = False) -> Identifier:
     return parts
 
 
-def _page(names: Iterable[str], token: str | None, limit: int | None) -> tuple[list[str], str | None]:
-    """A sorted page after `token` (the last name of the previous page); the next token or None."""
-    if limit is not None and limit <= 0:
-        raise InvalidInputError(f"glue: limit must be positive (got {limit})")
-    ordered = sorted(set(names))
-    start = bisect_right(ordered, token) if token else 0
-    end = len(ordered) if limit is None else min(start + limit, len(ordered))
-    page = ordered[start:end]
-    return page, (page[-1] if page and end < len(ordered) else None)
-
-
 def _under_database(subject: str) -> str:
     return f"parent of {subject} not found: a database of the root catalog holds no namespaces"
 
@@ -804,12 +793,6 @@ def _lance_parameters(properties: dict[str, str] | None) -> dict[str, str]:
 def _table_input(name: str, location: str, parameters: dict[str, str]) -> dict[str, Any]:
     return {"Name": name, "TableType": EXTERNAL_TABLE, "Parameters": parameters,
             "StorageDescriptor": {"Location": location}}
-
-
-def _patched(current: dict[str, str], updates: dict[str, str], removals: list[str]) -> dict[str, str]:
-    patched = {key: value for key, value in current.items() if key not in removals}
-    patched.update(updates)
-    return patched
 
 
 def _project(value: Any, shape: Shape) -> Any:

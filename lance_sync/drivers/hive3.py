@@ -35,7 +35,6 @@ import functools
 import inspect
 import re
 import threading
-from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -113,9 +112,11 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     default_root,
+    patched_properties,
     request_mode,
 )
 from lance_sync.drivers.config_types import ThriftUri
+from lance_sync.drivers.paging import check_page_limit, names_after, page_of_names
 from lance_sync.locations import is_local, join_location, normalize_location
 
 DEFAULT_CATALOG = "hive"
@@ -349,7 +350,7 @@ class Hive3Namespace(SyncNamespace):
         else:
             self._get_database(*parts)
             names = []
-        page, token = _page(names, request.page_token, request.limit)
+        page, token = page_of_names(names, request.page_token, request.limit)
         return ListNamespacesResponse(namespaces=page, page_token=token)
 
     @_translated
@@ -411,9 +412,8 @@ class Hive3Namespace(SyncNamespace):
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         """Lance tables by name, a page at a time; only the names a page needs are fetched."""
         catalog, database = _names(request.id, "namespace", 2, 2)
-        limit = _page_limit(request.limit)
-        names = self._table_names(catalog, database)
-        remaining = names[bisect_right(names, request.page_token):] if request.page_token else names
+        limit = check_page_limit(request.limit)
+        remaining = names_after(self._table_names(catalog, database), request.page_token)
         found: list[str] = []
         for batch in _batches(remaining, min(limit or TABLE_BATCH_SIZE, TABLE_BATCH_SIZE)):
             tables = self._table_objects(catalog, database, batch)
@@ -466,7 +466,7 @@ class Hive3Namespace(SyncNamespace):
         if fixed:
             raise InvalidInputError(f"hive3: {', '.join(fixed)} cannot be removed (HMS keeps the "
                                     "field); set another value instead")
-        wanted = _patched(current, updates, removals)
+        wanted = patched_properties(current, updates, removals)
         if wanted == current:
             return
         if len(parts) == 1:
@@ -479,7 +479,7 @@ class Hive3Namespace(SyncNamespace):
                                 removals: list[str]) -> None:
         catalog, database, name = _names(list(id), "table", 3, 3)
         table = self._lance_table(catalog, database, name)
-        parameters = {**_patched(table.parameters or {}, updates, removals), **LANCE_TABLE_PARAMETERS}
+        parameters = {**patched_properties(table.parameters or {}, updates, removals), **LANCE_TABLE_PARAMETERS}
         if parameters == table.parameters:
             return
         table.parameters = parameters
@@ -895,27 +895,6 @@ def _lance_properties(table: Table) -> dict[str, str]:
 
 def _table_info(id: Identifier, table: Table) -> TableInfo:
     return TableInfo(tuple(id), _location(table), _lance_properties(table), is_lance=_is_lance(table))
-
-
-def _patched(current: dict[str, str], updates: dict[str, str], removals: list[str]) -> dict[str, str]:
-    patched = {k: v for k, v in current.items() if k not in removals}
-    patched.update(updates)
-    return patched
-
-
-def _page_limit(limit: int | None) -> int | None:
-    if limit is not None and limit < 1:
-        raise InvalidInputError(f"hive3: limit must be positive (got {limit})")
-    return limit
-
-
-def _page(names: list[str], token: str | None, limit: int | None) -> tuple[list[str], str | None]:
-    """One page of sorted names after `token` (the last name of the previous page)."""
-    names = sorted(set(names))
-    remaining = names[bisect_right(names, token):] if token else names
-    limit = _page_limit(limit) or len(remaining)
-    page = remaining[:limit]
-    return page, page[-1] if len(remaining) > len(page) else None
 
 
 def _batches(names: list[str], size: int) -> Iterator[list[str]]:
