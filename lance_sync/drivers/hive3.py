@@ -161,8 +161,8 @@ METASTORE_ERRORS = tuple(value for value in vars(ttypes).values()
 MANIFEST_NAME = re.compile(r"[a-z0-9_]+")
 
 CREATE, EXIST_OK, OVERWRITE = "create", "existok", "overwrite"
-FAIL, SKIP = "fail", "skip"
-RESTRICT, CASCADE = "restrict", "cascade"
+FAIL = "fail"
+CASCADE = "cascade"
 
 T = TypeVar("T")
 
