@@ -1,38 +1,56 @@
-"""HTTP for the REST drivers: timeouts, retries with backoff, errors at the boundary.
+"""HTTP for the REST drivers: timeouts, retries with backoff, answers checked, errors at the boundary.
 
-Retry policy: connection failures, 429 and 5xx are retried up to `max_retries` times with
-exponential backoff and full jitter, honouring `Retry-After`. A POST (not idempotent) is
-retried only when the server cannot have acted on it: the connection was never made, or
-it answered 429 or 503. After the last attempt a connection failure is a
-ServiceUnavailableError and a throttled answer a ThrottlingError; other error statuses are
-handed to the driver's translator, so a failure never turns into an empty result.
+Every failure of one attempt is classified:
+- transient, the server cannot have acted: the connection was never made, or it answered
+  429 or 503;
+- transient, the server may have acted: a timeout or a connection lost after the request was
+  sent, a body cut short or not decodable, another 5xx;
+- a bad answer: a success whose body is not JSON (for a read) or does not fit the answer
+  model the caller expects (`expect=`), see `answers.parse_answer`;
+- final: any other error status, handed to the driver's translator.
+
+A retry-safe request (GET, HEAD, PUT, DELETE; or one the caller marks `retry_safe`) is sent
+again after any transient failure or bad answer, up to `max_retries` times, spaced by
+`retry.backoff_seconds` (which honours Retry-After). Any other request (POST, PATCH) is sent
+again only when the server cannot have acted; otherwise the failure is raised at once as a
+`TransientError` that says the server may have carried it out. A DELETE that meets 404 after
+an earlier attempt may have reached the server counts as done: that attempt deleted it.
+
+After the last attempt the error names the backend, the method and the URL path, what was
+wrong and how many attempts were made, e.g. "iceberg: GET /v1/p/namespaces answered a body
+cut short (1200 of 4096 bytes) after 4 attempts". Headers (tokens) never appear in a message,
+nor does the userinfo of an endpoint URL. A raw `requests` exception never leaves this module.
 """
 
 from __future__ import annotations
 
 import email.utils
-import random
+import http.client
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
-from lance_namespace.errors import (
-    InternalError,
-    LanceNamespaceError,
-    ServiceUnavailableError,
-    ThrottlingError,
-)
+import urllib3.exceptions
+from lance_namespace.errors import InternalError, LanceNamespaceError, ThrottlingError
+from pydantic import BaseModel
 from requests.adapters import HTTPAdapter
+from requests.exceptions import ChunkedEncodingError, ContentDecodingError
 
+from lance_sync.drivers.answers import describe_body, parse_answer
+from lance_sync.drivers.retry import BadAnswerError, TransientError, backoff_seconds
+
+#: statuses worth sending a retry-safe request again for
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-#: statuses after which a POST is known not to have been carried out
-RETRYABLE_POST_STATUS = frozenset({429, 503})
-BACKOFF_BASE_SECONDS = 0.2
-BACKOFF_CAP_SECONDS = 10.0
-RETRY_AFTER_CAP_SECONDS = 60.0
+#: statuses after which any request, a POST too, is known not to have been carried out
+NOT_CARRIED_OUT_STATUS = frozenset({429, 503})
+#: methods whose repetition leaves the same state as one request (RFC 9110 9.2.2)
+RETRY_SAFE_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 POOL_SIZE = 32
+#: characters of an error body kept in a message
+BODY_SHOWN = 300
 
 
 @dataclass(frozen=True)
@@ -43,21 +61,47 @@ class HttpFailure:
     url: str
     status: int
     body: Any
+    attempts: int = 1
+
+    @property
+    def shown_url(self) -> str:
+        """The URL for messages: without any userinfo (user:password@) of the endpoint."""
+        return without_userinfo(self.url)
 
     def message(self) -> str:
         detail = self.body.get("message") if isinstance(self.body, dict) else None
-        return f"{self.method} {self.url} -> {self.status}: {detail or str(self.body)[:300]}"
+        return (f"{self.method} {self.shown_url} -> {self.status}: {detail or str(self.body)[:BODY_SHOWN]}"
+                f"{attempts_note(self.attempts)}")
 
 
 Translator = Callable[[HttpFailure], LanceNamespaceError]
 
 
+class _Failed(Exception):
+    """One attempt went wrong; `error` is what the caller gets if it is not sent again.
+
+    may_have_acted: the server may have carried the request out (so only a retry-safe
+    request is sent again); carried_out: it certainly did (it answered success).
+    """
+
+    def __init__(self, error: LanceNamespaceError, *, transient: bool, may_have_acted: bool,
+                 carried_out: bool = False, retry_after: float | None = None):
+        super().__init__(str(error))
+        self.error = error
+        self.transient = transient
+        self.may_have_acted = may_have_acted or carried_out
+        self.carried_out = carried_out
+        self.retry_after = retry_after
+
+
 class HttpClient:
-    def __init__(self, base_url: str, *, connect_timeout: float, read_timeout: float, max_retries: int,
-                 translate: Translator, headers: Callable[[], dict[str, str]] | None = None,
+    def __init__(self, base_url: str, *, backend: str, connect_timeout: float, read_timeout: float,
+                 max_retries: int, translate: Translator, headers: Callable[[], dict[str, str]] | None = None,
                  on_request: Callable[[], None] | None = None, sleep: Callable[[float], None] = time.sleep):
-        """Timeouts are in seconds; `headers` is called per request (tokens may refresh)."""
+        """`backend` labels every message ("iceberg", "unity"); timeouts are in seconds;
+        `headers` is called per attempt (tokens may refresh); `on_request` counts attempts."""
         self.base_url = base_url.rstrip("/")
+        self.backend = backend
         self.timeout = (connect_timeout, read_timeout)
         self.max_retries = max_retries
         self.translate = translate
@@ -69,59 +113,190 @@ class HttpClient:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
 
-    def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-                json: Any = None, data: dict[str, str] | None = None, ok: tuple[int, ...] = (200,)) -> Any:
-        """Send one logical request; returns the decoded JSON body (None when empty)."""
+    def request(self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None,
+                data: dict[str, str] | None = None, ok: tuple[int, ...] = (200,),
+                expect: type[BaseModel] | None = None, retry_safe: bool | None = None) -> Any:
+        """Send one logical request; the answer parsed as `expect`, else its JSON (None when empty).
+
+        `retry_safe` overrides the method's own idempotence (an OAuth token request is a POST
+        that changes nothing, so it may be sent again).
+        """
         url = self.base_url + path
         params = {k: v for k, v in (params or {}).items() if v is not None}
+        safe = method in RETRY_SAFE_METHODS if retry_safe is None else retry_safe
+        call = f"{method} {urlsplit(url).path}"
         attempt = 0
+        reached = False  # whether an earlier attempt may have reached the server
         while True:
             self.on_request()
             try:
-                response = self.session.request(method, url, params=params, json=json, data=data,
-                                                headers=self.headers(), timeout=self.timeout)
-            except requests.ConnectionError as error:
-                if attempt >= self.max_retries or (method == "POST" and not _never_connected(error)):
-                    raise ServiceUnavailableError(f"{method} {url}: cannot reach the server: {error}") from None
-                self.sleep(self._backoff(attempt, None))
+                return self._attempt(method, url, call, params=params, json=json, data=data, ok=ok,
+                                     expect=expect, attempts=attempt + 1, deleted_before=reached)
+            except _Failed as failed:
+                reached = reached or failed.may_have_acted
+                retry = failed.transient and (safe or not failed.may_have_acted)
+                if not retry or attempt >= self.max_retries:
+                    raise self._final(failed, attempt + 1, safe) from None
+                self.sleep(backoff_seconds(attempt, failed.retry_after))
                 attempt += 1
-                continue
-            except requests.Timeout as error:
-                if attempt >= self.max_retries or method == "POST":
-                    raise ServiceUnavailableError(f"{method} {url}: timed out: {error}") from None
-                self.sleep(self._backoff(attempt, None))
-                attempt += 1
-                continue
-            if response.status_code in ok:
-                return _decode(response)
-            if self._should_retry(method, response.status_code) and attempt < self.max_retries:
-                self.sleep(self._backoff(attempt, response.headers.get("Retry-After")))
-                attempt += 1
-                continue
-            failure = HttpFailure(method, url, response.status_code, _decode(response, strict=False))
-            if response.status_code == 429:
-                raise ThrottlingError(failure.message())
-            raise self.translate(failure)
+
+    # --- one attempt ---------------------------------------------------------------------------
+
+    def _attempt(self, method: str, url: str, call: str, *, params: dict[str, Any], json: Any,
+                 data: dict[str, str] | None, ok: tuple[int, ...], expect: type[BaseModel] | None,
+                 attempts: int, deleted_before: bool) -> Any:
+        try:
+            response = self.session.request(method, url, params=params, json=json, data=data,
+                                            headers=self.headers(), timeout=self.timeout)
+        except requests.RequestException as error:
+            raise self._transport_failure(error, call, url) from None
+        status = response.status_code
+        if status in ok:
+            return self._answer(response, method, call, expect)
+        if method == "DELETE" and status == 404 and deleted_before:
+            return None  # an earlier attempt deleted it, and its answer was lost
+        if status in RETRYABLE_STATUS:
+            failure = HttpFailure(method, url, status, _error_body(response), attempts)
+            error = ThrottlingError(failure.message()) if status == 429 else self.translate(failure)
+            raise _Failed(error, transient=True, may_have_acted=status not in NOT_CARRIED_OUT_STATUS,
+                          retry_after=_retry_after_seconds(response.headers.get("Retry-After")))
+        raise _Failed(self.translate(HttpFailure(method, url, status, _error_body(response), attempts)),
+                      transient=False, may_have_acted=True)
+
+    def _answer(self, response: requests.Response, method: str, call: str,
+                expect: type[BaseModel] | None) -> Any:
+        """The success answer: parsed as `expect`, else its JSON; a bad one is a BadAnswerError.
+
+        Without an answer model only a read must answer JSON: a write's success needs no body
+        (Unity answers a DELETE with the text "200 OK").
+        """
+        checked = expect is not None or method == "GET"
+        if not response.content:
+            if checked:
+                raise self._bad(f"{self.backend}: {call} answered an empty body", carried_out=True)
+            return None
+        try:
+            body = response.json()
+        except ValueError:
+            if not checked:
+                return None
+            raise self._bad(f"{self.backend}: {call} answered a body that is not JSON "
+                            f"({_content_type(response)}: {describe_body(response.text)})",
+                            carried_out=True) from None
+        if expect is None:
+            return body
+        try:
+            return parse_answer(expect, body, backend=self.backend, call=call)
+        except BadAnswerError as error:
+            raise self._bad(str(error), carried_out=True) from None
 
     @staticmethod
-    def _should_retry(method: str, status: int) -> bool:
-        return status in (RETRYABLE_POST_STATUS if method == "POST" else RETRYABLE_STATUS)
+    def _bad(message: str, carried_out: bool) -> _Failed:
+        """A bad answer: worth asking again for a retry-safe request, never for another."""
+        return _Failed(BadAnswerError(message), transient=True, may_have_acted=True, carried_out=carried_out)
+
+    def _transport_failure(self, error: requests.RequestException, call: str, url: str) -> _Failed:
+        """A request that got no complete answer: cannot connect, timed out, cut off."""
+        if _never_connected(error):
+            return _Failed(TransientError(f"{self.backend}: {call}: cannot reach the server at "
+                                          f"{_origin(url)} ({_cause(error)})"),
+                           transient=True, may_have_acted=False)
+        if isinstance(error, (ChunkedEncodingError, ContentDecodingError)):
+            # the status line may have been an error's: only known to have been answered
+            return self._bad(f"{self.backend}: {call} answered {_cut_short(error)}", carried_out=False)
+        if isinstance(error, requests.Timeout):
+            what = f"timed out waiting for the answer ({self.timeout[1]:g} s)"
+        elif isinstance(error, requests.ConnectionError):
+            what = f"lost the connection before the answer ({_cause(error)})"
+        else:  # an invalid URL, too many redirects, ...: sending it again changes nothing
+            return _Failed(InternalError(f"{self.backend}: {call} failed: {_cause(error)}"),
+                           transient=False, may_have_acted=False)
+        return _Failed(TransientError(f"{self.backend}: {call} {what}"), transient=True, may_have_acted=True)
 
     @staticmethod
-    def _backoff(attempt: int, retry_after: str | None) -> float:
-        waited = _retry_after_seconds(retry_after)
-        if waited is not None:
-            return min(waited, RETRY_AFTER_CAP_SECONDS)
-        return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt))
+    def _final(failed: _Failed, attempts: int, safe: bool) -> LanceNamespaceError:
+        """The error the caller gets: the attempt's own, noting the attempts made, or that a
+        request which is not retry-safe was (or may have been) carried out."""
+        error = failed.error
+        if not isinstance(error, (BadAnswerError, TransientError)):
+            return error  # an error status, translated (its message notes the attempts)
+        message = str(error) + attempts_note(attempts)
+        if safe or not failed.may_have_acted:
+            return type(error)(message)
+        if failed.carried_out:
+            return BadAnswerError(message + "; the server carried the request out, so it was not sent again")
+        return TransientError(message + "; the server may have carried it out, so it was not sent again")
 
 
-def _never_connected(error: requests.ConnectionError) -> bool:
+def attempts_note(attempts: int) -> str:
+    return f" after {attempts} attempts" if attempts > 1 else ""
+
+
+def _never_connected(error: requests.RequestException) -> bool:
     """True when the request cannot have reached the server (refused, DNS, connect timeout)."""
-    return isinstance(error, requests.ConnectTimeout) or "NewConnectionError" in repr(error) \
-        or "Connection refused" in str(error)
+    if isinstance(error, requests.ConnectTimeout):
+        return True
+    if not isinstance(error, requests.ConnectionError):
+        return False
+    never_connected = (urllib3.exceptions.NewConnectionError, ConnectionRefusedError)
+    return any(isinstance(cause, never_connected) for cause in _causes(error))
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """The error and what it wraps (args, reason, __cause__), outermost first."""
+    found: list[BaseException] = []
+    pending: list[Any] = [error]
+    while pending:
+        current = pending.pop(0)
+        if not isinstance(current, BaseException) or any(current is seen for seen in found):
+            continue
+        found.append(current)
+        pending.extend([*current.args, getattr(current, "reason", None), current.__cause__])
+    return found
+
+
+def _cause(error: requests.RequestException) -> str:
+    """A short reason without URLs or pool internals, e.g. "connection refused"."""
+    for cause in reversed(_causes(error)):
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror.lower()
+        if isinstance(cause, http.client.RemoteDisconnected):
+            return "the server closed the connection"
+        if isinstance(cause, urllib3.exceptions.NameResolutionError):
+            return "the host name does not resolve"
+    return type(error).__name__
+
+
+def _cut_short(error: requests.RequestException) -> str:
+    """What is known of a body that ended early, e.g. "a body cut short (1200 of 4096 bytes)"."""
+    if isinstance(error, ContentDecodingError):
+        return "a body that cannot be decoded (content encoding)"
+    for cause in _causes(error):
+        if isinstance(cause, (urllib3.exceptions.IncompleteRead, http.client.IncompleteRead)):
+            partial = cause.partial if isinstance(cause.partial, int) else len(cause.partial)
+            if isinstance(cause, urllib3.exceptions.IncompleteRead):  # Content-Length known
+                return f"a body cut short ({partial} of {partial + cause.expected} bytes)"
+            return f"a body cut short (chunked, {partial} bytes of its last chunk)"
+    return f"a body cut short ({_cause(error)})"
+
+
+def without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def _origin(url: str) -> str:
+    """scheme://host:port, without any userinfo."""
+    parts = urlsplit(without_userinfo(url))
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _content_type(response: requests.Response) -> str:
+    return (response.headers.get("Content-Type") or "no content type").split(";")[0]
 
 
 def _retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After in seconds: delta-seconds or an HTTP date (RFC 9110 10.2.3)."""
     if not value:
         return None
     if value.strip().isdigit():
@@ -133,21 +308,11 @@ def _retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, moment.timestamp() - time.time())
 
 
-def _decode(response: requests.Response, strict: bool = True) -> Any:
-    """The JSON body, or None when empty.
-
-    A success that is not JSON is accepted only for a write (Unity answers a DELETE with the
-    text "200 OK"); a read must answer JSON, so a proxy's HTML page is an error, not an
-    empty result.
-    """
+def _error_body(response: requests.Response) -> Any:
+    """An error answer's body for the translator: its JSON, else its text, None when empty."""
     if not response.content:
         return None
     try:
         return response.json()
     except ValueError:
-        if not strict:
-            return response.text
-        if response.request.method != "GET":
-            return None
-        raise InternalError(f"{response.request.method} {response.url}: the answer is not JSON "
-                            f"({response.text[:200]!r})") from None
+        return response.text

@@ -8,6 +8,10 @@ properties say `table_type=lance` and whose location is the Lance dataset's root
 Where the upstream server is looser than the spec, the driver checks for itself: a child
 namespace needs its parent, and a namespace with child namespaces is not empty.
 
+Every answer is parsed where it enters (`_send(..., expect=Model)`) into a model of its
+OpenAPI schema (the "answers" section below): a body without that shape is a BadAnswerError
+naming the call, retried like a 5xx for reads, never an empty listing.
+
 Errors are translated at one place (`_send`): what a 404 or 409 means depends on the call
 (a missing table, a missing namespace, a name taken), the rest by status (see `_STATUS_ERRORS`).
 """
@@ -18,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from lance_namespace import (
@@ -58,8 +62,19 @@ from lance_namespace.errors import (
     UnauthenticatedError,
     UnsupportedOperationError,
 )
-from pydantic import Field, NonNegativeInt, PositiveInt, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    SecretStr,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
+from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
     CREATE_MODES,
     DROP_BEHAVIORS,
@@ -75,7 +90,7 @@ from lance_sync.drivers.base import (
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl
-from lance_sync.drivers.http import HttpClient, HttpFailure
+from lance_sync.drivers.http import HttpClient, HttpFailure, attempts_note
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import normalize_location
 
@@ -105,8 +120,11 @@ class IcebergConfig(BackendConfig):
         return self
 
 
+BACKEND = "iceberg"
 CONFIG_PATH = "/v1/config"
 TOKEN_PATH = "/v1/oauth/tokens"
+#: the config key (in `overrides`, else `defaults`) naming the warehouse's path prefix
+PREFIX_KEY = "prefix"
 #: joins namespace levels in paths and in the `parent` query parameter
 LEVEL_SEPARATOR = "\x1f"
 TABLE_TYPE_KEY = "table_type"
@@ -135,6 +153,93 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+# --- answers: the REST responses the driver reads (apache/iceberg open-api/rest-catalog-open-api.yaml)
+#
+# Members the OpenAPI requires are required; optional ones keep the meaning the spec gives
+# their absence (no next-page-token: the last page; no table properties: none). `namespaces`
+# and `identifiers` are optional in the OpenAPI but their absence has no meaning there, and
+# both reference clients (Java's ListNamespacesResponse.validate, pyiceberg) refuse it: a body
+# without them is not a listing, so it can never read as an empty one.
+
+StringMap = dict[str, StrictStr]
+#: a namespace as the API writes it, outermost level first
+Levels = Annotated[list[StrictStr], Field(min_length=1)]
+
+
+class CatalogConfig(Answer):
+    """GET /v1/config: both maps are required; a prefix in neither means the warehouse name."""
+
+    defaults: StringMap
+    overrides: StringMap
+
+    def prefix(self) -> str | None:
+        return self.overrides.get(PREFIX_KEY) or self.defaults.get(PREFIX_KEY)
+
+
+class ListNamespacesAnswer(Answer):
+    """ListNamespacesResponse."""
+
+    namespaces: list[Levels]
+    next_page_token: StrictStr | None = Field(None, alias="next-page-token")
+
+
+class NamespaceAnswer(Answer):
+    """GetNamespaceResponse and CreateNamespaceResponse; null properties: the server keeps none."""
+
+    namespace: list[StrictStr]
+    properties: StringMap | None = None
+
+
+class TableIdentifier(Answer):
+    namespace: list[StrictStr]
+    name: StrictStr
+
+
+class ListTablesAnswer(Answer):
+    """ListTablesResponse."""
+
+    identifiers: list[TableIdentifier]
+    next_page_token: StrictStr | None = Field(None, alias="next-page-token")
+
+
+class TableMetadata(Answer):
+    """The members of TableMetadata the driver reads. `location` is optional in the OpenAPI but
+    required by the table spec, and a Lance table is its location."""
+
+    format_version: StrictInt = Field(alias="format-version", ge=1)
+    table_uuid: StrictStr = Field(alias="table-uuid")
+    location: StrictStr
+    properties: StringMap = Field(default_factory=dict)
+
+
+class LoadTableAnswer(Answer):
+    """LoadTableResult: the answer to a load and to a create."""
+
+    metadata: TableMetadata
+
+
+class CommitTableAnswer(Answer):
+    """CommitTableResponse."""
+
+    metadata_location: StrictStr = Field(alias="metadata-location")
+    metadata: TableMetadata
+
+
+class UpdateNamespacePropertiesAnswer(Answer):
+    """UpdateNamespacePropertiesResponse."""
+
+    updated: list[StrictStr]
+    removed: list[StrictStr]
+
+
+class OAuthTokenAnswer(Answer):
+    """OAuthTokenResponse (RFC 6749 5.1); `expires_in` in seconds, absent: no known expiry."""
+
+    access_token: StrictStr = Field(min_length=1)
+    token_type: StrictStr
+    expires_in: int | None = None  # not strict: some token servers send "3599"
+
+
 class IcebergNamespace(SyncNamespace):
     backend_type = "iceberg"
     config_model = IcebergConfig
@@ -155,13 +260,13 @@ class IcebergNamespace(SyncNamespace):
         timeouts = {"connect_timeout": config.connect_timeout / 1000,
                     "read_timeout": config.read_timeout / 1000, "max_retries": config.max_retries}
         if config.credential is not None:
-            token_http = HttpClient(config.endpoint, translate=_token_error, on_request=self.count_call,
-                                    **timeouts)
+            token_http = HttpClient(config.endpoint, backend=BACKEND, translate=_token_error,
+                                    on_request=self.count_call, **timeouts)
             self._auth: _StaticToken | _ClientCredentials = _ClientCredentials(config.credential, token_http)
         else:
             self._auth = _StaticToken(secret_value(config.auth_token))
-        self._http = HttpClient(config.endpoint, translate=_ErrorAnswer, headers=self._auth_headers,
-                                on_request=self.count_call, **timeouts)
+        self._http = HttpClient(config.endpoint, backend=BACKEND, translate=_ErrorAnswer,
+                                headers=self._auth_headers, on_request=self.count_call, **timeouts)
         self._sent_token = _SentToken()
         self._prefixes: dict[str, str] = {}
         self._prefix_lock = threading.Lock()
@@ -240,11 +345,10 @@ class IcebergNamespace(SyncNamespace):
         body = {"name": name, "location": location, "schema": DUMMY_SCHEMA, "properties": properties,
                 "stage-create": False}
         path = self._namespace_path(warehouse, levels, missing=NamespaceNotFoundError) + "/tables"
-        answer = self._send("POST", path, json=body,
-                            meanings={404: NamespaceNotFoundError, 409: TableAlreadyExistsError})
-        metadata = _metadata(answer, path)
-        return DeclareTableResponse(location=metadata.get("location", location),
-                                    properties=metadata.get("properties") or properties,
+        created = self._send("POST", path, json=body, expect=LoadTableAnswer,
+                             meanings={404: NamespaceNotFoundError, 409: TableAlreadyExistsError})
+        return DeclareTableResponse(location=created.metadata.location,
+                                    properties=created.metadata.properties,
                                     storage_options=self.storage_options() or None)
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
@@ -297,7 +401,7 @@ class IcebergNamespace(SyncNamespace):
             return
         self._send("POST", self._namespace_path(warehouse, levels) + "/properties",
                    json={"updates": updates, "removals": list(removals)},
-                   meanings={404: NamespaceNotFoundError})
+                   expect=UpdateNamespacePropertiesAnswer, meanings={404: NamespaceNotFoundError})
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
                                 removals: list[str]) -> None:
@@ -305,15 +409,15 @@ class IcebergNamespace(SyncNamespace):
         if not updates and not removals:
             return
         path = self._table_path(id)
-        metadata = _metadata(self._send("GET", path, meanings={404: TableNotFoundError}), path)
+        loaded = self._send("GET", path, expect=LoadTableAnswer, meanings={404: TableNotFoundError})
         changes: list[dict[str, Any]] = []
         if updates:
             changes.append({"action": "set-properties", "updates": updates})
         if removals:
             changes.append({"action": "remove-properties", "removals": list(removals)})
-        commit = {"requirements": [{"type": "assert-table-uuid", "uuid": metadata.get("table-uuid")}],
+        commit = {"requirements": [{"type": "assert-table-uuid", "uuid": loaded.metadata.table_uuid}],
                   "updates": changes}
-        self._send("POST", path, json=commit,
+        self._send("POST", path, json=commit, expect=CommitTableAnswer,
                    meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
@@ -336,16 +440,17 @@ class IcebergNamespace(SyncNamespace):
 
     # --- requests ------------------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, *, meanings: ErrorMeanings | None = None,
-              **request: Any) -> Any:
-        """One API call, its error answer translated; a rejected OAuth2 token is renewed once."""
+    def _send(self, method: str, path: str, *, expect: type[BaseModel] | None = None,
+              meanings: ErrorMeanings | None = None, **request: Any) -> Any:
+        """One API call, its answer parsed as `expect` (an instance of it is returned), its error
+        answer translated; a rejected OAuth2 token is renewed once."""
         try:
             try:
-                return self._http.request(method, path, **request)
+                return self._http.request(method, path, expect=expect, **request)
             except _ErrorAnswer as answer:
                 if answer.failure.status != 401 or not self._auth.discard(self._sent_token.value):
                     raise
-            return self._http.request(method, path, **request)
+            return self._http.request(method, path, expect=expect, **request)
         except _ErrorAnswer as answer:
             raise _error_for(answer.failure, meanings or {}) from answer
 
@@ -355,17 +460,16 @@ class IcebergNamespace(SyncNamespace):
         return {"Authorization": f"Bearer {token}"} if token else {}
 
     def _prefix(self, warehouse: str, missing: type[LanceNamespaceError]) -> str:
-        """The warehouse's API prefix from GET /v1/config (cached): overrides, then defaults."""
+        """The warehouse's API prefix from GET /v1/config (cached): overrides, then defaults, then
+        (the spec's rule for a config that names none) the warehouse name itself."""
         with self._prefix_lock:
             if warehouse not in self._prefixes:
                 try:
                     config = self._send("GET", CONFIG_PATH, params={"warehouse": warehouse},
-                                        meanings={404: NamespaceNotFoundError}) or {}
+                                        expect=CatalogConfig, meanings={404: NamespaceNotFoundError})
                 except NamespaceNotFoundError as error:
                     raise missing(f"iceberg: warehouse '{warehouse}' not found ({error})") from error
-                prefix = (config.get("overrides") or {}).get("prefix") \
-                    or (config.get("defaults") or {}).get("prefix")
-                self._prefixes[warehouse] = prefix or quote(warehouse, safe="")
+                self._prefixes[warehouse] = config.prefix() or quote(warehouse, safe="")
             return self._prefixes[warehouse]
 
     def _namespace_path(self, warehouse: str, levels: tuple[str, ...],
@@ -379,17 +483,17 @@ class IcebergNamespace(SyncNamespace):
     def _create_namespace(self, warehouse: str, levels: tuple[str, ...],
                           properties: dict[str, str]) -> CreateNamespaceResponse:
         path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
-        answer = self._send("POST", path, json={"namespace": list(levels), "properties": properties},
-                            meanings={409: NamespaceAlreadyExistsError}) or {}
-        return CreateNamespaceResponse(properties=answer.get("properties") or {})
+        created = self._send("POST", path, json={"namespace": list(levels), "properties": properties},
+                             expect=NamespaceAnswer, meanings={409: NamespaceAlreadyExistsError})
+        return CreateNamespaceResponse(properties=created.properties or {})
 
     def _namespace_properties(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
         if not levels:
             self._prefix(warehouse, NamespaceNotFoundError)
             return {}
-        answer = self._send("GET", self._namespace_path(warehouse, levels),
-                            meanings={404: NamespaceNotFoundError}) or {}
-        return dict(answer.get("properties") or {})
+        found = self._send("GET", self._namespace_path(warehouse, levels), expect=NamespaceAnswer,
+                           meanings={404: NamespaceNotFoundError})
+        return dict(found.properties or {})
 
     def _namespace_exists(self, warehouse: str, levels: tuple[str, ...]) -> bool:
         """By GET, which every server has (HEAD on namespaces came later to the REST spec)."""
@@ -418,9 +522,9 @@ class IcebergNamespace(SyncNamespace):
                         size: int | None) -> tuple[list[str], str | None]:
         path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
         params = {"parent": LEVEL_SEPARATOR.join(levels) or None, "pageToken": token, "pageSize": size}
-        answer = self._send("GET", path, params=params, meanings={404: NamespaceNotFoundError}) or {}
-        names = [child[-1] for child in answer.get("namespaces") or []]
-        return names, answer.get("next-page-token")
+        page = self._send("GET", path, params=params, expect=ListNamespacesAnswer,
+                          meanings={404: NamespaceNotFoundError})
+        return [child[-1] for child in page.namespaces], page.next_page_token
 
     def _table_page(self, warehouse: str, levels: tuple[str, ...], token: str | None,
                     size: int | None) -> tuple[list[str], str | None]:
@@ -428,18 +532,17 @@ class IcebergNamespace(SyncNamespace):
             self._prefix(warehouse, NamespaceNotFoundError)
             return [], None
         path = self._namespace_path(warehouse, levels) + "/tables"
-        answer = self._send("GET", path, params={"pageToken": token, "pageSize": size},
-                            meanings={404: NamespaceNotFoundError}) or {}
-        names = [identifier["name"] for identifier in answer.get("identifiers") or []]
-        return names, answer.get("next-page-token")
+        page = self._send("GET", path, params={"pageToken": token, "pageSize": size},
+                          expect=ListTablesAnswer, meanings={404: NamespaceNotFoundError})
+        return [identifier.name for identifier in page.identifiers], page.next_page_token
 
     def _load_table(self, id: Iterable[str] | None) -> TableInfo:
         """GET the table: location, properties, whether it is a Lance table."""
-        path = self._table_path(id)
-        metadata = _metadata(self._send("GET", path, meanings={404: TableNotFoundError}), path)
-        properties = dict(metadata.get("properties") or {})
+        metadata = self._send("GET", self._table_path(id), expect=LoadTableAnswer,
+                              meanings={404: TableNotFoundError}).metadata
+        properties = dict(metadata.properties)
         is_lance = properties.get(TABLE_TYPE_KEY, "").lower() == LANCE_TABLE_TYPE
-        return TableInfo(tuple(id or ()), metadata.get("location"), properties, is_lance=is_lance)
+        return TableInfo(tuple(id or ()), metadata.location, properties, is_lance=is_lance)
 
     def _load_table_info(self, id: Identifier) -> TableInfo | None:
         """Like `_load_table`; None when the table does not exist."""
@@ -538,13 +641,11 @@ class _ClientCredentials:
     def _fetch(self) -> tuple[str, float | None]:
         form = {"grant_type": "client_credentials", "client_id": self._client_id,
                 "client_secret": self._secret, "scope": "catalog"}
-        answer = self._http.request("POST", TOKEN_PATH, data=form) or {}
-        token = answer.get("access_token") if isinstance(answer, dict) else None
-        if not token:
-            raise UnauthenticatedError(f"iceberg: POST {TOKEN_PATH} answered without an access_token")
-        lifetime = answer.get("expires_in")
-        renew_at = self.clock() + float(lifetime) * TOKEN_RENEW_AT if lifetime else None
-        return token, renew_at
+        # a token request changes nothing on the server, so it is safe to send again
+        answer = self._http.request("POST", TOKEN_PATH, data=form, expect=OAuthTokenAnswer, retry_safe=True)
+        lifetime = answer.expires_in
+        renew_at = self.clock() + lifetime * TOKEN_RENEW_AT if lifetime else None
+        return answer.access_token, renew_at
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -580,7 +681,8 @@ def _describe(failure: HttpFailure) -> str:
         detail = f"{error}: {body.get('error_description') or ''}"
     else:
         detail = str(failure.body or "")[:200]
-    return f"{failure.method} {failure.url} -> {failure.status} {detail}".rstrip()
+    return f"{failure.method} {failure.shown_url} -> {failure.status} {detail}".rstrip() + \
+        attempts_note(failure.attempts)
 
 
 # --- identifiers -------------------------------------------------------------------------------
@@ -639,11 +741,3 @@ def _path_part(name: str) -> str:
 
 def _display(id: Iterable[str] | None) -> str:
     return IcebergNamespace.format_identifier(tuple(id or ()))
-
-
-def _metadata(answer: Any, path: str) -> dict[str, Any]:
-    """The `metadata` of a LoadTableResult."""
-    metadata = answer.get("metadata") if isinstance(answer, dict) else None
-    if not isinstance(metadata, dict):
-        raise InternalError(f"iceberg: {path} answered without table metadata")
-    return metadata

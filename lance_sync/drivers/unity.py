@@ -10,6 +10,10 @@ An id naming another catalog is refused as InvalidInput by operations that creat
 (create_namespace, declare_table, register_table), and is "not found" for the rest (the
 spec's rule for ListNamespaces), so `mode=Skip` and the reconciler's "absent" logic hold.
 
+Every answer is parsed where it enters (`http.request(..., expect=Model)`) into a model of
+the UC OSS API response (the "answers" section below): a body without that shape is a
+BadAnswerError naming the call, retried like a 5xx for reads, never an empty listing.
+
 Error answers are translated at the boundary (`_translate`): UC 0.4+ names the object in
 `error_code` (SCHEMA_NOT_FOUND, TABLE_ALREADY_EXISTS with HTTP 400, ...); older servers answer
 NOT_FOUND / 409 ALREADY_EXISTS, and the request path says which kind of object was meant.
@@ -64,8 +68,9 @@ from lance_namespace.errors import (
     UnauthenticatedError,
     UnsupportedOperationError,
 )
-from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr
+from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr, StrictInt, StrictStr
 
+from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
     CREATE_MODES,
     DROP_BEHAVIORS,
@@ -86,6 +91,7 @@ from lance_sync.drivers.http import HttpClient, HttpFailure
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import is_local, join_location, normalize_location
 
+BACKEND = "unity"
 DEFAULT_API_PATH = "/api/2.1/unity-catalog"
 #: UC OSS serves at most 100 items per page (PagedListingHelper); bulk reads ask for that
 PAGE_SIZE = 100
@@ -94,7 +100,6 @@ EXTERNAL = "EXTERNAL"
 DATA_SOURCE_FORMAT = "TEXT"
 TABLE_TYPE_PROPERTY = "table_type"
 LANCE_TABLE_TYPE = "lance"
-
 
 
 class UnityConfig(BackendConfig):
@@ -107,6 +112,60 @@ class UnityConfig(BackendConfig):
     max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
     root: str = Field(default_factory=default_root,
                       description="Storage root for tables declared without a location (default: cwd)")
+
+
+# --- answers: the UC OSS API responses the driver reads (unitycatalog/unitycatalog api/all.yaml) --
+#
+# The OpenAPI marks every member optional; the driver requires what it cannot do without: the
+# `name` of every catalog, schema and table, and the list of a listing. A null or absent
+# next_page_token (or "", as older UC sends) is the last page.
+# Empty means `"schemas": []`: UC OSS always sends the list (SchemaRepository.listSchemas), so a body without it is an error.
+
+
+class ColumnAnswer(Answer):
+    """ColumnInfo."""
+
+    name: StrictStr | None = None
+    type_text: StrictStr | None = None
+    position: StrictInt | None = None
+
+
+class CatalogAnswer(Answer):
+    """CatalogInfo."""
+
+    name: StrictStr
+    properties: dict[str, StrictStr] | None = None
+
+
+class SchemaAnswer(Answer):
+    """SchemaInfo."""
+
+    name: StrictStr
+    properties: dict[str, StrictStr] | None = None
+
+
+class TableAnswer(Answer):
+    """TableInfo."""
+
+    name: StrictStr
+    table_type: StrictStr | None = None
+    storage_location: StrictStr | None = None
+    properties: dict[str, StrictStr] | None = None
+    columns: list[ColumnAnswer] | None = None
+
+
+class ListSchemasAnswer(Answer):
+    """ListSchemasResponse."""
+
+    schemas: list[SchemaAnswer]
+    next_page_token: StrictStr | None = None
+
+
+class ListTablesAnswer(Answer):
+    """ListTablesResponse."""
+
+    tables: list[TableAnswer]
+    next_page_token: StrictStr | None = None
 
 
 class UnityNamespace(SyncNamespace):
@@ -122,7 +181,7 @@ class UnityNamespace(SyncNamespace):
         token = secret_value(self.config.auth_token)
         auth_headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = HttpClient(
-            self.config.endpoint + "/" + self.config.api_path.strip("/"),
+            self.config.endpoint + "/" + self.config.api_path.strip("/"), backend=BACKEND,
             connect_timeout=self.config.connect_timeout, read_timeout=self.config.read_timeout,
             max_retries=self.config.max_retries, translate=self._translate,
             headers=lambda: auth_headers, on_request=self.count_call,
@@ -153,7 +212,7 @@ class UnityNamespace(SyncNamespace):
                 self._delete_schema(catalog, schema, force=False)
         body = {"name": schema, "catalog_name": catalog, "properties": request.properties or {}}
         try:
-            created = self.http.request("POST", "/schemas", json=body)
+            created = self.http.request("POST", "/schemas", json=body, expect=SchemaAnswer)
         except NamespaceAlreadyExistsError:
             if mode != "existok":
                 raise
@@ -168,8 +227,8 @@ class UnityNamespace(SyncNamespace):
             self._get_schema(*parts)
             return ListNamespacesResponse(namespaces=[])
         page = self._schemas_page(request.limit, request.page_token)
-        names = sorted(schema["name"] for schema in page.get("schemas") or [])
-        return ListNamespacesResponse(namespaces=names, page_token=page.get("next_page_token") or None)
+        names = sorted(schema.name for schema in page.schemas)
+        return ListNamespacesResponse(namespaces=names, page_token=page.next_page_token or None)
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
         """A schema's properties; the catalog's own for [catalog]; none for the root."""
@@ -213,8 +272,8 @@ class UnityNamespace(SyncNamespace):
             "columns": unity_columns(self._dataset_schema(location)),
             "properties": properties,
         }
-        created = self.http.request("POST", "/tables", json=body)
-        return DeclareTableResponse(location=created.get("storage_location") or body["storage_location"],
+        created = self.http.request("POST", "/tables", json=body, expect=TableAnswer)
+        return DeclareTableResponse(location=created.storage_location or body["storage_location"],
                                     properties=_properties(created) or properties,
                                     storage_options=self.storage_options() or None)
 
@@ -231,15 +290,15 @@ class UnityNamespace(SyncNamespace):
         """Lance tables only, so a page may hold fewer than `limit` names (even none)."""
         catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
         page = self._tables_page(catalog, schema, request.limit, request.page_token)
-        names = sorted(table["name"] for table in page.get("tables") or [] if _is_lance(table))
-        return ListTablesResponse(tables=names, page_token=page.get("next_page_token") or None)
+        names = sorted(table.name for table in page.tables if _is_lance(table))
+        return ListTablesResponse(tables=names, page_token=page.next_page_token or None)
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """Location and properties from one GET; no Arrow schema (that would read the dataset)."""
         catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
         table = self._get_lance_table(catalog, schema, name)
         return DescribeTableResponse(table=name, namespace=[catalog, schema],
-                                     location=table.get("storage_location"),
+                                     location=table.storage_location,
                                      properties=_properties(table),
                                      storage_options=self.storage_options() or None)
 
@@ -252,7 +311,7 @@ class UnityNamespace(SyncNamespace):
         catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
         table = self._get_lance_table(catalog, schema, name)
         self.http.request("DELETE", f"/tables/{_full_name(catalog, schema, name)}")
-        return DeregisterTableResponse(id=list(request.id), location=table.get("storage_location"),
+        return DeregisterTableResponse(id=list(request.id), location=table.storage_location,
                                        properties=_properties(table))
 
     # --- reconciler extensions -----------------------------------------------------------------
@@ -274,7 +333,9 @@ class UnityNamespace(SyncNamespace):
             raise UnsupportedOperationError(
                 f"unity: cannot remove every property of schema {catalog}.{schema} "
                 f"({', '.join(sorted(current))}): Unity Catalog ignores an empty properties map")
-        self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": wanted})
+        # the PATCH carries the whole map, so sending it again leaves the same state
+        self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": wanted},
+                          expect=SchemaAnswer, retry_safe=True)
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
         """One call per page of schemas (they carry their properties); the catalog for the root."""
@@ -288,9 +349,8 @@ class UnityNamespace(SyncNamespace):
 
         def fetch(token: str | None) -> tuple[list[NamespaceInfo], str | None]:
             page = self._schemas_page(PAGE_SIZE, token)
-            infos = [NamespaceInfo((self.catalog, schema["name"]), _properties(schema))
-                     for schema in page.get("schemas") or []]
-            return infos, page.get("next_page_token")
+            infos = [NamespaceInfo((self.catalog, schema.name), _properties(schema)) for schema in page.schemas]
+            return infos, page.next_page_token
 
         yield from follow_pages(fetch)
 
@@ -300,11 +360,11 @@ class UnityNamespace(SyncNamespace):
 
         def fetch(token: str | None) -> tuple[list[TableInfo], str | None]:
             page = self._tables_page(catalog, schema, PAGE_SIZE, token)
-            infos = [TableInfo((catalog, schema, table["name"]), table.get("storage_location"),
+            infos = [TableInfo((catalog, schema, table.name), table.storage_location,
                                _properties(table), is_lance=_is_lance(table),
                                columns=_recorded_columns(table))
-                     for table in page.get("tables") or []]
-            return infos, page.get("next_page_token")
+                     for table in page.tables]
+            return infos, page.next_page_token
 
         yield from follow_pages(fetch)
 
@@ -347,36 +407,36 @@ class UnityNamespace(SyncNamespace):
 
     # --- requests --------------------------------------------------------------------------------
 
-    def _get_catalog(self) -> dict[str, Any]:
-        return self.http.request("GET", f"/catalogs/{_full_name(self.catalog)}")
+    def _get_catalog(self) -> CatalogAnswer:
+        return self.http.request("GET", f"/catalogs/{_full_name(self.catalog)}", expect=CatalogAnswer)
 
-    def _get_schema(self, catalog: str, schema: str) -> dict[str, Any]:
-        return self.http.request("GET", f"/schemas/{_full_name(catalog, schema)}")
+    def _get_schema(self, catalog: str, schema: str) -> SchemaAnswer:
+        return self.http.request("GET", f"/schemas/{_full_name(catalog, schema)}", expect=SchemaAnswer)
 
     def _delete_schema(self, catalog: str, schema: str, force: bool) -> None:
         self.http.request("DELETE", f"/schemas/{_full_name(catalog, schema)}",
                           params={"force": "true"} if force else None)
 
-    def _schemas_page(self, limit: int | None, token: str | None) -> dict[str, Any]:
-        return self.http.request("GET", "/schemas", params={
+    def _schemas_page(self, limit: int | None, token: str | None) -> ListSchemasAnswer:
+        return self.http.request("GET", "/schemas", expect=ListSchemasAnswer, params={
             "catalog_name": self.catalog, "max_results": limit if limit is not None else PAGE_SIZE,
             "page_token": token})
 
-    def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> dict[str, Any]:
-        return self.http.request("GET", "/tables", params={
+    def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> ListTablesAnswer:
+        return self.http.request("GET", "/tables", expect=ListTablesAnswer, params={
             "catalog_name": catalog, "schema_name": schema,
             "max_results": limit if limit is not None else PAGE_SIZE, "page_token": token})
 
-    def _get_lance_table(self, catalog: str, schema: str, name: str) -> dict[str, Any]:
+    def _get_lance_table(self, catalog: str, schema: str, name: str) -> TableAnswer:
         """The table's TableInfo; TableNotFound also when its schema or catalog is missing."""
         full_name = _full_name(catalog, schema, name)
         try:
-            table = self.http.request("GET", f"/tables/{full_name}")
+            table = self.http.request("GET", f"/tables/{full_name}", expect=TableAnswer)
         except NamespaceNotFoundError as error:
             raise TableNotFoundError(f"unity: table {full_name} not found: {error}") from error
         if not _is_lance(table):
             raise InvalidInputError(f"unity: table {full_name} is not a Lance table "
-                                    f"(table_type {table.get('table_type')}, properties.table_type="
+                                    f"(table_type {table.table_type}, properties.table_type="
                                     f"{_properties(table).get(TABLE_TYPE_PROPERTY)!r})")
         return table
 
@@ -448,20 +508,21 @@ def _storage_url(location: str) -> str:
     return "file://" + location if is_local(location) else location
 
 
-def _properties(info: dict[str, Any]) -> dict[str, str]:
-    return dict(info.get("properties") or {})
+def _properties(info: CatalogAnswer | SchemaAnswer | TableAnswer) -> dict[str, str]:
+    """An object's properties; none when UC leaves the map out (as listings may)."""
+    return dict(info.properties or {})
 
 
-def _is_lance(table: dict[str, Any]) -> bool:
+def _is_lance(table: TableAnswer) -> bool:
     """The spec's test: EXTERNAL, and properties.table_type equal to 'lance' in any case."""
     marker = _properties(table).get(TABLE_TYPE_PROPERTY)
-    return table.get("table_type") == EXTERNAL and isinstance(marker, str) and marker.lower() == LANCE_TABLE_TYPE
+    return table.table_type == EXTERNAL and marker is not None and marker.lower() == LANCE_TABLE_TYPE
 
 
-def _recorded_columns(table: dict[str, Any]) -> list[dict[str, str]]:
+def _recorded_columns(table: TableAnswer) -> list[dict[str, str | None]]:
     """The columns Unity records for a table, as {name, type_text} in position order."""
-    columns = sorted(table.get("columns") or [], key=lambda c: c.get("position") or 0)
-    return [{"name": c.get("name"), "type": c.get("type_text")} for c in columns]
+    columns = sorted(table.columns or [], key=lambda c: c.position or 0)
+    return [{"name": c.name, "type": c.type_text} for c in columns]
 
 
 # --- Arrow schema -> Unity columns ---------------------------------------------------------------

@@ -1,0 +1,79 @@
+"""Retries of transient failures, one policy for every driver.
+
+A failure is transient when trying again may succeed: the backend was unavailable or
+throttled, or its answer was cut off or garbled on the way (`BadAnswerError`). Retries are
+bounded, spaced by exponential backoff with full jitter, and honour a server's Retry-After.
+Anything else (not found, already exists, invalid input, permission) is final at once.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from lance_namespace.errors import (
+    ConcurrentModificationError,
+    InternalError,
+    LanceNamespaceError,
+    ServiceUnavailableError,
+    ThrottlingError,
+)
+
+BACKOFF_BASE_SECONDS = 0.2
+BACKOFF_CAP_SECONDS = 10.0
+RETRY_AFTER_CAP_SECONDS = 60.0
+
+T = TypeVar("T")
+
+
+class BadAnswerError(InternalError):
+    """An answer without the shape its API defines: not JSON, cut short, a member missing or
+    of the wrong type. Retried like a 5xx, then raised naming the backend and the call."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TransientError(ServiceUnavailableError):
+    """A failure worth retrying that carries the server's Retry-After, in seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+TRANSIENT_ERRORS: tuple[type[LanceNamespaceError], ...] = (
+    ServiceUnavailableError, ThrottlingError, BadAnswerError, ConcurrentModificationError)
+
+
+def is_transient(error: BaseException) -> bool:
+    """True when the same call may succeed if sent again."""
+    return isinstance(error, TRANSIENT_ERRORS)
+
+
+def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:
+    """How long to wait before retry number `attempt + 1` (0-based `attempt`)."""
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), RETRY_AFTER_CAP_SECONDS)
+    return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt))
+
+
+def with_retries(call: Callable[[], T], max_retries: int, *,
+                 retryable: Callable[[BaseException], bool] = is_transient,
+                 sleep: Callable[[float], None] = time.sleep) -> T:
+    """`call()`, sent again up to `max_retries` times while it fails with a transient error.
+
+    The last error is raised unchanged, so its message still names the backend and the call.
+    """
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except Exception as error:
+            if attempt >= max_retries or not retryable(error):
+                raise
+            sleep(backoff_seconds(attempt, getattr(error, "retry_after", None)))
+            attempt += 1

@@ -1,0 +1,595 @@
+"""Answers of HTTP servers are checked where they enter the Iceberg and Unity drivers.
+
+A small scripted server on 127.0.0.1 answers canned replies per route: good ones by default,
+and for the route under test a wrong shape, an HTML page, a body cut short, a dropped
+connection or a throttle. Every read call of both drivers must then fail with a
+LanceNamespaceError that names the backend and the call, after the configured retries, and
+never read as an empty result; a garbled answer followed by a good one must succeed; a POST
+whose answer is lost must not be sent again.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from lance_namespace import (
+    CreateNamespaceRequest,
+    DeregisterTableRequest,
+    DescribeNamespaceRequest,
+    DescribeTableRequest,
+    DropNamespaceRequest,
+    ListNamespacesRequest,
+    ListTablesRequest,
+)
+from lance_namespace.errors import (
+    InternalError,
+    LanceNamespaceError,
+    NamespaceNotFoundError,
+    ServiceUnavailableError,
+)
+
+from lance_sync.drivers.http import HttpClient, HttpFailure
+from lance_sync.drivers.iceberg import IcebergNamespace
+from lance_sync.drivers.retry import BadAnswerError, TransientError, is_transient
+from lance_sync.drivers.unity import UnityNamespace
+
+MAX_RETRIES = 2
+ATTEMPTS = MAX_RETRIES + 1
+TOKEN = "tok-never-shown-9d2e"
+WH = "wh"
+API = "/api/2.1/unity-catalog"
+
+
+# --- the scripted server -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = ()
+    cut_at: int | None = None  # send only this many bytes of the body, then close
+    drop: bool = False  # read the request, then close without answering
+    delay: float = 0.0
+
+
+def js(body: Any, status: int = 200, **headers: str) -> Reply:
+    return Reply(status, json.dumps(body).encode(), headers=tuple(headers.items()))
+
+
+def cut(body: Any, size: int = 4096, at: int = 1200) -> Reply:
+    """A good JSON body padded to `size` bytes, of which only the first `at` arrive."""
+    return Reply(body=json.dumps(body).encode().ljust(size), cut_at=at)
+
+
+HTML = Reply(body=b"<html><body><h1>502 Bad Gateway</h1>proxy</body></html>", content_type="text/html")
+DROP = Reply(drop=True)
+
+
+class ScriptedServer:
+    """Answers each "METHOD /path" with its scripted replies in order (the last one repeats),
+    others with `defaults`; counts the requests per route."""
+
+    def __init__(self, defaults: dict[str, Reply]):
+        self.defaults = dict(defaults)
+        self.scripts: dict[str, list[Reply]] = {}
+        self.seen: Counter[str] = Counter()
+        self.bodies: list[bytes] = []
+        lock = threading.Lock()
+        script = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def answer(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                route = f"{self.command} {self.path.split('?')[0]}"
+                with lock:
+                    script.seen[route] += 1
+                    script.bodies.append(body)
+                    replies = script.scripts.get(route)
+                    reply = (replies.pop(0) if len(replies) > 1 else replies[0]) if replies \
+                        else script.defaults.get(route, js({"error": "no such route"}, 404))
+                time.sleep(reply.delay)
+                self.close_connection = True
+                if reply.drop:
+                    return
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(reply.body)))
+                for name, value in reply.headers:
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(reply.body if reply.cut_at is None else reply.body[:reply.cut_at])
+
+            do_GET = do_POST = do_DELETE = do_PATCH = answer
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.http.server_address[1]}"
+        # a short poll interval: shutdown() waits for one
+        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+
+    def script(self, route: str, *replies: Reply) -> None:
+        self.scripts[route] = list(replies)
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@pytest.fixture
+def servers() -> Iterator[Callable[[dict[str, Reply]], ScriptedServer]]:
+    started: list[ScriptedServer] = []
+
+    def start(defaults: dict[str, Reply]) -> ScriptedServer:
+        started.append(ScriptedServer(defaults))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()
+
+
+# --- the two backends: good answers, and the read calls that use them --------------------------
+
+ICEBERG_TABLE = {"metadata-location": "/data/t/metadata/v1.json",
+                 "metadata": {"format-version": 2, "table-uuid": "uuid-1", "location": "/data/t",
+                              "properties": {"table_type": "lance"}}}
+ICEBERG_ROUTES = {
+    "GET /v1/config": js({"defaults": {"prefix": "p"}, "overrides": {}}),
+    "GET /v1/p/namespaces": js({"namespaces": [["ns"]]}),
+    "GET /v1/p/namespaces/ns": js({"namespace": ["ns"], "properties": {"a": "1"}}),
+    "GET /v1/p/namespaces/ns/tables": js({"identifiers": [{"namespace": ["ns"], "name": "t"}]}),
+    "GET /v1/p/namespaces/ns/tables/t": js(ICEBERG_TABLE),
+    "POST /v1/oauth/tokens": js({"access_token": "issued-1", "token_type": "bearer", "expires_in": 3600}),
+}
+UNITY_TABLE = {"name": "t", "catalog_name": "main", "schema_name": "s", "table_type": "EXTERNAL",
+               "data_source_format": "TEXT", "storage_location": "file:///data/t",
+               "properties": {"table_type": "lance"}, "columns": []}
+UNITY_ROUTES = {
+    f"GET {API}/catalogs/main": js({"name": "main", "properties": {}, "owner": None}),
+    f"GET {API}/schemas": js({"schemas": [{"name": "s", "catalog_name": "main", "properties": {}}],
+                              "next_page_token": None}),
+    f"GET {API}/schemas/main.s": js({"name": "s", "catalog_name": "main", "properties": {"a": "1"}}),
+    f"GET {API}/tables": js({"tables": [UNITY_TABLE], "next_page_token": None}),
+    f"GET {API}/tables/main.s.t": js(UNITY_TABLE),
+}
+
+
+def iceberg(server: ScriptedServer, tmp_path: Path, **properties: Any) -> IcebergNamespace:
+    return IcebergNamespace(endpoint=server.endpoint, root=str(tmp_path), max_retries=MAX_RETRIES,
+                            **properties)
+
+
+def unity(server: ScriptedServer, tmp_path: Path, **properties: Any) -> UnityNamespace:
+    return UnityNamespace(endpoint=server.endpoint, catalog="main", root=str(tmp_path),
+                          max_retries=MAX_RETRIES, **properties)
+
+
+def http_of(driver: IcebergNamespace | UnityNamespace) -> HttpClient:
+    return driver._http if isinstance(driver, IcebergNamespace) else driver.http
+
+
+def record_sleeps(driver: IcebergNamespace | UnityNamespace) -> list[float]:
+    sleeps: list[float] = []
+    http_of(driver).sleep = sleeps.append
+    return sleeps
+
+
+@dataclass(frozen=True)
+class ReadCall:
+    backend: str
+    name: str
+    route: str
+    run: Callable[[Any], Any]
+    wrong_type: Any  # a body whose members have the wrong type
+    good: Any
+
+
+def _iceberg(name: str, route: str, run: Callable[[IcebergNamespace], Any], wrong_type: Any) -> ReadCall:
+    return ReadCall("iceberg", name, route, run, wrong_type, json.loads(ICEBERG_ROUTES[route].body))
+
+
+def _unity(name: str, route: str, run: Callable[[UnityNamespace], Any], wrong_type: Any) -> ReadCall:
+    return ReadCall("unity", name, route, run, wrong_type, json.loads(UNITY_ROUTES[route].body))
+
+
+READ_CALLS = [
+    _iceberg("config", "GET /v1/config",
+             lambda d: d.list_namespaces(ListNamespacesRequest(id=[WH])),
+             {"defaults": {"prefix": "p"}, "overrides": ["prefix", "p"]}),
+    _iceberg("list namespaces", "GET /v1/p/namespaces",
+             lambda d: d.list_namespaces(ListNamespacesRequest(id=[WH])),
+             {"namespaces": ["ns"]}),
+    _iceberg("namespace infos", "GET /v1/p/namespaces",
+             lambda d: list(d.list_namespace_infos((WH,))),
+             {"namespaces": [["ns"]], "next-page-token": 7}),
+    _iceberg("describe namespace", "GET /v1/p/namespaces/ns",
+             lambda d: d.describe_namespace(DescribeNamespaceRequest(id=[WH, "ns"])),
+             {"namespace": ["ns"], "properties": {"a": 1}}),
+    _iceberg("list tables", "GET /v1/p/namespaces/ns/tables",
+             lambda d: d.list_tables(ListTablesRequest(id=[WH, "ns"])),
+             {"identifiers": [{"namespace": ["ns"], "name": 5}]}),
+    _iceberg("table infos", "GET /v1/p/namespaces/ns/tables",
+             lambda d: list(d.list_table_infos((WH, "ns"))),
+             {"identifiers": {"namespace": ["ns"], "name": "t"}}),
+    _iceberg("load table", "GET /v1/p/namespaces/ns/tables/t",
+             lambda d: d.describe_table(DescribeTableRequest(id=[WH, "ns", "t"])),
+             {"metadata": {"format-version": "2", "table-uuid": "uuid-1", "location": "/data/t"}}),
+    _iceberg("load table in a listing", "GET /v1/p/namespaces/ns/tables/t",
+             lambda d: list(d.list_table_infos((WH, "ns"))),
+             {"metadata": {"format-version": 2, "table-uuid": "uuid-1", "location": ["/data/t"]}}),
+    _unity("catalog", f"GET {API}/catalogs/main",
+           lambda d: d.describe_namespace(DescribeNamespaceRequest(id=["main"])),
+           {"name": "main", "properties": [["a", "1"]]}),
+    _unity("list schemas", f"GET {API}/schemas",
+           lambda d: d.list_namespaces(ListNamespacesRequest(id=["main"])),
+           {"schemas": {"name": "s"}}),
+    _unity("schema infos", f"GET {API}/schemas",
+           lambda d: list(d.list_namespace_infos(("main",))),
+           {"schemas": [{"name": None}]}),
+    _unity("describe schema", f"GET {API}/schemas/main.s",
+           lambda d: d.describe_namespace(DescribeNamespaceRequest(id=["main", "s"])),
+           {"name": ["s"], "properties": {}}),
+    _unity("list tables", f"GET {API}/tables",
+           lambda d: d.list_tables(ListTablesRequest(id=["main", "s"])),
+           {"tables": [{**UNITY_TABLE, "properties": ["table_type"]}]}),
+    _unity("table infos", f"GET {API}/tables",
+           lambda d: list(d.list_table_infos(("main", "s"))),
+           {"tables": [UNITY_TABLE], "next_page_token": 100}),
+    _unity("get table", f"GET {API}/tables/main.s.t",
+           lambda d: d.describe_table(DescribeTableRequest(id=["main", "s", "t"])),
+           {**UNITY_TABLE, "storage_location": 1}),
+]
+
+BAD_ANSWERS: dict[str, Callable[[ReadCall], Reply]] = {
+    "hello world": lambda call: js({"hello": "world"}),
+    "a list": lambda call: js([call.good]),
+    "a member of the wrong type": lambda call: js(call.wrong_type),
+    "an HTML page": lambda call: HTML,
+    "a body cut short": lambda call: cut(call.good),
+    "an empty body": lambda call: Reply(body=b""),
+}
+
+
+def start_backend(servers, call: ReadCall, tmp_path: Path, **properties: Any):
+    server = servers(ICEBERG_ROUTES if call.backend == "iceberg" else UNITY_ROUTES)
+    make = iceberg if call.backend == "iceberg" else unity
+    return server, make(server, tmp_path, **properties)
+
+
+def call_id(call: ReadCall) -> str:
+    return f"{call.backend}-{call.name}".replace(" ", "_")
+
+
+# --- every read call: a bad answer is an error, after the retries ---------------------------------
+
+
+@pytest.mark.parametrize("bad", list(BAD_ANSWERS), ids=lambda bad: bad.replace(" ", "_"))
+@pytest.mark.parametrize("call", READ_CALLS, ids=call_id)
+def test_a_bad_answer_is_an_error_after_the_retries(servers, tmp_path, call: ReadCall, bad: str):
+    server, driver = start_backend(servers, call, tmp_path)
+    server.script(call.route, BAD_ANSWERS[bad](call))
+    sleeps = record_sleeps(driver)
+
+    with pytest.raises(LanceNamespaceError) as raised:
+        call.run(driver)
+
+    error = raised.value
+    assert not isinstance(error, requests.RequestException)
+    assert isinstance(error, BadAnswerError) and is_transient(error)
+    assert str(error).startswith(f"{call.backend}: {call.route} answered ")
+    assert str(error).endswith(f" after {ATTEMPTS} attempts")
+    assert server.seen[call.route] == ATTEMPTS and len(sleeps) == MAX_RETRIES
+
+
+def test_what_a_bad_answer_says(servers, tmp_path):
+    server = servers(ICEBERG_ROUTES)
+    driver = iceberg(server, tmp_path)
+    record_sleeps(driver)
+    expected = {
+        cut({"namespaces": [["ns"]]}): "a body cut short (1200 of 4096 bytes)",
+        HTML: "a body that is not JSON (text/html: str '<html><body><h1>502 Bad Gateway</h1>proxy</body></html>')",
+        js({"hello": "world"}): "an unexpected shape: namespaces: field required",
+        js({"namespaces": "ns"}): "an unexpected shape: namespaces: input should be a valid list",
+        js([["ns"]]): """list "[['ns']]", not a JSON object""",
+    }
+    for reply, what in expected.items():
+        server.script("GET /v1/p/namespaces", reply)
+        with pytest.raises(BadAnswerError) as raised:
+            driver.list_namespaces(ListNamespacesRequest(id=[WH]))
+        assert str(raised.value) == f"iceberg: GET /v1/p/namespaces answered {what} after {ATTEMPTS} attempts"
+
+
+# --- a garbled answer, then a good one ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["a body cut short", "an HTML page", "hello world"],
+                         ids=lambda bad: bad.replace(" ", "_"))
+@pytest.mark.parametrize("call", READ_CALLS, ids=call_id)
+def test_a_read_is_retried_until_the_answer_is_good(servers, tmp_path, call: ReadCall, bad: str):
+    server, driver = start_backend(servers, call, tmp_path)
+    server.script(call.route, BAD_ANSWERS[bad](call), js(call.good))
+    sleeps = record_sleeps(driver)
+
+    result = call.run(driver)
+
+    assert result is not None
+    assert server.seen[call.route] == 2 and len(sleeps) == 1
+
+
+def test_a_dropped_read_is_sent_again(servers, tmp_path):
+    server = servers(UNITY_ROUTES)
+    driver = unity(server, tmp_path)
+    server.script(f"GET {API}/schemas", DROP, UNITY_ROUTES[f"GET {API}/schemas"])
+    record_sleeps(driver)
+    assert driver.list_namespaces(ListNamespacesRequest(id=["main"])).namespaces == ["s"]
+    assert server.seen[f"GET {API}/schemas"] == 2
+
+
+def test_a_dropped_read_to_the_end_is_unavailable(servers, tmp_path):
+    server = servers(ICEBERG_ROUTES)
+    driver = iceberg(server, tmp_path)
+    server.script("GET /v1/p/namespaces/ns", DROP)
+    record_sleeps(driver)
+    with pytest.raises(TransientError) as raised:
+        driver.describe_namespace(DescribeNamespaceRequest(id=[WH, "ns"]))
+    assert str(raised.value) == ("iceberg: GET /v1/p/namespaces/ns lost the connection before the answer "
+                                 f"(the server closed the connection) after {ATTEMPTS} attempts")
+    assert server.seen["GET /v1/p/namespaces/ns"] == ATTEMPTS
+
+
+def test_a_read_timeout_is_retried_then_unavailable(servers, tmp_path):
+    server = servers(ICEBERG_ROUTES)
+    driver = iceberg(server, tmp_path, read_timeout=200)
+    server.script("GET /v1/p/namespaces", Reply(body=b'{"namespaces": []}', delay=0.6))
+    record_sleeps(driver)
+    with pytest.raises(ServiceUnavailableError, match=r"GET /v1/p/namespaces timed out .* after 3 attempts"):
+        driver.list_namespaces(ListNamespacesRequest(id=[WH]))
+    assert server.seen["GET /v1/p/namespaces"] == ATTEMPTS
+
+
+# --- throttling ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["iceberg", "unity"])
+def test_retry_after_is_honoured(servers, tmp_path, backend):
+    call = next(c for c in READ_CALLS if c.backend == backend and c.name.startswith("list"))
+    server, driver = start_backend(servers, call, tmp_path)
+    server.script(call.route, js({"error": "slow down"}, 429, **{"Retry-After": "1"}), js(call.good))
+    sleeps = record_sleeps(driver)
+
+    call.run(driver)
+
+    assert sleeps == [1.0] and server.seen[call.route] == 2
+
+
+def test_retry_after_as_an_http_date(servers, tmp_path):
+    server = servers(ICEBERG_ROUTES)
+    driver = iceberg(server, tmp_path)
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    server.script("GET /v1/p/namespaces", js({}, 503, **{"Retry-After": later}), js({"namespaces": []}))
+    sleeps = record_sleeps(driver)
+
+    assert driver.list_namespaces(ListNamespacesRequest(id=[WH])).namespaces == []
+    assert len(sleeps) == 1 and 25 <= sleeps[0] <= 31
+
+
+# --- writes: sent once unless the server cannot have acted --------------------------------------
+
+
+WRITES = {
+    "iceberg": ("POST /v1/p/namespaces",
+                lambda d: d.create_namespace(CreateNamespaceRequest(id=[WH, "new"]))),
+    "unity": (f"POST {API}/schemas",
+              lambda d: d.create_namespace(CreateNamespaceRequest(id=["main", "new"]))),
+}
+
+
+@pytest.mark.parametrize("reply", [DROP, cut({"namespace": ["new"], "name": "new", "properties": {}})],
+                         ids=["dropped", "cut_short"])
+@pytest.mark.parametrize("backend", ["iceberg", "unity"])
+def test_a_post_whose_answer_is_lost_is_not_sent_again(servers, tmp_path, backend, reply):
+    server = servers(ICEBERG_ROUTES if backend == "iceberg" else UNITY_ROUTES)
+    driver = (iceberg if backend == "iceberg" else unity)(server, tmp_path)
+    route, write = WRITES[backend]
+    server.script(route, reply)
+    sleeps = record_sleeps(driver)
+
+    with pytest.raises(TransientError) as raised:
+        write(driver)
+
+    assert isinstance(raised.value, ServiceUnavailableError)
+    assert str(raised.value).startswith(f"{backend}: {route} ")
+    assert str(raised.value).endswith("; the server may have carried it out, so it was not sent again")
+    assert server.seen[route] == 1 and sleeps == []
+
+
+@pytest.mark.parametrize("backend", ["iceberg", "unity"])
+def test_a_post_with_a_malformed_success_is_not_sent_again(servers, tmp_path, backend):
+    server = servers(ICEBERG_ROUTES if backend == "iceberg" else UNITY_ROUTES)
+    driver = (iceberg if backend == "iceberg" else unity)(server, tmp_path)
+    route, write = WRITES[backend]
+    server.script(route, js({"hello": "world"}))
+
+    with pytest.raises(BadAnswerError, match="the server carried the request out, so it was not sent again"):
+        write(driver)
+    assert server.seen[route] == 1
+
+
+@pytest.mark.parametrize("backend", ["iceberg", "unity"])
+def test_a_post_refused_with_503_is_sent_again(servers, tmp_path, backend):
+    server = servers(ICEBERG_ROUTES if backend == "iceberg" else UNITY_ROUTES)
+    driver = (iceberg if backend == "iceberg" else unity)(server, tmp_path)
+    route, write = WRITES[backend]
+    created = {"namespace": ["new"], "properties": {}} if backend == "iceberg" else \
+        {"name": "new", "catalog_name": "main", "properties": {}}
+    server.script(route, js({}, 503), js(created))
+    record_sleeps(driver)
+
+    write(driver)
+    assert server.seen[route] == 2
+
+
+def test_a_delete_whose_answer_was_lost_meets_404_and_is_done(servers, tmp_path):
+    server = servers(UNITY_ROUTES)
+    driver = unity(server, tmp_path)
+    route = f"DELETE {API}/schemas/main.s"
+    server.script(route, DROP, js({"error_code": "SCHEMA_NOT_FOUND", "message": "Schema not found"}, 404))
+    record_sleeps(driver)
+
+    driver.drop_namespace(DropNamespaceRequest(id=["main", "s"]))
+    assert server.seen[route] == 2
+
+
+def test_a_delete_that_meets_404_at_once_is_not_found(servers, tmp_path):
+    server = servers(UNITY_ROUTES)
+    driver = unity(server, tmp_path)
+    server.script(f"DELETE {API}/schemas/main.s",
+                  js({"error_code": "SCHEMA_NOT_FOUND", "message": "Schema not found"}, 404))
+    with pytest.raises(NamespaceNotFoundError):
+        driver.drop_namespace(DropNamespaceRequest(id=["main", "s"]))
+
+
+def test_an_iceberg_deregister_whose_answer_was_lost_is_done(servers, tmp_path):
+    server = servers(ICEBERG_ROUTES)
+    driver = iceberg(server, tmp_path)
+    route = "DELETE /v1/p/namespaces/ns/tables/t"
+    server.script(route, DROP, js({"error": {"message": "gone", "type": "NoSuchTableException", "code": 404}}, 404))
+    record_sleeps(driver)
+
+    assert driver.deregister_table(DeregisterTableRequest(id=[WH, "ns", "t"])).location == "/data/t"
+    assert server.seen[route] == 2
+
+
+def test_a_unity_schema_patch_is_sent_again_after_a_lost_answer(servers, tmp_path):
+    """The PATCH carries the whole properties map: sending it again leaves the same state."""
+    server = servers(UNITY_ROUTES)
+    driver = unity(server, tmp_path)
+    route = f"PATCH {API}/schemas/main.s"
+    server.script(route, DROP, js({"name": "s", "properties": {"a": "2"}}))
+    record_sleeps(driver)
+
+    driver.update_namespace_properties(("main", "s"), {"a": "2"}, [])
+    assert server.seen[route] == 2
+    assert [json.loads(body) for body in server.bodies if body] == [{"properties": {"a": "2"}}] * 2
+
+
+# --- what "empty" looks like ----------------------------------------------------------------------
+
+
+def test_an_empty_listing_is_the_server_saying_so(servers, tmp_path):
+    ice = servers({**ICEBERG_ROUTES, "GET /v1/p/namespaces": js({"namespaces": [], "next-page-token": None})})
+    uc = servers({**UNITY_ROUTES, f"GET {API}/schemas": js({"schemas": [], "next_page_token": None})})
+    assert iceberg(ice, tmp_path).list_namespaces(ListNamespacesRequest(id=[WH])).namespaces == []
+    assert unity(uc, tmp_path).list_namespaces(ListNamespacesRequest(id=["main"])).namespaces == []
+
+
+@pytest.mark.parametrize("body", [{"next_page_token": None}, {}, {"schemas": None}])
+def test_a_unity_listing_without_its_list_is_not_empty(servers, tmp_path, body):
+    server = servers({**UNITY_ROUTES, f"GET {API}/schemas": js(body)})
+    driver = unity(server, tmp_path)
+    record_sleeps(driver)
+    with pytest.raises(BadAnswerError, match="schemas"):
+        driver.list_namespaces(ListNamespacesRequest(id=["main"]))
+
+
+def test_an_iceberg_config_without_a_prefix_means_the_warehouse_name(servers, tmp_path):
+    server = servers({**ICEBERG_ROUTES, "GET /v1/config": js({"defaults": {}, "overrides": {}}),
+                      f"GET /v1/{WH}/namespaces": js({"namespaces": [["x"]]})})
+    assert iceberg(server, tmp_path).list_namespaces(ListNamespacesRequest(id=[WH])).namespaces == ["x"]
+
+
+@pytest.mark.parametrize("config", [{"defaults": {"prefix": "p"}}, {"overrides": {"prefix": "p"}},
+                                    {"defaults": {"prefix": 1}, "overrides": {}}])
+def test_a_malformed_iceberg_config_is_no_fallback(servers, tmp_path, config):
+    server = servers({**ICEBERG_ROUTES, "GET /v1/config": js(config),
+                      f"GET /v1/{WH}/namespaces": js({"namespaces": [["x"]]})})
+    driver = iceberg(server, tmp_path)
+    record_sleeps(driver)
+    with pytest.raises(BadAnswerError, match="GET /v1/config answered an unexpected shape"):
+        driver.list_namespaces(ListNamespacesRequest(id=[WH]))
+    assert driver._prefixes == {}
+    assert server.seen[f"GET /v1/{WH}/namespaces"] == 0
+
+
+# --- authentication -------------------------------------------------------------------------------
+
+
+def test_a_malformed_token_answer_is_retried_then_an_error(servers, tmp_path):
+    server = servers({**ICEBERG_ROUTES, "POST /v1/oauth/tokens": js({"token_type": "bearer"})})
+    driver = iceberg(server, tmp_path, credential="client:secret-never-shown-4f")
+    driver._auth._http.sleep = lambda seconds: None  # the token client's own HttpClient
+
+    with pytest.raises(BadAnswerError) as raised:
+        driver.list_namespaces(ListNamespacesRequest(id=[WH]))
+    assert str(raised.value).startswith("iceberg: POST /v1/oauth/tokens answered an unexpected shape: "
+                                        "access_token: field required")
+    assert server.seen["POST /v1/oauth/tokens"] == ATTEMPTS
+    assert "secret-never-shown-4f" not in str(raised.value)
+
+
+@pytest.mark.parametrize("backend", ["iceberg", "unity"])
+def test_tokens_never_appear_in_errors(servers, tmp_path, backend):
+    call = next(c for c in READ_CALLS if c.backend == backend and c.name.startswith("list"))
+    server, driver = start_backend(servers, call, tmp_path, auth_token=TOKEN)
+    record_sleeps(driver)
+    for reply in (cut(call.good), DROP, js({"hello": "world"}), js({"message": "denied"}, 403)):
+        server.script(call.route, reply)
+        with pytest.raises(LanceNamespaceError) as raised:
+            call.run(driver)
+        assert TOKEN not in str(raised.value) and TOKEN not in repr(raised.value)
+
+
+def test_endpoint_userinfo_never_appears_in_errors(servers, tmp_path):
+    server = servers({f"GET {API}/schemas/main.s": js({"error_code": "PERMISSION_DENIED", "message": "no"}, 403),
+                      f"GET {API}/tables": cut({"tables": []})})
+    endpoint = server.endpoint.replace("http://", "http://admin:pw-never-shown-7a@")
+    driver = UnityNamespace(endpoint=endpoint, catalog="main", root=str(tmp_path), max_retries=0)
+    for run in (lambda: driver.describe_namespace(DescribeNamespaceRequest(id=["main", "s"])),
+                lambda: driver.list_tables(ListTablesRequest(id=["main", "s"]))):
+        with pytest.raises(LanceNamespaceError) as raised:
+            run()
+        assert "pw-never-shown-7a" not in str(raised.value) and "admin" not in str(raised.value)
+
+
+# --- the client on its own ------------------------------------------------------------------------
+
+
+def test_the_client_never_raises_a_requests_exception(servers):
+    server = servers({"GET /x": cut({"a": 1}), "POST /x": DROP})
+    client = HttpClient(server.endpoint, backend="test", connect_timeout=2, read_timeout=2, max_retries=1,
+                        translate=lambda failure: InternalError(failure.message()), sleep=lambda s: None)
+    for method in ("GET", "POST"):
+        with pytest.raises(LanceNamespaceError) as raised:
+            client.request(method, "/x")
+        assert not isinstance(raised.value, requests.RequestException)
+    assert server.seen == {"GET /x": 2, "POST /x": 1}
+
+
+def test_an_error_status_names_the_attempts(servers):
+    server = servers({"GET /x": js({"message": "boom"}, 500)})
+    failures: list[HttpFailure] = []
+
+    def translate(failure: HttpFailure) -> LanceNamespaceError:
+        failures.append(failure)
+        return InternalError(failure.message())
+
+    client = HttpClient(server.endpoint, backend="test", connect_timeout=2, read_timeout=2, max_retries=2,
+                        translate=translate, sleep=lambda s: None)
+    with pytest.raises(InternalError, match=r"GET http://127\.0\.0\.1:\d+/x -> 500: boom after 3 attempts"):
+        client.request("GET", "/x")
+    assert [f.attempts for f in failures] == [1, 2, 3]
