@@ -19,18 +19,29 @@ CatalogIds sent to Glue: the account id, `<account>:<a>/<b>` below an account's 
 catalog, `<root>/<a>` below any other root. Glue folds database, table and catalog names to
 lower case; listings answer the folded names.
 
+Answers are checked where they enter the driver (`_check_answer`, a botocore `before-parse`
+hook): a 2xx body that is cut short, not JSON, or not of its operation's output shape in
+botocore's model (types everywhere; the members of `REQUIRED_ANSWER_MEMBERS` present) never
+reaches botocore's parser, which would read it as an empty answer. It is a `BadAnswerError`;
+reads send it again (`BAD_ANSWER_RETRIES`), writes do not.
+
 Errors are translated at the boundary (`_translate`): AccessDenied is PermissionDenied (15),
 bad or expired credentials Unauthenticated (16), throttling after botocore's retries
-Throttling (21), 5xx and connection failures ServiceUnavailable (17).
+Throttling (21), 5xx and connection failures ServiceUnavailable (17). Messages start with
+`glue: <Operation> on <namespace or table>`.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from xml.etree import ElementTree
 
 import boto3
 import botocore.session
@@ -46,12 +57,15 @@ from botocore.exceptions import (
     ClientError,
     CredentialRetrievalError,
     HTTPClientError,
+    IncompleteReadError,
     NoCredentialsError,
     NoRegionError,
     ParamValidationError,
     PartialCredentialsError,
 )
-from botocore.model import Shape
+from botocore.model import OperationModel, Shape
+from botocore.parsers import ResponseParserError
+from botocore.utils import parse_timestamp
 from lance_namespace import (
     CreateNamespaceRequest,
     CreateNamespaceResponse,
@@ -92,6 +106,7 @@ from lance_namespace.errors import (
 )
 from pydantic import Field, SecretStr, model_validator
 
+from lance_sync.drivers.answers import describe_body
 from lance_sync.drivers.base import (
     CREATE_MODES,
     DROP_BEHAVIORS,
@@ -109,6 +124,7 @@ from lance_sync.drivers.base import (
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
 from lance_sync.drivers.paging import follow_pages, page_of_names
+from lance_sync.drivers.retry import BadAnswerError, with_retries
 from lance_sync.errors import ConfigError
 from lance_sync.locations import join_location, normalize_location
 
@@ -126,6 +142,33 @@ ACCOUNT_ID = re.compile(r"\d{12}")
 ROLE_ARN = re.compile(r"arn:[\w-]+:iam::\d{12}:role/.+")
 #: characters a catalog name cannot hold here: Glue forbids '/', and both build CatalogIds
 CATALOG_ID_SEPARATORS = ("/", ":")
+
+#: Members an answer must carry to mean anything (`[]`: in every item of the list). botocore's
+#: model requires only DatabaseList, CatalogList and each object's Name; it leaves the rest
+#: optional, but GetTables without TableList is garbage, not "no tables". Any other member,
+#: here and in every other answer, must have its model type when present (and be present
+#: where the model requires it).
+REQUIRED_ANSWER_MEMBERS: dict[str, frozenset[str]] = {
+    "GetCatalogs": frozenset({"CatalogList", "CatalogList[].Name", "CatalogList[].CatalogId"}),
+    "GetCatalog": frozenset({"Catalog", "Catalog.Name"}),
+    "GetDatabases": frozenset({"DatabaseList", "DatabaseList[].Name"}),
+    "GetDatabase": frozenset({"Database", "Database.Name"}),
+    "GetTables": frozenset({"TableList", "TableList[].Name"}),
+    "GetTable": frozenset({"Table", "Table.Name"}),
+}
+#: Calls this driver sends again when the answer is garbled, BAD_ANSWER_RETRIES times. Writes
+#: are sent once (botocore retries 5xx and lost connections itself): a garbled answer to a
+#: write may follow a write that landed.
+READ_OPERATIONS = frozenset({"GetCatalogs", "GetCatalog", "GetDatabases", "GetDatabase",
+                             "GetTables", "GetTable"})
+BAD_ANSWER_RETRIES = 2
+#: members of STS AssumeRole's Credentials the role session is built from
+ASSUMED_ROLE_CREDENTIALS = ("AccessKeyId", "SecretAccessKey", "SessionToken", "Expiration")
+#: how much of a server's error message a translated error keeps
+MESSAGE_LIMIT = 500
+_HTML_START = ("<!doctype html", "<html")
+_HTML_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_TAG = re.compile(r"<[^>]*>")
 
 _UNAUTHENTICATED_CODES = frozenset({
     "UnrecognizedClientException", "InvalidSignatureException", "IncompleteSignature",
@@ -229,6 +272,9 @@ class GlueNamespace(SyncNamespace):
         except NoRegionError:
             raise ConfigError("glue: no region: set `region` or AWS_REGION") from None
         self._glue.meta.events.register("before-send.glue", lambda **_: self.count_call())
+        self._glue.meta.events.register("before-parse.glue", _check_answer)
+        #: waits between sends of a read whose answer was garbled (tests replace it)
+        self._sleep: Callable[[float], None] = time.sleep
         self._service_model = self._glue.meta.service_model
         self._root_id = config.catalog_id
         self._root_lock = threading.Lock()
@@ -446,12 +492,8 @@ class GlueNamespace(SyncNamespace):
         """`catalog_id`, or the caller's account id (one STS call per driver)."""
         with self._root_lock:
             if self._root_id is None:
-                sts = self._session.client("sts", region_name=self._glue.meta.region_name)
-                try:
-                    self._root_id = sts.get_caller_identity()["Account"]
-                except (ClientError, BotoCoreError) as error:
-                    raise _translate(error, "the caller's account (set catalog_id to skip STS)",
-                                     "GetCallerIdentity") from error
+                sts = _sts_client(self._session, self._glue.meta.region_name)
+                self._root_id = _with_bad_answer_retries(lambda: _caller_account(sts), self._sleep)
             return self._root_id
 
     def _catalog_id(self, chain: Identifier) -> str:
@@ -645,15 +687,31 @@ class GlueNamespace(SyncNamespace):
 
     def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError] | None,
               duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict | None:
-        """One Glue request, errors translated. EntityNotFound raises `missing` (None: returns None)."""
+        """One Glue request, errors translated. EntityNotFound raises `missing` (None: returns None).
+
+        A read whose answer does not fit (`_check_answer`) is sent again, BAD_ANSWER_RETRIES
+        times, then raised as a BadAnswerError; a write is sent once. botocore's own retries
+        (5xx, throttling, lost connections) happen inside each send.
+        """
+        def send() -> dict | None:
+            return self._send(operation, subject, missing, duplicate, params)
+
+        if operation not in READ_OPERATIONS:
+            return send()
+        return _with_bad_answer_retries(send, self._sleep)
+
+    def _send(self, operation: str, subject: str, missing: type[LanceNamespaceError] | None,
+              duplicate: type[LanceNamespaceError] | None, params: dict[str, Any]) -> dict | None:
         try:
             return getattr(self._glue, xform_name(operation))(**params)
+        except _UnfitAnswer as unfit:
+            raise BadAnswerError(f"glue: {operation} on {subject} answered {unfit}") from None
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code")
             if code == "EntityNotFoundException" and missing is None:
                 return None
             raise _translate(error, subject, operation, missing, duplicate) from error
-        except BotoCoreError as error:
+        except (BotoCoreError, ResponseParserError) as error:
             raise _translate(error, subject, operation) from error
 
     def _items(self, operation: str, list_key: str, subject: str, **params: Any) -> Iterator[dict]:
@@ -698,6 +756,13 @@ class _FixedCredentialProvider(CredentialProvider):
         return self._credentials
 
 
+def _sts_client(session: boto3.Session, region: str | None) -> Any:
+    client = session.client("sts", region_name=region,
+                            config=Config(retries={"mode": "standard"}, user_agent_extra="lance-sync"))
+    client.meta.events.register("before-parse.sts", _check_xml_answer)
+    return client
+
+
 def _session(config: GlueConfig) -> boto3.Session:
     """Default chain, static keys (with session token), or an assumed role on top of either."""
     base = boto3.Session(aws_access_key_id=secret_value(config.access_key_id),
@@ -706,8 +771,7 @@ def _session(config: GlueConfig) -> boto3.Session:
                          region_name=config.region)
     if config.assume_role_arn is None:
         return base
-    sts = base.client("sts", region_name=config.assume_role_region or config.region,
-                      config=Config(retries={"mode": "standard"}, user_agent_extra="lance-sync"))
+    sts = _sts_client(base, config.assume_role_region or config.region)
     request = {"RoleArn": config.assume_role_arn,
                "RoleSessionName": config.assume_role_session_name or DEFAULT_ROLE_SESSION_NAME,
                "DurationSeconds": config.assume_role_timeout_sec}
@@ -715,7 +779,16 @@ def _session(config: GlueConfig) -> boto3.Session:
         request["ExternalId"] = config.assume_role_external_id
 
     def assume_role() -> dict[str, str]:
-        credentials = sts.assume_role(**request)["Credentials"]
+        subject = f"role {config.assume_role_arn}"
+        try:
+            credentials = sts.assume_role(**request).get("Credentials") or {}
+        except _UnfitAnswer as unfit:
+            raise BadAnswerError(f"glue: AssumeRole on {subject} answered {unfit}") from None
+        except ResponseParserError as error:
+            raise _translate(error, subject, "AssumeRole") from error
+        if not all(credentials.get(key) for key in ASSUMED_ROLE_CREDENTIALS):
+            raise BadAnswerError(f"glue: AssumeRole on {subject} answered without Credentials "
+                                 f"({', '.join(ASSUMED_ROLE_CREDENTIALS)})")
         return {"access_key": credentials["AccessKeyId"], "secret_key": credentials["SecretAccessKey"],
                 "token": credentials["SessionToken"],
                 "expiry_time": credentials["Expiration"].isoformat()}
@@ -730,7 +803,7 @@ def _session(config: GlueConfig) -> boto3.Session:
 # --- errors --------------------------------------------------------------------------------------
 
 
-def _translate(error: ClientError | BotoCoreError, subject: str, operation: str,
+def _translate(error: ClientError | BotoCoreError | ResponseParserError, subject: str, operation: str,
                missing: type[LanceNamespaceError] | None = None,
                duplicate: type[LanceNamespaceError] | None = None) -> LanceNamespaceError:
     """The lance_namespace error for a failed Glue request (or the STS request behind it)."""
@@ -746,15 +819,241 @@ def _translate(error: ClientError | BotoCoreError, subject: str, operation: str,
         else:
             cls = _ERROR_BY_CODE.get(code) or (ServiceUnavailableError if status >= 500 else InternalError)
         # credential errors can echo key ids and signing details: keep only the code
-        detail = "check the configured credentials" if cls is UnauthenticatedError else details.get("Message", "")
-        return cls(f"{subject}: {failed} answered {code or status}: {detail}")
+        detail = ("check the configured credentials" if cls is UnauthenticatedError
+                  else _one_line(details.get("Message", "")))
+        return cls(f"glue: {failed} on {subject} answered {code or status}: {detail}")
     if isinstance(error, NoCredentialsError | PartialCredentialsError | CredentialRetrievalError):
-        return UnauthenticatedError(f"{subject}: no usable AWS credentials for Glue {operation}")
+        return UnauthenticatedError(f"glue: {operation} on {subject}: no usable AWS credentials")
     if isinstance(error, ParamValidationError):
-        return InvalidInputError(f"{subject}: invalid Glue {operation} request: {error}")
-    if isinstance(error, botocore.exceptions.ConnectionError | HTTPClientError):
-        return ServiceUnavailableError(f"{subject}: Glue {operation} failed: {error}")
-    return InternalError(f"{subject}: Glue {operation} failed: {error}")
+        return InvalidInputError(f"glue: {operation} on {subject}: invalid request: {error}")
+    if isinstance(error, ResponseParserError):  # STS answers XML, which botocore checks
+        return BadAnswerError(f"glue: {operation} on {subject} answered a body that botocore "
+                              f"cannot parse: {_one_line(str(error), limit=200)}")
+    # ConnectionClosedError, ReadTimeoutError, ResponseStreamingError, EndpointConnectionError...
+    if isinstance(error, botocore.exceptions.ConnectionError | HTTPClientError | IncompleteReadError):
+        return ServiceUnavailableError(f"glue: {operation} on {subject} failed: {error}")
+    return InternalError(f"glue: {operation} on {subject} failed: {error}")
+
+
+# --- answers -------------------------------------------------------------------------------------
+
+
+class _UnfitAnswer(Exception):
+    """A 2xx answer that does not fit its operation (`_check_answer`); `_send` turns it into a
+    BadAnswerError naming the call. The message says what was wrong and shows the body."""
+
+
+def _check_answer(operation_model: OperationModel, response_dict: dict[str, Any], **_: Any) -> None:
+    """botocore `before-parse` hook: raise _UnfitAnswer for a 2xx answer that botocore would
+    read wrongly, before botocore parses it. botocore does not enforce Content-Length, reads a
+    non-JSON body as `{"message": body}` and then drops every member its model lacks, so a cut,
+    HTML or foreign body comes out as an empty answer; and it fails with AttributeError or
+    ValueError where a member has the wrong JSON type."""
+    if response_dict["status_code"] >= 300:
+        return  # an error answer: botocore raises ClientError, `_translate` handles it
+    body: bytes = response_dict["body"] or b""
+    problem = _answer_problem(body, response_dict["headers"], operation_model.output_shape,
+                              REQUIRED_ANSWER_MEMBERS.get(operation_model.name, frozenset()))
+    if problem is not None:
+        raise _UnfitAnswer(f"{problem} (body: {_body_picture(body)})")
+
+
+def _check_xml_answer(operation_model: OperationModel, response_dict: dict[str, Any],
+                      **_: Any) -> None:
+    """botocore `before-parse` hook for STS (AWS query protocol, XML): raise _UnfitAnswer for a
+    2xx answer without its result element, on which botocore's parser fails with KeyError."""
+    if response_dict["status_code"] >= 300 or operation_model.output_shape is None:
+        return
+    body: bytes = response_dict["body"] or b""
+    wrapper = operation_model.output_shape.serialization.get("resultWrapper")
+    try:
+        children = {child.tag.rpartition("}")[2] for child in ElementTree.fromstring(body)}
+    except ElementTree.ParseError:
+        raise _UnfitAnswer(f"a body that is not XML (body: {_body_picture(body)})") from None
+    if wrapper and wrapper not in children:
+        raise _UnfitAnswer(f"without {wrapper} (body: {_body_picture(body)})")
+
+
+def _answer_problem(body: bytes, headers: Any, shape: Shape | None,
+                    required: frozenset[str]) -> str | None:
+    """What is wrong with a 2xx body for an operation with output `shape`, or None."""
+    announced = headers.get("content-length")
+    if announced and announced.isdigit() and int(announced) > len(body):
+        return f"a body cut short ({len(body)} of {announced} bytes)"
+    try:
+        answer = json.loads(body.decode("utf-8")) if body.strip() else {}
+    except ValueError:  # UnicodeDecodeError is one
+        return "a body that is not JSON"
+    if not isinstance(answer, dict):
+        return f"{_json_kind(answer)} in JSON, not an object"
+    return _shape_problem(answer, shape, "", "", required) if shape is not None else None
+
+
+def _shape_problem(value: Any, shape: Shape, where: str, pattern: str,
+                   required: frozenset[str]) -> str | None:
+    """The first place where decoded JSON `value` departs from `shape`, or None.
+
+    `where` names the place ("TableList[3].Name"), `pattern` the same place with `[]` for any
+    list item and `{}` for any map value ("TableList[].Name"), matched against `required`. A null member is an absent one
+    (botocore skips it); a null list item or map value is a problem.
+    """
+    kind = shape.type_name
+    if kind == "structure" and not shape.is_document_type:
+        if not isinstance(value, dict):
+            return _wrong(where, value, "an object")
+        for name in _required_names(shape, pattern, required):
+            if value.get(name) is None:
+                return f"without {_member_path(where, name)}"
+        members = shape.members  # Glue's JSON names are its member names (no locationName)
+        for name, item in value.items():
+            member = members.get(name)
+            if member is None or item is None:
+                continue  # a member the model lacks (botocore drops it), or an absent one
+            problem = _shape_problem(item, member, _member_path(where, name),
+                                     _member_path(pattern, name), required)
+            if problem is not None:
+                return problem
+        return None
+    if kind == "list":
+        if not isinstance(value, list):
+            return _wrong(where, value, "a list")
+        items = ((f"{where}[{index}]", item) for index, item in enumerate(value))
+        return _items_problem(items, shape.member, f"{pattern}[]", required)
+    if kind == "map":
+        if not isinstance(value, dict):
+            return _wrong(where, value, "an object")
+        items = ((f"{where}[{key!r}]", item) for key, item in value.items())
+        return _items_problem(items, shape.value, f"{pattern}{{}}", required)
+    return None if _fits_scalar(kind, value) else _wrong(where, value, _SCALAR_KINDS.get(kind, kind))
+
+
+@functools.lru_cache(maxsize=256)
+def _required_names(shape: Shape, pattern: str, required: frozenset[str]) -> tuple[str, ...]:
+    """Members of the structure at `pattern` that must be present: the model's and ours."""
+    ours = (path.rpartition(".")[2] for path in required if path.rpartition(".")[0] == pattern)
+    return tuple(dict.fromkeys([*shape.required_members, *ours]))
+
+
+def _items_problem(items: Iterator[tuple[str, Any]], shape: Shape, pattern: str,
+                   required: frozenset[str]) -> str | None:
+    for where, item in items:
+        if item is None:
+            return f"with {where} null"
+        problem = _shape_problem(item, shape, where, pattern, required)
+        if problem is not None:
+            return problem
+    return None
+
+
+_SCALAR_KINDS = {"string": "a string", "blob": "a string", "integer": "an integer",
+                 "long": "an integer", "float": "a number", "double": "a number",
+                 "boolean": "a boolean", "timestamp": "a timestamp"}
+_SPECIAL_FLOATS = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
+def _fits_scalar(kind: str, value: Any) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind in ("string", "blob"):
+        return isinstance(value, str)
+    if kind in ("integer", "long"):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind in ("float", "double"):
+        return number or (isinstance(value, str) and value in _SPECIAL_FLOATS)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "timestamp":
+        return number or (isinstance(value, str) and _parses_as_timestamp(value))
+    return True  # a kind botocore passes through as it is
+
+
+def _parses_as_timestamp(text: str) -> bool:
+    try:
+        parse_timestamp(text)
+    except (ValueError, TypeError, OverflowError):
+        return False
+    return True
+
+
+def _member_path(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _wrong(where: str, value: Any, expected: str) -> str:
+    return f"with {where} {_json_kind(value)}, not {expected}"
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else "null"
+
+
+def _body_picture(body: bytes) -> str:
+    """A garbled body in one short line: an HTML page by its title, anything else cut short."""
+    text = body.decode("utf-8", errors="replace")
+    return _html_summary(text) or describe_body(text or None)
+
+
+def _html_summary(text: str) -> str | None:
+    """"an HTML page titled '404 Not Found'" for an HTML page (a proxy's, or moto's 404 and 500
+    pages), None for anything else."""
+    if not text.lstrip()[:20].lower().startswith(_HTML_START):
+        return None
+    found = _HTML_TITLE.search(text)
+    if found:
+        return f"an HTML page titled {_text_of(found.group(2))[:80]!r}"
+    words = _text_of(text)
+    return f"an HTML page saying {words[:80]!r}" if words else "an empty HTML page"
+
+
+def _text_of(html: str) -> str:
+    return " ".join(_HTML_TAG.sub(" ", html).split())
+
+
+def _one_line(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """A server's error message for ours: an HTML page summarised, whitespace folded, capped."""
+    text = _html_summary(message) or " ".join(message.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _with_bad_answer_retries(send: Callable[[], Any], sleep: Callable[[float], None]) -> Any:
+    """`send()` again while its answer is garbled, BAD_ANSWER_RETRIES times at most; the last
+    BadAnswerError says how many attempts were made."""
+    attempts = 0
+
+    def attempt() -> Any:
+        nonlocal attempts
+        attempts += 1
+        return send()
+
+    try:
+        return with_retries(attempt, BAD_ANSWER_RETRIES,
+                            retryable=lambda error: isinstance(error, BadAnswerError), sleep=sleep)
+    except BadAnswerError as error:
+        if attempts == 1:
+            raise
+        raise BadAnswerError(f"{error} after {attempts} attempts") from None
+
+
+def _caller_account(sts: Any) -> str:
+    """The caller's account id from STS GetCallerIdentity."""
+    subject = "the caller's account (set catalog_id to skip STS)"
+    try:
+        account = sts.get_caller_identity().get("Account")
+    except _UnfitAnswer as unfit:
+        raise BadAnswerError(f"glue: GetCallerIdentity on {subject} answered {unfit}") from None
+    except (ClientError, BotoCoreError, ResponseParserError) as error:
+        raise _translate(error, subject, "GetCallerIdentity") from error
+    if not isinstance(account, str) or not ACCOUNT_ID.fullmatch(account):
+        raise BadAnswerError(f"glue: GetCallerIdentity on {subject} answered Account {account!r}, "
+                             "not a 12-digit account id")
+    return account
 
 
 # --- small helpers -------------------------------------------------------------------------------

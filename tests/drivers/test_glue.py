@@ -779,6 +779,29 @@ def test_failure_on_a_later_page_is_raised(driver: GlueNamespace, control: GlueC
     assert len(first) == 100
 
 
+def test_answers_with_every_kind_of_member_pass_the_answer_check(driver: GlueNamespace, glue: Any,
+                                                                control: GlueControl, namespace: tuple):
+    """The driver checks each answer against botocore's model (test_glue_answers.py); a rich
+    table as moto stores and serialises it (nested structures, lists, maps, integers, booleans,
+    timestamps) passes, in GetTable and GetTables alike."""
+    column = {"Name": "a", "Type": "bigint", "Comment": "id", "Parameters": {"k": "v"}}
+    glue.create_table(CatalogId=catalog_id(namespace[0]), DatabaseName=namespace[1], TableInput={
+        "Name": "rich", "TableType": "EXTERNAL_TABLE", "Owner": "me", "Retention": 7,
+        "Parameters": {"table_type": "lance"}, "PartitionKeys": [{"Name": "day", "Type": "date"}],
+        "LastAccessTime": 1_700_000_000, "StorageDescriptor": {
+            "Location": "s3://lake/rich.lance", "Columns": [column], "Compressed": False,
+            "NumberOfBuckets": 4, "BucketColumns": ["a"], "SortColumns": [{"Column": "a", "SortOrder": 1}],
+            "SerdeInfo": {"Name": "s", "SerializationLibrary": "x.Serde", "Parameters": {"p": "1"}},
+            "SkewedInfo": {"SkewedColumnNames": ["a"], "SkewedColumnValues": ["1"],
+                           "SkewedColumnValueLocationMaps": {"1": "s3://lake/skew"}},
+            "StoredAsSubDirectories": True}})
+    table_id = (*namespace, "rich")
+    with Counted(control) as counted:
+        assert driver.get_table_info(table_id).location == "s3://lake/rich.lance"
+        assert [info.id for info in driver.list_table_infos(namespace)] == [table_id]
+    assert counted.by_operation == {"GetTable": 1, "GetTables": 1}  # nothing sent again
+
+
 def test_unreachable_endpoint_is_service_unavailable(make_driver):
     driver = make_driver(endpoint=f"http://127.0.0.1:{free_port()}")
     with pytest.raises(ServiceUnavailableError):
@@ -898,7 +921,7 @@ def test_assume_role_uses_the_role_and_refreshes_before_expiry(make_driver, sts:
 
 def test_assume_role_refusal_is_reported(make_driver, sts: RecordingApp, root_namespace: tuple):
     driver = make_driver(assume_role_arn=ROLE_ARN, assume_role_session_name="s" * 65)
-    with pytest.raises(InvalidInputError, match="AssumeRole answered ValidationError"):
+    with pytest.raises(InvalidInputError, match=r"^glue: AssumeRole on .* answered ValidationError"):
         driver.describe_namespace(DescribeNamespaceRequest(id=list(root_namespace)))
 
 

@@ -1,0 +1,521 @@
+"""Every Glue answer is checked where it enters the driver; failures are retried per call.
+
+A fake Glue endpoint on loopback (`FakeGlue`: AWS JSON 1.1, `POST /` with
+`X-Amz-Target: AWSGlue.<Operation>`) answers canned bodies per operation, so a garbled,
+truncated or HTML answer can be served for exactly the call under test, and every request
+is counted. The driver's waits between resends are recorded instead of slept.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import (
+    ConnectionClosedError,
+    IncompleteReadError,
+    ReadTimeoutError,
+    ResponseStreamingError,
+)
+from lance_namespace import (
+    CreateNamespaceRequest,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    DescribeNamespaceRequest,
+    DescribeTableRequest,
+    ListNamespacesRequest,
+    ListTablesRequest,
+)
+from lance_namespace.errors import (
+    ErrorCode,
+    InternalError,
+    LanceNamespaceError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotFoundError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    ThrottlingError,
+)
+
+from lance_sync.drivers.glue import (
+    BAD_ANSWER_RETRIES,
+    READ_OPERATIONS,
+    REQUIRED_ANSWER_MEMBERS,
+    GlueNamespace,
+)
+from lance_sync.drivers.retry import BadAnswerError
+
+ACCOUNT = "123456789012"
+DATABASE = (ACCOUNT, "sales")
+TABLE = (*DATABASE, "orders")
+LOCATION = "s3://lake/sales/orders.lance"
+
+LANCE_TABLE = {"Name": "orders", "DatabaseName": "sales", "CatalogId": ACCOUNT,
+               "TableType": "EXTERNAL_TABLE", "Parameters": {"table_type": "lance", "tier": "gold"},
+               "StorageDescriptor": {"Location": LOCATION}, "CreateTime": 1.7e9, "VersionId": "1"}
+SALES = {"Name": "sales", "CatalogId": ACCOUNT, "Parameters": {"team": "core"}}
+CATALOG = {"Name": "cat", "CatalogId": f"{ACCOUNT}:cat", "Parameters": {"team": "core"}}
+
+# Werkzeug's (moto's) error pages, as a proxy or a mis-routed endpoint sends them
+MOTO_500_PAGE = (b"<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n"
+                 b"<h1>Internal Server Error</h1>\n<p>The server encountered an internal error and "
+                 b"was unable to complete your request.</p>\n")
+MOTO_404_PAGE = (b"<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n"
+                 b"<p>The requested URL was not found on the server.</p>\n")
+
+
+# --- the fake endpoint ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int = 200
+    body: bytes = b"{}"
+    #: announced Content-Length when it is not len(body) (a body cut short)
+    content_length: int | None = None
+    #: close the connection without answering
+    hang_up: bool = False
+    #: send the body chunked and stop in the middle of a chunk
+    cut_chunk: bool = False
+
+
+def ok(answer: dict[str, Any]) -> Answer:
+    return Answer(body=json.dumps(answer).encode())
+
+
+def glue_error(code: str, status: int = 400, message: str = "refused") -> Answer:
+    return Answer(status=status, body=json.dumps({"__type": code, "message": message}).encode())
+
+
+#: a well-formed answer for each read the driver sends
+GOOD: dict[str, dict[str, Any]] = {
+    "GetCatalogs": {"CatalogList": [{"Name": ACCOUNT, "CatalogId": ACCOUNT}, CATALOG]},
+    "GetCatalog": {"Catalog": CATALOG},
+    "GetDatabases": {"DatabaseList": [SALES]},
+    "GetDatabase": {"Database": SALES},
+    "GetTables": {"TableList": [LANCE_TABLE]},
+    "GetTable": {"Table": LANCE_TABLE},
+}
+
+
+class FakeGlue:
+    """Glue on 127.0.0.1: per operation a queue of answers (the last one repeats), a request count."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, list[Answer]] = {}
+        self.requests: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def answer(self, operation: str, *answers: Answer) -> None:
+        with self.lock:
+            self.answers[operation] = list(answers)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.answers = {op: [ok(good)] for op, good in GOOD.items()}
+            self.requests.clear()
+
+    def _next(self, operation: str) -> Answer:
+        with self.lock:
+            self.requests[operation] += 1
+            queue = self.answers.get(operation) or [glue_error("InvalidInputException")]
+            return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.0: one answer per connection, closed after it (a short body ends there)
+            def log_message(self, *_: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                target = self.headers.get("X-Amz-Target")
+                if target:  # Glue: AWS JSON 1.1
+                    operation = target.split(".", 1)[1]
+                else:  # STS: AWS query protocol
+                    operation = urllib.parse.parse_qs(body.decode())["Action"][0]
+                answer = fake._next(operation)
+                if answer.hang_up:
+                    self.close_connection = True
+                    return
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "application/x-amz-json-1.1" if target else "text/xml")
+                if answer.cut_chunk:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.write(b"%x\r\n" % len(answer.body) + answer.body[: len(answer.body) // 2])
+                    return
+                self.send_header("Content-Length", str(answer.content_length or len(answer.body)))
+                self.end_headers()
+                self.wfile.write(answer.body)
+
+        return Handler
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture(scope="module")
+def fake_server() -> Iterator[FakeGlue]:
+    fake = FakeGlue()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def fake(fake_server: FakeGlue) -> FakeGlue:
+    fake_server.reset()
+    return fake_server
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+def new_driver(fake: FakeGlue, sleeps: list[float], **overrides: Any) -> GlueNamespace:
+    config = {"endpoint": fake.endpoint, "catalog_id": ACCOUNT, "region": "us-east-1",
+              "access_key_id": "testing", "secret_access_key": "testing", **overrides}
+    driver = GlueNamespace(**{k: v for k, v in config.items() if v is not None})
+    driver._sleep = sleeps.append  # the waits between resends, recorded, not slept
+    return driver
+
+
+@pytest.fixture
+def make_driver(fake: FakeGlue, sleeps: list[float]) -> Callable[..., GlueNamespace]:
+    """A driver of the test's own (for tests that change it)."""
+    return lambda **overrides: new_driver(fake, sleeps, **overrides)
+
+
+@pytest.fixture(scope="module")
+def shared_driver(fake_server: FakeGlue) -> GlueNamespace:
+    return new_driver(fake_server, [])  # boto3 takes a while to build a client: build one
+
+
+@pytest.fixture
+def driver(shared_driver: GlueNamespace, fake: FakeGlue, sleeps: list[float]) -> GlueNamespace:
+    shared_driver._sleep = sleeps.append
+    return shared_driver
+
+
+#: for each read, a driver call that sends it first, and what that call returns on a good answer
+READS: dict[str, tuple[Callable[[GlueNamespace], Any], Any]] = {
+    "GetCatalogs": (lambda d: d.list_namespaces(ListNamespacesRequest(id=[])).namespaces,
+                    [ACCOUNT, "cat"]),
+    "GetCatalog": (lambda d: d.describe_namespace(DescribeNamespaceRequest(id=["cat"])).properties,
+                   {"team": "core"}),
+    "GetDatabases": (lambda d: d.list_namespaces(ListNamespacesRequest(id=[ACCOUNT])).namespaces,
+                     ["sales"]),
+    "GetDatabase": (lambda d: d.describe_namespace(DescribeNamespaceRequest(id=list(DATABASE))).properties,
+                    {"team": "core"}),
+    "GetTables": (lambda d: d.list_tables(ListTablesRequest(id=list(DATABASE))).tables, ["orders"]),
+    "GetTable": (lambda d: d.describe_table(DescribeTableRequest(id=list(TABLE))).location, LOCATION),
+}
+
+
+def garbled(operation: str, kind: str) -> Answer:
+    good = json.dumps(GOOD[operation]).encode()
+    return {
+        "wrong shape": Answer(body=b'{"hello": "world"}'),
+        "html": Answer(body=b"<html><body><h1>Gateway</h1>Try again later</body></html>"),
+        "not json": Answer(body=b"Service temporarily unavailable"),
+        "truncated": Answer(body=good[: len(good) // 2], content_length=len(good)),
+    }[kind]
+
+
+GARBLED_KINDS = ["wrong shape", "html", "not json", "truncated"]
+#: what each garbled kind is called in the error message
+PROBLEM = {"wrong shape": "without ", "html": "a body that is not JSON (body: an HTML page",
+           "not json": "a body that is not JSON", "truncated": "a body cut short ("}
+
+
+def test_every_read_the_driver_sends_is_covered():
+    assert set(READS) == set(GOOD) == set(REQUIRED_ANSWER_MEMBERS) == READ_OPERATIONS
+
+
+# --- garbled answers to reads --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", GARBLED_KINDS)
+@pytest.mark.parametrize("operation", list(READS))
+def test_garbled_read_is_retried_then_a_bad_answer_error(driver: GlueNamespace, fake: FakeGlue,
+                                                          sleeps: list[float], operation: str, kind: str):
+    call, _ = READS[operation]
+    fake.answer(operation, garbled(operation, kind))
+    with pytest.raises(LanceNamespaceError) as caught:  # never a KeyError, never an empty result
+        call(driver)
+    error = caught.value
+    assert isinstance(error, BadAnswerError) and error.code == ErrorCode.INTERNAL
+    message = str(error)
+    assert message.startswith(f"glue: {operation} on ")
+    assert PROBLEM[kind] in message
+    assert message.endswith(f"after {1 + BAD_ANSWER_RETRIES} attempts")
+    assert "\n" not in message and len(message) < 400
+    assert fake.requests[operation] == 1 + BAD_ANSWER_RETRIES
+    assert len(sleeps) == BAD_ANSWER_RETRIES
+
+
+@pytest.mark.parametrize("operation", list(READS))
+def test_garbled_answer_then_a_good_one_succeeds(driver: GlueNamespace, fake: FakeGlue,
+                                                 sleeps: list[float], operation: str):
+    call, expected = READS[operation]
+    fake.answer(operation, garbled(operation, "truncated"), ok(GOOD[operation]))
+    assert call(driver) == expected
+    assert fake.requests[operation] == 2
+    assert len(sleeps) == 1
+
+
+@pytest.mark.parametrize(("operation", "body", "problem"), [
+    ("GetTables", b"[]", "answered a list in JSON, not an object"),
+    ("GetTables", b"null", "answered null in JSON, not an object"),
+    ("GetTables", b"", "answered without TableList (body: an empty body)"),
+    ("GetTables", b'{"message": "Internal server error"}', "answered without TableList"),
+    ("GetTables", b'{"Message": "Service Unavailable"}', "answered without TableList"),
+    ("GetTables", b'{"TableList": "orders"}', "with TableList a string, not a list"),
+    ("GetTables", b'{"TableList": {"Name": "orders"}}', "with TableList an object, not a list"),
+    ("GetTables", b'{"TableList": [null]}', "with TableList[0] null"),
+    ("GetTables", b'{"TableList": [{"TableType": "EXTERNAL_TABLE"}]}', "without TableList[0].Name"),
+    ("GetTables", b'{"TableList": [{"Name": 7}]}', "with TableList[0].Name a number, not a string"),
+    ("GetTables", b'{"TableList": [{"Name": "t", "Parameters": ["table_type"]}]}',
+     "with TableList[0].Parameters a list, not an object"),
+    ("GetTables", b'{"TableList": [{"Name": "t", "Parameters": {"table_type": null}}]}',
+     "with TableList[0].Parameters['table_type'] null"),
+    ("GetTables", b'{"TableList": [{"Name": "t", "Parameters": {"n": 1}}]}',
+     "with TableList[0].Parameters['n'] a number, not a string"),
+    ("GetTables", b'{"TableList": [{"Name": "t", "CreateTime": "yesterday"}]}',
+     "with TableList[0].CreateTime a string, not a timestamp"),
+    ("GetTables", b'{"TableList": [], "NextToken": 5}', "with NextToken a number, not a string"),
+    ("GetTable", b'{"Table": []}', "with Table a list, not an object"),
+    ("GetTable", b'{"Table": {"Name": "t", "StorageDescriptor": {"Location": ["s3://x"]}}}',
+     "with Table.StorageDescriptor.Location a list, not a string"),
+    ("GetTable", b'{"Table": {"Name": "t", "Retention": true}}',
+     "with Table.Retention a boolean, not an integer"),
+    ("GetTable", b'{"Table": {"Name": "t", "StorageDescriptor": {"Columns": [{"Type": "int"}]}}}',
+     "without Table.StorageDescriptor.Columns[0].Name"),  # required by botocore's model
+    ("GetDatabase", b'{"Database": "sales"}', "with Database a string, not an object"),
+    ("GetDatabases", b'{"DatabaseList": [{"Name": "sales", "Parameters": "team=core"}]}',
+     "with DatabaseList[0].Parameters a string, not an object"),
+    ("GetCatalogs", b'{"CatalogList": [{"Name": "cat"}]}', "without CatalogList[0].CatalogId"),
+    ("GetCatalog", b'{"Catalog": {"CatalogId": "x"}}', "without Catalog.Name"),
+])
+def test_answers_without_their_shape(driver: GlueNamespace, fake: FakeGlue, operation: str,
+                                     body: bytes, problem: str):
+    fake.answer(operation, Answer(body=body))
+    with pytest.raises(BadAnswerError) as caught:
+        READS[operation][0](driver)
+    assert str(caught.value).startswith(f"glue: {operation} on ")
+    assert problem in str(caught.value)
+    assert fake.requests[operation] == 1 + BAD_ANSWER_RETRIES
+
+
+def test_members_outside_the_model_and_null_members_are_accepted(driver: GlueNamespace, fake: FakeGlue):
+    table = {**LANCE_TABLE, "SomethingNew": {"x": [1]}, "Description": None, "Owner": None}
+    fake.answer("GetTable", ok({"Table": table, "Extra": 1}))
+    assert READS["GetTable"][0](driver) == LOCATION
+    fake.answer("GetTables", ok({"TableList": [], "NextToken": None}))
+    assert READS["GetTables"][0](driver) == []
+    assert fake.requests == {"GetTable": 1, "GetTables": 1}
+
+
+def test_a_later_page_garbled_is_raised(driver: GlueNamespace, fake: FakeGlue):
+    first = {"TableList": [LANCE_TABLE], "NextToken": "page-2"}
+    fake.answer("GetTables", ok(first), Answer(body=b"<html><title>Bad Gateway</title></html>"))
+    with pytest.raises(BadAnswerError, match="an HTML page titled 'Bad Gateway'"):
+        list(driver.list_table_infos(DATABASE))
+    assert fake.requests["GetTables"] == 2 + BAD_ANSWER_RETRIES
+
+
+def test_botocore_reads_a_short_body_without_raising(fake: FakeGlue):
+    """Why the driver checks: botocore ignores Content-Length and drops what its model lacks."""
+    good = json.dumps(GOOD["GetTables"]).encode()
+    fake.answer("GetTables", Answer(body=good[:20], content_length=len(good)))
+    plain = boto3.client("glue", endpoint_url=fake.endpoint, region_name="us-east-1",
+                         aws_access_key_id="testing", aws_secret_access_key="testing",
+                         config=Config(retries={"mode": "standard"}))
+    answer = plain.get_tables(DatabaseName="sales")
+    assert "TableList" not in answer and set(answer) == {"ResponseMetadata"}
+
+
+# --- writes --------------------------------------------------------------------------------------
+
+
+def declare(driver: GlueNamespace) -> Any:
+    return driver.declare_table(DeclareTableRequest(id=list(TABLE), location=LOCATION))
+
+
+@pytest.mark.parametrize("answer", [
+    Answer(body=MOTO_500_PAGE), Answer(body=b'{"ok": tru'), Answer(body=b"{}", content_length=40)])
+def test_garbled_answer_to_a_write_is_not_sent_again(driver: GlueNamespace, fake: FakeGlue,
+                                                     sleeps: list[float], answer: Answer):
+    fake.answer("CreateTable", answer)
+    with pytest.raises(BadAnswerError, match=r"^glue: CreateTable on 123456789012\$sales\$orders answered"):
+        declare(driver)
+    assert fake.requests["CreateTable"] == 1 and sleeps == []
+
+
+@pytest.mark.parametrize("body", [b"{}", b"", b'{"Unexpected": "member"}'])
+def test_empty_answers_to_writes_are_fine(driver: GlueNamespace, fake: FakeGlue, body: bytes):
+    fake.answer("CreateTable", Answer(body=body))
+    assert declare(driver).location == LOCATION
+    fake.answer("CreateDatabase", Answer(body=body))
+    driver.create_namespace(CreateNamespaceRequest(id=[ACCOUNT, "new_db"]))
+
+
+def test_create_table_resent_by_botocore_meets_already_exists(driver: GlueNamespace, fake: FakeGlue):
+    """The first CreateTable landed but its answer was a 500: botocore sends it again, and the
+    second attempt is AlreadyExists. It stays TableAlreadyExists (the apply layer then checks
+    the live table)."""
+    fake.answer("CreateTable", glue_error("InternalServiceException", 500),
+                glue_error("AlreadyExistsException", message="Table already exists."))
+    with pytest.raises(TableAlreadyExistsError) as caught:
+        declare(driver)
+    assert str(caught.value) == ("glue: CreateTable on 123456789012$sales$orders answered "
+                                 "AlreadyExistsException: Table already exists.")
+    assert fake.requests["CreateTable"] == 2
+
+
+@pytest.mark.parametrize(("operation", "code", "call", "expected"), [
+    ("CreateDatabase", "AlreadyExistsException",
+     lambda d: d.create_namespace(CreateNamespaceRequest(id=[ACCOUNT, "sales"])), NamespaceAlreadyExistsError),
+    ("CreateTable", "EntityNotFoundException", declare, NamespaceNotFoundError),
+    ("GetTable", "EntityNotFoundException", READS["GetTable"][0], TableNotFoundError),
+    ("GetDatabase", "EntityNotFoundException", READS["GetDatabase"][0], NamespaceNotFoundError),
+    ("GetTables", "EntityNotFoundException", READS["GetTables"][0], NamespaceNotFoundError),
+    ("DeleteTable", "EntityNotFoundException",
+     lambda d: d.deregister_table(DeregisterTableRequest(id=list(TABLE))), TableNotFoundError),
+])
+def test_not_found_and_already_exists_are_translated(driver: GlueNamespace, fake: FakeGlue, operation: str,
+                                                     code: str, call: Callable, expected: type):
+    fake.answer(operation, glue_error(code))
+    with pytest.raises(expected):
+        call(driver)
+    assert fake.requests[operation] == 1
+
+
+# --- transport failures and error pages ----------------------------------------------------------
+
+
+def test_moto_500_page_is_one_line_after_botocore_retries(driver: GlueNamespace, fake: FakeGlue):
+    fake.answer("GetTables", Answer(status=500, body=MOTO_500_PAGE))
+    with pytest.raises(ServiceUnavailableError) as caught:
+        READS["GetTables"][0](driver)
+    assert str(caught.value) == ("glue: GetTables on 123456789012$sales answered 500: "
+                                 "an HTML page titled '500 Internal Server Error'")
+    assert fake.requests["GetTables"] == 3  # botocore's standard mode; no resend of ours on top
+
+
+def test_404_page_is_one_line(driver: GlueNamespace, fake: FakeGlue):
+    fake.answer("GetDatabase", Answer(status=404, body=MOTO_404_PAGE))
+    with pytest.raises(InternalError) as caught:
+        READS["GetDatabase"][0](driver)
+    assert str(caught.value) == ("glue: GetDatabase on 123456789012$sales answered 404: "
+                                 "an HTML page titled '404 Not Found'")
+
+
+@pytest.mark.parametrize("answer", [Answer(hang_up=True),
+                                    Answer(body=json.dumps(GOOD["GetTables"]).encode(), cut_chunk=True)],
+                         ids=["hang up", "chunk cut short"])
+def test_lost_connections_are_service_unavailable(driver: GlueNamespace, fake: FakeGlue, answer: Answer):
+    fake.answer("GetTables", answer)
+    with pytest.raises(ServiceUnavailableError) as caught:
+        READS["GetTables"][0](driver)
+    assert str(caught.value).startswith("glue: GetTables on 123456789012$sales failed: ")
+    assert isinstance(caught.value.__cause__, ConnectionClosedError)
+    assert fake.requests["GetTables"] == 3
+
+
+def test_lost_connection_then_a_good_answer(driver: GlueNamespace, fake: FakeGlue):
+    fake.answer("GetTables", Answer(hang_up=True), ok(GOOD["GetTables"]))
+    assert READS["GetTables"][0](driver) == ["orders"]
+    assert fake.requests["GetTables"] == 2
+
+
+@pytest.mark.parametrize("error", [
+    ReadTimeoutError(endpoint_url="http://glue", error="read timed out"),
+    ResponseStreamingError(error="connection broken"),
+    IncompleteReadError(actual_bytes=10, expected_bytes=100),
+    ConnectionClosedError(endpoint_url="http://glue"),
+], ids=lambda error: type(error).__name__)
+def test_botocore_transient_errors_are_service_unavailable(make_driver, fake: FakeGlue,
+                                                           error: Exception):
+    driver = make_driver()
+    attempts = []
+
+    def fail(**_: Any) -> None:
+        attempts.append(1)
+        raise error
+
+    driver._glue.meta.events.register("before-send.glue.GetTable", fail)
+    with pytest.raises(ServiceUnavailableError) as caught:
+        READS["GetTable"][0](driver)
+    assert str(caught.value).startswith("glue: GetTable on 123456789012$sales$orders failed: ")
+    assert caught.value.__cause__ is error
+    assert len(attempts) == (1 if isinstance(error, IncompleteReadError) else 3)
+
+
+def test_throttling_after_botocore_retries(driver: GlueNamespace, fake: FakeGlue):
+    fake.answer("GetDatabase", glue_error("ThrottlingException", message="Rate exceeded"))
+    with pytest.raises(ThrottlingError) as caught:
+        READS["GetDatabase"][0](driver)
+    assert str(caught.value) == ("glue: GetDatabase on 123456789012$sales answered "
+                                 "ThrottlingException: Rate exceeded")
+    assert fake.requests["GetDatabase"] == 3
+
+
+# --- STS -----------------------------------------------------------------------------------------
+
+
+def test_garbled_caller_identity_is_a_bad_answer(make_driver, fake: FakeGlue, sleeps: list[float],
+                                                 monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL_GLUE", fake.endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", fake.endpoint)
+    driver = make_driver(endpoint=None, catalog_id=None)
+    fake.answer("GetCallerIdentity", Answer(body=b"<html><title>Sign in</title></html>"))
+    with pytest.raises(BadAnswerError, match=r"^glue: GetCallerIdentity on the caller's account"):
+        driver.list_namespaces(ListNamespacesRequest(id=[]))
+    assert fake.requests["GetCallerIdentity"] == 1 + BAD_ANSWER_RETRIES
+
+    fake.answer("GetCallerIdentity", Answer(body=(
+        b"<GetCallerIdentityResponse xmlns='https://sts.amazonaws.com/doc/2011-06-15/'>"
+        b"<GetCallerIdentityResult><Account>123456789012</Account></GetCallerIdentityResult>"
+        b"</GetCallerIdentityResponse>")))
+    assert driver.list_namespaces(ListNamespacesRequest(id=[])).namespaces == [ACCOUNT, "cat"]
+
+
+@pytest.mark.parametrize(("body", "problem"), [
+    (b"<html><title>Sign in</title></html>", "without AssumeRoleResult (body: an HTML page titled 'Sign in')"),
+    (b"Rate exceeded", "a body that is not XML"),
+    (b"<AssumeRoleResponse><AssumeRoleResult></AssumeRoleResult></AssumeRoleResponse>",
+     "without Credentials"),
+])
+def test_garbled_assume_role_is_a_bad_answer(make_driver, fake: FakeGlue, monkeypatch: pytest.MonkeyPatch,
+                                             body: bytes, problem: str):
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", fake.endpoint)
+    role = "arn:aws:iam::210987654321:role/lance-sync-test"
+    driver = make_driver(assume_role_arn=role)
+    fake.answer("AssumeRole", Answer(body=body))
+    with pytest.raises(BadAnswerError) as caught:
+        READS["GetDatabase"][0](driver)
+    assert str(caught.value).startswith(f"glue: AssumeRole on role {role} answered ")
+    assert problem in str(caught.value)
+    assert fake.requests["AssumeRole"] == 1 + BAD_ANSWER_RETRIES  # a read: sent again
+    assert fake.requests["GetDatabase"] == 0  # nothing was signed with garbage
