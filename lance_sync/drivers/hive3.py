@@ -21,11 +21,21 @@ Storage layout: a table declared without a location goes to
 Lance data never lies inside a directory that HMS deletes recursively when a catalog (or,
 from other tools, a database) is dropped.
 
-Every call goes through a pool of `client.pool-size` Thrift connections with a socket
-timeout: one call per connection at a time; a connection that failed in flight is closed,
-never reused; a read whose connection broke (not timed out) is retried once on a fresh
-connection. Metastore errors are translated to `lance_namespace.errors` in each
-operation, with `_translate` as the fallback at the boundary.
+Every call goes out through `_send`, on a pool of `client.pool-size` Thrift connections with
+a socket timeout, one call per connection at a time. Every answer of a read is checked where
+it enters the driver (`ANSWER_CHECKS`): the fields the driver relies on, and those the Hive
+IDL marks required, must be present with the types the IDL gives them, and the object must be
+the one asked for; otherwise it is a BadAnswerError naming the call and what was wrong.
+
+After anything but an answer (a protocol or decoding error, garbage, a connection closed
+mid-answer, a timeout) the connection is closed, never reused: a Java metastore's connection
+is out of step after a protocol error. A read is then sent again on a new connection, up to
+`client.max-retries` times with backoff; a write is not (it was sent, so the metastore may
+have carried it out): it fails with a TransientError for the caller to reconcile. A call that
+could not connect at all is retried whatever it is. The last failure is a
+`lance_namespace.errors` error naming the call and the cause, never a Thrift exception.
+Metastore errors (the exceptions the Hive IDL declares) are translated to
+`lance_namespace.errors` in each operation, with `_translate` as the fallback at the boundary.
 """
 
 from __future__ import annotations
@@ -34,7 +44,9 @@ import contextlib
 import functools
 import inspect
 import re
+import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -73,7 +85,7 @@ from lance_namespace.errors import (
     TableNotFoundError,
     UnsupportedOperationError,
 )
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 from pymetastore.hive_metastore import ThriftHiveMetastore, ttypes
 from pymetastore.hive_metastore.ttypes import (
     AlreadyExistsException,
@@ -83,8 +95,12 @@ from pymetastore.hive_metastore.ttypes import (
     Database,
     DropCatalogRequest,
     GetCatalogRequest,
+    GetCatalogResponse,
+    GetCatalogsResponse,
     GetTableRequest,
+    GetTableResult,
     GetTablesRequest,
+    GetTablesResult,
     InvalidObjectException,
     InvalidOperationException,
     MetaException,
@@ -96,7 +112,8 @@ from pymetastore.hive_metastore.ttypes import (
     UnknownDBException,
 )
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
-from thrift.Thrift import TApplicationException, TException
+from thrift.protocol.TProtocol import TProtocolException
+from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TTransportException
 
@@ -117,6 +134,7 @@ from lance_sync.drivers.base import (
 )
 from lance_sync.drivers.config_types import ThriftUri
 from lance_sync.drivers.paging import check_page_limit, names_after, page_of_names
+from lance_sync.drivers.retry import BadAnswerError, TransientError, is_transient, with_retries
 from lance_sync.locations import is_local, join_location, normalize_location
 
 DEFAULT_CATALOG = "hive"
@@ -148,11 +166,8 @@ CATALOG_FIELDS = (CATALOG_DESCRIPTION, CATALOG_LOCATION)
 CATALOGS_DIRECTORY = "_catalogs"
 #: tables per get_table_objects_by_name_req: HMS's own metastore.batch.retrieve.max default
 TABLE_BATCH_SIZE = 300
-#: calls that change nothing, so one retry on a fresh connection is safe
-READ_CALLS = frozenset({
-    "get_catalog", "get_catalogs", "get_database", "get_databases", "get_all_databases",
-    "get_table_req", "get_all_tables", "get_table_objects_by_name_req",
-})
+#: most elements a list or map in an answer may claim (garbage claiming billions fails at once)
+CONTAINER_LENGTH_LIMIT = 10_000_000
 #: exceptions declared in the Hive IDL: answers, after which the connection stays in step
 METASTORE_ERRORS = tuple(value for value in vars(ttypes).values()
                          if isinstance(value, type) and issubclass(value, TException)
@@ -175,11 +190,34 @@ class Hive3Config(BackendConfig):
     client_socket_timeout: PositiveFloat = Field(
         60, alias="client.socket-timeout-sec",
         description="Socket timeout of every metastore call, seconds (lance-sync's addition)")
+    client_max_retries: NonNegativeInt = Field(
+        3, alias="client.max-retries",
+        description="Times a read is sent again after a broken or garbled answer, and any call "
+                    "after a failed connect (lance-sync's addition)")
     root: str = Field(default_factory=default_root,
                       description="Storage root for tables declared without a location (default: cwd)")
 
 
 # --- connections -----------------------------------------------------------------------------
+
+class _AnswerProtocol(TBinaryProtocolAccelerated):
+    """The binary protocol, refusing an answer whose header does not belong to the call sent:
+    the generated client reads any message as the answer (it checks neither name nor seqid)."""
+
+    def __init__(self, transport: TBufferedTransport) -> None:
+        super().__init__(transport, container_length_limit=CONTAINER_LENGTH_LIMIT)
+        #: the call whose answer is awaited; set before each call
+        self.call = ""
+
+    def readMessageBegin(self) -> tuple[str, int, int]:  # noqa: N802 - Thrift's name
+        name, kind, seqid = super().readMessageBegin()
+        if name != self.call or kind not in (TMessageType.REPLY, TMessageType.EXCEPTION) or seqid != 0:
+            raise TProtocolException(TProtocolException.INVALID_DATA, (
+                f"the answer's header (message {name[:60]!r}, type {kind}, seqid {seqid}) does not "
+                f"belong to the call sent ({self.call}, type {TMessageType.REPLY} or "
+                f"{TMessageType.EXCEPTION}, seqid 0)"))
+        return name, kind, seqid
+
 
 class _Connection:
     """One metastore connection: socket with a timeout, buffered transport, binary protocol."""
@@ -189,7 +227,20 @@ class _Connection:
         socket.setTimeout(timeout_sec * 1000)
         self._transport = TBufferedTransport(socket)
         self._transport.open()
-        self.client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(self._transport))
+        self._protocol = _AnswerProtocol(self._transport)
+        self.client = ThriftHiveMetastore.Client(self._protocol)
+
+    def call(self, call: str, args: tuple[Any, ...]) -> Any:
+        """Send `call` and read its answer. A failure while sending is a `_SendError` (the
+        request may or may not have gone out); an error while reading propagates as raised."""
+        self._protocol.call = call
+        try:
+            getattr(self.client, f"send_{call}")(*args)
+        except (TTransportException, OSError) as error:
+            raise _SendError(error, sent=True) from error
+        except Exception as error:  # the generated encoder refused an argument: nothing went out
+            raise _SendError(error, sent=False) from error
+        return getattr(self.client, f"recv_{call}")()
 
     def is_open(self) -> bool:
         """False once the server has closed the connection (a non-blocking peek)."""
@@ -197,6 +248,14 @@ class _Connection:
 
     def close(self) -> None:
         self._transport.close()
+
+
+class _SendError(Exception):
+    """A failure while sending a call; `sent` is False when the request cannot have left."""
+
+    def __init__(self, error: BaseException, sent: bool) -> None:
+        super().__init__(_message(error))
+        self.error, self.sent = error, sent
 
 
 class MetastorePool:
@@ -208,16 +267,21 @@ class MetastorePool:
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
 
-    def acquire(self) -> _Connection:
-        """A connection for one call; blocks while `size` calls are in flight."""
+    def acquire(self, fresh: bool = False) -> _Connection:
+        """A connection for one call; blocks while `size` calls are in flight. `fresh` closes
+        the idle connections and opens a new one (a retry after a broken connection: the idle
+        ones were opened before the failure and may share its cause, e.g. a restarted server)."""
         self._slots.acquire()
         try:
+            if fresh:
+                self.close()
             return self._reused() or _Connection(self._host, self._port, self._timeout_sec)
         except BaseException:
             self._slots.release()
             raise
 
     def release(self, connection: _Connection, reusable: bool) -> None:
+        """Back to the pool after an answer; closed (never reused) after anything else."""
         if reusable:
             with self._lock:
                 self._idle.append(connection)
@@ -231,6 +295,11 @@ class MetastorePool:
         for connection in idle:
             connection.close()
 
+    def idle(self) -> int:
+        """How many connections wait in the pool."""
+        with self._lock:
+            return len(self._idle)
+
     def _reused(self) -> _Connection | None:
         while True:
             with self._lock:
@@ -240,6 +309,11 @@ class MetastorePool:
             if connection.is_open():
                 return connection
             connection.close()
+
+
+class MetastoreUnreachableError(TransientError):
+    """The metastore could not be connected to: the call was never sent, so any call, a write
+    too, can be sent again."""
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -286,6 +360,37 @@ def _timed_out(error: BaseException) -> bool:
         isinstance(error, TTransportException) and error.type == TTransportException.TIMED_OUT)
 
 
+#: what reading a garbled answer raises: the protocol's own errors, and what the C decoder
+#: raises for impossible lengths, unknown types, bad UTF-8 or a buffer that ran out
+DECODING_ERRORS = (TProtocolException, TypeError, ValueError, OverflowError, EOFError,
+                   struct.error, RecursionError)
+#: transport errors that mean impossible lengths in the answer, not a broken connection
+GARBLED_TRANSPORT = frozenset({TTransportException.NEGATIVE_SIZE, TTransportException.SIZE_LIMIT})
+#: TApplicationException types the generated client raises itself when an answer holds
+#: neither a result nor a declared error: the answer was garbled, not refused
+GARBLED_APPLICATION = frozenset({TApplicationException.MISSING_RESULT, TApplicationException.BAD_SEQUENCE_ID,
+                                 TApplicationException.WRONG_METHOD_NAME,
+                                 TApplicationException.INVALID_MESSAGE_TYPE})
+APPLICATION_ERROR_NAMES = {value: name for name, value in vars(TApplicationException).items()
+                           if name.isupper() and isinstance(value, int)}
+
+
+def _garbled(error: BaseException) -> bool:
+    """True when reading the answer failed on its content rather than on the connection."""
+    if isinstance(error, TTransportException):
+        return error.type in GARBLED_TRANSPORT
+    if isinstance(error, TApplicationException):
+        return error.type in GARBLED_APPLICATION
+    return isinstance(error, DECODING_ERRORS)
+
+
+def _cause(error: BaseException) -> str:
+    """A failure's type and message, with the socket error under a transport error."""
+    text = f"{type(error).__name__}: {_message(error)}"
+    inner = getattr(error, "inner", None)
+    return f"{text} ({type(inner).__name__}: {inner})" if inner is not None else text
+
+
 # --- the driver ------------------------------------------------------------------------------
 
 class Hive3Namespace(SyncNamespace):
@@ -304,6 +409,8 @@ class Hive3Namespace(SyncNamespace):
         self._root = normalize_location(self.config.root)
         #: None until known: does the metastore have the Hive 3 catalog API?
         self._catalog_api: bool | None = None
+        #: waits between retries (tests replace it)
+        self._sleep: Callable[[float], None] = time.sleep
         self._catalog_api_lock = threading.Lock()
 
     def namespace_id(self) -> str:
@@ -324,6 +431,7 @@ class Hive3Namespace(SyncNamespace):
     def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
         return cls.check_namespace_id((name,), config)
 
+    @_translated
     def capabilities(self) -> Capabilities:
         levels = (1, 2) if self._has_catalog_api() else (2, 2)
         return Capabilities(update_namespace_properties=True, update_table_properties=True,
@@ -344,7 +452,7 @@ class Hive3Namespace(SyncNamespace):
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         parts = _names(request.id, "namespace", 0, 2)
         if not parts:
-            names = self._catalog_call("get_catalogs").names or []
+            names = self._catalog_call("get_catalogs").names
         elif len(parts) == 1:
             names = self._database_names(parts[0])
         else:
@@ -501,7 +609,7 @@ class Hive3Namespace(SyncNamespace):
         if parts:
             names = self._database_names(parts[0])
         else:
-            names = self._catalog_call("get_catalogs").names or []
+            names = self._catalog_call("get_catalogs").names
         for name in sorted(names):
             try:
                 properties = self._namespace_properties((*parts, name))
@@ -748,7 +856,7 @@ class Hive3Namespace(SyncNamespace):
         """The tables of `names` that still exist, in one call."""
         request = GetTablesRequest(dbName=database, tblNames=names, catName=catalog)
         try:
-            return self._send("get_table_objects_by_name_req", request).tables or []
+            return self._send("get_table_objects_by_name_req", request).tables
         except UnknownDBException as error:
             raise NamespaceNotFoundError(f"hive3: database {_display((catalog, database))} not found") from error
 
@@ -759,41 +867,102 @@ class Hive3Namespace(SyncNamespace):
     # --- calls ---------------------------------------------------------------------------------
 
     def _send(self, call: str, *args: Any) -> Any:
-        """One metastore call on a pooled connection; transport failures are ServiceUnavailable.
+        """One metastore call: the single place where calls go out.
 
-        The connection goes back to the pool only after an answer (a result or an error the
-        Hive IDL declares, or "Invalid method name"); after anything else it may be out of
-        step, so it is closed. A read whose connection broke is retried once on a fresh one.
+        Returns the answer (checked, for a read) or raises an exception the Hive IDL declares,
+        TApplicationException UNKNOWN_METHOD ("Invalid method name"), or a
+        `lance_namespace.errors` error naming the call and the cause. A read is retried on a new
+        connection after a broken or garbled answer, and any call after a failed connect, up
+        to `client.max-retries` times with backoff.
         """
-        retry = call in READ_CALLS
-        while True:
-            try:
-                connection = self._pool.acquire()
-            except TTransportException as error:
-                raise ServiceUnavailableError(
-                    f"hive3: cannot connect to the metastore at {self._address}: {_message(error)}") from error
-            reusable = False
-            try:
-                self.count_call()
-                result = getattr(connection.client, call)(*args)
-                reusable = True
-                return result
-            except METASTORE_ERRORS:
+        read = call in READ_CALLS
+        attempts = 0
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            return self._send_once(call, args, read, fresh=attempts > 1)
+
+        def retryable(error: BaseException) -> bool:
+            return isinstance(error, MetastoreUnreachableError) or (read and is_transient(error))
+
+        try:
+            return with_retries(attempt, self.config.client_max_retries, retryable=retryable,
+                                sleep=self._sleep)
+        except (BadAnswerError, ServiceUnavailableError) as error:
+            if attempts == 1:
+                raise
+            raise type(error)(f"{error} (gave up after {attempts} attempts)") from error.__cause__
+
+    def _send_once(self, call: str, args: tuple[Any, ...], read: bool, fresh: bool) -> Any:
+        """One attempt of `_send` on a pooled connection (a new one when `fresh`).
+
+        The connection goes back to the pool only after an answer: a result that passed its
+        check, an error the Hive IDL declares, or "Invalid method name". After anything else
+        it may be out of step, so it is closed.
+        """
+        try:
+            connection = self._pool.acquire(fresh=fresh)
+        except (TTransportException, OSError) as error:
+            inner = getattr(error, "inner", None)
+            raise MetastoreUnreachableError(
+                f"hive3: {call}: cannot connect to the metastore at {self._address}: {_message(error)}"
+                + (f" ({inner})" if inner else "")) from error
+        reusable = False
+        try:
+            self.count_call()
+            answer = connection.call(call, args)
+            if read:
+                problem = ANSWER_CHECKS[call](answer, *args)
+                if problem:
+                    raise BadAnswerError(f"hive3: {call} to the metastore at {self._address} answered "
+                                         f"an unexpected shape: {problem}")
+            reusable = True
+            return answer
+        except METASTORE_ERRORS:
+            reusable = True
+            raise
+        except _SendError as error:
+            if not error.sent:
+                raise InternalError(f"hive3: {call} could not be encoded: {_cause(error.error)}") from error.error
+            raise self._broken(call, read, error.error) from error.error
+        except TApplicationException as error:
+            if error.type == TApplicationException.UNKNOWN_METHOD:
                 reusable = True
                 raise
-            except TApplicationException as error:
-                reusable = error.type == TApplicationException.UNKNOWN_METHOD
-                raise
-            except (TTransportException, OSError) as error:
-                if retry and not _timed_out(error):
-                    retry = False
-                    continue
-                reason = (f"no answer within {self.config.client_socket_timeout:g}s"
-                          if _timed_out(error) else _message(error))
-                raise ServiceUnavailableError(
-                    f"hive3: {call} to the metastore at {self._address} failed: {reason}") from error
-            finally:
-                self._pool.release(connection, reusable)
+            if _garbled(error):
+                raise self._broken(call, read, error) from error
+            raise InternalError(
+                f"hive3: {call} to the metastore at {self._address} failed: the metastore answered "
+                f"TApplicationException {APPLICATION_ERROR_NAMES.get(error.type, error.type)}: "
+                f"{_message(error)}") from error
+        except (TException, OSError, *DECODING_ERRORS) as error:
+            raise self._broken(call, read, error) from error
+        finally:
+            self._pool.release(connection, reusable)
+
+    def _broken(self, call: str, read: bool, error: BaseException) -> LanceNamespaceError:
+        """The error for a call whose answer did not arrive whole and readable.
+
+        A read's is BadAnswerError for a garbled answer and TransientError for a broken
+        connection or a timeout (both retried). A write's is always a TransientError saying
+        that the metastore may have carried it out: the caller re-reads before trying again.
+        """
+        if _garbled(error):
+            cause = f"the answer could not be decoded ({_cause(error)})"
+        elif _timed_out(error):
+            cause = f"no answer within {self.config.client_socket_timeout:g}s"
+        elif isinstance(error, TTransportException) and error.type == TTransportException.END_OF_FILE:
+            cause = "the metastore closed the connection before the answer was complete"
+        else:
+            cause = f"the connection failed ({_cause(error)})"
+        text = f"hive3: {call} to the metastore at {self._address} failed: {cause}"
+        if not read:
+            return TransientError(f"{text}; the metastore may have received the request and carried it "
+                                  "out (not retried: read the object before trying again)")
+        if _garbled(error):
+            return BadAnswerError(text)
+        return TransientError(text)
 
 
 # --- request builders and readers ---------------------------------------------------------------
@@ -900,3 +1069,184 @@ def _table_info(id: Identifier, table: Table) -> TableInfo:
 def _batches(names: list[str], size: int) -> Iterator[list[str]]:
     for start in range(0, len(names), size):
         yield names[start:start + size]
+
+
+# --- answer checks -------------------------------------------------------------------------------
+#
+# Every read's answer is checked before the driver uses it: the fields listed below must be
+# present, and every field listed (present or optional) must have the Python type its Thrift
+# type gives (taken from the generated `thrift_spec`); fields the IDL marks required are
+# checked by the generated `validate()`. The object must also be the one asked for.
+
+#: struct -> (fields the driver needs, fields it reads when present)
+STRUCT_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    GetCatalogsResponse: (("names",), ()),
+    GetCatalogResponse: (("catalog",), ()),
+    Catalog: (("name",), ("description", "locationUri")),
+    Database: (("name", "parameters"), ("description", "locationUri", "ownerName", "ownerType", "catalogName")),
+    # GetTableResult.table and GetTablesResult.tables are IDL-required (validate()); each table
+    # is checked by _table_problem, against what was asked for. HMS fills tableType and adds
+    # transient_lastDdlTime to every table; a view's sd has no location; sd.location is needed
+    # for Lance tables only (_table_problem)
+    Table: (("tableName", "dbName", "tableType", "parameters"), ("sd", "catName")),
+    StorageDescriptor: ((), ("location",)),
+}
+PYTHON_TYPES = {TType.STRING: str, TType.BOOL: bool, TType.BYTE: int, TType.I16: int,
+                TType.I32: int, TType.I64: int, TType.DOUBLE: float}
+LIST_OF_STRINGS = (TType.STRING, "UTF8", False)
+
+
+@functools.cache
+def _field_types(struct_type: type) -> dict[str, tuple[int, Any]]:
+    """Field name -> (Thrift type, type arguments), from the generated `thrift_spec`."""
+    return {field[2]: (field[1], field[3]) for field in struct_type.thrift_spec if field}
+
+
+def _value_problem(value: Any, ttype: int, args: Any, where: str) -> str | None:
+    """What is wrong with `value` as a value of Thrift type `ttype`, or None. Structs are
+    checked by their STRUCT_FIELDS; containers element by element."""
+    if value is None:
+        return f"{where} is missing"
+    if ttype == TType.STRUCT:
+        return _struct_problem(value, args[0], where)
+    if ttype in (TType.LIST, TType.SET):
+        if not isinstance(value, list | set | frozenset):
+            return f"{where} is {_shown(value)}, not a list"
+        for index, item in enumerate(value):
+            if problem := _value_problem(item, args[0], args[1], f"{where}[{index}]"):
+                return problem
+        return None
+    if ttype == TType.MAP:
+        if not isinstance(value, dict):
+            return f"{where} is {_shown(value)}, not a map"
+        for key, item in value.items():
+            if problem := (_value_problem(key, args[0], args[1], f"{where} key {key!r}")
+                           or _value_problem(item, args[2], args[3], f"{where}[{key!r}]")):
+                return problem
+        return None
+    expected = PYTHON_TYPES[ttype]
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        return f"{where} is {_shown(value)}, not {'a string' if expected is str else expected.__name__}"
+    return None
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value's type and a short repr, for a message."""
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= limit else text[:limit] + '...'}"
+
+
+def _struct_problem(value: Any, struct_type: type, where: str) -> str | None:
+    """What is wrong with `value` as a `struct_type` (see STRUCT_FIELDS), or None."""
+    if value is None:
+        return f"{where} is missing"
+    if not isinstance(value, struct_type):
+        return f"{where} is {_shown(value)}, not a {struct_type.__name__}"
+    try:
+        value.validate()  # the fields the IDL marks required
+    except TProtocolException as error:
+        return f"{where}: {_message(error)}"
+    needed, optional = STRUCT_FIELDS.get(struct_type, ((), ()))
+    types = _field_types(struct_type)
+    for name in (*needed, *optional):
+        field = getattr(value, name, None)
+        if field is None:
+            if name in needed:
+                return f"{where}.{name} is missing"
+            continue
+        if problem := _value_problem(field, *types[name], f"{where}.{name}"):
+            return problem
+    return None
+
+
+def _same(answered: str, asked: Any) -> bool:
+    """HMS folds names to lower case; an unknown (None) asked name matches anything."""
+    return not isinstance(asked, str) or answered.lower() == asked.lower()
+
+
+def _check_names(answer: Any, *_args: Any) -> str | None:
+    """A list of names (get_all_databases, get_databases, get_all_tables)."""
+    problem = _value_problem(answer, TType.LIST, LIST_OF_STRINGS, "names")
+    if problem is None and "" in answer:
+        problem = f"names[{answer.index('')}] is empty"
+    return problem
+
+
+def _check_catalogs(answer: Any) -> str | None:
+    problem = _struct_problem(answer, GetCatalogsResponse, "GetCatalogsResponse")
+    if problem is None and "" in answer.names:
+        problem = f"GetCatalogsResponse.names[{answer.names.index('')}] is empty"
+    return problem
+
+
+def _check_catalog(answer: Any, request: GetCatalogRequest) -> str | None:
+    problem = _struct_problem(answer, GetCatalogResponse, "GetCatalogResponse")
+    if problem is None and not _same(answer.catalog.name, request.name):
+        problem = f"catalog {answer.catalog.name!r} answered for catalog {request.name!r}"
+    return problem
+
+
+def _check_database(answer: Any, ref: str) -> str | None:
+    """An unprefixed `ref` names a database of the server's default catalog, whatever its name;
+    HMS 2.x sends no catalogName."""
+    catalog, _, database = ref[1:].partition("#") if ref.startswith("@") else (None, "", ref)
+    problem = _struct_problem(answer, Database, "Database")
+    if problem is None and not (_same(answer.name, database)
+                                and (answer.catalogName is None or _same(answer.catalogName, catalog))):
+        asked = f"{catalog}${database}" if catalog else database
+        problem = f"database {answer.name!r} (catalog {answer.catalogName!r}) answered for {asked!r}"
+    return problem
+
+
+def _check_table_result(answer: Any, request: GetTableRequest) -> str | None:
+    return (_struct_problem(answer, GetTableResult, "GetTableResult")
+            or _table_problem(answer.table, "GetTableResult.table", request.catName, request.dbName,
+                              {request.tblName.lower()} if isinstance(request.tblName, str) else None))
+
+
+def _check_tables_result(answer: Any, request: GetTablesRequest) -> str | None:
+    problem = _struct_problem(answer, GetTablesResult, "GetTablesResult")
+    if problem:
+        return problem
+    if not isinstance(answer.tables, list):
+        return f"GetTablesResult.tables is {_shown(answer.tables)}, not a list"
+    asked = {name.lower() for name in request.tblNames or ()}
+    seen: set[str] = set()
+    for index, table in enumerate(answer.tables):
+        where = f"GetTablesResult.tables[{index}]"
+        if problem := _table_problem(table, where, request.catName, request.dbName, asked):
+            return problem
+        if table.tableName.lower() in seen:
+            return f"{where}: table {table.tableName!r} is answered twice"
+        seen.add(table.tableName.lower())
+    return None
+
+
+def _table_problem(table: Table, where: str, catalog: str | None, database: str | None,
+                   names: set[str] | None) -> str | None:
+    """A table's needed fields; that it is one asked for; that a Lance table has a location."""
+    if problem := _struct_problem(table, Table, where):
+        return problem
+    if names is not None and table.tableName.lower() not in names:
+        return f"{where}: table {table.tableName!r} was not asked for"
+    if not (_same(table.dbName, database) and (table.catName is None or _same(table.catName, catalog))):
+        return (f"{where}: table {table.tableName!r} of database {table.dbName!r} (catalog "
+                f"{table.catName!r}) answered for database {database!r} (catalog {catalog!r})")
+    if _is_lance(table) and not (table.sd and table.sd.location):
+        return f"{where}: Lance table {table.tableName!r} has no sd.location"
+    return None
+
+
+#: the read calls, each with the check of its answer: a read is any call listed here
+ANSWER_CHECKS: dict[str, Callable[..., str | None]] = {
+    "get_catalogs": _check_catalogs,
+    "get_catalog": _check_catalog,
+    "get_database": _check_database,
+    "get_databases": _check_names,
+    "get_all_databases": _check_names,
+    "get_all_tables": _check_names,
+    "get_table_req": _check_table_result,
+    "get_table_objects_by_name_req": _check_tables_result,
+}
+#: calls that change nothing, so sending them again is safe
+READ_CALLS = frozenset(ANSWER_CHECKS)

@@ -39,6 +39,7 @@ from lance_namespace import (
     TableExistsRequest,
 )
 from lance_namespace.errors import (
+    InternalError,
     InvalidInputError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -49,7 +50,6 @@ from lance_namespace.errors import (
     UnsupportedOperationError,
 )
 from pymetastore.hive_metastore.ttypes import GetTableRequest, Table
-from thrift.Thrift import TApplicationException
 
 import lance_sync  # noqa: F401 - registers the drivers with lance_namespace.connect
 from lance_sync.drivers import hive3
@@ -670,11 +670,13 @@ def test_no_catalog_api_is_detected_once(hms_server: RunningServer, hms_driver: 
 
 def test_protocol_error_discards_the_connection(hms_server: RunningServer, tmp_path: Path):
     """HMS 2.3 leaves a connection out of step after a request missing a required field: the
-    next call on it would hang. The driver closes it, so the next call gets a fresh one."""
+    next call on it would hang. The driver closes it, so the next call gets a fresh one. The
+    refusal is final (the same request would be refused again): an InternalError, not retried."""
     driver = Hive3Namespace(uri=hms_server.endpoint, root=str(tmp_path), **{"client.pool-size": "1",
                                                                             "client.socket-timeout-sec": "10"})
-    with pytest.raises(TApplicationException):
+    with pytest.raises(InternalError, match=r"hive3: get_table_req .*TApplicationException PROTOCOL_ERROR"):
         driver._send("get_table_req", GetTableRequest(tblName="x"))
+    assert driver.api_calls == 1 and driver._pool.idle() == 0
     assert "default" in driver.list_namespaces(ListNamespacesRequest(id=["hive"])).namespaces
 
 
@@ -806,8 +808,8 @@ def test_pool_size_is_respected_and_connections_are_reused_never_shared(
         lock = threading.Lock()
         acquire, release = driver._pool.acquire, driver._pool.release
 
-        def tracked_acquire():
-            connection = acquire()
+        def tracked_acquire(fresh: bool = False):
+            connection = acquire(fresh)
             with lock:
                 if id(connection) in in_use:
                     shared.append(id(connection))
@@ -864,35 +866,41 @@ def cut(proxy: LoopbackServer) -> None:
     wait_for(lambda: proxy.open == 0)
 
 
-def test_a_read_is_retried_once_a_write_never(tmp_path: Path, connections_opened: list[object]):
+def test_a_read_is_retried_a_write_never(tmp_path: Path, connections_opened: list[object]):
     with loopback_server(hangs_up) as server:
-        driver = pooled_driver(server.endpoint, tmp_path)
-        with pytest.raises(ServiceUnavailableError, match="get_database"):
+        driver = pooled_driver(server.endpoint, tmp_path, **{"client.max-retries": "2"})
+        with pytest.raises(ServiceUnavailableError, match="get_database .*gave up after 3 attempts"):
             driver.describe_namespace(DescribeNamespaceRequest(id=["hive", "db"]))
-        assert len(connections_opened) == 2
-        with pytest.raises(ServiceUnavailableError, match="create_database"):
-            driver.create_namespace(CreateNamespaceRequest(id=["hive", "db"]))
         assert len(connections_opened) == 3
+        with pytest.raises(ServiceUnavailableError, match="create_database .*may have received the request and carried it out"):
+            driver.create_namespace(CreateNamespaceRequest(id=["hive", "db"]))
+        assert len(connections_opened) == 4
 
 
 def test_socket_timeout_bounds_every_call(tmp_path: Path, connections_opened: list[object]):
-    """A server that accepts and never answers: the call fails with ServiceUnavailable, not
-    retried, and the connection is not kept."""
+    """A server that accepts and never answers: each attempt fails after the socket timeout
+    and its connection is not kept; a read is retried client.max-retries times, a write not."""
     with loopback_server(never_answers) as server:
-        driver = pooled_driver(server.endpoint, tmp_path, **{"client.socket-timeout-sec": "0.3"})
-        with pytest.raises(ServiceUnavailableError, match="no answer within 0.3s"):
+        driver = pooled_driver(server.endpoint, tmp_path, **{"client.socket-timeout-sec": "0.3",
+                                                             "client.max-retries": "1"})
+        driver._sleep = lambda seconds: None
+        started = time.monotonic()
+        with pytest.raises(ServiceUnavailableError, match="get_table_req .*no answer within 0.3s"):
             driver.describe_table(DescribeTableRequest(id=["hive", "db", "t"]))
-        assert len(connections_opened) == 1
-        with pytest.raises(ServiceUnavailableError, match="no answer"):
-            driver.describe_table(DescribeTableRequest(id=["hive", "db", "t"]))
-        assert len(connections_opened) == 2
+        assert len(connections_opened) == 2 and 0.6 <= time.monotonic() - started < 5
+        with pytest.raises(ServiceUnavailableError, match="create_database .*no answer within 0.3s"):
+            driver.create_namespace(CreateNamespaceRequest(id=["hive", "db"]))
+        assert len(connections_opened) == 3 and driver._pool.idle() == 0
 
 
 def test_unreachable_metastore_is_service_unavailable(tmp_path: Path):
     driver = pooled_driver(f"thrift://127.0.0.1:{free_port()}", tmp_path)
-    for call in (lambda: driver.list_namespaces(ListNamespacesRequest(id=[])),
-                 lambda: driver.describe_namespace(DescribeNamespaceRequest(id=["hive", "db"])),
-                 lambda: list(driver.list_table_infos(("hive", "db")))):
-        with pytest.raises(ServiceUnavailableError, match="cannot connect"):
+    slept: list[float] = []
+    driver._sleep = slept.append
+    for call, name in ((lambda: driver.list_namespaces(ListNamespacesRequest(id=[])), "get_catalogs"),
+                       (lambda: driver.describe_namespace(DescribeNamespaceRequest(id=["hive", "db"])),
+                        "get_database"),
+                       (lambda: list(driver.list_table_infos(("hive", "db"))), "get_all_tables")):
+        with pytest.raises(ServiceUnavailableError, match=f"{name}: cannot connect .*gave up after 4 attempts"):
             call()
-    assert driver.api_calls == 0
+    assert driver.api_calls == 0 and len(slept) == 9
