@@ -5,23 +5,35 @@ driver delegates to it and adds what lance-sync needs (see notes/lance-namespace
 
 - declaring into a namespace that does not exist fails (pylance accepts it);
 - a table can live at any location under the root: pylance's declare only accepts its own
-  generated path, so other locations are registered (relative path) and their properties
-  written afterwards (pylance's register drops them);
+  generated path, so the driver writes the manifest row itself (relative location and
+  properties in one commit, the way pylance's register writes rows);
 - create modes ExistOk / Overwrite and drop mode Skip are honoured (pylance ignores them);
 - namespace and table properties can be updated, by updating the manifest row;
 - bulk reads scan the manifest once instead of describing every table.
 
-Writes go through one lock per driver: the manifest is a single Lance table, and local
-directories gain nothing from concurrent commits to it.
+Several processes may write to one root at once (two applies of different owners). The
+manifest is one Lance table, so their commits can conflict: every write is one commit, made
+against the version it read, and a conflicting commit is tried again on a fresh read (so an
+object created or removed meanwhile gives the answer it would have given had it come first).
+Rows the driver writes are committed with Lance's own conflict retries off: a retry that
+Lance made by itself would not see the fresh state. Property updates are compare-and-swap:
+the update only matches the row if its properties are still those that were read. When
+conflicts persist, ConcurrentModificationError names the operation and the root.
+
+Writes within one process go through one lock per driver: local directories gain nothing
+from concurrent commits to one table.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import lance
 import pyarrow as pa
@@ -51,8 +63,12 @@ from lance_namespace import (
     TableExistsRequest,
 )
 from lance_namespace.errors import (
+    ConcurrentModificationError,
+    ErrorCode,
+    InternalError,
     InvalidInputError,
     LanceNamespaceError,
+    NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -73,11 +89,34 @@ from lance_sync.drivers.base import (
     patched_properties,
     request_mode,
 )
+from lance_sync.drivers.retry import backoff_seconds
 from lance_sync.locations import is_local, join_location, normalize_location, relative_to
 
 ROOT = "root"
 MANIFEST_TABLE = "__manifest"
 _DELIMITER = "$"
+_MANIFEST_COLUMNS = frozenset({"object_id", "object_type", "location", "metadata"})
+
+#: tries of one manifest write (the first included) while other processes' commits conflict
+#: with it; the waits between them follow retry.backoff_seconds (up to about 30 s in all)
+COMMIT_ATTEMPTS = 8
+
+#: the driver's row writes each add a small fragment to the manifest (pylance's own writes
+#: rewrite it whole); past this many fragments they are folded together after a write
+COMPACT_AT_FRAGMENTS = 32
+
+#: how Lance (pylance 14) words a commit that lost against another writer's commit:
+#: "Incompatible transaction: This Update transaction is incompatible with concurrent
+#: transaction Overwrite at version 64.", "Too many concurrent writers. Attempted 0
+#: retries.", "Retryable commit conflict for version 7: ... was preempted by concurrent
+#: transaction ...", "Commit conflict for version 7: ..."
+_CONFLICT_WORDING = re.compile(
+    r"\bconflict|incompatible transaction|concurrent transaction|"
+    r"too many concurrent writ|preempted|please retry", re.IGNORECASE)
+#: Lance appends the Rust source locations to its messages
+_SOURCE_LOCATION = re.compile(r",\s*/\S+?\.rs:\d+:\d+")
+
+T = TypeVar("T")
 
 
 class DirConfig(BackendConfig):
@@ -100,6 +139,9 @@ class DirNamespace(SyncNamespace):
         native_properties.update({f"storage.{k}": v for k, v in self.config.storage.items()})
         self._native = _Counted(DirectoryNamespace(**native_properties), self.count_call)
         self._write_lock = threading.Lock()
+        #: tries of a conflicting manifest write, and how to wait between them (tests shorten both)
+        self.commit_attempts = COMMIT_ATTEMPTS
+        self.sleep: Callable[[float], None] = time.sleep
 
     def namespace_id(self) -> str:
         return f"lance-sync dir {{ root: {self.root!r} }}"
@@ -110,11 +152,20 @@ class DirNamespace(SyncNamespace):
     def capabilities(self) -> Capabilities:
         return Capabilities(update_table_location=False, bulk_declare=True)
 
+    def lease_directory(self) -> str | None:
+        """A local root holds apply leases as files (lance_sync.lease); an object-store root
+        keeps them as namespaces."""
+        return self.root if is_local(self.root) else None
+
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
         if any(_DELIMITER in p for p in parts):
             return f"names in a dir backend cannot contain '{_DELIMITER}'"
         return None
+
+    @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        return cls.check_namespace_id((name,), config)
 
     @classmethod
     def check_location(cls, location: str, config: BackendConfig) -> str | None:
@@ -129,13 +180,22 @@ class DirNamespace(SyncNamespace):
     def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
         self._check_names(request.id)
         mode = request_mode(request.mode, CREATE_MODES)
-        with self._write_lock:
+        properties = dict(request.properties or {})
+
+        def attempt() -> CreateNamespaceResponse:
             if mode != "create" and self._namespace_exists(request.id):
                 if mode == "overwrite":
-                    self._write_properties("namespace", request.id, request.properties or {})
-                    return CreateNamespaceResponse(properties=request.properties or {})
+                    self._replace_metadata("namespace", request.id, properties, expected=_ANY)
+                    return CreateNamespaceResponse(properties=properties)
                 return CreateNamespaceResponse(properties=self._namespace_properties(request.id))
-            return self._native.create_namespace(request)
+            try:
+                return self._native.create_namespace(request)
+            except NamespaceAlreadyExistsError:
+                if mode == "create":
+                    raise
+                raise _Raced("the namespace was created meanwhile") from None
+
+        return self._committed(f"create namespace {_text(request.id)}", attempt)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         return self._native.list_namespaces(request)
@@ -149,58 +209,79 @@ class DirNamespace(SyncNamespace):
     def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
         if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade":
             raise UnsupportedOperationError("dir: cascade drop is not supported; drop the tables first")
-        with self._write_lock:
-            if request_mode(request.mode, DROP_MODES) == "skip" and not self._namespace_exists(request.id):
+        skip = request_mode(request.mode, DROP_MODES) == "skip"
+
+        def attempt() -> DropNamespaceResponse:
+            if skip and not self._namespace_exists(request.id):
                 return DropNamespaceResponse()
-            return self._native.drop_namespace(request)
+            try:
+                return self._native.drop_namespace(request)
+            except NamespaceNotFoundError:
+                if skip:  # dropped by another writer since it was looked up
+                    return DropNamespaceResponse()
+                raise
+
+        return self._committed(f"drop namespace {_text(request.id)}", attempt)
 
     # --- tables ------------------------------------------------------------------------------
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
-        """Declare at pylance's own location, or register any other location under the root."""
+        """Declare at pylance's own location, or write the row of any other location under the
+        root, properties included, in one commit."""
         self._check_names(request.id)
-        namespace = list(request.id[:-1])
-        with self._write_lock:
-            if namespace and not self._namespace_exists(namespace):
-                raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
-            if request.location is None:
-                return self._native.declare_table(request)
-            location = normalize_location(request.location)
-            relative = relative_to(location, self.root)
-            if relative is None:
-                raise InvalidInputError(f"dir: location {location} is outside the root {self.root}")
-            self._native.register_table(RegisterTableRequest(id=request.id, location=relative))
-            properties = dict(request.properties or {})
-            if properties:
-                self._write_properties("table", request.id, properties)
+        operation = f"declare table {_text(request.id)}"
+        if request.location is None:
+            return self._committed(operation, lambda: self._declare_native(request))
+        location = normalize_location(request.location)
+        if relative_to(location, self.root) is None:
+            raise InvalidInputError(f"dir: location {location} is outside the root {self.root}")
+        properties = dict(request.properties or {})
+
+        def attempt() -> lance.LanceDataset | None:
+            dataset = self._writable_manifest()
+            if dataset is not None:
+                existing = self._existing_objects(dataset, [_DELIMITER.join(request.id[:-1]),
+                                                            _DELIMITER.join(request.id)])
+                self._insert_rows(dataset, [self._manifest_row(request, existing)])
+            return dataset
+
+        written = self._committed(operation, attempt)
+        if written is None:
+            self._register_in_fresh_root(request, location, properties)
+        else:
+            self._compact_if_fragmented(written)
         return DeclareTableResponse(location=location, properties=properties or None,
                                     storage_options=self.storage_options() or None)
 
     def declare_tables(self, requests: list[DeclareTableRequest]) -> list[LanceNamespaceError | None]:
-        """Many tables in one manifest commit: each declare is otherwise two commits of 15-25 ms.
+        """Many tables in one manifest commit: one scan, one merge of up to 1,000 rows.
 
         Rows are inserted the way pylance's own register writes them (a relative location,
         properties as JSON metadata), with a merge on the object id so that nothing that
-        exists is overwritten.
+        exists is overwritten. A conflicting commit is tried again from a fresh scan.
         """
-        errors: list[LanceNamespaceError | None] = [None] * len(requests)
-        rows = []
-        with self._write_lock:
-            dataset = self._manifest()
+
+        def attempt() -> tuple[list[LanceNamespaceError | None], lance.LanceDataset] | None:
+            dataset = self._writable_manifest()
             if dataset is None:
-                return super().declare_tables(requests)
-            existing = {row["object_id"]: row["object_type"]
-                        for row in dataset.to_table(columns=["object_id", "object_type"]).to_pylist()}
+                return None
+            errors: list[LanceNamespaceError | None] = [None] * len(requests)
+            existing = self._existing_objects(dataset)
+            rows = []
             for index, request in enumerate(requests):
                 try:
                     rows.append(self._manifest_row(request, existing))
                 except LanceNamespaceError as error:
                     errors[index] = error
             if rows:
-                table = pa.Table.from_pylist(rows, schema=dataset.schema)
-                self.count_call()
-                dataset.merge_insert("object_id").when_not_matched_insert_all().execute(table)
-        return errors
+                self._insert_rows(dataset, rows)
+            return errors, dataset
+
+        written = self._committed(f"declare {len(requests)} tables", attempt)
+        if written is None:  # a root without a manifest yet: one at a time
+            return super().declare_tables(requests)
+        self._compact_if_fragmented(written[1])
+        return written[0]
 
     def _manifest_row(self, request: DeclareTableRequest, existing: dict[str, str]) -> dict[str, Any]:
         """The manifest row for a declared table; `existing` gains it (duplicates in a batch fail)."""
@@ -219,6 +300,38 @@ class DirNamespace(SyncNamespace):
         return {"object_id": object_id, "object_type": "table", "location": relative,
                 "metadata": json.dumps(request.properties) if request.properties else None,
                 "base_objects": None}
+
+    def _declare_native(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        """pylance's declare (its own location, properties in the same commit), after the
+        namespace check pylance lacks."""
+        namespace = list(request.id[:-1])
+        if namespace and not self._namespace_exists(namespace):
+            raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
+        return self._native.declare_table(request)
+
+    def _register_in_fresh_root(self, request: DeclareTableRequest, location: str,
+                                properties: dict[str, str]) -> None:
+        """A root without a manifest table yet, so the table is at the root level (a namespace
+        would have created the manifest). pylance's register creates the manifest with the
+        row, the properties follow in a second commit, and the row is removed again if they
+        cannot be written: the one declare that is two commits."""
+        namespace = list(request.id[:-1])
+        if namespace:
+            raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
+        operation = f"declare table {_text(request.id)}"
+        relative = relative_to(location, self.root)
+        self._committed(operation, lambda: self._native.register_table(
+            RegisterTableRequest(id=request.id, location=relative)))
+        if not properties:
+            return
+        try:
+            self._committed(operation, lambda: self._replace_metadata(
+                "table", request.id, properties, expected=None))
+        except Exception:
+            with contextlib.suppress(LanceNamespaceError):  # the error to report is the first one
+                self._committed(f"undo {operation}", lambda: self._native.deregister_table(
+                    DeregisterTableRequest(id=request.id)))
+            raise
 
     def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
         location = join_location(self.root, request.location)
@@ -239,26 +352,21 @@ class DirNamespace(SyncNamespace):
         return self._native.table_exists(request)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
-        with self._write_lock:
-            return self._native.deregister_table(request)
+        return self._committed(f"deregister table {_text(request.id)}",
+                               lambda: self._native.deregister_table(request))
 
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
-        with self._write_lock:
-            return self._native.drop_table(request)
+        return self._committed(f"drop table {_text(request.id)}", lambda: self._native.drop_table(request))
 
     # --- reconciler extensions -----------------------------------------------------------------
 
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:
-        with self._write_lock:
-            current = self._namespace_properties(list(id))
-            self._write_properties("namespace", list(id), patched_properties(current, updates, removals))
+        self._patch_metadata("namespace", list(id), updates, removals)
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
                                 removals: list[str]) -> None:
-        with self._write_lock:
-            current = self._native.describe_table(DescribeTableRequest(id=list(id))).properties or {}
-            self._write_properties("table", list(id), patched_properties(current, updates, removals))
+        self._patch_metadata("table", list(id), updates, removals)
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
         rows = self._manifest_rows("namespace")
@@ -285,7 +393,131 @@ class DirNamespace(SyncNamespace):
                 location = join_location(self.root, row["location"]) if row["location"] else None
                 yield TableInfo(table_id, location, _metadata(row))
 
-    # --- helpers -----------------------------------------------------------------------------
+    # --- writing the manifest ------------------------------------------------------------------
+
+    def _committed(self, operation: str, attempt: Callable[[], T]) -> T:
+        """`attempt()` under the write lock, tried again on a fresh read while its commit
+        conflicts with another writer's; ConcurrentModificationError when that persists.
+
+        Each attempt reads what it needs and writes at most one commit, so trying it again
+        is safe. Other errors from Lance become InternalError naming the operation.
+        """
+        last: Exception | None = None
+        for tried in range(max(self.commit_attempts, 1)):
+            if tried:
+                self.sleep(backoff_seconds(tried - 1))
+            try:
+                with self._write_lock:
+                    return attempt()
+            except LanceNamespaceError as error:
+                if not _is_commit_conflict(error):
+                    raise
+                last = error
+            except (_Raced, OSError, RuntimeError, ValueError) as error:
+                if not _is_commit_conflict(error):
+                    raise InternalError(f"dir: {operation} in {self.root} failed: {_short(error)}") from error
+                last = error
+        raise ConcurrentModificationError(
+            f"dir: {operation} in {self.root}: other writers kept changing the manifest table; "
+            f"gave up after {max(self.commit_attempts, 1)} attempts (last: {_short(last)})") from last
+
+    def _writable_manifest(self) -> lance.LanceDataset | None:
+        """The manifest table at its latest version; None when the root has none yet."""
+        self.count_call()
+        uri = join_location(self.root, MANIFEST_TABLE)
+        try:
+            dataset = lance.dataset(uri, storage_options=self.storage_options() or None)
+        except (ValueError, OSError) as error:
+            if "not found" in str(error).lower():
+                return None
+            raise
+        if not _MANIFEST_COLUMNS.issubset(dataset.schema.names):
+            raise UnsupportedOperationError(
+                f"dir: the manifest table {uri} lacks the columns {sorted(_MANIFEST_COLUMNS)}; "
+                f"this pylance version cannot write it")
+        return dataset
+
+    def _existing_objects(self, dataset: lance.LanceDataset, ids: list[str] | None = None) -> dict[str, str]:
+        """object_id -> object_type of the rows in `ids` (of every row when None)."""
+        wanted = [i for i in ids if i] if ids is not None else None
+        if wanted == []:
+            return {}
+        filter = None if wanted is None else f"object_id IN ({', '.join(_sql_string(i) for i in wanted)})"
+        table = dataset.to_table(columns=["object_id", "object_type"], filter=filter)
+        return {row["object_id"]: row["object_type"] for row in table.to_pylist()}
+
+    def _insert_rows(self, dataset: lance.LanceDataset, rows: list[dict[str, Any]]) -> None:
+        """One commit that adds `rows` to the version `dataset` was read at; rows were checked
+        against that version, and Lance refuses the commit if another writer added one of
+        their ids (or rewrote the manifest) since."""
+        table = pa.Table.from_pylist(rows, schema=dataset.schema)
+        self.count_call()
+        result = (dataset.merge_insert("object_id").when_not_matched_insert_all()
+                  .conflict_retries(0).execute(table))
+        if result["num_inserted_rows"] != len(rows):
+            raise InternalError(f"dir: the manifest of {self.root} took {result['num_inserted_rows']} "
+                                f"of {len(rows)} new rows")
+
+    def _patch_metadata(self, object_type: str, id: list[str], updates: dict[str, str],
+                        removals: list[str]) -> None:
+        """Read the row's properties, patch them, and write them back only if they are still
+        what was read (another writer's patch in between makes the write match nothing, and it
+        is tried again from a fresh read)."""
+
+        def attempt() -> lance.LanceDataset | None:
+            dataset = self._writable_manifest()
+            rows = [] if dataset is None else dataset.to_table(
+                columns=["metadata"], filter=_row_filter(object_type, id)).to_pylist()
+            if not rows:
+                raise _missing(object_type, id)
+            current = _metadata(rows[0])
+            patched = patched_properties(current, updates, removals)
+            if patched == current:
+                return None
+            self._replace_metadata(object_type, id, patched, expected=rows[0]["metadata"], dataset=dataset)
+            return dataset
+
+        written = self._committed(f"update {object_type} properties of {_text(id)}", attempt)
+        if written is not None:
+            self._compact_if_fragmented(written)
+
+    def _replace_metadata(self, object_type: str, id: list[str], properties: dict[str, str], *,
+                          expected: str | None | object, dataset: lance.LanceDataset | None = None) -> None:
+        """One commit that sets the row's properties, if its metadata is still `expected`
+        (None: no properties; _ANY: whatever it is)."""
+        if dataset is None:
+            dataset = self._writable_manifest()
+        if dataset is None:
+            raise _missing(object_type, id)
+        where = _row_filter(object_type, id)
+        if expected is None:
+            where += " AND metadata IS NULL"
+        elif expected is not _ANY:
+            where += f" AND metadata = {_sql_string(str(expected))}"
+        self.count_call()
+        result = dataset.update({"metadata": _sql_string(json.dumps(properties))}, where=where,
+                                conflict_retries=0)
+        if result["num_rows_updated"] != 1:  # the row changed or went since it was read
+            raise _Raced(f"the {object_type} {_text(id)} changed since it was read")
+
+    def _compact_if_fragmented(self, written: lance.LanceDataset) -> None:
+        """Best effort: fold the manifest's small fragments together once there are many (as
+        counted in `written`, the version a write was made on), so that scans stay fast. A
+        compaction that meets another writer's commit is dropped; readers keep reading the
+        version they opened."""
+        if len(written.get_fragments()) + 1 < COMPACT_AT_FRAGMENTS:
+            return
+        try:
+            with self._write_lock:
+                dataset = self._manifest()
+                if dataset is None:
+                    return
+                self.count_call()
+                dataset.optimize.compact_files()
+        except Exception:  # noqa: BLE001 - tidying only; the write it follows has succeeded
+            return
+
+    # --- reading -------------------------------------------------------------------------------
 
     @staticmethod
     def _check_names(id: list[str] | None) -> None:
@@ -304,17 +536,18 @@ class DirNamespace(SyncNamespace):
         return dict(self._native.describe_namespace(DescribeNamespaceRequest(id=id)).properties or {})
 
     def _manifest(self) -> lance.LanceDataset | None:
+        """The manifest table for a bulk read; None when there is none the scan can use."""
         self.count_call()
         try:
             dataset = lance.dataset(join_location(self.root, MANIFEST_TABLE),
                                     storage_options=self.storage_options() or None)
         except (ValueError, OSError):
             return None
-        expected = {"object_id", "object_type", "location", "metadata"}
-        return dataset if expected <= set(dataset.schema.names) else None
+        return dataset if _MANIFEST_COLUMNS.issubset(dataset.schema.names) else None
 
     def _manifest_rows(self, object_type: str) -> list[dict[str, Any]] | None:
-        """All manifest rows of one type, in one scan; None when there is no usable manifest."""
+        """All manifest rows of one type, in one scan of one version; None when there is no
+        usable manifest."""
         dataset = self._manifest()
         if dataset is None:
             return None
@@ -322,16 +555,42 @@ class DirNamespace(SyncNamespace):
                                  filter=f"object_type = {_sql_string(object_type)}")
         return table.to_pylist()
 
-    def _write_properties(self, object_type: str, id: list[str], properties: dict[str, str]) -> None:
-        dataset = self._manifest()
-        if dataset is None:
-            raise UnsupportedOperationError("dir: this root has no manifest table to hold properties")
-        where = (f"object_id = {_sql_string(_DELIMITER.join(id))} "
-                 f"AND object_type = {_sql_string(object_type)}")
-        result = dataset.update({"metadata": _sql_string(json.dumps(properties))}, where=where)
-        if result["num_rows_updated"] != 1:
-            missing = NamespaceNotFoundError if object_type == "namespace" else TableNotFoundError
-            raise missing(f"{object_type} not found: {_DELIMITER.join(id)}")
+
+class _Raced(Exception):
+    """Another writer changed what an attempt read before the attempt could commit."""
+
+
+#: `_replace_metadata`'s "whatever the properties are now"
+_ANY = object()
+
+
+def _is_commit_conflict(error: BaseException) -> bool:
+    """A commit that lost against another writer's: worth trying again on a fresh read."""
+    if isinstance(error, _Raced | ConcurrentModificationError):
+        return True
+    if isinstance(error, LanceNamespaceError) and error.code != ErrorCode.INTERNAL:
+        return False  # not found, already exists, invalid, ...: final answers
+    return bool(_CONFLICT_WORDING.search(str(error)))
+
+
+def _short(error: BaseException | None) -> str:
+    """An error's message on one line, without the Rust source locations Lance appends."""
+    text = _SOURCE_LOCATION.sub("", str(error)) if error is not None else ""
+    return " ".join(text.split()) or type(error).__name__
+
+
+def _missing(object_type: str, id: list[str]) -> LanceNamespaceError:
+    missing = NamespaceNotFoundError if object_type == "namespace" else TableNotFoundError
+    return missing(f"{object_type} not found: {_DELIMITER.join(id)}")
+
+
+def _row_filter(object_type: str, id: list[str]) -> str:
+    return (f"object_id = {_sql_string(_DELIMITER.join(id))} "
+            f"AND object_type = {_sql_string(object_type)}")
+
+
+def _text(id: list[str] | Identifier | None) -> str:
+    return _DELIMITER.join(id or [])
 
 
 class _Counted:
