@@ -1,23 +1,27 @@
 """Carry out a plan.
 
-Before anything changes: the guards (blocked actions, data loss without --allow-drop) and,
-for a saved plan, the staleness check (every touched object is re-read and must still
-match its fingerprint). Then actions run in parallel as soon as the actions they depend on
-have succeeded; an action whose dependency failed is skipped. Every step is written to a
-journal, and the inverses of what succeeded are written as a rollback plan that
-`lance-sync apply` accepts like any saved plan.
+Before anything changes, one set of guards runs for every plan, whatever it came from (a
+fresh plan, a saved one, a rollback): blocked actions and destruction without its flag
+are refused (`check_flags`), and every action is checked against the live object it will
+touch (`check_live`): it must still match the plan's fingerprint (a dataset's version
+included), must not have become protected, and must still be this owner's. Apply holds
+the backends' leases (lance_sync.lease) while it checks and runs.
 
-Every action is idempotent from the planner's point of view: after a partial failure the
-next plan sees what did happen and plans only the rest.
+Then the `Scheduler` runs actions in parallel as soon as the actions they depend on have
+succeeded, skipping what depends on a failure; the `ActionRunner` says how each (kind,
+verb) changes a backend. A transient failure is retried; a retried create that meets
+"already exists" (or a removal that meets "not found") is checked against the live object
+and counted as done when it matches. Every step is journalled, and the inverses of what
+succeeded are written as a rollback plan that `lance-sync apply` checks like any other.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -31,28 +35,51 @@ from lance_namespace import (
     DeregisterTableRequest,
     DropNamespaceRequest,
 )
-from lance_namespace.errors import TableNotFoundError
+from lance_namespace.errors import (
+    NamespaceAlreadyExistsError,
+    NamespaceNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
 
 from lance_sync.arrow_types import schema_from_columns
 from lance_sync.drivers.base import SyncNamespace
+from lance_sync.drivers.retry import backoff_seconds, is_transient
 from lance_sync.errors import ExitCode, GuardRefusal
 from lance_sync.locations import normalize_location
-from lance_sync.plan.model import Action, ActionType, Plan, fingerprint, project
+from lance_sync.marks import TABLE_TYPE_KEY, is_protected, owner_of
+from lance_sync.plan.model import (
+    Action,
+    Destruction,
+    Kind,
+    ObjectState,
+    Plan,
+    Verb,
+    fingerprint,
+    project,
+)
 
 Status = Literal["succeeded", "failed", "skipped"]
 
 #: declares sent in one request to a backend that takes them in bulk
 DECLARE_BATCH_SIZE = 1000
+#: times an action is sent again after a transient failure
+ACTION_RETRIES = 2
+#: stale or blocked objects listed in a refusal before "... and N more"
+LISTED = 20
+STALE = "stale"
 
 
 @dataclass
 class ApplyOptions:
     allow_drop: bool = False
+    allow_replace: bool = False
     parallelism: int = 4
-    #: --spark value, for create_table actions that read a source
+    #: --spark value, for dataset writes that read a source
     spark: str | None = None
     #: where journals and rollback plans are written
     state_dir: Path = Path(".lance-sync")
+    action_retries: int = ACTION_RETRIES
 
 
 @dataclass
@@ -60,6 +87,10 @@ class Outcome:
     action: Action
     status: Status
     error: str | None = None
+    #: the failure may pass if the apply is run again (unavailable, throttled, cut-off answer)
+    transient: bool = False
+    #: a dataset write: the version it committed (what a rollback must find to delete it)
+    version: int | None = None
 
 
 @dataclass
@@ -76,48 +107,350 @@ class ApplyReport:
         return ExitCode.OK if not self.with_status("failed") and not self.with_status("skipped") \
             else ExitCode.PARTIAL_APPLY
 
+    @property
+    def rerun_converges(self) -> bool:
+        """Every failure was transient: running apply again can finish the job."""
+        return all(o.transient for o in self.with_status("failed"))
+
 
 # --- guards ------------------------------------------------------------------------------------------
 
-def check_guards(plan: Plan, allow_drop: bool) -> None:
-    """Refuse a plan with blocked actions, or with data loss unless --allow-drop."""
+def check_flags(plan: Plan, options: ApplyOptions) -> None:
+    """Refuse a plan with blocked actions, or that destroys what its flags do not allow."""
     blocked = plan.blocked()
     if blocked:
-        lines = [f"  - {a.action.value} {a.backend}: {a.display_id}: {a.blocked}" for a in blocked]
-        raise GuardRefusal("refusing to apply: the plan has blocked actions\n" + "\n".join(lines)
-                           + "\n(a protected object is removed only after `protect: false` is applied)")
-    losing = plan.data_loss()
-    if losing and not allow_drop:
-        lines = [f"  - {a.action.value} {a.backend}: {a.display_id}" for a in losing]
-        raise GuardRefusal("refusing to apply: these actions delete data or catalog objects; "
-                           "rerun with --allow-drop to allow them\n" + "\n".join(lines))
+        raise GuardRefusal("refusing to apply: the plan has blocked actions\n"
+                           + _listed([(a, a.blocked) for a in blocked]))
+    losing = plan.destroying(Destruction.DATA)
+    if losing and not options.allow_drop:
+        raise GuardRefusal("refusing to apply: these actions delete data or namespaces; "
+                           "rerun with --allow-drop to allow them\n" + _listed([(a, None) for a in losing]))
+    replacing = plan.destroying(Destruction.IDENTITY)
+    if replacing and not options.allow_replace:
+        raise GuardRefusal("refusing to apply: these tables would be replaced (deregistered and declared "
+                           "again: a new table id, and their grants are lost); rerun with --allow-replace "
+                           "to allow it\n" + _listed([(a, None) for a in replacing]))
 
 
-def check_fresh(plan: Plan, drivers: dict[str, SyncNamespace], parallelism: int = 8) -> None:
-    """Refuse a saved plan when an object it touches changed since it was made."""
+def check_live(plan: Plan, drivers: dict[str, SyncNamespace], *, include_creates: bool = True,
+               parallelism: int = 8) -> None:
+    """Refuse when an object an action touches changed since the plan, or may not be touched.
+
+    Creates are exclusive everywhere, so a fresh plan (read under the lease) skips them;
+    saved and rollback plans check everything.
+    """
+    checked = [a for a in plan.actions if include_creates or a.verb != Verb.CREATE]
     with ThreadPoolExecutor(max(1, parallelism)) as pool:
-        current = list(pool.map(lambda a: _current_fingerprint(a, drivers[a.backend]), plan.actions))
-    stale = [a for a, now in zip(plan.actions, current, strict=True) if now != a.fingerprint]
+        problems = list(pool.map(lambda a: _live_problem(a, drivers, plan.owner), checked))
+    stale = [(a, None) for a, p in zip(checked, problems, strict=True) if p == STALE]
+    forbidden = [(a, p) for a, p in zip(checked, problems, strict=True) if p not in (None, STALE)]
+    if forbidden:
+        raise GuardRefusal("refusing to apply: the live objects forbid these actions\n" + _listed(forbidden))
     if stale:
-        lines = [f"  - {a.backend}: {a.display_id} ({a.action.value})" for a in stale[:20]]
-        more = f"\n  ... and {len(stale) - 20} more" if len(stale) > 20 else ""
-        raise GuardRefusal("the saved plan is stale: these objects changed since it was made; "
-                           "run `lance-sync plan` again\n" + "\n".join(lines) + more)
+        raise GuardRefusal("the plan is stale: these objects changed since it was made; run "
+                           "`lance-sync plan` again\n" + _listed(stale))
 
 
-def _current_fingerprint(action: Action, driver: SyncNamespace) -> str:
-    id = tuple(action.id)
-    if action.object == "namespace":
-        info = driver.get_namespace_info(id)
-        state = None if info is None else project(info.properties, None, action.compared_keys)
+def _live_problem(action: Action, drivers: dict[str, SyncNamespace], owner: str) -> str | None:
+    """STALE, a reason the action is forbidden, or None."""
+    driver = drivers[action.backend]
+    if action.kind == Kind.DATASET:
+        for address in action.registrations if action.removes else []:
+            info = drivers[address.backend].get_table_info(tuple(address.id))
+            if info is not None and is_protected(info.properties):
+                return f"registration {address.backend}: {list(address.id)} is protected"
     else:
-        info = driver.get_table_info(id)
-        location = normalize_location(info.location) if info and info.location else None
-        state = None if info is None else project(info.properties, location, action.compared_keys)
-    return fingerprint(state, action.compared_keys)
+        live = _read_object(action, driver)
+        properties = live[1] if live else {}
+        if action.verb != Verb.CREATE and live is not None:
+            if is_protected(properties) and action.removes:
+                return "protected (lance_sync.protect=true)"
+            live_owner = owner_of(properties)
+            if live_owner is not None and live_owner != owner:
+                return f"owned by '{live_owner}', not '{owner}'"
+    return None if current_fingerprint(action, driver) == action.fingerprint else STALE
 
 
-# --- execution -------------------------------------------------------------------------------------
+def current_fingerprint(action: Action, driver: SyncNamespace) -> str:
+    return fingerprint(live_state(action, driver), action.compared_keys)
+
+
+def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
+    """The live counterpart of `action.before`: what its fingerprint was computed from."""
+    if action.kind == Kind.DATASET:
+        version = dataset_version(action.location, driver)
+        return None if version is None else ObjectState(location=action.location, version=version)
+    live = _read_object(action, driver)
+    if live is None:
+        return None
+    location, properties = live
+    state = project(properties, location, action.compared_keys)
+    if action.kind == Kind.TABLE and action.verb == Verb.FORGET:
+        state.version = dataset_version(location, driver)
+    return state
+
+
+def _read_object(action: Action, driver: SyncNamespace) -> tuple[str | None, dict[str, str]] | None:
+    id = tuple(action.id)
+    if action.kind == Kind.NAMESPACE:
+        info = driver.get_namespace_info(id)
+        return None if info is None else (None, info.properties)
+    table = driver.get_table_info(id)
+    if table is None:
+        return None
+    return (normalize_location(table.location) if table.location else None), table.properties
+
+
+def dataset_version(location: str | None, driver: SyncNamespace) -> int | None:
+    """The Lance version at a location; None when there is no dataset. Unreadable storage raises."""
+    if not location:
+        return None
+    from lance_sync.data.locations import inspect_location
+
+    report = inspect_location(location, driver.storage_options() or None)
+    if report.status == "unreachable":
+        raise GuardRefusal(f"cannot read {location} to check the plan against it: {report.error}")
+    return report.version if report.status == "valid" else None
+
+
+def _listed(items: list[tuple[Action, str | None]]) -> str:
+    """One line per action (and why), the first LISTED of them."""
+    lines = [f"  - {a.name} {a.backend}: {a.display_id}" + (f": {why}" if why else "") for a, why in items[:LISTED]]
+    if len(items) > LISTED:
+        lines.append(f"  ... and {len(items) - LISTED} more")
+    return "\n".join(lines)
+
+
+# --- how each action changes a backend ---------------------------------------------------------------
+
+class ActionRunner:
+    """The backend calls of each (kind, verb); a retried write checked against the live object."""
+
+    def __init__(self, plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions):
+        self.plan = plan
+        self.drivers = drivers
+        self.options = options
+        self._bulk_backends: dict[str, bool] = {}
+        self._handlers: dict[tuple[Kind, Verb], Callable[[Action, SyncNamespace], int | None]] = {
+            (Kind.NAMESPACE, Verb.CREATE): self._create_namespace,
+            (Kind.NAMESPACE, Verb.UPDATE): self._update_properties,
+            (Kind.NAMESPACE, Verb.DELETE): self._delete_namespace,
+            (Kind.TABLE, Verb.CREATE): self._declare,
+            (Kind.TABLE, Verb.UPDATE): self._update_properties,
+            (Kind.TABLE, Verb.REPLACE): self._replace,
+            (Kind.TABLE, Verb.FORGET): self._forget,
+            (Kind.DATASET, Verb.CREATE): self._write_data,
+            (Kind.DATASET, Verb.REPLACE): self._write_data,
+            (Kind.DATASET, Verb.DELETE): self._delete_data,
+        }
+
+    def run(self, action: Action) -> Outcome:
+        """Run one action; transient failures are retried, each retry reconciled with the live object."""
+        driver = self.drivers[action.backend]
+        attempt = 0
+        while True:
+            try:
+                version = self._handlers[(action.kind, action.verb)](action, driver)
+                return Outcome(action, "succeeded", version=version)
+            except (TableAlreadyExistsError, NamespaceAlreadyExistsError) as error:
+                # a create whose first answer was lost and that was sent again (by us or the
+                # driver's client) meets its own object
+                if action.verb == Verb.CREATE and self._matches_after(action, driver):
+                    return Outcome(action, "succeeded")
+                return _failed(action, error)
+            except (TableNotFoundError, NamespaceNotFoundError) as error:
+                if action.verb in (Verb.FORGET, Verb.DELETE) and live_state(action, driver) is None:
+                    return Outcome(action, "succeeded")
+                return _failed(action, error)
+            except Exception as error:  # noqa: BLE001 - reported per action; the run goes on
+                if not is_transient(error) or attempt >= self.options.action_retries:
+                    return _failed(action, error)
+            time.sleep(backoff_seconds(attempt))
+            attempt += 1
+
+    def batches(self, ready: list[Action]) -> list[list[Action]]:
+        """Ready actions as units of work: declares for a bulk-capable backend go together."""
+        units: list[list[Action]] = []
+        bulk: dict[str, list[Action]] = defaultdict(list)
+        for action in ready:
+            if action.kind == Kind.TABLE and action.verb == Verb.CREATE and self._bulk(action.backend):
+                bulk[action.backend].append(action)
+            else:
+                units.append([action])
+        for actions in bulk.values():
+            units += [actions[i:i + DECLARE_BATCH_SIZE] for i in range(0, len(actions), DECLARE_BATCH_SIZE)]
+        return units
+
+    def run_batch(self, actions: list[Action]) -> list[Outcome]:
+        """One bulk declare; an action whose part failed transiently is run again on its own."""
+        if len(actions) == 1:
+            return [self.run(actions[0])]
+        requests = [_declare_request(a) for a in actions]
+        try:
+            errors: list[Exception | None] = list(self.drivers[actions[0].backend].declare_tables(requests))
+        except Exception as error:  # noqa: BLE001 - reported per action
+            errors = [error] * len(actions)
+        return [Outcome(a, "succeeded") if e is None else (self.run(a) if is_transient(e) else _failed(a, e))
+                for a, e in zip(actions, errors, strict=True)]
+
+    def _bulk(self, backend: str) -> bool:
+        if backend not in self._bulk_backends:
+            self._bulk_backends[backend] = self.drivers[backend].capabilities().bulk_declare
+        return self._bulk_backends[backend]
+
+    def _matches_after(self, action: Action, driver: SyncNamespace) -> bool:
+        """A create that met an existing object: done when that object is what it would have made."""
+        live = live_state(action, driver)
+        return live is not None and action.after is not None and \
+            project(live.properties, live.location, action.compared_keys) == \
+            project(action.after.properties, action.after.location, action.compared_keys)
+
+    # --- handlers ------------------------------------------------------------------------------------
+
+    def _create_namespace(self, action: Action, driver: SyncNamespace) -> None:
+        driver.create_namespace(CreateNamespaceRequest(id=action.id, mode="Create",
+                                                       properties=action.after.properties))
+
+    def _update_properties(self, action: Action, driver: SyncNamespace) -> None:
+        if action.kind == Kind.TABLE and action.before.location != action.after.location:
+            driver.update_table_location(tuple(action.id), action.after.location)
+        before, after = action.before.properties, action.after.properties
+        updates = {k: v for k, v in after.items() if before.get(k) != v}
+        removals = sorted(k for k in before if k not in after)
+        update = driver.update_namespace_properties if action.kind == Kind.NAMESPACE else \
+            driver.update_table_properties
+        update(tuple(action.id), updates, removals)
+
+    def _delete_namespace(self, action: Action, driver: SyncNamespace) -> None:
+        driver.drop_namespace(DropNamespaceRequest(id=action.id, mode="Fail", behavior="Restrict"))
+
+    def _declare(self, action: Action, driver: SyncNamespace) -> None:
+        driver.declare_table(_declare_request(action))
+
+    def _replace(self, action: Action, driver: SyncNamespace) -> None:
+        """Deregister and declare again, carrying the properties lance-sync does not manage;
+        if the declare fails, the table is put back as it was."""
+        id = tuple(action.id)
+        current = driver.get_table_info(id)
+        if current is None:
+            self._declare(action, driver)
+            return
+        carried = {k: v for k, v in current.properties.items()
+                   if k not in action.compared_keys and k != TABLE_TYPE_KEY}
+        driver.deregister_table(DeregisterTableRequest(id=action.id))
+        try:
+            driver.declare_table(DeclareTableRequest(id=action.id, location=action.after.location,
+                                                     properties={**carried, **action.after.properties}))
+        except Exception:
+            driver.declare_table(DeclareTableRequest(id=action.id, location=current.location,
+                                                     properties=current.properties))
+            raise
+
+    def _forget(self, action: Action, driver: SyncNamespace) -> None:
+        driver.deregister_table(DeregisterTableRequest(id=action.id))
+
+    def _write_data(self, action: Action, driver: SyncNamespace) -> int:
+        """Write the dataset (create, or overwrite on a schema mismatch); returns its new version."""
+        import lance
+
+        after = action.after
+        mode = "overwrite" if action.verb == Verb.REPLACE else "create"
+        options = driver.storage_options() or None
+        schema = schema_from_columns(after.columns) if after.columns else None
+        if after.source:
+            from lance_sync.data.materialize import materialize
+            from lance_sync.data.spark import resolve_spark_settings
+
+            settings = resolve_spark_settings(self.options.spark, self.plan.spark)
+            materialize(after.source, after.location, schema, mode, settings, storage_options=options)
+        else:
+            lance.write_dataset(schema.empty_table(), after.location, mode=mode, storage_options=options)
+        return lance.dataset(after.location, storage_options=options).version
+
+    def _delete_data(self, action: Action, driver: SyncNamespace) -> None:
+        from lance_sync.data.storage import open_storage
+
+        location = action.before.location
+        storage = open_storage(location, driver.storage_options() or None)
+        path = storage.path(normalize_location(location))
+        if storage.info(path).type.name != "NotFound":
+            storage.filesystem.delete_dir(path)
+
+
+def _declare_request(action: Action) -> DeclareTableRequest:
+    return DeclareTableRequest(id=action.id, location=action.after.location, properties=action.after.properties)
+
+
+def _failed(action: Action, error: Exception) -> Outcome:
+    transient = is_transient(error) or isinstance(error, ConnectionError | TimeoutError)
+    return Outcome(action, "failed", f"{type(error).__name__}: {error}", transient=transient)
+
+
+# --- order and parallelism -------------------------------------------------------------------------
+
+class Scheduler:
+    """Runs units of work as soon as what they depend on succeeded; skips what depends on a failure."""
+
+    def __init__(self, actions: list[Action], parallelism: int):
+        self.by_key = {a.key: a for a in actions}
+        self.parallelism = max(1, parallelism)
+        self.dependents: dict[str, list[str]] = defaultdict(list)
+        self.waiting: dict[str, int] = {}
+        for action in actions:
+            needs = {d for d in action.depends_on if d in self.by_key}
+            self.waiting[action.key] = len(needs)
+            for need in needs:
+                self.dependents[need].append(action.key)
+
+    def run(self, runner: ActionRunner, finish: Callable[[Outcome], None],
+            stop: threading.Event | None = None) -> None:
+        finished: set[str] = set()
+
+        def record(outcome: Outcome) -> None:
+            finished.add(outcome.action.key)
+            finish(outcome)
+
+        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="apply") as pool:
+            def submit(ready: list[Action]) -> set:
+                if stop is not None and stop.is_set():
+                    for action in ready:
+                        record(Outcome(action, "skipped", "the apply lease was lost; nothing more was started"))
+                    return set()
+                return {pool.submit(runner.run_batch, batch) for batch in runner.batches(ready)}
+
+            running = submit([a for a in self.by_key.values() if self.waiting[a.key] == 0])
+            while running:
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                ready: list[Action] = []
+                for future in done:
+                    for outcome in future.result():
+                        record(outcome)
+                        if outcome.status == "succeeded":
+                            ready += self._released(outcome.action.key)
+                        else:
+                            self._skip_dependents(outcome.action.key, record)
+                running |= submit(ready)
+        for key, action in self.by_key.items():
+            if key not in finished:
+                record(Outcome(action, "skipped", "its dependencies form a cycle"))
+
+    def _released(self, key: str) -> list[Action]:
+        ready = []
+        for dependent in self.dependents[key]:
+            self.waiting[dependent] -= 1
+            if self.waiting[dependent] == 0:
+                ready.append(self.by_key[dependent])
+        return ready
+
+    def _skip_dependents(self, key: str, record: Callable[[Outcome], None]) -> None:
+        for dependent in self.dependents[key]:
+            if self.waiting[dependent] >= 0:
+                self.waiting[dependent] = -1
+                record(Outcome(self.by_key[dependent], "skipped", "an action it depends on did not succeed"))
+                self._skip_dependents(dependent, record)
+
+
+# --- journal and rollback --------------------------------------------------------------------------
 
 class Journal:
     """Append-only JSON lines: one per action start and end."""
@@ -131,7 +464,8 @@ class Journal:
     def write(self, event: str, action: Action | None = None, **details: object) -> None:
         record = {"time": _now(), "event": event, **details}
         if action is not None:
-            record.update(action=action.action.value, backend=action.backend, id=action.id)
+            record.update(verb=action.verb.value, kind=action.kind.value, backend=action.backend,
+                          id=action.id, display_id=action.display_id)
         with self._lock:
             self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._file.flush()
@@ -140,240 +474,61 @@ class Journal:
         self._file.close()
 
 
-class ActionRunner:
-    """How each action type changes a backend."""
-
-    def __init__(self, plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions):
-        self.plan = plan
-        self.drivers = drivers
-        self.options = options
-        self._bulk_backends: dict[str, bool] = {}
-
-    def run(self, action: Action) -> None:
-        driver = self.drivers[action.backend]
-        handler = {
-            ActionType.CREATE_NAMESPACE: self._create_namespace,
-            ActionType.UPDATE_NAMESPACE: self._update_properties,
-            ActionType.DROP_NAMESPACE: self._drop_namespace,
-            ActionType.DECLARE_TABLE: self._declare,
-            ActionType.CREATE_TABLE: self._create_table,
-            ActionType.UPDATE_TABLE: self._update_properties,
-            ActionType.REPLACE_TABLE: self._replace,
-            ActionType.DEREGISTER_TABLE: self._deregister,
-            ActionType.DROP_TABLE: self._drop_table,
-            ActionType.ADOPT: self._adopt,
-        }[action.action]
-        handler(action, driver)
-
-    def batches(self, ready: list[Action]) -> list[list[Action]]:
-        """Ready actions as units of work: declares for a bulk-capable backend go together."""
-        units: list[list[Action]] = []
-        bulk: dict[str, list[Action]] = defaultdict(list)
-        for action in ready:
-            if action.action == ActionType.DECLARE_TABLE and self._bulk(action.backend):
-                bulk[action.backend].append(action)
-            else:
-                units.append([action])
-        for actions in bulk.values():
-            units += [actions[i:i + DECLARE_BATCH_SIZE] for i in range(0, len(actions), DECLARE_BATCH_SIZE)]
-        return units
-
-    def declare_batch(self, actions: list[Action]) -> list[Exception | None]:
-        """One bulk declare; an error for the whole call is every action's error."""
-        requests = [DeclareTableRequest(id=a.id, location=a.after.location, properties=a.after.properties)
-                    for a in actions]
-        try:
-            return list(self.drivers[actions[0].backend].declare_tables(requests))
-        except Exception as error:  # noqa: BLE001 - reported per action
-            return [error] * len(actions)
-
-    def _bulk(self, backend: str) -> bool:
-        if backend not in self._bulk_backends:
-            self._bulk_backends[backend] = self.drivers[backend].capabilities().bulk_declare
-        return self._bulk_backends[backend]
-
-    def _create_namespace(self, action: Action, driver: SyncNamespace) -> None:
-        driver.create_namespace(CreateNamespaceRequest(id=action.id, mode="Create",
-                                                       properties=action.after.properties))
-
-    def _update_properties(self, action: Action, driver: SyncNamespace) -> None:
-        if action.object == "table" and action.before.location != action.after.location:
-            driver.update_table_location(tuple(action.id), action.after.location)
-        before, after = action.before.properties, action.after.properties
-        updates = {k: v for k, v in after.items() if before.get(k) != v}
-        removals = sorted(k for k in before if k not in after)
-        update = driver.update_namespace_properties if action.object == "namespace" else \
-            driver.update_table_properties
-        update(tuple(action.id), updates, removals)
-
-    def _adopt(self, action: Action, driver: SyncNamespace) -> None:
-        if action.method == "replace":
-            self._replace(action, driver)
-        else:
-            self._update_properties(action, driver)
-
-    def _drop_namespace(self, action: Action, driver: SyncNamespace) -> None:
-        driver.drop_namespace(DropNamespaceRequest(id=action.id, mode="Fail", behavior="Restrict"))
-
-    def _declare(self, action: Action, driver: SyncNamespace) -> None:
-        driver.declare_table(DeclareTableRequest(id=action.id, location=action.after.location,
-                                                 properties=action.after.properties))
-
-    def _create_table(self, action: Action, driver: SyncNamespace) -> None:
-        self._write_data(action, driver)
-        if action.registers:
-            self._declare(action, driver)
-
-    def _write_data(self, action: Action, driver: SyncNamespace) -> None:
-        after = action.after
-        options = driver.storage_options() or None
-        schema = schema_from_columns(after.columns) if after.columns else None
-        if after.source:
-            from lance_sync.data.materialize import materialize
-            from lance_sync.data.spark import resolve_spark_settings
-
-            settings = resolve_spark_settings(self.options.spark, self.plan.spark)
-            materialize(after.source, after.location, schema, action.write_mode, settings,
-                        storage_options=options)
-        else:
-            import lance
-
-            lance.write_dataset(schema.empty_table(), after.location, mode=action.write_mode,
-                                storage_options=options)
-
-    def _replace(self, action: Action, driver: SyncNamespace) -> None:
-        """Deregister and declare again (metadata only), carrying properties lance-sync does not manage."""
-        id = tuple(action.id)
-        current = driver.get_table_info(id)
-        if current is None:
-            self._declare(action, driver)
-            return
-        carried = {k: v for k, v in current.properties.items()
-                   if k not in action.compared_keys and k != "table_type"}
-        driver.deregister_table(DeregisterTableRequest(id=action.id))
-        try:
-            driver.declare_table(DeclareTableRequest(id=action.id, location=action.after.location,
-                                                     properties={**carried, **action.after.properties}))
-        except Exception:
-            driver.declare_table(DeclareTableRequest(id=action.id, location=current.location,
-                                                     properties=current.properties))
-            raise
-
-    def _deregister(self, action: Action, driver: SyncNamespace) -> None:
-        driver.deregister_table(DeregisterTableRequest(id=action.id))
-
-    def _drop_table(self, action: Action, driver: SyncNamespace) -> None:
-        """Delete the data first, then the registration: a failure in between is re-planned as a drop."""
-        from lance_sync.data.storage import open_storage
-
-        location = action.before.location
-        storage = open_storage(location, driver.storage_options() or None)
-        path = storage.path(normalize_location(location))
-        if storage.info(path).type.name != "NotFound":
-            storage.filesystem.delete_dir(path)
-        if action.registers is not False:
-            with contextlib.suppress(TableNotFoundError):
-                driver.deregister_table(DeregisterTableRequest(id=action.id))
-
-
 def execute(plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions,
-            on_done: Callable[[Outcome], None] | None = None) -> ApplyReport:
+            on_done: Callable[[Outcome], None] | None = None, stop: threading.Event | None = None) -> ApplyReport:
     """Run every action of a checked plan; independent actions in parallel."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     journal = Journal(options.state_dir / "journal" / f"apply-{stamp}.jsonl")
     journal.write("start", plan_owner=plan.owner, actions=len(plan.actions), pid=os.getpid())
-    runner = ActionRunner(plan, drivers, options)
     report = ApplyReport(journal_path=journal.path)
-    by_key = {a.key: a for a in plan.actions}
-    dependents: dict[str, list[str]] = defaultdict(list)
-    remaining: dict[str, int] = {}
-    for action in plan.actions:
-        needs = {d for d in action.depends_on if d in by_key}
-        remaining[action.key] = len(needs)
-        for need in needs:
-            dependents[need].append(action.key)
+    lock = threading.Lock()
 
     def finish(outcome: Outcome) -> None:
-        report.outcomes.append(outcome)
-        journal.write(outcome.status, outcome.action, error=outcome.error)
+        with lock:
+            report.outcomes.append(outcome)
+        journal.write(outcome.status, outcome.action, error=outcome.error, version=outcome.version)
         if on_done:
             on_done(outcome)
 
-    def attempt(batch: list[Action]) -> list[Outcome]:
-        for action in batch:
-            journal.write("started", action)
-        if len(batch) > 1:
-            return [Outcome(action, "failed" if error else "succeeded", _describe(error))
-                    for action, error in zip(batch, runner.declare_batch(batch), strict=True)]
-        try:
-            runner.run(batch[0])
-        except Exception as error:  # noqa: BLE001 - reported per action; the run goes on
-            return [Outcome(batch[0], "failed", _describe(error))]
-        return [Outcome(batch[0], "succeeded")]
-
-    def skip_dependents(key: str) -> None:
-        for dependent in dependents[key]:
-            if remaining[dependent] >= 0:
-                remaining[dependent] = -1
-                finish(Outcome(by_key[dependent], "skipped", "an action it depends on did not succeed"))
-                skip_dependents(dependent)
-
-    with ThreadPoolExecutor(max(1, options.parallelism), thread_name_prefix="apply") as pool:
-        def submit(ready: list[Action]) -> set:
-            return {pool.submit(attempt, batch) for batch in runner.batches(ready)}
-
-        running = submit([a for a in plan.actions if remaining[a.key] == 0])
-        while running:
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            ready: list[Action] = []
-            for future in done:
-                for outcome in future.result():
-                    finish(outcome)
-                    if outcome.status != "succeeded":
-                        skip_dependents(outcome.action.key)
-                        continue
-                    for dependent in dependents[outcome.action.key]:
-                        remaining[dependent] -= 1
-                        if remaining[dependent] == 0:
-                            ready.append(by_key[dependent])
-            running |= submit(ready)
-    finished = {o.action.key for o in report.outcomes}
-    for action in plan.actions:
-        if action.key not in finished:
-            finish(Outcome(action, "skipped", "its dependencies form a cycle"))
-    journal.write("end", succeeded=len(report.with_status("succeeded")),
-                  failed=len(report.with_status("failed")), skipped=len(report.with_status("skipped")))
-    journal.close()
+    try:
+        Scheduler(plan.actions, options.parallelism).run(ActionRunner(plan, drivers, options), finish, stop)
+    finally:
+        journal.write("end", succeeded=len(report.with_status("succeeded")),
+                      failed=len(report.with_status("failed")), skipped=len(report.with_status("skipped")))
+        journal.close()
     report.rollback_path = write_rollback(plan, report, journal.path.with_suffix(".rollback.json"))
     return report
 
 
-def _describe(error: Exception | None) -> str | None:
-    return None if error is None else f"{type(error).__name__}: {error}"
-
-
 def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
     """The inverses of the succeeded actions, ordered so that undoing runs opposite to doing."""
-    succeeded = [o.action for o in report.outcomes if o.status == "succeeded"]
-    keys = {id(a): a.key for a in succeeded}
-    inverses = {keys[id(a)]: a.inverse() for a in succeeded}
+    succeeded = [o for o in report.outcomes if o.status == "succeeded"]
+    # the version of each dataset after the apply: a rollback that forgets or deletes it is
+    # stale once newer data is written
+    versions = {o.action.location: o.version for o in succeeded if o.action.kind == Kind.DATASET}
+    inverses: dict[str, Action | None] = {}
+    for outcome in succeeded:
+        inverse = outcome.action.inverse()
+        if inverse is not None and inverse.verb in (Verb.FORGET, Verb.DELETE) and inverse.kind != Kind.NAMESPACE:
+            known = outcome.action.dataset.version if outcome.action.dataset is not None else None
+            inverse.before.version = versions.get(inverse.location, known)
+            inverse.fingerprint = fingerprint(inverse.before, inverse.compared_keys)
+        inverses[outcome.action.key] = inverse
     dependents: dict[str, list[str]] = defaultdict(list)
-    for action in succeeded:
-        for need in action.depends_on:
-            dependents[need].append(keys[id(action)])
-    actions = []
-    notes = []
-    for action in reversed(succeeded):
-        inverse = inverses[keys[id(action)]]
+    for outcome in succeeded:
+        for need in outcome.action.depends_on:
+            dependents[need].append(outcome.action.key)
+    actions, notes = [], []
+    for outcome in reversed(succeeded):
+        action, inverse = outcome.action, inverses[outcome.action.key]
         if inverse is None:
-            notes.append(f"{action.action.value} {action.backend}: {action.display_id} cannot be undone")
+            notes.append(f"{action.name} {action.backend}: {action.display_id} cannot be undone")
             continue
-        inverse.depends_on = sorted(inverses[k].key for k in dependents[keys[id(action)]]
-                                    if inverses.get(k) is not None)
+        inverse.depends_on = sorted(inverses[k].key for k in dependents[action.key] if inverses.get(k) is not None)
         actions.append(inverse)
     return plan.model_copy(update={
-        "actions": actions, "left_alone": [], "warnings": notes, "api_calls": {},
-        "created_at": _now()})
+        "actions": actions, "left_alone": [], "adopted_unmarked": [], "notes": [], "warnings": notes,
+        "api_calls": {}, "created_at": _now()})
 
 
 def write_rollback(plan: Plan, report: ApplyReport, path: Path) -> Path | None:
@@ -384,5 +539,17 @@ def write_rollback(plan: Plan, report: ApplyReport, path: Path) -> Path | None:
     return path
 
 
+def touched_ids(plan: Plan) -> dict[str, set[tuple[str, ...]]]:
+    """Per backend, the ids a plan's actions touch: where its leases must be held."""
+    touched: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+    for action in plan.actions:
+        if action.id:
+            touched[action.backend].add(tuple(action.id))
+        for address in action.registrations:
+            touched[address.backend].add(tuple(address.id))
+    return touched
+
+
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+

@@ -14,6 +14,7 @@ The grammar is pyarrow's own spelling, simplified so it reads well in YAML:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -241,3 +242,59 @@ def columns_from_schema(schema: pa.Schema) -> list[dict]:
             column["nullable"] = False
         columns.append(column)
     return columns
+
+
+@dataclass(frozen=True)
+class ColumnDrift:
+    """How a dataset's columns differ from the declared ones.
+
+    Columns beyond the declared ones are schema evolution (a writer added them) and fine;
+    a declared column that is missing, of another type, or nullable where the manifest says
+    it is not, is a mismatch.
+    """
+
+    missing: tuple[str, ...] = ()
+    #: (column, declared type, found type)
+    changed: tuple[tuple[str, str, str], ...] = ()
+    #: (column, found type)
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def mismatched(self) -> bool:
+        return bool(self.missing or self.changed)
+
+    def problems(self) -> list[str]:
+        found = [f"column '{name}' is declared but missing from the dataset" for name in self.missing]
+        found += [f"column '{name}' is declared {declared} but the dataset has {actual}"
+                  for name, declared, actual in self.changed]
+        return found
+
+    def describe_extra(self) -> str:
+        return ", ".join(f"{name}: {type_name}" for name, type_name in self.extra)
+
+
+def column_drift(declared: list[dict], found: list[dict]) -> ColumnDrift:
+    """Compare manifest columns ({name, type, nullable?}) with a dataset's (same form)."""
+    found_by_name = {c["name"]: c for c in found}
+    declared_names = {c["name"] for c in declared}
+    missing, changed = [], []
+    for column in declared:
+        actual = found_by_name.get(column["name"])
+        if actual is None:
+            missing.append(column["name"])
+            continue
+        want, have = parse_type(column["type"]), parse_type(actual["type"])
+        declared_type, found_type = format_type(want), format_type(have)
+        if want != have:
+            changed.append((column["name"], declared_type, found_type))
+        elif column.get("nullable", True) is False and actual.get("nullable", True) is not False:
+            changed.append((column["name"], f"{declared_type} not null", f"{found_type} nullable"))
+    extra = tuple((c["name"], c["type"]) for c in found if c["name"] not in declared_names)
+    return ColumnDrift(tuple(missing), tuple(changed), extra)
+
+
+def describe_columns(columns: list[dict] | None) -> str:
+    """'(id: int64, name: string)' for messages."""
+    if columns is None:
+        return "(unknown)"
+    return "(" + ", ".join(f"{c['name']}: {c['type']}" for c in columns) + ")"

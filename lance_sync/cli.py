@@ -21,37 +21,61 @@ import click
 from pydantic import ValidationError
 
 from lance_sync import __version__
-from lance_sync.errors import ExitCode, LanceSyncError, ManifestError
+from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
 from lance_sync.manifest import DEFAULT_MANIFEST, load_manifest
-from lance_sync.plan.model import Plan
+from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
 
 FORMATS = ("text", "json", "markdown")
 
 
 # --- plumbing --------------------------------------------------------------------------------------
 
-def _fail(message: str, code: int = ExitCode.ERROR) -> None:
+def _fail(message: str, code: int = ExitCode.ERROR, as_json: bool = False) -> None:
     click.echo(f"Error: {message}", err=True)
+    if as_json:
+        click.echo(json.dumps({"error": message, "exit_code": int(code)}, indent=2))
     sys.exit(code)
 
 
 def handle_errors(command: Callable) -> Callable:
-    """Turn every failure into a message and an exit code; a traceback only with --debug."""
+    """Turn every failure into a message and an exit code; a traceback only with LANCE_SYNC_DEBUG.
+
+    With --format json, the error is also the one JSON document on stdout.
+    """
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = kwargs.get("output_format") == "json"
         try:
             return command(*args, **kwargs)
         except LanceSyncError as error:
-            _fail(str(error), error.exit_code)
+            _fail(str(error), error.exit_code, as_json)
         except KeyboardInterrupt:
-            _fail("interrupted", ExitCode.ERROR)
+            _fail("interrupted", ExitCode.ERROR, as_json)
         except Exception as error:  # noqa: BLE001 - the user gets a message, not a traceback
             if os.environ.get("LANCE_SYNC_DEBUG"):
                 traceback.print_exc()
-            _fail(f"{type(error).__name__}: {error} (set LANCE_SYNC_DEBUG=1 for a traceback)")
+            _fail(f"{type(error).__name__}: {error} (set LANCE_SYNC_DEBUG=1 for a traceback)",
+                  ExitCode.ERROR, as_json)
 
     return wrapper
+
+
+class _Group(click.Group):
+    """Usage errors (an unknown option, a bad value) exit 1 like any error: exit 2 means
+    "changes present" to CI scripts."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Exit as done:
+            sys.exit(done.exit_code)
+        except click.ClickException as error:
+            error.show()
+            sys.exit(ExitCode.ERROR)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(ExitCode.ERROR)
 
 
 def progress(message: str) -> None:
@@ -83,6 +107,12 @@ def parallelism_option(command: Callable) -> Callable:
                         help="Catalog calls in flight at once.")(command)
 
 
+def scan_all_option(command: Callable) -> Callable:
+    return click.option("--scan-all", is_flag=True,
+                        help="List every namespace of every backend, to find owned objects that left the "
+                        "manifest anywhere (slower).")(command)
+
+
 def render(plan: Plan, output_format: str) -> str:
     from lance_sync.plan.render import render_json, render_markdown, render_text
 
@@ -93,25 +123,21 @@ def render(plan: Plan, output_format: str) -> str:
     return render_text(plan, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
 
 
-def make_plan(files: list[str], parallelism: int) -> tuple[Plan, dict[str, Any]]:
-    """A fresh plan of the manifests, and the drivers it was made with."""
-    from lance_sync.plan.planner import build_plan, connect_backends
-
-    state = load_manifest(files)
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
-    try:
-        return build_plan(state, drivers, parallelism, progress), drivers
-    finally:
-        _end_progress()
-
-
 def load_saved_plan(path: str) -> Plan:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise LanceSyncError(f"{path}: cannot read the plan: {error.strerror}") from None
     try:
-        return Plan.model_validate_json(text)
+        document = json.loads(text)
+    except ValueError as error:
+        raise LanceSyncError(f"{path}: not a lance-sync plan (not JSON: {error})") from None
+    version = document.get("format_version") if isinstance(document, dict) else None
+    if isinstance(version, int) and version != PLAN_FORMAT_VERSION:
+        raise LanceSyncError(f"{path}: a plan of format {version}, saved by another lance-sync version; this "
+                             f"one applies format {PLAN_FORMAT_VERSION}: run `lance-sync plan --out` again")
+    try:
+        return Plan.model_validate(document)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -120,7 +146,7 @@ def load_saved_plan(path: str) -> Plan:
 
 # --- commands --------------------------------------------------------------------------------------
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lance-sync")
 def main() -> None:
     """Declarative catalog sync for Lance tables: plan and apply a manifest across catalogs."""
@@ -130,26 +156,39 @@ def main() -> None:
 
 @main.command()
 @manifest_option
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @handle_errors
-def validate(files: tuple[str, ...]) -> None:
+def validate(files: tuple[str, ...], output_format: str) -> None:
     """Check manifests offline: YAML, schema and semantic checks; no catalog is contacted."""
     paths = manifest_files(files)
     state = load_manifest(paths)
-    click.echo(f"{', '.join(paths)}: valid ({len(state.backends)} backends, {len(state.namespaces)} "
-               f"namespaces, {len(state.tables)} tables)")
+    counts = {"backends": len(state.backends), "namespaces": len(state.namespaces), "tables": len(state.tables)}
+    if output_format == "json":
+        click.echo(json.dumps({"files": paths, "valid": True, **counts}, indent=2))
+        return
+    click.echo(f"{', '.join(paths)}: valid ({counts['backends']} backends, {counts['namespaces']} "
+               f"namespaces, {counts['tables']} tables)")
 
 
 @main.command()
 @manifest_option
-@click.option("--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `apply FILE`.")
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `apply FILE`.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes, 0 when none.")
+@scan_all_option
 @parallelism_option
 @handle_errors
 def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_exitcode: bool,
-         parallelism: int) -> None:
+         scan_all: bool, parallelism: int) -> None:
     """Show what apply would change."""
-    result, _drivers = make_plan(manifest_files(files), parallelism)
+    from lance_sync.plan.planner import build_plan, connect_backends
+
+    state = load_manifest(manifest_files(files))
+    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    try:
+        result = build_plan(state, drivers, parallelism, progress, scan_all)
+    finally:
+        _end_progress()
     click.echo(render(result, output_format), nl=False)
     if out:
         Path(out).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -165,47 +204,147 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
 @click.argument("plan_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--auto-approve", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--dry-run", is_flag=True, help="Print what would be done; change nothing.")
-@click.option("--allow-drop", is_flag=True, help="Allow actions that delete data or catalog objects.")
+@click.option("--allow-drop", is_flag=True, help="Allow actions that delete data or namespaces.")
+@click.option("--allow-replace", is_flag=True,
+              help="Allow replacing tables (deregister and declare again: a new table id, grants lost).")
+@click.option("--lock-timeout", type=click.FloatRange(0), default=0, show_default=True, metavar="SECONDS",
+              help="How long to wait for another apply's lease before refusing.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="How to print the plan before applying it.")
+              help="How to print the plan; json prints one document with the plan and every outcome.")
 @click.option("--state-dir", type=click.Path(file_okay=False),
               help="Where journals and rollback plans go (default: .lance-sync next to the manifest or plan).")
 @click.option("--spark", "spark", help="Spark master or sc:// URL for tables written from a source.")
+@scan_all_option
 @parallelism_option
 @handle_errors
 def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry_run: bool,
-          allow_drop: bool, output_format: str, state_dir: str | None, spark: str | None,
-          parallelism: int) -> None:
-    """Carry out a fresh plan of the manifest, or a saved plan (PLAN_FILE)."""
-    from lance_sync.apply import ApplyOptions, check_fresh, check_guards, execute
+          allow_drop: bool, allow_replace: bool, lock_timeout: float, output_format: str,
+          state_dir: str | None, spark: str | None, scan_all: bool, parallelism: int) -> None:
+    """Carry out a fresh plan of the manifest, or a saved plan (PLAN_FILE).
+
+    Every plan passes the same guards against the live objects, while this apply holds each
+    backend's lease (one apply at a time per owner and backend).
+    """
+    from lance_sync.apply import ApplyOptions
     from lance_sync.plan.planner import connect_backends
 
     if plan_file and files:
         raise LanceSyncError("give either manifest files (-f) or a saved plan, not both")
+    anchor = Path(plan_file if plan_file else manifest_files(files)[0]).resolve().parent
+    options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, parallelism=parallelism,
+                           spark=spark, state_dir=Path(state_dir) if state_dir else anchor / ".lance-sync")
+    run = _ApplyRun(output_format, auto_approve, dry_run, lock_timeout, options)
     if plan_file:
-        result = load_saved_plan(plan_file)
-        drivers = connect_backends(result.backends)
-        anchor = Path(plan_file).resolve().parent
+        saved = load_saved_plan(plan_file)
+        run.saved(saved, connect_backends(saved.backends))
     else:
-        paths = manifest_files(files)
-        result, drivers = make_plan(paths, parallelism)
-        anchor = Path(paths[0]).resolve().parent
-    click.echo(render(result, output_format), nl=False)
-    if not result.has_changes:
-        return
-    check_guards(result, allow_drop)
-    if plan_file:
-        check_fresh(result, drivers, parallelism)
-    if dry_run:
-        click.echo("Dry run: nothing was changed.")
-        return
-    _confirm(auto_approve)
-    options = ApplyOptions(allow_drop=allow_drop, parallelism=parallelism, spark=spark,
-                           state_dir=Path(state_dir) if state_dir else anchor / ".lance-sync")
-    with _ApplyProgress(len(result.actions)) as on_done:
-        report = execute(result, drivers, options, on_done=on_done)
-    _print_report(report)
-    sys.exit(report.exit_code)
+        state = load_manifest(manifest_files(files))
+        drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+        run.fresh(state, drivers, scan_all)
+
+
+class _ApplyRun:
+    """One `lance-sync apply`: leases, plan, guards, confirmation, execution, report."""
+
+    def __init__(self, output_format: str, auto_approve: bool, dry_run: bool, lock_timeout: float,
+                 options: Any):
+        self.output_format = output_format
+        self.auto_approve = auto_approve
+        self.dry_run = dry_run
+        self.lock_timeout = lock_timeout
+        self.options = options
+        self.document: dict[str, Any] = {}
+
+    @property
+    def as_json(self) -> bool:
+        return self.output_format == "json"
+
+    def fresh(self, state: Any, drivers: dict[str, Any], scan_all: bool) -> None:
+        """The lease is taken before planning, so the plan reads what this apply will change."""
+        from lance_sync.lease import Leases, lease_stores
+        from lance_sync.plan.planner import build_plan
+
+        def make_plan() -> Plan:
+            try:
+                return build_plan(state, drivers, self.options.parallelism, progress, scan_all)
+            finally:
+                _end_progress()
+
+        if self.dry_run:
+            self._run(make_plan(), drivers, leases=None, include_creates=False)
+            return
+        leases = Leases(lease_stores(drivers, state.ids_by_backend(), state.owner), state.owner)
+        with leases.holding(self.lock_timeout, on_wait=_waiting):
+            self._run(make_plan(), drivers, leases, include_creates=False)
+
+    def saved(self, plan: Plan, drivers: dict[str, Any]) -> None:
+        from lance_sync.apply import touched_ids
+        from lance_sync.lease import Leases, lease_stores
+
+        if self.dry_run or not plan.has_changes:
+            self._run(plan, drivers, leases=None, include_creates=True)
+            return
+        leases = Leases(lease_stores(drivers, touched_ids(plan), plan.owner), plan.owner)
+        with leases.holding(self.lock_timeout, on_wait=_waiting):
+            self._run(plan, drivers, leases, include_creates=True)
+
+    def _run(self, plan: Plan, drivers: dict[str, Any], leases: Any, include_creates: bool) -> None:
+        from lance_sync.apply import check_flags, check_live, execute
+
+        self.document["plan"] = json.loads(plan.model_dump_json())
+        if not self.as_json:
+            click.echo(render(plan, self.output_format), nl=False)
+        if not plan.has_changes:
+            return self._finish("no_changes")
+        try:
+            check_flags(plan, self.options)
+            check_live(plan, drivers, include_creates=include_creates, parallelism=self.options.parallelism)
+        except GuardRefusal as refusal:
+            self._finish("refused", error=str(refusal), code=ExitCode.REFUSED)
+        if self.dry_run:
+            if not self.as_json:
+                click.echo("Dry run: nothing was changed.")
+            return self._finish("dry_run")
+        _confirm(self.auto_approve)
+        with _ApplyProgress(len(plan.actions)) as on_done:
+            report = execute(plan, drivers, self.options, on_done=on_done,
+                             stop=leases.lost if leases is not None else None)
+        if not self.as_json:
+            _print_report(report)
+        self.document.update(
+            outcomes=[_outcome_document(o) for o in report.outcomes], journal=_shown_path(report.journal_path),
+            rollback=_shown_path(report.rollback_path),
+            rerun_converges=report.rerun_converges if report.exit_code else None)
+        self._finish("applied" if report.exit_code == ExitCode.OK else "partly_failed", code=report.exit_code)
+
+    def _finish(self, status: str, error: str | None = None, code: int = ExitCode.OK) -> None:
+        if error is not None:
+            click.echo(f"Error: {error}", err=True)
+        if self.as_json:
+            click.echo(json.dumps({"status": status, "exit_code": int(code), **self.document,
+                                   **({"error": error} if error else {})}, indent=2))
+        if code:
+            sys.exit(code)
+
+
+def _waiting(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _outcome_document(outcome: Any) -> dict[str, Any]:
+    action = outcome.action
+    return {"verb": action.verb.value, "kind": action.kind.value, "backend": action.backend, "id": action.id,
+            "display_id": action.display_id, "status": outcome.status, "error": outcome.error,
+            "transient": outcome.transient if outcome.status == "failed" else None}
+
+
+def _shown_path(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 class _ApplyProgress:
@@ -247,7 +386,7 @@ def _print_outcome(outcome: Any) -> None:
     action = outcome.action
     mark = {"succeeded": "ok", "failed": "FAILED", "skipped": "skipped"}[outcome.status]
     detail = f": {outcome.error}" if outcome.error else ""
-    click.echo(f"{mark:>7}  {action.action.value} {action.backend}: {action.display_id}{detail}", err=True)
+    click.echo(f"{mark:>7}  {action.name} {action.backend}: {action.display_id}{detail}", err=True)
 
 
 def _print_report(report: Any) -> None:
@@ -255,16 +394,55 @@ def _print_report(report: Any) -> None:
     click.echo(f"\nApply {'complete' if not failed and not skipped else 'partly failed'}: "
                f"{len(succeeded)} succeeded, {len(failed)} failed, {len(skipped)} skipped.")
     for outcome in failed:
-        click.echo(f"  failed:  {outcome.action.action.value} {outcome.action.backend}: "
+        click.echo(f"  failed:  {outcome.action.name} {outcome.action.backend}: "
                    f"{outcome.action.display_id}: {outcome.error}")
     for outcome in skipped:
-        click.echo(f"  skipped: {outcome.action.action.value} {outcome.action.backend}: "
+        click.echo(f"  skipped: {outcome.action.name} {outcome.action.backend}: "
                    f"{outcome.action.display_id} ({outcome.error})")
-    if failed or skipped:
+    if failed and report.rerun_converges:
+        click.echo("The failures were transient (unavailable, throttled, cut-off answers): `apply` again "
+                   "converges; `lance-sync plan` shows what is left.")
+    elif failed:
+        click.echo("Some failures will not pass by themselves: fix their cause (see each error), then run "
+                   "`lance-sync plan`.")
+    elif skipped:
         click.echo("Run `lance-sync plan` to see what is left; `apply` again converges.")
-    click.echo(f"Journal: {report.journal_path}")
+    click.echo(f"Journal: {_shown_path(report.journal_path)}")
     if report.rollback_path:
-        click.echo(f"Rollback plan: {report.rollback_path} (apply it with `lance-sync apply FILE`)")
+        click.echo(f"Rollback plan: {_shown_path(report.rollback_path)} (apply it with `lance-sync apply FILE`; "
+                   "it passes the same guards)")
+
+
+@main.command()
+@manifest_option
+@click.argument("lease_id", required=False)
+@handle_errors
+def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
+    """Remove the apply lease LEASE_ID of an apply that is gone; without LEASE_ID, list leases.
+
+    Like `terraform force-unlock`: only for a holder that died (a lease whose holder expired
+    or whose process is gone on this host is taken over by the next apply anyway).
+    """
+    from lance_sync.lease import current_leases, lease_stores
+    from lance_sync.lease import unlock as remove_lease
+    from lance_sync.plan.planner import connect_backends
+
+    state = load_manifest(manifest_files(files))
+    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    stores = lease_stores(drivers, state.ids_by_backend(), state.owner)
+    if lease_id is None:
+        held = current_leases(stores)
+        for where, record in held:
+            click.echo(f"{where}: {record.describe()}")
+        if not held:
+            click.echo(f"No apply holds a lease for owner '{state.owner}'.")
+        return
+    removed = remove_lease(stores, lease_id)
+    if not removed:
+        raise LanceSyncError(f"no lease {lease_id} for owner '{state.owner}' in this manifest's backends; "
+                             "run `lance-sync unlock` without an id to list them")
+    for where in removed:
+        click.echo(f"Removed {where}")
 
 
 @main.command(name="import")

@@ -15,7 +15,7 @@ from lance_namespace.errors import NamespaceNotFoundError
 from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.errors import LanceSyncError
-from lance_sync.plan.model import MANAGED_KEYS, PROTECT_KEY
+from lance_sync.marks import MANAGED_KEYS, PROTECT_KEY
 from lance_sync.plan.planner import connect_backends
 
 Progress = Callable[[str], None]

@@ -4,9 +4,12 @@ Scope, per backend: the declared namespaces and their parents (listed, which fin
 siblings that left the manifest), the namespaces tables are registered in, the backend's
 `scope` list (the root when the backend declares nothing), and recursively the children
 of every namespace that carries this owner's mark or sits above the levels a manifest
-can declare (a Unity catalog, an Iceberg warehouse). Tables are listed in every existing namespace of that scope. Lists are followed to
-their last page by the drivers; any failure stops the plan: a backend that could not be
-read is never taken for an empty one.
+can declare (a Unity catalog, an Iceberg warehouse). With `scan_all`, every namespace of
+every backend is listed, to find owned objects that left the manifest anywhere. Tables are
+listed in every existing namespace of that scope. Lists are followed to their last page by
+the drivers; any failure stops the plan: a backend that could not be read is never taken
+for an empty one. Apply leases (lance_sync.lease) are lance-sync's bookkeeping and are
+never part of the live state.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from lance_namespace.errors import (
 
 from lance_sync.drivers.base import Identifier, NamespaceInfo, SyncNamespace, TableInfo
 from lance_sync.errors import LanceSyncError
+from lance_sync.lease import is_lease_namespace
 from lance_sync.locations import normalize_location
 from lance_sync.manifest.desired import DesiredState
-from lance_sync.plan.model import OWNER_KEY
+from lance_sync.marks import owner_of
 
 ObjectKey = tuple[str, Identifier]
 
@@ -40,13 +44,16 @@ class LiveState:
     tables: dict[ObjectKey, TableInfo] = field(default_factory=dict)
     #: namespaces whose tables were listed (objects outside them are out of scope)
     scanned: set[ObjectKey] = field(default_factory=set)
+    #: every namespace was listed (scan_all)
+    complete: bool = False
     warnings: list[str] = field(default_factory=list)
 
 
 class Observer:
     def __init__(self, state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
-                 on_progress: Callable[[str], None] | None = None):
+                 on_progress: Callable[[str], None] | None = None, scan_all: bool = False):
         self.state = state
+        self.scan_all = scan_all
         self.drivers = drivers
         self.parallelism = max(1, parallelism)
         self.on_progress = on_progress or (lambda _message: None)
@@ -60,6 +67,7 @@ class Observer:
             self._list_namespaces()
             self._describe_unlisted_namespaces()
             self._list_tables()
+        self.live.complete = self.scan_all
         return self.live
 
     # --- the three passes --------------------------------------------------------------------
@@ -73,6 +81,8 @@ class Observer:
             pending = set()
             for (backend, _parent), children in results:
                 for info in children or []:
+                    if is_lease_namespace(info.id):
+                        continue
                     key = (backend, info.id)
                     self.live.namespaces[key] = info
                     if key not in self._listed and self._descend(backend, info):
@@ -88,7 +98,8 @@ class Observer:
                 self.live.namespaces[key] = info
 
     def _list_tables(self) -> None:
-        owned = {k for k, info in self.live.namespaces.items() if info.properties.get(OWNER_KEY) == self.state.owner}
+        owned = {k for k, info in self.live.namespaces.items()
+                 if self.scan_all or owner_of(info.properties) == self.state.owner}
         wanted = {(b, ns) for b, ids in self._table_namespaces().items() for ns in ids}
         wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
         wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
@@ -108,13 +119,15 @@ class Observer:
         for ns in self.state.namespaces:
             parents[ns.backend].add(ns.id[:-1])
         for backend, namespaces in self._table_namespaces().items():
-            if not parents[backend] and not namespaces:
+            if self.scan_all:
+                parents[backend] |= {()} | {ns[:1] for ns in namespaces | parents[backend] if ns}
+            elif not parents[backend] and not namespaces:
                 parents[backend].add(())
         return parents
 
     def _descend(self, backend: str, info: NamespaceInfo) -> bool:
         """List a child's children too: it is owned, or a container above the declarable levels."""
-        if info.properties.get(OWNER_KEY) == self.state.owner:
+        if self.scan_all or owner_of(info.properties) == self.state.owner:
             return True
         return len(info.id) < self.state.backends[backend].driver_class.namespace_levels[0]
 
@@ -141,10 +154,11 @@ class Observer:
         except UnsupportedOperationError:
             if parent:
                 raise
-            # the root is only listed for a backend that declares nothing; some cannot list it
-            self.live.warnings.append(
-                f"backend '{backend}' declares nothing and its root cannot be listed, so objects it owns "
-                "there are not found; name the namespaces to scan under the backend's `scope:`")
+            # the root is listed for a backend that declares nothing, or with scan_all; some cannot
+            if not self.scan_all:
+                self.live.warnings.append(
+                    f"backend '{backend}' declares nothing and its root cannot be listed, so objects it "
+                    "owns there are not found; name the namespaces to scan under the backend's `scope:`")
             return None
 
     def _describe_namespace(self, key: ObjectKey) -> NamespaceInfo | None:
@@ -177,5 +191,5 @@ class Observer:
 
 
 def observe(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
-            on_progress: Callable[[str], None] | None = None) -> LiveState:
-    return Observer(state, drivers, parallelism, on_progress).observe()
+            on_progress: Callable[[str], None] | None = None, scan_all: bool = False) -> LiveState:
+    return Observer(state, drivers, parallelism, on_progress, scan_all).observe()

@@ -11,6 +11,7 @@ registers, as a manifest snippet to adopt.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -18,7 +19,12 @@ from typing import Any
 
 import yaml
 
-from lance_sync.arrow_types import schema_from_columns
+from lance_sync.arrow_types import (
+    column_drift,
+    columns_from_schema,
+    describe_columns,
+    schema_from_columns,
+)
 from lance_sync.drivers.base import SyncNamespace
 from lance_sync.locations import normalize_location
 from lance_sync.manifest.desired import DesiredState
@@ -47,6 +53,8 @@ class LocationFinding:
     tables: list[str] = field(default_factory=list)
     registrations: list[Registration] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: worth knowing, not broken (e.g. columns a writer added beyond the manifest's)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -104,8 +112,11 @@ def verify(state: DesiredState, drivers: dict[str, SyncNamespace], engine: str =
             item = findings[location]
             item.status, item.version, item.row_count = report.status, report.version, report.row_count
             item.columns, item.error = report.columns, report.error
+    declared = {t.location: t.columns for t in state.tables if t.columns}
     for item in findings.values():
         item.problems = _problems(item, registered_columns.get(item.location, []))
+        if item.status == "valid" and item.location in declared:
+            _check_declared_columns(item, declared[item.location])
     return VerifyReport(chosen, sorted(findings.values(), key=lambda f: f.location))
 
 
@@ -127,12 +138,17 @@ def _problems(item: LocationFinding,
             expected = driver.catalog_columns(dataset_schema)
             if expected is not None and recorded != expected:
                 problems.append(f"schema drift: {registration.backend}: {registration.display_id} records "
-                                f"{_names(recorded)}, the dataset has {_names(expected)}")
+                                f"{describe_columns(recorded)}, the dataset has {describe_columns(expected)}")
     return problems
 
 
-def _names(columns: list[dict]) -> str:
-    return "(" + ", ".join(f"{c['name']}: {c['type']}" for c in columns) + ")"
+def _check_declared_columns(item: LocationFinding, declared: list[dict]) -> None:
+    """The same schema drift rules as the planner: extra columns are fine, a declared one that is
+    missing or of another type is broken."""
+    drift = column_drift(columns_from_schema(schema_from_columns(declared)), item.columns or [])
+    item.problems += [f"schema drift against the manifest: {problem}" for problem in drift.problems()]
+    if drift.extra:
+        item.notes.append(f"columns beyond the manifest (schema evolution, fine): {drift.describe_extra()}")
 
 
 def render_verify(report: VerifyReport) -> str:
@@ -147,6 +163,7 @@ def render_verify(report: VerifyReport) -> str:
             lines.append(f"          registered: {registration.backend}: {registration.display_id}"
                          + ("" if registration.in_manifest else " (not in the manifest)"))
         lines.extend(f"          ! {problem}" for problem in item.problems)
+        lines.extend(f"          note: {note}" for note in item.notes)
     lines += ["", f"{len(report.broken)} broken, {len(report.findings) - len(report.broken)} ok."]
     return "\n".join(lines) + "\n"
 
@@ -186,7 +203,9 @@ def render_discovered(locations: list[str], state: DesiredState) -> str:
 
 
 def _table_name(location: str, used: set[str]) -> str:
-    base = location.rstrip("/").rsplit("/", 1)[-1].removesuffix(".lance") or "table"
+    """A name every backend accepts (lower-case letters, digits, '_'), unique in the manifest."""
+    base = location.rstrip("/").rsplit("/", 1)[-1].removesuffix(".lance")
+    base = re.sub(r"[^a-z0-9_]+", "_", base.lower()).strip("_") or "table"
     name, counter = base, 2
     while name in used:
         name, counter = f"{base}_{counter}", counter + 1

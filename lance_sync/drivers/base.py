@@ -255,6 +255,16 @@ class SyncNamespace(LanceNamespace):
         """Lance datasets the backend keeps for itself (never offered as tables to adopt)."""
         return set()
 
+    def lease_parents(self, touched: list[Identifier]) -> list[Identifier]:
+        """Namespaces under which apply leases live for an apply that touches `touched`: by
+        default the first level of each id (a catalog, a warehouse), which exists before any
+        manifest creates something in it. See lance_sync.lease."""
+        return sorted({tuple(id[:1]) for id in touched if id})
+
+    def lease_directory(self) -> str | None:
+        """A local directory that holds apply leases as files, for backends without a catalog."""
+        return None
+
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:
         """Set `updates` and delete `removals` on a namespace, leaving other properties alone."""

@@ -65,3 +65,13 @@ class DesiredState:
     namespaces: list[DesiredNamespace] = field(default_factory=list)
     tables: list[DesiredTable] = field(default_factory=list)
     spark: dict[str, Any] | None = None
+
+    def ids_by_backend(self) -> dict[str, set[Identifier]]:
+        """Per backend, every id the manifest names: declared namespaces, registrations, scope."""
+        ids: dict[str, set[Identifier]] = {name: set(spec.scope) for name, spec in self.backends.items()}
+        for namespace in self.namespaces:
+            ids[namespace.backend].add(namespace.id)
+        for table in self.tables:
+            for registration in table.registrations:
+                ids[registration.backend].add(registration.id)
+        return ids

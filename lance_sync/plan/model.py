@@ -1,8 +1,14 @@
 """The plan: an ordered list of actions, each with before/after, and what was left alone.
 
-Like Terraform's plans package: an action enum plus before/after states, nothing
-backend-specific. The pydantic models are the single source of `schemas/plan.schema.json`;
-a saved plan (`plan --out`) and `--format json` are the same document.
+Like Terraform's plans package, an action says three things apart: the *verb* (create,
+update, replace, forget, delete), the *address* of the object (its kind, backend and id),
+and the *reason* it is planned (absent, changed, adopt, ...). Everything else follows from
+those: the symbol a renderer prints, whether the action destroys data or an object's
+identity, its execution phase, and its inverse for a rollback plan. Nothing here is
+backend-specific.
+
+The pydantic models are the single source of `schemas/plan.schema.json`; a saved plan
+(`plan --out`) and `--format json` are the same document.
 """
 
 from __future__ import annotations
@@ -12,44 +18,82 @@ import json
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-PLAN_FORMAT_VERSION = 1
+PLAN_FORMAT_VERSION = 2
 SCHEMA_ID = "https://lance-sync.dev/schemas/plan.schema.json"
 
-OWNER_KEY = "lance_sync.owner"
-PROTECT_KEY = "lance_sync.protect"
-ON_REMOVE_KEY = "lance_sync.on_remove"
-MANAGED_KEYS = (OWNER_KEY, PROTECT_KEY, ON_REMOVE_KEY)
+
+class Verb(str, Enum):
+    CREATE = "create"
+    UPDATE = "update"
+    #: delete, then create: the object comes back as a new one (a new table id; rewritten data)
+    REPLACE = "replace"
+    #: remove the catalog entry, keep the data (deregister)
+    FORGET = "forget"
+    #: remove the object and what it holds (a namespace; a dataset's data)
+    DELETE = "delete"
 
 
-class ActionType(str, Enum):
-    CREATE_NAMESPACE = "create_namespace"
-    UPDATE_NAMESPACE = "update_namespace"
-    DROP_NAMESPACE = "drop_namespace"
-    DECLARE_TABLE = "declare_table"
-    CREATE_TABLE = "create_table"
-    UPDATE_TABLE = "update_table"
-    REPLACE_TABLE = "replace_table"
-    DEREGISTER_TABLE = "deregister_table"
-    DROP_TABLE = "drop_table"
-    ADOPT = "adopt"
+class Kind(str, Enum):
+    NAMESPACE = "namespace"
+    #: one registration of a table in one catalog
+    TABLE = "table"
+    #: the Lance data at a location, shared by every registration of a table
+    DATASET = "dataset"
 
 
-#: execution phases: creates parent-first, then changes, then removals child-first
-PHASES = {
-    ActionType.CREATE_NAMESPACE: 0,
-    ActionType.UPDATE_NAMESPACE: 1,
-    ActionType.CREATE_TABLE: 2,
-    ActionType.DECLARE_TABLE: 3,
-    ActionType.UPDATE_TABLE: 4,
-    ActionType.REPLACE_TABLE: 4,
-    ActionType.ADOPT: 1,
-    ActionType.DEREGISTER_TABLE: 5,
-    ActionType.DROP_TABLE: 6,
-    ActionType.DROP_NAMESPACE: 7,
+class Reason(str, Enum):
+    ABSENT = "absent"                  # declared, not there
+    CHANGED = "changed"                # declared values differ from the live ones
+    ADOPT = "adopt"                    # exists without an owner mark: take ownership
+    SCHEMA_MISMATCH = "schema_mismatch"  # the dataset's columns differ and on_mismatch: overwrite
+    LEFT_MANIFEST = "left_manifest"    # owned, no longer declared
+    UNDO = "undo"                      # a rollback plan's inverse
+
+
+class Destruction(str, Enum):
+    """What an action destroys, and so which flag apply needs for it."""
+
+    DATA = "data"          # --allow-drop: data or a namespace is deleted
+    IDENTITY = "identity"  # --allow-replace: the table gets a new id; its grants are lost
+
+
+def destruction(kind: Kind, verb: Verb) -> Destruction | None:
+    if verb == Verb.DELETE or (kind == Kind.DATASET and verb == Verb.REPLACE):
+        return Destruction.DATA
+    if kind == Kind.TABLE and verb == Verb.REPLACE:
+        return Destruction.IDENTITY
+    return None
+
+
+#: execution and display order: namespaces parent-first, data, registrations, then removals
+_PHASES: dict[tuple[Kind, Verb], int] = {
+    (Kind.NAMESPACE, Verb.CREATE): 0,
+    (Kind.NAMESPACE, Verb.UPDATE): 1,
+    (Kind.DATASET, Verb.CREATE): 2,
+    (Kind.DATASET, Verb.REPLACE): 2,
+    (Kind.TABLE, Verb.CREATE): 3,
+    (Kind.TABLE, Verb.UPDATE): 4,
+    (Kind.TABLE, Verb.REPLACE): 4,
+    (Kind.DATASET, Verb.DELETE): 5,
+    (Kind.TABLE, Verb.FORGET): 6,
+    (Kind.NAMESPACE, Verb.DELETE): 7,
 }
-DATA_LOSS = {ActionType.DROP_TABLE, ActionType.DROP_NAMESPACE}
+
+#: the verb that undoes each verb; None: it cannot be undone (the data is gone)
+_INVERSE_VERBS: dict[tuple[Kind, Verb], Verb | None] = {
+    (Kind.NAMESPACE, Verb.CREATE): Verb.DELETE,
+    (Kind.NAMESPACE, Verb.UPDATE): Verb.UPDATE,
+    (Kind.NAMESPACE, Verb.DELETE): Verb.CREATE,
+    (Kind.TABLE, Verb.CREATE): Verb.FORGET,
+    (Kind.TABLE, Verb.UPDATE): Verb.UPDATE,
+    (Kind.TABLE, Verb.REPLACE): Verb.REPLACE,
+    (Kind.TABLE, Verb.FORGET): Verb.CREATE,
+    (Kind.DATASET, Verb.CREATE): Verb.DELETE,
+    (Kind.DATASET, Verb.REPLACE): None,
+    (Kind.DATASET, Verb.DELETE): None,
+}
 
 
 class _Model(BaseModel):
@@ -67,99 +111,136 @@ class DatasetStatus(_Model):
 
 
 class ObjectState(_Model):
-    """The compared part of a namespace or table: properties, and for tables the location."""
+    """The compared part of an object: properties and location; for a dataset its version,
+    and for a dataset to write its schema and where the data comes from."""
 
     properties: dict[str, str] = Field(default_factory=dict)
     location: str | None = None
-    #: create_table only: the schema to write and where the data comes from
     columns: list[dict[str, Any]] | None = None
     source: dict[str, Any] | None = None
+    #: a dataset's Lance version (None: no dataset)
+    version: int | None = None
+
+
+class Address(_Model):
+    """A registration of a table in one backend."""
+
+    backend: str
+    id: list[str]
 
 
 class Action(_Model):
-    action: ActionType
-    object: Literal["namespace", "table"]
+    verb: Verb
+    kind: Kind
+    reason: Reason
+    #: the backend whose catalog (or, for a dataset, whose storage options) the action uses
     backend: str
+    #: the object's id in the backend; empty for a dataset (its address is its location)
     id: list[str]
-    #: the identifier in the backend's own syntax, for people
+    #: the identifier in the backend's own syntax (a dataset's location), for people
     display_id: str
+    #: why, in words
+    detail: str
     before: ObjectState | None = None
     after: ObjectState | None = None
-    reason: str
-    data_loss: bool = False
+    #: what the action destroys; derived from kind and verb
+    destroys: Destruction | None = None
     #: property keys the plan compared; the fingerprint covers exactly these
     compared_keys: list[str] = Field(default_factory=list)
-    #: hash of `before` (or of absence): apply refuses when the live object no longer matches
+    #: hash of the compared live state (or of absence); apply refuses when it no longer matches
     fingerprint: str
     #: keys of actions that must finish first
     depends_on: list[str] = Field(default_factory=list)
     #: set when a guard forbids this action (e.g. "protected"); apply refuses the plan
     blocked: str | None = None
     warnings: list[str] = Field(default_factory=list)
-    #: adopt only: stamp in place, or re-declare where the backend cannot update in place
-    method: Literal["in_place", "replace"] | None = None
-    #: create_table: "create" or "overwrite" the dataset; register after writing or not
-    write_mode: Literal["create", "overwrite"] | None = None
-    registers: bool | None = None
     #: the manifest table this action serves, if any
     table: str | None = None
+    #: what the planner found at the table's location
     dataset: DatasetStatus | None = None
+    #: a dataset action: the registrations of its location, checked for protection at apply time
+    registrations: list[Address] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _derived(self) -> Action:
+        if (self.kind, self.verb) not in _PHASES:
+            raise ValueError(f"a {self.kind.value} cannot be {self.verb.value}d")
+        self.destroys = destruction(self.kind, self.verb)
+        return self
 
     @property
     def key(self) -> str:
-        """Unique within a plan: the object, or for a data write the location it writes."""
-        if self.action == ActionType.CREATE_TABLE and self.after is not None:
-            return f"data:{self.after.location}"
-        return action_key(self.object, self.backend, self.id)
+        """Unique within a plan: the object's address (a dataset's is its location)."""
+        if self.kind == Kind.DATASET:
+            return dataset_key(self.location or "")
+        return action_key(self.kind, self.backend, self.id)
+
+    @property
+    def location(self) -> str | None:
+        state = self.after or self.before
+        return state.location if state else None
+
+    @property
+    def phase(self) -> int:
+        return _PHASES[(self.kind, self.verb)]
+
+    @property
+    def removes(self) -> bool:
+        """The action takes something away that exists (guards check these against live state)."""
+        return self.verb in (Verb.FORGET, Verb.DELETE, Verb.REPLACE)
+
+    @property
+    def name(self) -> str:
+        """'create table', 'delete dataset': how messages name the action."""
+        return f"{self.verb.value} {self.kind.value}"
 
     def inverse(self) -> Action | None:
         """The action that undoes this one, or None when it cannot be undone (data deleted)."""
-        mirror = {
-            ActionType.CREATE_NAMESPACE: ActionType.DROP_NAMESPACE,
-            ActionType.DROP_NAMESPACE: ActionType.CREATE_NAMESPACE,
-            ActionType.UPDATE_NAMESPACE: ActionType.UPDATE_NAMESPACE,
-            ActionType.DECLARE_TABLE: ActionType.DEREGISTER_TABLE,
-            ActionType.DEREGISTER_TABLE: ActionType.DECLARE_TABLE,
-            ActionType.UPDATE_TABLE: ActionType.UPDATE_TABLE,
-            ActionType.REPLACE_TABLE: ActionType.REPLACE_TABLE,
-            ActionType.CREATE_TABLE: ActionType.DROP_TABLE,
-        }
-        if self.action == ActionType.ADOPT:
-            undo = ActionType.UPDATE_NAMESPACE if self.object == "namespace" else (
-                ActionType.UPDATE_TABLE if self.method == "in_place" else ActionType.REPLACE_TABLE)
-        elif self.action in mirror and not (self.action == ActionType.CREATE_TABLE
-                                            and self.write_mode == "overwrite"):
-            undo = mirror[self.action]
-        else:
+        verb = _INVERSE_VERBS[(self.kind, self.verb)]
+        if verb is None:
             return None
-        before = _without_data(self.after)
+        before = _undo_state(self.after, self.kind)
         return Action(
-            action=undo, object=self.object, backend=self.backend, id=self.id,
-            display_id=self.display_id, before=before, after=_without_data(self.before),
-            reason=f"undo {self.action.value}", data_loss=undo in DATA_LOSS,
-            compared_keys=self.compared_keys, fingerprint=fingerprint(before, self.compared_keys),
-            table=self.table, registers=self.registers)
+            verb=verb, kind=self.kind, reason=Reason.UNDO, backend=self.backend, id=self.id,
+            display_id=self.display_id, detail=f"undo: {self.name} {self.display_id}",
+            before=before, after=_undo_state(self.before, self.kind), compared_keys=self.compared_keys,
+            fingerprint=fingerprint(before, self.compared_keys), table=self.table,
+            registrations=self.registrations)
 
 
-def _without_data(state: ObjectState | None) -> ObjectState | None:
-    return None if state is None else ObjectState(properties=state.properties, location=state.location)
+def _undo_state(state: ObjectState | None, kind: Kind) -> ObjectState | None:
+    """A state to restore or to expect: never a source to read again."""
+    if state is None:
+        return None
+    if kind == Kind.DATASET:
+        return ObjectState(location=state.location, version=state.version)
+    return ObjectState(properties=state.properties, location=state.location)
 
 
-def action_key(kind: str, backend: str, id: list[str] | tuple[str, ...]) -> str:
+def action_key(kind: Kind | str, backend: str, id: list[str] | tuple[str, ...]) -> str:
+    kind = kind.value if isinstance(kind, Kind) else kind
     return f"{kind}:{backend}:{json.dumps(list(id), ensure_ascii=False)}"
 
 
+def dataset_key(location: str) -> str:
+    return f"dataset:{location}"
+
+
 def project(properties: dict[str, str], location: str | None, keys: list[str]) -> ObjectState:
-    """The compared part of a live object."""
+    """The compared part of a live namespace or table."""
     return ObjectState(properties={k: properties[k] for k in keys if k in properties}, location=location)
 
 
 def fingerprint(state: ObjectState | None, keys: list[str]) -> str:
-    """A short stable hash of an object's compared state; absence has its own value."""
+    """A short stable hash of an object's compared state; absence has its own value.
+
+    A dataset's state is its location and version, so an action planned before newer data
+    was written no longer matches.
+    """
     if state is None:
         payload: Any = {"absent": True}
     else:
-        payload = {"location": state.location,
+        payload = {"location": state.location, "version": state.version,
                    "properties": {k: state.properties.get(k) for k in sorted(keys)}}
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
     return digest[:16]
@@ -168,15 +249,25 @@ def fingerprint(state: ObjectState | None, keys: list[str]) -> str:
 class LeftAlone(_Model):
     """An object seen in scope that lance-sync will not touch, and why."""
 
-    object: Literal["namespace", "table"]
+    kind: Kind
     backend: str
     id: list[str]
     display_id: str
     reason: str
 
 
+class Scope(_Model):
+    """What the plan read in one backend: where an owned object outside it is not seen."""
+
+    backend: str
+    #: namespaces whose tables were listed, in the backend's syntax
+    namespaces: list[str] = Field(default_factory=list)
+    #: every namespace of the backend was listed (plan --scan-all)
+    complete: bool = False
+
+
 class Plan(_Model):
-    format_version: Literal[1] = PLAN_FORMAT_VERSION
+    format_version: Literal[2] = PLAN_FORMAT_VERSION
     tool_version: str
     created_at: str
     owner: str
@@ -186,7 +277,12 @@ class Plan(_Model):
     spark: dict[str, Any] | None = None
     actions: list[Action] = Field(default_factory=list)
     left_alone: list[LeftAlone] = Field(default_factory=list)
+    #: objects declared and in sync that carry no owner mark, because their backend cannot stamp them
+    adopted_unmarked: list[LeftAlone] = Field(default_factory=list)
+    #: facts worth knowing that need no action (e.g. columns a writer added to a dataset)
+    notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    scope: list[Scope] = Field(default_factory=list)
     #: API calls made while reading live state, per backend
     api_calls: dict[str, int] = Field(default_factory=dict)
 
@@ -194,17 +290,11 @@ class Plan(_Model):
     def has_changes(self) -> bool:
         return bool(self.actions)
 
-    def summary(self) -> dict[str, int]:
-        counts = {t.value: 0 for t in ActionType}
-        for action in self.actions:
-            counts[action.action.value] += 1
-        return counts
-
     def blocked(self) -> list[Action]:
         return [a for a in self.actions if a.blocked]
 
-    def data_loss(self) -> list[Action]:
-        return [a for a in self.actions if a.data_loss]
+    def destroying(self, what: Destruction) -> list[Action]:
+        return [a for a in self.actions if a.destroys == what]
 
 
 def plan_json_schema() -> dict[str, Any]:

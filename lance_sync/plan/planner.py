@@ -13,9 +13,9 @@ from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import SyncNamespace
 from lance_sync.errors import ConfigError
 from lance_sync.manifest.desired import DesiredState
-from lance_sync.observe import observe
-from lance_sync.plan.compare import compare
-from lance_sync.plan.model import DatasetStatus, Plan
+from lance_sync.observe import LiveState, observe
+from lance_sync.plan.compare import compare, removal_locations
+from lance_sync.plan.model import DatasetStatus, Plan, Scope
 
 _VARIABLE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
@@ -68,19 +68,26 @@ def _flatten_storage(properties: dict[str, Any]) -> dict[str, Any]:
     return properties
 
 
-def inspect_datasets(state: DesiredState, drivers: dict[str, SyncNamespace],
+def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, SyncNamespace],
                      progress: Progress | None = None) -> dict[str, DatasetStatus]:
-    """What each table location of the manifest holds (thread pool; no Spark at plan time)."""
+    """What each table location of the manifest holds, and each location an owned table that
+    left the manifest points at (thread pool; no Spark at plan time)."""
     from lance_sync.data.locations import inspect_locations
 
-    by_options: dict[tuple, list[str]] = {}
+    by_options: dict[tuple, set[str]] = {}
     for table in state.tables:
         options = drivers[table.registrations[0].backend].storage_options() if table.registrations else {}
-        by_options.setdefault(tuple(sorted(options.items())), []).append(table.location)
+        by_options.setdefault(tuple(sorted(options.items())), set()).add(table.location)
+    leaving = removal_locations(state, live)
+    for (backend, _id), info in live.tables.items():
+        if info.location in leaving:
+            options = drivers[backend].storage_options()
+            by_options.setdefault(tuple(sorted(options.items())), set()).add(info.location)
     statuses = {}
     for options, locations in by_options.items():
         if progress:
             progress(f"inspecting {len(locations)} table location(s)")
+        locations = sorted(locations)
         reports = inspect_locations(locations, storage_options=dict(options) or None, engine="threads")
         for location, report in zip(locations, reports, strict=True):
             statuses[location] = DatasetStatus(status=report.status, version=report.version,
@@ -90,11 +97,11 @@ def inspect_datasets(state: DesiredState, drivers: dict[str, SyncNamespace],
 
 
 def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
-               progress: Progress | None = None) -> Plan:
+               progress: Progress | None = None, scan_all: bool = False) -> Plan:
     calls_before = {name: driver.api_calls for name, driver in drivers.items()}
-    live = observe(state, drivers, parallelism, progress)
+    live = observe(state, drivers, parallelism, progress, scan_all)
     capabilities = {name: driver.capabilities() for name, driver in drivers.items()}
-    datasets = inspect_datasets(state, drivers, progress)
+    datasets = inspect_datasets(state, live, drivers, progress)
     comparison = compare(state, live, capabilities, datasets)
     return Plan(
         tool_version=__version__,
@@ -105,6 +112,17 @@ def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace], paralleli
         spark=state.spark,
         actions=comparison.actions,
         left_alone=comparison.left_alone,
+        adopted_unmarked=comparison.adopted_unmarked,
+        notes=comparison.notes,
         warnings=live.warnings + comparison.warnings,
+        scope=_scope(state, live),
         api_calls={name: driver.api_calls - calls_before[name] for name, driver in drivers.items()},
     )
+
+
+def _scope(state: DesiredState, live: LiveState) -> list[Scope]:
+    """Per backend, the namespaces whose tables the plan listed."""
+    scanned: dict[str, list[str]] = {name: [] for name in state.backends}
+    for backend, id in sorted(live.scanned):
+        scanned[backend].append(state.backends[backend].format_id(id) or "(root)")
+    return [Scope(backend=name, namespaces=ids, complete=live.complete) for name, ids in scanned.items()]

@@ -6,34 +6,37 @@ from collections.abc import Iterator
 
 import click
 
-from lance_sync.plan.model import Action, ActionType, DatasetStatus, ObjectState, Plan
+from lance_sync.plan.model import (
+    Action,
+    DatasetStatus,
+    Destruction,
+    Kind,
+    ObjectState,
+    Plan,
+    Reason,
+    Verb,
+)
 
 MARKDOWN_LIMIT = 65_000
+#: scanned namespaces named per backend before "and N more"
+SCOPE_SHOWN = 10
 
-SYMBOLS = {
-    ActionType.CREATE_NAMESPACE: "+",
-    ActionType.DECLARE_TABLE: "+",
-    ActionType.CREATE_TABLE: "+",
-    ActionType.UPDATE_NAMESPACE: "~",
-    ActionType.UPDATE_TABLE: "~",
-    ActionType.ADOPT: "~",
-    ActionType.REPLACE_TABLE: "-/+",
-    ActionType.DEREGISTER_TABLE: "-",
-    ActionType.DROP_TABLE: "-",
-    ActionType.DROP_NAMESPACE: "-",
-}
+SYMBOLS = {Verb.CREATE: "+", Verb.UPDATE: "~", Verb.REPLACE: "-/+", Verb.FORGET: "-", Verb.DELETE: "-"}
 COLOURS = {"+": "green", "~": "yellow", "-": "red", "-/+": "magenta"}
+DESTRUCTION_TAGS = {Destruction.DATA: "[destroys data]", Destruction.IDENTITY: "[new table id, grants are lost]"}
+NAMESPACE_DELETION_TAG = "[deletes the namespace]"
 
 
 def summary_counts(plan: Plan) -> dict[str, int]:
     """Actions grouped the way the summary line reads them."""
     groups = {"create": 0, "update": 0, "adopt": 0, "replace": 0, "remove": 0}
     for action in plan.actions:
-        symbol = SYMBOLS[action.action]
-        if action.action == ActionType.ADOPT:
+        if action.reason == Reason.ADOPT:
             groups["adopt"] += 1
+        elif action.verb in (Verb.FORGET, Verb.DELETE):
+            groups["remove"] += 1
         else:
-            groups[{"+": "create", "~": "update", "-/+": "replace", "-": "remove"}[symbol]] += 1
+            groups[action.verb.value] += 1
     return groups
 
 
@@ -43,13 +46,44 @@ def summary_line(plan: Plan) -> str:
     counts = summary_counts(plan)
     text = (f"Plan: {counts['create']} to create, {counts['update']} to update, {counts['adopt']} to adopt, "
             f"{counts['replace']} to replace, {counts['remove']} to remove.")
-    losing = len(plan.data_loss())
+    losing = len(plan.destroying(Destruction.DATA))
     if losing:
-        text += f" {losing} destructive (needs --allow-drop)."
+        text += f" {losing} destroy data (needs --allow-drop)."
+    replacing = len(plan.destroying(Destruction.IDENTITY))
+    if replacing:
+        text += f" {replacing} replace tables (needs --allow-replace)."
     blocked = len(plan.blocked())
     if blocked:
         text += f" {blocked} blocked."
     return text
+
+
+def action_label(action: Action) -> str:
+    """'create table     lake: sales$orders', with why it is notable and what it destroys."""
+    label = f"{action.name:<16} {action.backend}: {action.display_id}"
+    if action.reason == Reason.ADOPT:
+        label += "  (adopt)"
+    if action.kind == Kind.NAMESPACE and action.destroys is not None:
+        label += f"  {NAMESPACE_DELETION_TAG}"
+    elif action.destroys is not None:
+        label += f"  {DESTRUCTION_TAGS[action.destroys]}"
+    return label
+
+
+def action_head(action: Action) -> str:
+    return f"{SYMBOLS[action.verb]:>3} {action_label(action)}"
+
+
+def scope_lines(plan: Plan) -> list[str]:
+    lines = []
+    for scope in plan.scope:
+        if scope.complete:
+            lines.append(f"    {scope.backend}: every namespace (--scan-all)")
+            continue
+        shown = ", ".join(scope.namespaces[:SCOPE_SHOWN]) or "(nothing)"
+        more = f" and {len(scope.namespaces) - SCOPE_SHOWN} more" if len(scope.namespaces) > SCOPE_SHOWN else ""
+        lines.append(f"    {scope.backend}: {shown}{more}")
+    return lines
 
 
 # --- text ------------------------------------------------------------------------------------------
@@ -60,42 +94,46 @@ def render_text(plan: Plan, colour: bool = False) -> str:
 
     lines = [f"lance-sync plan for owner '{plan.owner}' ({', '.join(plan.manifest_files)})", ""]
     for action in plan.actions:
-        symbol = SYMBOLS[action.action]
-        head = f"{symbol:>3} {action.action.value:<17} {action.backend}: {action.display_id}"
-        if action.data_loss:
-            head += "  [destroys data]" if action.action == ActionType.DROP_TABLE else "  [destructive]"
-        lines.append(paint(head, symbol, bold=True))
+        lines.append(paint(action_head(action), SYMBOLS[action.verb], bold=True))
         lines.extend(f"        {line}" for line in _details(action))
+        lines.append("")
+    if plan.adopted_unmarked:
+        lines.append(f"Adopted without a mark ({len(plan.adopted_unmarked)}): in sync; the backend cannot stamp "
+                     "a table in place, so removing it from the manifest leaves it registered")
+        lines.extend(f"    {o.kind.value} {o.backend}: {o.display_id}" for o in plan.adopted_unmarked)
         lines.append("")
     if plan.left_alone:
         lines.append(f"Left alone ({len(plan.left_alone)}): seen in scope, not owned by '{plan.owner}'")
-        lines.extend(f"    {o.object} {o.backend}: {o.display_id} ({o.reason})" for o in plan.left_alone)
+        lines.extend(f"    {o.kind.value} {o.backend}: {o.display_id} ({o.reason})" for o in plan.left_alone)
         lines.append("")
-    for warning in plan.warnings:
-        lines.append(f"Warning: {warning}")
-    if plan.warnings:
+    if plan.scope:
+        lines.append("Scanned (owned objects outside these namespaces are not seen; plan --scan-all lists "
+                     "every namespace):")
+        lines.extend(scope_lines(plan))
+        lines.append("")
+    lines += [f"Note: {note}" for note in plan.notes]
+    lines += [f"Warning: {warning}" for warning in plan.warnings]
+    if plan.notes or plan.warnings:
         lines.append("")
     lines.append(summary_line(plan))
     return "\n".join(lines) + "\n"
 
 
 def _details(action: Action) -> Iterator[str]:
-    yield f"# {action.reason}"
+    yield f"# {action.detail}"
     if action.blocked:
         yield f"! BLOCKED: {action.blocked}"
     for warning in action.warnings:
         yield f"! warning: {warning}"
     before, after = action.before, action.after
-    if before and after and action.action != ActionType.CREATE_TABLE:
+    if before and after and action.kind != Kind.DATASET:
         yield from _changes(before, after)
     else:
         state = after or before
         if state is not None:
             yield from _state(state, "+" if after else "-")
-    if action.action == ActionType.CREATE_TABLE:
-        yield f"write: {action.write_mode} dataset" + ("" if action.registers else " (already registered)")
-    if action.method == "replace":
-        yield "method: deregister and declare again (the backend cannot update in place)"
+    if action.kind == Kind.DATASET and action.registrations:
+        yield "registered as: " + ", ".join(f"{r.backend}: {r.id}" for r in action.registrations)
     if action.dataset is not None:
         yield f"data: {describe_dataset(action.dataset)}"
 
@@ -103,6 +141,8 @@ def _details(action: Action) -> Iterator[str]:
 def _state(state: ObjectState, sign: str) -> Iterator[str]:
     if state.location:
         yield f"{sign} location = {state.location}"
+    if state.version is not None:
+        yield f"{sign} version = {state.version}"
     for key, value in sorted(state.properties.items()):
         yield f"{sign} {key} = {value!r}"
     if state.columns:
@@ -153,11 +193,16 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
         head += ["| change | count |", "| --- | ---: |"]
         head += [f"| {name} | {count} |" for name, count in counts.items() if count]
         head.append("")
-    if plan.data_loss():
-        head.append(f"> **{len(plan.data_loss())} destructive action(s)**: apply needs `--allow-drop`.")
+    if plan.destroying(Destruction.DATA):
+        head.append(f"> **{len(plan.destroying(Destruction.DATA))} action(s) destroy data**: apply needs "
+                    "`--allow-drop`.")
+    if plan.destroying(Destruction.IDENTITY):
+        head.append(f"> **{len(plan.destroying(Destruction.IDENTITY))} table(s) replaced** (new table id, grants "
+                    "are lost): apply needs `--allow-replace`.")
     if plan.blocked():
         head.append(f"> **{len(plan.blocked())} blocked action(s)**: apply will refuse this plan.")
     head += [f"> {w}" for w in plan.warnings]
+    head += [f"> Note: {n}" for n in plan.notes]
     head.append("")
     text = "\n".join(head)
     if not plan.actions and not plan.left_alone:
@@ -185,10 +230,8 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
 
 
 def _markdown_action(action: Action) -> str:
-    sign = {"+": "+", "~": "!", "-": "-", "-/+": "!"}[SYMBOLS[action.action]]
-    head = f"{sign} {action.action.value} {action.backend}: {_fence_safe(action.display_id)}"
-    if action.data_loss:
-        head += "  [destructive]"
+    sign = {"+": "+", "~": "!", "-": "-", "-/+": "!"}[SYMBOLS[action.verb]]
+    head = f"{sign} {_fence_safe(action_label(action))}"
     lines = [head] + [f"{' ' if sign != '-' else '-'}     {_fence_safe(line)}" for line in _details(action)]
     return "\n".join(lines) + "\n"
 

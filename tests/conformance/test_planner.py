@@ -81,9 +81,13 @@ def test_plan_apply_update_remove(harness: Harness, tmp_path: Path, monkeypatch:
     project.manifest["tables"][0]["properties"]["tier"] = "silver"
     changed = project.run("plan", "--detailed-exitcode")
     assert changed.exit_code == 2
-    expected = "update_table" if driver.capabilities().update_table_properties else "replace_table"
-    assert f"{expected}" in changed.stdout
-    assert project.run("apply", "--auto-approve").exit_code == 0
+    in_place = driver.capabilities().update_table_properties
+    assert ("~ update table" if in_place else "-/+ replace table") in changed.stdout
+    if not in_place:  # a replace gives the table a new id: refused unless allowed
+        refused = project.run("apply", "--auto-approve")
+        assert refused.exit_code == 4 and "--allow-replace" in refused.output
+        assert "[new table id, grants are lost]" in changed.stdout
+    assert project.run("apply", "--auto-approve", "--allow-replace").exit_code == 0
     assert driver.get_table_info((*namespace, "events")).properties["tier"] == "silver"
     assert project.run("plan", "--detailed-exitcode").exit_code == 0
 
@@ -93,15 +97,15 @@ def test_plan_apply_update_remove(harness: Harness, tmp_path: Path, monkeypatch:
     relocation = project.run("plan")
     capabilities = driver.capabilities()
     in_place = capabilities.update_table_location and capabilities.update_table_properties
-    assert ("update_table" if in_place else "replace_table") in relocation.stdout
-    assert project.run("apply", "--auto-approve").exit_code == 0
+    assert ("~ update table" if in_place else "-/+ replace table") in relocation.stdout
+    assert project.run("apply", "--auto-approve", "--allow-replace").exit_code == 0
     assert normalize_location(driver.get_table_info((*namespace, "events")).location) == normalize_location(moved)
     assert project.run("plan", "--detailed-exitcode").exit_code == 0
 
     project.manifest["tables"].pop(0)
     removed = project.run("apply", "--auto-approve")
     assert removed.exit_code == 0, removed.output
-    assert "deregister_table" in removed.stdout
+    assert "- forget table" in removed.stdout
     assert driver.get_table_info((*namespace, "events")) is None
     assert lance.dataset(existing).count_rows() == 3
     assert project.run("plan", "--detailed-exitcode").exit_code == 0

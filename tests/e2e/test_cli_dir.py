@@ -84,7 +84,7 @@ def test_quickstart_applies_and_converges(applied: Project):
 def test_plan_reports_changes_with_detailed_exitcode(project: Project):
     result = project.plan("--detailed-exitcode")
     assert result.exit_code == 2
-    assert "create_namespace" in result.stdout and "Plan: 5 to create" in result.stdout
+    assert "  + create namespace lake: sales" in result.stdout and "Plan: 7 to create" in result.stdout
 
 
 def test_removed_table_is_deregistered_and_data_kept(applied: Project):
@@ -92,7 +92,7 @@ def test_removed_table_is_deregistered_and_data_kept(applied: Project):
     manifest["tables"] = [t for t in manifest["tables"] if t["name"] != "orders"]
     applied.write(manifest)
     plan = applied.plan()
-    assert "deregister_table  lake: sales$orders" in plan.stdout
+    assert "  - forget table     lake: sales$orders" in plan.stdout
     assert applied.apply("--auto-approve").exit_code == 0
     assert applied.tables("sales") == ["returns"]
     assert (applied.root / "lakehouse" / "data" / "orders.lance" / "_versions").is_dir()
@@ -214,7 +214,7 @@ def test_existing_unmarked_namespace_is_adopted(project: Project):
     (project.root / "lakehouse").mkdir()
     project.driver().create_namespace(ln.CreateNamespaceRequest(id=["sales"], properties={"team": "sales"}))
     plan = project.plan()
-    assert "adopt             lake: sales" in plan.stdout
+    assert "  ~ update namespace lake: sales  (adopt)" in plan.stdout
     assert project.apply("--auto-approve").exit_code == 0
     properties = project.driver().describe_namespace(ln.DescribeNamespaceRequest(id=["sales"])).properties
     assert properties["lance_sync.owner"] == "quickstart"
@@ -225,7 +225,7 @@ def test_property_change_updates_in_place(applied: Project):
     manifest["namespaces"][0]["properties"] = {"team": "finance"}
     applied.write(manifest)
     plan = applied.plan()
-    assert "update_namespace  lake: sales" in plan.stdout
+    assert "  ~ update namespace lake: sales\n" in plan.stdout
     assert "~ team = 'sales' -> 'finance'" in plan.stdout
     assert applied.apply("--auto-approve").exit_code == 0
     assert applied.plan("--detailed-exitcode").exit_code == 0
@@ -241,22 +241,46 @@ def test_removed_namespace_is_dropped_child_first_with_allow_drop(applied: Proje
     manifest["namespaces"] = []
     applied.write(manifest)
     plan = applied.plan()
-    lines = [line for line in plan.stdout.splitlines() if "drop_namespace" in line]
-    assert [line.split()[3] for line in lines] == ["sales$archive", "sales"]
+    lines = [line for line in plan.stdout.splitlines() if "delete namespace" in line]
+    assert [line.split()[4] for line in lines] == ["sales$archive", "sales"]
     assert applied.apply("--auto-approve").exit_code == 4
     assert applied.apply("--auto-approve", "--allow-drop").exit_code == 0
     namespaces = applied.driver().list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces
     assert namespaces == []
 
 
+def rollback_path(result) -> str:
+    return next(line.split(": ", 1)[1].split(" (")[0] for line in result.stdout.splitlines()
+                if line.startswith("Rollback plan:"))
+
+
 def test_rollback_plan_undoes_an_apply(project: Project):
+    manifest = project.manifest
+    for table in manifest["tables"]:
+        table["protect"] = False
+    project.write(manifest)
     result = project.apply("--auto-approve")
-    rollback = next(line.split(": ", 1)[1].split(" (")[0] for line in result.stdout.splitlines()
-                    if line.startswith("Rollback plan:"))
-    undone = project.run("apply", rollback, "--auto-approve", "--allow-drop")
+    undone = project.run("apply", rollback_path(result), "--auto-approve", "--allow-drop")
     assert undone.exit_code == 0, undone.output
     assert project.driver().list_namespaces(ln.ListNamespacesRequest(id=[])).namespaces == []
     assert not (project.root / "lakehouse" / "data" / "orders.lance").exists()
+
+
+def test_rollback_never_removes_a_protected_table_or_newer_data(project: Project):
+    """The rollback of creating a protected table, after a writer appended rows, is refused."""
+    import lance
+    import pyarrow as pa
+
+    result = project.apply("--auto-approve")
+    returns = project.root / "lakehouse" / "data" / "returns.lance"
+    schema = lance.dataset(str(returns)).schema
+    lance.write_dataset(pa.table({f.name: pa.array([None], f.type) for f in schema}, schema=schema),
+                        str(returns), mode="append")
+    refused = project.run("apply", rollback_path(result), "--auto-approve", "--allow-drop")
+    assert refused.exit_code == 4, refused.output
+    assert "protected" in refused.output
+    assert lance.dataset(str(returns)).count_rows() == 1
+    assert "returns" in project.tables("sales")
 
 
 def test_overlay_file_changes_the_base(project: Project):
@@ -271,14 +295,15 @@ def test_json_plan_validates_against_the_shipped_schema(project: Project):
     result = project.plan("--format", "json")
     document = json.loads(result.stdout)
     jsonschema.validate(document, json.loads(PLAN_SCHEMA.read_text()))
-    assert {a["action"] for a in document["actions"]} == {"create_namespace", "create_table", "declare_table"}
+    assert {(a["verb"], a["kind"]) for a in document["actions"]} == {
+        ("create", "namespace"), ("create", "dataset"), ("create", "table")}
 
 
 def test_markdown_plan_has_summary_then_details(project: Project):
     result = project.plan("--format", "markdown")
     text = result.stdout
     assert text.index("| change | count |") < text.index("<details>")
-    assert "| create | 5 |" in text
+    assert "| create | 7 |" in text
 
 
 def test_import_writes_a_manifest_that_adopts_everything(tmp_path: Path):
@@ -313,10 +338,12 @@ def test_partial_failure_reports_and_a_rerun_converges(project: Project):
     project.write(manifest)
     partial = project.apply("--auto-approve")
     assert partial.exit_code == 3, partial.output
-    assert "Apply partly failed" in partial.stdout and "failed:  create_table lake: sales$blocked" in partial.stdout
+    assert "Apply partly failed" in partial.stdout and "failed:  create dataset lake: " in partial.stdout
+    assert "skipped: create table lake: sales$blocked" in partial.stdout
+    assert "will not pass by themselves" in partial.stdout
     assert "orders" in project.tables("sales")
     blocker.unlink()
     rest = project.plan()
-    assert "Plan: 1 to create" in rest.stdout
+    assert "Plan: 2 to create" in rest.stdout
     assert project.apply("--auto-approve").exit_code == 0
     assert project.plan("--detailed-exitcode").exit_code == 0

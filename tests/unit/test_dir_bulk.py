@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import lance
 import lance_namespace as ln
 from lance_namespace import DeclareTableRequest, DescribeTableRequest
 from lance_namespace.errors import (
@@ -12,7 +15,7 @@ from lance_namespace.errors import (
 
 import lance_sync  # noqa: F401 - registers the drivers
 from lance_sync.apply import ApplyOptions, execute
-from lance_sync.plan.model import Action, ActionType, ObjectState, Plan, fingerprint
+from lance_sync.plan.model import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
 
 
 def test_bulk_declare_reports_each_table_and_writes_the_rest_in_one_commit(tmp_path):
@@ -37,13 +40,25 @@ def test_bulk_declare_reports_each_table_and_writes_the_rest_in_one_commit(tmp_p
     assert sorted(i.id[-1] for i in driver.list_table_infos(("ns",))) == ["a", "d", "old"]
 
 
+def test_bulk_declare_into_a_root_without_a_manifest_declares_one_at_a_time(tmp_path):
+    """A fresh root has no `__manifest` yet: the first declare makes pylance create it."""
+    driver = ln.connect("lance-sync-dir", {"root": str(tmp_path)})
+    errors = driver.declare_tables([
+        DeclareTableRequest(id=[name], location=str(tmp_path / name), properties={"lance_sync.owner": "o"})
+        for name in ("a", "b")] + [DeclareTableRequest(id=["missing", "c"], location=str(tmp_path / "c"))])
+    assert [type(e) if e else None for e in errors] == [None, None, NamespaceNotFoundError]
+    rows = lance.dataset(str(tmp_path / "__manifest")).to_table().to_pylist()
+    assert {r["object_id"]: json.loads(r["metadata"]) for r in rows} == {
+        "a": {"lance_sync.owner": "o"}, "b": {"lance_sync.owner": "o"}}
+
+
 def test_apply_sends_ready_declares_to_a_bulk_backend_together(tmp_path):
     driver = ln.connect("lance-sync-dir", {"root": str(tmp_path)})
     driver.create_namespace(ln.CreateNamespaceRequest(id=["ns"]))
-    actions = [Action(action=ActionType.DECLARE_TABLE, object="table", backend="lake", id=["ns", f"t{i}"],
+    actions = [Action(verb=Verb.CREATE, kind=Kind.TABLE, reason=Reason.ABSENT, backend="lake", id=["ns", f"t{i}"],
                       display_id=f"ns$t{i}", after=ObjectState(location=str(tmp_path / f"t{i}"),
                                                                properties={"lance_sync.owner": "o"}),
-                      reason="r", compared_keys=["lance_sync.owner"], fingerprint=fingerprint(None, []))
+                      detail="r", compared_keys=["lance_sync.owner"], fingerprint=fingerprint(None, []))
                for i in range(50)]
     plan = Plan(tool_version="0", created_at="now", owner="o", manifest_files=[], backends={}, actions=actions)
     calls = driver.api_calls
@@ -51,3 +66,19 @@ def test_apply_sends_ready_declares_to_a_bulk_backend_together(tmp_path):
     assert report.exit_code == 0 and len(report.with_status("succeeded")) == 50
     assert driver.api_calls - calls <= 3
     assert len(list(driver.list_table_infos(("ns",)))) == 50
+
+
+def test_the_driver_s_row_writes_keep_the_manifest_compact(tmp_path):
+    """Each declare or property update adds a small fragment; they are folded together."""
+    driver = ln.connect("lance-sync-dir", {"root": str(tmp_path)})
+    driver.create_namespace(ln.CreateNamespaceRequest(id=["ns"]))
+    for i in range(80):
+        driver.declare_table(DeclareTableRequest(id=["ns", f"t{i}"], location=str(tmp_path / f"t{i}"),
+                                                 properties={"lance_sync.owner": "o"}))
+        driver.update_table_properties(("ns", f"t{i}"), {"n": str(i)}, [])
+    dataset = lance.dataset(str(tmp_path / "__manifest"))
+    assert len(dataset.get_fragments()) < 40
+    rows = {r["object_id"]: r for r in dataset.to_table().to_pylist()}
+    assert len(rows) == 81 and dataset.count_rows() == 81
+    assert all(json.loads(rows[f"ns$t{i}"]["metadata"]) == {"lance_sync.owner": "o", "n": str(i)}
+               for i in range(80))

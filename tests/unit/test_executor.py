@@ -8,13 +8,22 @@ import time
 from lance_namespace.errors import ServiceUnavailableError
 
 from lance_sync.apply import ApplyOptions, execute, rollback_plan
-from lance_sync.plan.model import Action, ActionType, ObjectState, Plan, action_key, fingerprint
+from lance_sync.plan.model import (
+    Action,
+    Kind,
+    ObjectState,
+    Plan,
+    Reason,
+    Verb,
+    action_key,
+    fingerprint,
+)
 
 
 def namespace_action(name: tuple[str, ...], depends: list[str] | None = None) -> Action:
-    return Action(action=ActionType.CREATE_NAMESPACE, object="namespace", backend="b", id=list(name),
+    return Action(verb=Verb.CREATE, kind=Kind.NAMESPACE, reason=Reason.ABSENT, backend="b", id=list(name),
                   display_id="$".join(name), after=ObjectState(properties={"lance_sync.owner": "o"}),
-                  reason="r", compared_keys=["lance_sync.owner"], fingerprint=fingerprint(None, []),
+                  detail="r", compared_keys=["lance_sync.owner"], fingerprint=fingerprint(None, []),
                   depends_on=depends or [])
 
 
@@ -73,5 +82,5 @@ def test_partial_failure_skips_dependents_reports_and_writes_a_rollback(tmp_path
     assert [a.display_id for a in rollback.actions] == ["a$x", "a"] or \
         {a.display_id for a in rollback.actions} == {"a", "a$x"}
     drop_a = next(a for a in rollback.actions if a.display_id == "a")
-    assert drop_a.action == ActionType.DROP_NAMESPACE
+    assert (drop_a.verb, drop_a.kind) == (Verb.DELETE, Kind.NAMESPACE)
     assert key("a", "x") in drop_a.depends_on

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 
-from lance_sync.plan.model import Action, ActionType, ObjectState, Plan, fingerprint
+from lance_sync.plan.model import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
 from lance_sync.plan.render import MARKDOWN_LIMIT, render_json, render_markdown, render_text
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "plan.schema.json").read_text())
@@ -16,8 +16,9 @@ SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "plan.sch
 def declare(i: int) -> Action:
     after = ObjectState(location=f"s3://bucket/warehouse/sales/table_{i:05d}.lance",
                         properties={"lance_sync.owner": "platform", "tier": "gold", "team": "sales"})
-    return Action(action=ActionType.DECLARE_TABLE, object="table", backend="uc", id=["main", "sales", f"table_{i:05d}"],
-                  display_id=f"main$sales$table_{i:05d}", after=after, reason="declared in the manifest, absent",
+    return Action(verb=Verb.CREATE, kind=Kind.TABLE, reason=Reason.ABSENT, backend="uc",
+                  id=["main", "sales", f"table_{i:05d}"], display_id=f"main$sales$table_{i:05d}", after=after,
+                  detail="declared in the manifest, absent",
                   compared_keys=["lance_sync.owner", "team", "tier"], fingerprint=fingerprint(None, []))
 
 
@@ -36,7 +37,7 @@ def test_markdown_for_ten_thousand_actions_stays_under_the_limit_and_says_so():
 
 def test_small_markdown_is_not_truncated():
     text = render_markdown(plan_of([declare(i) for i in range(3)]))
-    assert "Truncated" not in text and text.count("declare_table uc:") == 3
+    assert "Truncated" not in text and text.count("+ create table ") == 3
 
 
 def test_user_text_cannot_close_the_code_fence():
@@ -53,7 +54,7 @@ def test_json_validates_against_the_shipped_schema():
 def test_text_has_terraform_like_symbols_and_no_colour_unless_asked():
     plan = plan_of([declare(1)])
     plain = render_text(plan)
-    assert "  + declare_table" in plain and "\x1b[" not in plain
+    assert "  + create table" in plain and "\x1b[" not in plain
     assert "\x1b[" in render_text(plan, colour=True)
     assert plain.rstrip().endswith("Plan: 1 to create, 0 to update, 0 to adopt, 0 to replace, 0 to remove.")
 
@@ -61,7 +62,34 @@ def test_text_has_terraform_like_symbols_and_no_colour_unless_asked():
 def test_every_action_has_an_inverse_except_data_loss():
     action = declare(1)
     inverse = action.inverse()
-    assert inverse.action == ActionType.DEREGISTER_TABLE and inverse.before == action.after
-    assert inverse.inverse().action == ActionType.DECLARE_TABLE
-    dropped = inverse.model_copy(update={"action": ActionType.DROP_TABLE})
-    assert dropped.inverse() is None
+    assert (inverse.verb, inverse.kind) == (Verb.FORGET, Kind.TABLE) and inverse.before == action.after
+    assert inverse.inverse().verb == Verb.CREATE
+    written = Action(verb=Verb.CREATE, kind=Kind.DATASET, reason=Reason.ABSENT, backend="uc", id=[],
+                     display_id="/d.lance", detail="write", after=ObjectState(location="/d.lance"),
+                     fingerprint=fingerprint(None, []))
+    deleted = written.inverse()
+    assert (deleted.verb, deleted.kind, deleted.destroys) == (Verb.DELETE, Kind.DATASET, "data")
+    assert deleted.inverse() is None
+
+
+def test_replace_and_destruction_are_said_in_the_head():
+    replace = declare(1).model_copy(update={"verb": Verb.REPLACE, "before": declare(1).after})
+    replace = Action.model_validate(replace.model_dump())
+    text = render_text(plan_of([replace]))
+    assert "-/+ replace table" in text and "[new table id, grants are lost]" in text
+    assert "needs --allow-replace" in text
+
+
+def test_adopt_is_an_update_with_its_reason_never_a_replace():
+    adopt = Action.model_validate({**declare(1).model_dump(), "verb": "update", "reason": "adopt",
+                                   "before": {"properties": {}, "location": declare(1).after.location}})
+    head = render_text(plan_of([adopt])).splitlines()[2]
+    assert head.startswith("  ~ update table") and "(adopt)" in head
+
+
+def test_an_impossible_action_is_refused_by_the_model():
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="cannot be"):
+        Action.model_validate({**declare(1).model_dump(), "kind": "namespace", "verb": "forget"})

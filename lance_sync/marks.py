@@ -1,0 +1,52 @@
+"""The properties lance-sync writes on the objects it manages, and how it reads them back.
+
+Without a state file, what lance-sync knows about an object after its manifest entry is
+gone lives on the object itself: who owns it, whether it is protected, and whether its data
+goes with it when it leaves the manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+OWNER_KEY = "lance_sync.owner"
+PROTECT_KEY = "lance_sync.protect"
+ON_REMOVE_KEY = "lance_sync.on_remove"
+MANAGED_KEYS = (OWNER_KEY, PROTECT_KEY, ON_REMOVE_KEY)
+#: every key under this prefix is lance-sync's; manifests cannot set them
+RESERVED_PREFIX = "lance_sync."
+
+#: the property that tells a Lance table from other tables of a catalog (every spec)
+TABLE_TYPE_KEY = "table_type"
+LANCE_TABLE_TYPE = "lance"
+
+
+def marks(owner: str, protect: bool = False, on_remove: str | None = None) -> dict[str, str]:
+    """lance-sync's own properties for an object it manages."""
+    stamped = {OWNER_KEY: owner}
+    if protect:
+        stamped[PROTECT_KEY] = "true"
+    if on_remove == "drop":
+        stamped[ON_REMOVE_KEY] = "drop"
+    return stamped
+
+
+def owner_of(properties: Mapping[str, str]) -> str | None:
+    return properties.get(OWNER_KEY)
+
+
+def is_protected(properties: Mapping[str, str]) -> bool:
+    return str(properties.get(PROTECT_KEY, "")).lower() == "true"
+
+
+def drops_data(properties: Mapping[str, str]) -> bool:
+    return properties.get(ON_REMOVE_KEY) == "drop"
+
+
+def is_lance_table(properties: Mapping[str, str]) -> bool:
+    return str(properties.get(TABLE_TYPE_KEY, "")).lower() == LANCE_TABLE_TYPE
+
+
+def unmanaged(properties: Mapping[str, str]) -> dict[str, str]:
+    """Properties without lance-sync's marks and the table-type marker: what a user declared."""
+    return {k: v for k, v in properties.items() if k not in MANAGED_KEYS and k != TABLE_TYPE_KEY}
