@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -99,6 +100,8 @@ EXTERNAL = "EXTERNAL"
 #: UC has no LANCE data source format; the spec registers Lance tables as TEXT
 DATA_SOURCE_FORMAT = "TEXT"
 TABLE_TYPE_PROPERTY = "table_type"
+#: what UC OSS accepts as a schema or table name (ValidationUtils)
+VALID_NAME = re.compile(r"[a-zA-Z0-9_@-]+")
 LANCE_TABLE_TYPE = "lance"
 
 
@@ -199,7 +202,11 @@ class UnityNamespace(SyncNamespace):
         assert isinstance(config, UnityConfig)
         if parts and parts[0] != config.catalog:
             return f"catalog '{parts[0]}' is not the configured catalog '{config.catalog}'"
-        return None
+        return next((_name_problem(name) for name in parts[1:] if _name_problem(name)), None)
+
+    @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        return _name_problem(name)
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -497,6 +504,13 @@ ERRORS_BY_STATUS: dict[int, type[LanceNamespaceError]] = {
     501: UnsupportedOperationError,
     503: ServiceUnavailableError,
 }
+
+
+def _name_problem(name: str) -> str | None:
+    """UC OSS refuses other names with 400 INVALID_ARGUMENT; say so before anything is sent."""
+    if VALID_NAME.fullmatch(name):
+        return None
+    return f"Unity names take letters, digits, '_', '@' and '-' only (got {name!r})"
 
 
 def _full_name(*names: str) -> str:
