@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
@@ -67,32 +68,26 @@ def destruction(kind: Kind, verb: Verb) -> Destruction | None:
     return None
 
 
-#: execution and display order: namespaces parent-first, data, registrations, then removals
-_PHASES: dict[tuple[Kind, Verb], int] = {
-    (Kind.NAMESPACE, Verb.CREATE): 0,
-    (Kind.NAMESPACE, Verb.UPDATE): 1,
-    (Kind.DATASET, Verb.CREATE): 2,
-    (Kind.DATASET, Verb.REPLACE): 2,
-    (Kind.TABLE, Verb.CREATE): 3,
-    (Kind.TABLE, Verb.UPDATE): 4,
-    (Kind.TABLE, Verb.REPLACE): 4,
-    (Kind.DATASET, Verb.DELETE): 5,
-    (Kind.TABLE, Verb.FORGET): 6,
-    (Kind.NAMESPACE, Verb.DELETE): 7,
-}
+@dataclass(frozen=True)
+class _Operation:
+    #: execution and display order: namespaces parent-first, data, registrations, then removals
+    phase: int
+    #: the verb that undoes it; None: it cannot be undone (the data is gone)
+    inverse: Verb | None
 
-#: the verb that undoes each verb; None: it cannot be undone (the data is gone)
-_INVERSE_VERBS: dict[tuple[Kind, Verb], Verb | None] = {
-    (Kind.NAMESPACE, Verb.CREATE): Verb.DELETE,
-    (Kind.NAMESPACE, Verb.UPDATE): Verb.UPDATE,
-    (Kind.NAMESPACE, Verb.DELETE): Verb.CREATE,
-    (Kind.TABLE, Verb.CREATE): Verb.FORGET,
-    (Kind.TABLE, Verb.UPDATE): Verb.UPDATE,
-    (Kind.TABLE, Verb.REPLACE): Verb.REPLACE,
-    (Kind.TABLE, Verb.FORGET): Verb.CREATE,
-    (Kind.DATASET, Verb.CREATE): Verb.DELETE,
-    (Kind.DATASET, Verb.REPLACE): None,
-    (Kind.DATASET, Verb.DELETE): None,
+
+#: every (kind, verb) an action can be, and what follows from it
+_OPERATIONS: dict[tuple[Kind, Verb], _Operation] = {
+    (Kind.NAMESPACE, Verb.CREATE): _Operation(0, Verb.DELETE),
+    (Kind.NAMESPACE, Verb.UPDATE): _Operation(1, Verb.UPDATE),
+    (Kind.DATASET, Verb.CREATE): _Operation(2, Verb.DELETE),
+    (Kind.DATASET, Verb.REPLACE): _Operation(2, None),
+    (Kind.TABLE, Verb.CREATE): _Operation(3, Verb.FORGET),
+    (Kind.TABLE, Verb.UPDATE): _Operation(4, Verb.UPDATE),
+    (Kind.TABLE, Verb.REPLACE): _Operation(4, Verb.REPLACE),
+    (Kind.DATASET, Verb.DELETE): _Operation(5, None),
+    (Kind.TABLE, Verb.FORGET): _Operation(6, Verb.CREATE),
+    (Kind.NAMESPACE, Verb.DELETE): _Operation(7, Verb.CREATE),
 }
 
 
@@ -163,7 +158,7 @@ class Action(_Model):
 
     @model_validator(mode="after")
     def _derived(self) -> Action:
-        if (self.kind, self.verb) not in _PHASES:
+        if (self.kind, self.verb) not in _OPERATIONS:
             raise ValueError(f"a {self.kind.value} cannot be {self.verb.value}d")
         self.destroys = destruction(self.kind, self.verb)
         return self
@@ -182,7 +177,7 @@ class Action(_Model):
 
     @property
     def phase(self) -> int:
-        return _PHASES[(self.kind, self.verb)]
+        return _OPERATIONS[(self.kind, self.verb)].phase
 
     @property
     def removes(self) -> bool:
@@ -196,7 +191,7 @@ class Action(_Model):
 
     def inverse(self) -> Action | None:
         """The action that undoes this one, or None when it cannot be undone (data deleted)."""
-        verb = _INVERSE_VERBS[(self.kind, self.verb)]
+        verb = _OPERATIONS[(self.kind, self.verb)].inverse
         if verb is None:
             return None
         before = _undo_state(self.after, self.kind)
