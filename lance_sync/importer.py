@@ -15,6 +15,7 @@ from lance_namespace.errors import NamespaceNotFoundError
 from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.errors import LanceSyncError
+from lance_sync.lease import is_lease_namespace
 from lance_sync.marks import MANAGED_KEYS, PROTECT_KEY
 from lance_sync.plan.planner import connect_backends
 
@@ -81,6 +82,8 @@ def _walk(driver: SyncNamespace, root: Identifier, progress: Progress | None) ->
         except NamespaceNotFoundError:
             continue
         for child in children:
+            if is_lease_namespace(child.id):
+                continue
             yield child.id, child.properties
             high = max(type(driver).namespace_levels[1] or 0, type(driver).table_namespace_levels[1] or 0)
             if not high or len(child.id) < high:
