@@ -163,7 +163,8 @@ def _live_problem(action: Action, drivers: dict[str, SyncNamespace], owner: str)
         live = _read_object(action, driver)
         properties = live[1] if live else {}
         if action.verb != Verb.CREATE and live is not None:
-            if is_protected(properties) and action.removes:
+            lifted = action.verb == Verb.REPLACE and not is_protected(action.after.properties)
+            if is_protected(properties) and action.removes and not lifted:
                 return "protected (lance_sync.protect=true)"
             live_owner = owner_of(properties)
             if live_owner is not None and live_owner != owner:

@@ -257,7 +257,7 @@ class Comparer:
         self._action(Verb.REPLACE, Kind.TABLE, Reason.CHANGED, backend, id, before=have, after=want,
                      detail=f"{_diff_detail(have, want)}; {why}: deregister and declare again "
                      "(data untouched; the table gets a new id and loses its grants)",
-                     blocked=PROTECTED if is_protected(live.properties) else None, **common)
+                     blocked=PROTECTED if _stays_protected(live.properties, want) else None, **common)
 
     # --- removals --------------------------------------------------------------------------------
 
@@ -379,6 +379,11 @@ def compare(desired: DesiredState, live: LiveState, capabilities: dict[str, Capa
 def _order(action: Action) -> tuple:
     depth = -len(action.id) if action.kind == Kind.NAMESPACE and action.verb == Verb.DELETE else len(action.id)
     return (action.phase, depth, action.backend, action.id, action.display_id)
+
+
+def _stays_protected(live: dict[str, str], want: ObjectState) -> bool:
+    """A protected table is replaced only by the change that lifts its protection."""
+    return is_protected(live) and is_protected(want.properties)
 
 
 def _same_but_marks(have: ObjectState, want: ObjectState) -> bool:

@@ -162,3 +162,10 @@ def test_table_create_waits_for_its_data():
     dataset, table = result.actions
     assert dataset.kind == Kind.DATASET and table.depends_on == [dataset.key]
     assert dataset.reason == Reason.ABSENT and dataset.registrations[0].id == ["ns", "t"]
+
+
+def test_a_replace_that_lifts_protection_is_allowed():
+    """Unity cannot update a table in place, so `protect: false` itself is a replace."""
+    protected = {"lance_sync.protect": "true", "tier": "gold", **MARK}
+    lifting = plan(Case(live_table=protected, capabilities=NO_UPDATES))
+    assert lifting.actions[0].verb == Verb.REPLACE and not lifting.actions[0].blocked
