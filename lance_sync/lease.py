@@ -42,6 +42,7 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.drivers.retry import backoff_seconds, is_transient, with_retries
 from lance_sync.errors import GuardRefusal, LanceSyncError
 
 LEASE_PREFIX = "lance_sync_lease_"
@@ -50,6 +51,8 @@ PROPERTY_PREFIX = "lance_sync.lease."
 DEFAULT_DURATION_SECONDS = 120.0
 #: how often a waiting apply looks at the lease again
 POLL_SECONDS = 2.0
+#: times a lease call is sent again after a transient failure (beyond the driver's own retries)
+LEASE_RETRIES = 3
 
 
 def is_lease_namespace(id: Identifier) -> bool:
@@ -244,12 +247,15 @@ class Leases:
 
     def _acquire_one(self, store: LeaseStore, deadline: float, on_wait: Callable[[str], None] | None) -> None:
         while True:
-            if _call(store, "take", lambda: store.create(self.record)):
+            if self._create(store):
                 self.held.append(store)
                 return
             current = _call(store, "read", store.read)
             if current is None:
                 continue  # released meanwhile
+            if current.id == self.record.id:  # our own create, resent by a client, met itself
+                self.held.append(store)
+                return
             if current.is_dead():
                 self._take_over(store, current)
                 continue
@@ -259,6 +265,21 @@ class Leases:
             if on_wait:
                 on_wait(f"waiting for {store.label}: {current.describe()}")
             self.sleep(POLL_SECONDS)
+
+    def _create(self, store: LeaseStore) -> bool:
+        """Create the lease; after a transient failure, read back whether that create landed."""
+        attempt = 0
+        while True:
+            try:
+                return store.create(self.record)
+            except LanceNamespaceError as error:
+                if not is_transient(error) or attempt >= LEASE_RETRIES:
+                    raise _failed(store, "take", error) from error
+                current = _call(store, "read", store.read)
+                if current is not None:
+                    return current.id == self.record.id
+                self.sleep(backoff_seconds(attempt))
+                attempt += 1
 
     @staticmethod
     def _take_over(store: LeaseStore, dead: LeaseRecord) -> None:
@@ -321,11 +342,15 @@ def current_leases(stores: list[LeaseStore]) -> list[tuple[str, LeaseRecord]]:
 
 
 def _call(store: LeaseStore, what: str, call: Callable):
+    """A lease read or removal, retried while it fails transiently."""
     try:
-        return call()
+        return with_retries(call, LEASE_RETRIES)
     except LanceNamespaceError as error:
-        raise LanceSyncError(f"cannot {what} the apply lease {store.label}: {type(error).__name__}: "
-                             f"{error}") from error
+        raise _failed(store, what, error) from error
+
+
+def _failed(store: LeaseStore, what: str, error: LanceNamespaceError) -> LanceSyncError:
+    return LanceSyncError(f"cannot {what} the apply lease {store.label}: {type(error).__name__}: {error}")
 
 
 def _process_alive(pid: int) -> bool:

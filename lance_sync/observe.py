@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from lance_namespace.errors import (
     LanceNamespaceError,
@@ -25,6 +26,7 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.drivers.base import Identifier, NamespaceInfo, SyncNamespace, TableInfo
+from lance_sync.drivers.retry import with_retries
 from lance_sync.errors import LanceSyncError
 from lance_sync.lease import is_lease_namespace
 from lance_sync.locations import normalize_location
@@ -32,6 +34,8 @@ from lance_sync.manifest.desired import DesiredState
 from lance_sync.marks import owner_of
 
 ObjectKey = tuple[str, Identifier]
+#: times a failed read (a listing, a describe) is sent again beyond the driver's own retries
+READ_RETRIES = 2
 
 
 class ObserveError(LanceSyncError):
@@ -177,8 +181,10 @@ class Observer:
         return self.state.backends[backend].format_id(id) or "(root)"
 
     def _run(self, call: Callable, keys: Iterable[ObjectKey]) -> list[tuple[ObjectKey, object]]:
+        """`call(key)` for every key in parallel; a read that still fails transiently after the
+        driver's own retries is read again (whole listing) before the plan gives up."""
         keys = list(keys)
-        futures = [(key, self.pool.submit(call, key)) for key in keys]
+        futures = [(key, self.pool.submit(with_retries, partial(call, key), READ_RETRIES)) for key in keys]
         results = []
         for key, future in futures:
             try:

@@ -40,7 +40,7 @@ from requests.adapters import HTTPAdapter
 from requests.exceptions import ChunkedEncodingError, ContentDecodingError
 
 from lance_sync.drivers.answers import describe_body, parse_answer
-from lance_sync.drivers.retry import BadAnswerError, TransientError, backoff_seconds
+from lance_sync.drivers.retry import BadAnswerError, TransientError, backoff_seconds, is_transient
 
 #: statuses worth sending a retry-safe request again for
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -218,6 +218,9 @@ class HttpClient:
         """The error the caller gets: the attempt's own, noting the attempts made, or that a
         request which is not retry-safe was (or may have been) carried out."""
         error = failed.error
+        if failed.transient and not is_transient(error):
+            # a 5xx the driver translated as, say, Internal: still worth running again later
+            return TransientError(str(error))
         if not isinstance(error, (BadAnswerError, TransientError)):
             return error  # an error status, translated (its message notes the attempts)
         message = str(error) + attempts_note(attempts)
