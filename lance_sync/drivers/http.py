@@ -40,7 +40,7 @@ from requests.adapters import HTTPAdapter
 from requests.exceptions import ChunkedEncodingError, ContentDecodingError
 
 from lance_sync.drivers.answers import describe_body, parse_answer
-from lance_sync.drivers.retry import BadAnswerError, TransientError, backoff_seconds, is_transient
+from lance_sync.drivers.retry import BadAnswerError, ServerError, TransientError, backoff_seconds
 
 #: statuses worth sending a retry-safe request again for
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -218,9 +218,6 @@ class HttpClient:
         """The error the caller gets: the attempt's own, noting the attempts made, or that a
         request which is not retry-safe was (or may have been) carried out."""
         error = failed.error
-        if failed.transient and not is_transient(error):
-            # a 5xx the driver translated as, say, Internal: still worth running again later
-            return TransientError(str(error))
         if not isinstance(error, (BadAnswerError, TransientError)):
             return error  # an error status, translated (its message notes the attempts)
         message = str(error) + attempts_note(attempts)
@@ -229,6 +226,12 @@ class HttpClient:
         if failed.carried_out:
             return BadAnswerError(message + "; the server carried the request out, so it was not sent again")
         return TransientError(message + "; the server may have carried it out, so it was not sent again")
+
+
+def transient_if_5xx(error_class: type[LanceNamespaceError], status: int) -> type[LanceNamespaceError]:
+    """A 5xx that a driver reads as Internal (the specs' code 18) is the server's own failure:
+    still code 18, but worth running the call again later (`retry.ServerError`)."""
+    return ServerError if error_class is InternalError and status >= 500 else error_class
 
 
 def attempts_note(attempts: int) -> str:

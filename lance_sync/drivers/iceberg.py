@@ -90,7 +90,7 @@ from lance_sync.drivers.base import (
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl
-from lance_sync.drivers.http import HttpClient, HttpFailure, attempts_note
+from lance_sync.drivers.http import HttpClient, HttpFailure, attempts_note, transient_if_5xx
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import normalize_location
 
@@ -660,7 +660,8 @@ class _ErrorAnswer(InternalError):
 
 
 def _error_for(failure: HttpFailure, meanings: ErrorMeanings) -> LanceNamespaceError:
-    kind = meanings.get(failure.status) or _STATUS_ERRORS.get(failure.status, InternalError)
+    kind = meanings.get(failure.status) or transient_if_5xx(_STATUS_ERRORS.get(failure.status, InternalError),
+                                                            failure.status)
     return kind(f"iceberg: {_describe(failure)}")
 
 

@@ -1,7 +1,8 @@
 """Retries of transient failures, one policy for every driver.
 
 A failure is transient when trying again may succeed: the backend was unavailable or
-throttled, or its answer was cut off or garbled on the way (`BadAnswerError`). Retries are
+throttled, failed on its own side (`ServerError`, a 5xx), or its answer was cut off or
+garbled on the way (`BadAnswerError`). Retries are
 bounded, spaced by exponential backoff with full jitter, and honour a server's Retry-After.
 Anything else (not found, already exists, invalid input, permission) is final at once.
 """
@@ -37,6 +38,11 @@ class BadAnswerError(InternalError):
         self.retry_after = retry_after
 
 
+class ServerError(InternalError):
+    """A server's own failure (a 5xx): Internal (code 18) as the specs say, and worth running
+    the call again later."""
+
+
 class TransientError(ServiceUnavailableError):
     """A failure worth retrying that carries the server's Retry-After, in seconds."""
 
@@ -46,7 +52,7 @@ class TransientError(ServiceUnavailableError):
 
 
 TRANSIENT_ERRORS: tuple[type[LanceNamespaceError], ...] = (
-    ServiceUnavailableError, ThrottlingError, BadAnswerError, ConcurrentModificationError)
+    ServiceUnavailableError, ThrottlingError, BadAnswerError, ServerError, ConcurrentModificationError)
 
 
 def is_transient(error: BaseException) -> bool:

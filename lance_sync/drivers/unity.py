@@ -88,7 +88,7 @@ from lance_sync.drivers.base import (
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
-from lance_sync.drivers.http import HttpClient, HttpFailure
+from lance_sync.drivers.http import HttpClient, HttpFailure, transient_if_5xx
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import is_local, join_location, normalize_location
 
@@ -467,7 +467,7 @@ class UnityNamespace(SyncNamespace):
                                  f"check endpoint and api_path)")
         else:
             error_class = ERRORS_BY_CODE.get(code) or ERRORS_BY_STATUS.get(failure.status, InternalError)
-        return error_class(f"unity: {failure.message()}")
+        return transient_if_5xx(error_class, failure.status)(f"unity: {failure.message()}")
 
     def _generic_error_class(self, code: str, failure: HttpFailure) -> type[LanceNamespaceError]:
         """UC before 0.5 says only NOT_FOUND / ALREADY_EXISTS: the request tells what was meant."""

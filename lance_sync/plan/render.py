@@ -201,6 +201,9 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
                     "are lost): apply needs `--allow-replace`.")
     if plan.blocked():
         head.append(f"> **{len(plan.blocked())} blocked action(s)**: apply will refuse this plan.")
+    if plan.adopted_unmarked:
+        head.append(f"> {len(plan.adopted_unmarked)} table(s) adopted without a mark (the backend cannot stamp "
+                    "them in place): leaving the manifest will leave them registered.")
     head += [f"> {w}" for w in plan.warnings]
     head += [f"> Note: {n}" for n in plan.notes]
     head.append("")

@@ -590,7 +590,6 @@ def test_an_error_status_names_the_attempts(servers):
 
     client = HttpClient(server.endpoint, backend="test", connect_timeout=2, read_timeout=2, max_retries=2,
                         translate=translate, sleep=lambda s: None)
-    # a 5xx stays transient after the last attempt, so apply may run the action again later
-    with pytest.raises(TransientError, match=r"GET http://127\.0\.0\.1:\d+/x -> 500: boom after 3 attempts"):
+    with pytest.raises(InternalError, match=r"GET http://127\.0\.0\.1:\d+/x -> 500: boom after 3 attempts"):
         client.request("GET", "/x")
     assert [f.attempts for f in failures] == [1, 2, 3]

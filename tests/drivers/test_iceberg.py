@@ -55,6 +55,7 @@ from pyiceberg.types import LongType, NestedField
 import lance_sync  # noqa: F401  registers the drivers with lance_namespace.connect
 from lance_sync.drivers.base import Capabilities
 from lance_sync.drivers.iceberg import LOAD_PARALLELISM, IcebergNamespace
+from lance_sync.drivers.retry import ServerError
 from lance_sync.errors import ConfigError
 from tests.servers import iceberg_rest
 from tests.servers.base import RunningServer, free_port
@@ -769,7 +770,7 @@ OK_NAMESPACE = (200, {}, {"namespace": ["ns"], "properties": {"a": "1"}})
     ([(401, {}, iceberg_error(401, "NotAuthorizedException"))], UnauthenticatedError),
     ([(400, {}, iceberg_error(400, "BadRequestException"))], InvalidInputError),
     ([(406, {}, iceberg_error(406, "UnsupportedOperationException"))], UnsupportedOperationError),
-    ([(500, {}, iceberg_error(500, "RuntimeException"))], InternalError),
+    ([(500, {}, iceberg_error(500, "RuntimeException"))], ServerError),  # Internal (18), transient
 ], indirect=["scripted"], ids=["403", "401", "400", "406", "500"])
 def test_error_statuses(scripted, tmp_path, error):
     driver, _ = scripted_driver(scripted, tmp_path, max_retries=0)
