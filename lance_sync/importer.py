@@ -15,7 +15,7 @@ from lance_namespace.errors import NamespaceNotFoundError
 from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.errors import LanceSyncError
-from lance_sync.marks import MANAGED_KEYS, PROTECT_KEY
+from lance_sync.marks import is_protected, unmanaged
 from lance_sync.plan.planner import connect_backends
 
 Progress = Callable[[str], None]
@@ -97,19 +97,15 @@ def _holds_tables(cls: type[SyncNamespace], id: Identifier) -> bool:
     return len(id) >= low and (high is None or len(id) <= high)
 
 
-def _user_properties(properties: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in properties.items() if k not in MANAGED_KEYS and k != "table_type"}
-
-
 def _written_id(cls: type[SyncNamespace], id: Identifier) -> str | list[str]:
     return list(id) if any(cls.id_delimiter in p for p in id) else cls.id_delimiter.join(id)
 
 
 def _namespace_entry(backend: str, cls: type[SyncNamespace], id: Identifier, properties: dict) -> dict:
     entry: dict[str, Any] = {"backend": backend, "id": _written_id(cls, id)}
-    if _user_properties(properties):
-        entry["properties"] = _user_properties(properties)
-    if properties.get(PROTECT_KEY) == "true":
+    if unmanaged(properties):
+        entry["properties"] = unmanaged(properties)
+    if is_protected(properties):
         entry["protect"] = True
     return entry
 
@@ -127,9 +123,9 @@ def _table_entries(driver: SyncNamespace, backend: str, namespace: Identifier,
             "location": info.location,
             "register": [{"backend": backend, "namespace": _written_id(type(driver), namespace)}],
         }
-        if _user_properties(info.properties):
-            entry["properties"] = _user_properties(info.properties)
-        if info.properties.get(PROTECT_KEY) == "true":
+        if unmanaged(info.properties):
+            entry["properties"] = unmanaged(info.properties)
+        if is_protected(info.properties):
             entry["protect"] = True
         entries.append(entry)
     return entries

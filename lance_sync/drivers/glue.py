@@ -127,9 +127,13 @@ from lance_sync.drivers.paging import follow_pages, page_of_names
 from lance_sync.drivers.retry import BadAnswerError, with_retries
 from lance_sync.errors import ConfigError
 from lance_sync.locations import join_location, normalize_location
+from lance_sync.marks import (
+    LANCE_TABLE_TYPE,
+    TABLE_TYPE_KEY,
+    is_lance_table,
+    lance_table_properties,
+)
 
-TABLE_TYPE_KEY = "table_type"
-LANCE_TABLE_TYPE = "lance"
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 DEFAULT_ROLE_SESSION_NAME = "lance-sync"
 #: STS AssumeRole DurationSeconds range
@@ -390,7 +394,7 @@ class GlueNamespace(SyncNamespace):
             location = normalize_location(request.location)
         else:
             location = self._default_location(id, database)
-        parameters = _lance_parameters(request.properties)
+        parameters = lance_table_properties(request.properties)
         self._call("CreateTable", self._subject(id), missing=NamespaceNotFoundError,
                    duplicate=TableAlreadyExistsError, CatalogId=database.catalog_id,
                    DatabaseName=database.name, TableInput=_table_input(name, location, parameters))
@@ -407,8 +411,8 @@ class GlueNamespace(SyncNamespace):
         except TableAlreadyExistsError:
             if mode != "overwrite":
                 raise
-            self._update_table(id, lambda _: _lance_parameters(request.properties), location)
-        return RegisterTableResponse(location=location, properties=_lance_parameters(request.properties))
+            self._update_table(id, lambda _: lance_table_properties(request.properties), location)
+        return RegisterTableResponse(location=location, properties=lance_table_properties(request.properties))
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         names = [info.id[-1] for info in self.list_table_infos(_identifier(request.id, root_ok=True))]
@@ -661,7 +665,7 @@ class GlueNamespace(SyncNamespace):
         table = self._lance_table(id)
         database, name = self._table_ref(id)
         table_input = self._as_input(table, "TableInput")
-        table_input["Parameters"] = {**parameters(_parameters(table)), TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
+        table_input["Parameters"] = lance_table_properties(parameters(_parameters(table)))
         if location is not None:
             table_input["StorageDescriptor"] = {**table_input.get("StorageDescriptor", {}),
                                                 "Location": location}
@@ -1074,7 +1078,7 @@ def _under_database(subject: str) -> str:
 
 def _is_lance(table: dict[str, Any]) -> bool:
     return (str(table.get("TableType", "")).upper() == EXTERNAL_TABLE
-            and str(_parameters(table).get(TABLE_TYPE_KEY, "")).lower() == LANCE_TABLE_TYPE)
+            and is_lance_table(_parameters(table)))
 
 
 def _parameters(described: dict[str, Any]) -> dict[str, str]:
@@ -1083,10 +1087,6 @@ def _parameters(described: dict[str, Any]) -> dict[str, str]:
 
 def _location(table: dict[str, Any]) -> str | None:
     return (table.get("StorageDescriptor") or {}).get("Location")
-
-
-def _lance_parameters(properties: dict[str, str] | None) -> dict[str, str]:
-    return {**(properties or {}), TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
 
 
 def _table_input(name: str, location: str, parameters: dict[str, str]) -> dict[str, Any]:

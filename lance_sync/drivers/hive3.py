@@ -136,12 +136,11 @@ from lance_sync.drivers.config_types import ThriftUri
 from lance_sync.drivers.paging import check_page_limit, names_after, page_of_names
 from lance_sync.drivers.retry import BadAnswerError, TransientError, is_transient, with_retries
 from lance_sync.locations import is_local, join_location, normalize_location
+from lance_sync.marks import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, is_lance_table
 
 DEFAULT_CATALOG = "hive"
 DEFAULT_DATABASE = "default"
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
-TABLE_TYPE_KEY = "table_type"
-LANCE_TABLE_TYPE = "lance"
 #: without EXTERNAL=TRUE, HMS stores an EXTERNAL_TABLE as MANAGED_TABLE (whose drop deletes data)
 EXTERNAL_KEY = "EXTERNAL"
 LANCE_TABLE_PARAMETERS = {EXTERNAL_KEY: "TRUE", TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
@@ -1055,7 +1054,7 @@ def _lance_table(catalog: str, database: str, name: str, location: str,
 def _is_lance(table: Table) -> bool:
     """The spec's test: EXTERNAL_TABLE with parameter table_type=lance (any case)."""
     return (table.tableType == EXTERNAL_TABLE
-            and (table.parameters or {}).get(TABLE_TYPE_KEY, "").lower() == LANCE_TABLE_TYPE)
+            and is_lance_table(table.parameters or {}))
 
 
 def _lance_properties(table: Table) -> dict[str, str]:

@@ -93,6 +93,7 @@ from lance_sync.drivers.config_types import HttpUrl
 from lance_sync.drivers.http import HttpClient, HttpFailure, attempts_note
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import normalize_location
+from lance_sync.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
 
 class IcebergConfig(BackendConfig):
@@ -127,8 +128,6 @@ TOKEN_PATH = "/v1/oauth/tokens"
 PREFIX_KEY = "prefix"
 #: joins namespace levels in paths and in the `parent` query parameter
 LEVEL_SEPARATOR = "\x1f"
-TABLE_TYPE_KEY = "table_type"
-LANCE_TABLE_TYPE = "lance"
 #: the companion Iceberg table's schema: one nullable string column `dummy`
 DUMMY_SCHEMA = {"type": "struct", "schema-id": 0,
                 "fields": [{"id": 1, "name": "dummy", "type": "string", "required": False}]}
@@ -341,7 +340,7 @@ class IcebergNamespace(SyncNamespace):
         """POST a companion Iceberg table (dummy schema, table_type=lance) at the Lance location."""
         warehouse, levels, name = _split_table(request.id)
         location = request.location or self._default_location(warehouse, levels, name)
-        properties = {**(request.properties or {}), TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
+        properties = lance_table_properties(request.properties)
         body = {"name": name, "location": location, "schema": DUMMY_SCHEMA, "properties": properties,
                 "stage-create": False}
         path = self._namespace_path(warehouse, levels, missing=NamespaceNotFoundError) + "/tables"
@@ -541,8 +540,7 @@ class IcebergNamespace(SyncNamespace):
         metadata = self._send("GET", self._table_path(id), expect=LoadTableAnswer,
                               meanings={404: TableNotFoundError}).metadata
         properties = dict(metadata.properties)
-        is_lance = properties.get(TABLE_TYPE_KEY, "").lower() == LANCE_TABLE_TYPE
-        return TableInfo(tuple(id or ()), metadata.location, properties, is_lance=is_lance)
+        return TableInfo(tuple(id or ()), metadata.location, properties, is_lance=is_lance_table(properties))
 
     def _load_table_info(self, id: Identifier) -> TableInfo | None:
         """Like `_load_table`; None when the table does not exist."""

@@ -91,6 +91,7 @@ from lance_sync.drivers.config_types import HttpUrl, NonEmpty
 from lance_sync.drivers.http import HttpClient, HttpFailure
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import is_local, join_location, normalize_location
+from lance_sync.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
 BACKEND = "unity"
 DEFAULT_API_PATH = "/api/2.1/unity-catalog"
@@ -99,10 +100,8 @@ PAGE_SIZE = 100
 EXTERNAL = "EXTERNAL"
 #: UC has no LANCE data source format; the spec registers Lance tables as TEXT
 DATA_SOURCE_FORMAT = "TEXT"
-TABLE_TYPE_PROPERTY = "table_type"
 #: what UC OSS accepts as a schema or table name (ValidationUtils)
 VALID_NAME = re.compile(r"[a-zA-Z0-9_@-]+")
-LANCE_TABLE_TYPE = "lance"
 
 
 class UnityConfig(BackendConfig):
@@ -271,7 +270,7 @@ class UnityNamespace(SyncNamespace):
         """
         catalog, schema, name = self._table_name(request.id, other_catalog=InvalidInputError)
         location = join_location(self.root, request.location or f"{catalog}/{schema}/{name}.lance")
-        properties = {**(request.properties or {}), TABLE_TYPE_PROPERTY: LANCE_TABLE_TYPE}
+        properties = lance_table_properties(request.properties)
         body = {
             "name": name, "catalog_name": catalog, "schema_name": schema,
             "table_type": EXTERNAL, "data_source_format": DATA_SOURCE_FORMAT,
@@ -443,8 +442,8 @@ class UnityNamespace(SyncNamespace):
             raise TableNotFoundError(f"unity: table {full_name} not found: {error}") from error
         if not _is_lance(table):
             raise InvalidInputError(f"unity: table {full_name} is not a Lance table "
-                                    f"(table_type {table.table_type}, properties.table_type="
-                                    f"{_properties(table).get(TABLE_TYPE_PROPERTY)!r})")
+                                    f"(table_type {table.table_type}, properties.{TABLE_TYPE_KEY}="
+                                    f"{_properties(table).get(TABLE_TYPE_KEY)!r})")
         return table
 
     def _dataset_schema(self, location: str) -> pa.Schema | None:
@@ -529,8 +528,7 @@ def _properties(info: CatalogAnswer | SchemaAnswer | TableAnswer) -> dict[str, s
 
 def _is_lance(table: TableAnswer) -> bool:
     """The spec's test: EXTERNAL, and properties.table_type equal to 'lance' in any case."""
-    marker = _properties(table).get(TABLE_TYPE_PROPERTY)
-    return table.table_type == EXTERNAL and marker is not None and marker.lower() == LANCE_TABLE_TYPE
+    return table.table_type == EXTERNAL and is_lance_table(_properties(table))
 
 
 def _recorded_columns(table: TableAnswer) -> list[dict[str, str | None]]:

@@ -24,8 +24,8 @@ from lance_sync.manifest.desired import (
     Registration,
 )
 from lance_sync.manifest.loader import DataPath, Document, format_path
+from lance_sync.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
 
-RESERVED_PREFIX = "lance_sync."
 _ONLY_VARIABLE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 #: storage option keys that carry credentials and so must come from ${VAR}
 _SECRET_KEY = re.compile(r"secret|token|password|credential|access_key|account_key|sas|private", re.I)
@@ -215,7 +215,7 @@ def _tables(checker: _Checker, model: BaseModel, backends: dict[str, BackendSpec
             continue
         names[entry.name] = checker.document.position((*path, "name"))
         checker.table_index[entry.name] = index
-        _check_properties(checker, entry.properties, (*path, "properties"), reserved=("table_type",))
+        _check_properties(checker, entry.properties, (*path, "properties"), reserved=(TABLE_TYPE_KEY,))
         _check_columns(checker, entry, path)
         location = normalize_location(entry.location, checker.base_dir)
         registrations = []
