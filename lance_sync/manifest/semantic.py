@@ -25,8 +25,8 @@ from lance_sync.manifest.desired import (
 )
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
+from lance_sync.variables import is_whole_reference
 
-_ONLY_VARIABLE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 #: storage option keys that carry credentials and so must come from ${VAR}
 _SECRET_KEY = re.compile(r"secret|token|password|credential|access_key|account_key|sas|private", re.I)
 
@@ -112,7 +112,7 @@ def _check_secrets(checker: _Checker, entry: BaseModel, path: DataPath) -> None:
 
 
 def _from_variable(document: Document, path: DataPath) -> bool:
-    return bool(_ONLY_VARIABLE.match(document.templates.get(path, "")))
+    return is_whole_reference(document.templates.get(path, ""))
 
 
 def _template(checker: _Checker, entry: BaseModel, path: DataPath, values: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,8 +15,7 @@ from lance_sync.manifest.desired import DesiredState
 from lance_sync.observe import LiveState, observe
 from lance_sync.plan.compare import compare, removal_locations
 from lance_sync.plan.model import DatasetStatus, Plan, Scope
-
-_VARIABLE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+from lance_sync.variables import resolve_references
 
 Progress = Callable[[str], None]
 
@@ -28,8 +26,8 @@ def connect_backends(templates: Mapping[str, Mapping[str, Any]],
     environ = os.environ if environ is None else environ
     drivers = {}
     for name, template in templates.items():
-        properties = {k: v for k, v in template.items() if k != "type"}
-        properties = {k: _resolve(name, k, v, environ) for k, v in properties.items()}
+        properties = resolve_references({k: v for k, v in template.items() if k != "type"}, environ,
+                                        f"backend '{name}'")
         cls = driver_class(template["type"])
         try:
             drivers[name] = cls(**_flatten_storage(properties))
@@ -38,28 +36,17 @@ def connect_backends(templates: Mapping[str, Mapping[str, Any]],
     return drivers
 
 
-def _resolve(backend: str, key: str, value: Any, environ: Mapping[str, str]) -> Any:
-    if isinstance(value, dict):
-        return {k: _resolve(backend, f"{key}.{k}", v, environ) for k, v in value.items()}
-    match = _VARIABLE.match(value) if isinstance(value, str) else None
-    if match is None:
-        return value
-    if match.group(1) not in environ:
-        raise ConfigError(f"backend '{backend}': {key} needs the environment variable {match.group(1)}")
-    return environ[match.group(1)]
-
-
 def resolve_settings(option: str, settings: tuple[str, ...] | list[str],
                      environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """KEY=VALUE pairs from the command line; a value written ${VAR} is read from the environment."""
     environ = os.environ if environ is None else environ
-    resolved = {}
+    parsed = {}
     for setting in settings:
         key, sep, value = setting.partition("=")
         if not sep or not key:
             raise ConfigError(f"{option} takes KEY=VALUE (got '{setting}')")
-        resolved[key] = _resolve(option, key, value, environ)
-    return resolved
+        parsed[key] = value
+    return resolve_references(parsed, environ, option)
 
 
 def _flatten_storage(properties: dict[str, Any]) -> dict[str, Any]:
