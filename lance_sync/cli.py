@@ -21,6 +21,7 @@ import click
 from pydantic import ValidationError
 
 from lance_sync import __version__
+from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
 from lance_sync.manifest import DEFAULT_MANIFEST, load_manifest
 from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
@@ -181,10 +182,10 @@ def validate(files: tuple[str, ...], output_format: str) -> None:
 def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_exitcode: bool,
          scan_all: bool, parallelism: int) -> None:
     """Show what apply would change."""
-    from lance_sync.plan.planner import build_plan, connect_backends
+    from lance_sync.plan.planner import build_plan
 
     state = load_manifest(manifest_files(files))
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    drivers = connect_backends(state.backends)
     try:
         result = build_plan(state, drivers, parallelism, progress, scan_all)
     finally:
@@ -226,7 +227,6 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     backend's lease (one apply at a time per owner and backend).
     """
     from lance_sync.apply import ApplyOptions
-    from lance_sync.plan.planner import connect_backends
 
     if plan_file and files:
         raise LanceSyncError("give either manifest files (-f) or a saved plan, not both")
@@ -236,10 +236,10 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     run = _ApplyRun(output_format, auto_approve, dry_run, lock_timeout, options)
     if plan_file:
         saved = load_saved_plan(plan_file)
-        run.saved(saved, connect_backends(saved.backends))
+        run.saved(saved, connect_templates(saved.backends))
     else:
         state = load_manifest(manifest_files(files))
-        drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+        drivers = connect_backends(state.backends)
         run.fresh(state, drivers, scan_all)
 
 
@@ -425,10 +425,9 @@ def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
     """
     from lance_sync.lease import current_leases, lease_stores
     from lance_sync.lease import unlock as remove_lease
-    from lance_sync.plan.planner import connect_backends
 
     state = load_manifest(manifest_files(files))
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    drivers = connect_backends(state.backends)
     stores = lease_stores(drivers, state.ids_by_backend(), state.owner)
     if lease_id is None:
         held = current_leases(stores)
@@ -464,14 +463,16 @@ def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None,
 
     if backend_type:
         template = template_from_settings(backend_type, settings)
+        driver = connect_templates({backend_name: template})[backend_name]
         owner = owner or "imported"
     else:
         state = load_manifest(manifest_files(files))
         if backend_name not in state.backends:
             raise LanceSyncError(f"backend '{backend_name}' is not defined in the manifest")
-        template = state.backends[backend_name].template
+        spec = state.backends[backend_name]
+        template, driver = spec.template, connect_backends({backend_name: spec})[backend_name]
         owner = owner or state.owner
-    text = import_manifest(backend_name, template, namespaces, owner, progress)
+    text = import_manifest(backend_name, driver, template, namespaces, owner, progress)
     _end_progress()
     if output:
         Path(output).write_text(text, encoding="utf-8")
@@ -507,12 +508,11 @@ def verify(files: tuple[str, ...], engine: str, spark: str | None, output_format
     Lance, a corrupt dataset, unreadable storage, or columns a catalog records that differ
     from the dataset's.
     """
-    from lance_sync.plan.planner import connect_backends
     from lance_sync.verify import render_verify
     from lance_sync.verify import verify as run_verify
 
     state = load_manifest(manifest_files(files))
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    drivers = connect_backends(state.backends)
     report = run_verify(state, drivers, engine, spark, parallelism, progress)
     _end_progress()
     if output_format == "json":
@@ -536,12 +536,12 @@ def verify(files: tuple[str, ...], engine: str, spark: str | None, output_format
 def discover(files: tuple[str, ...], root: str, engine: str, spark: str | None, storage: tuple[str, ...],
              parallelism: int) -> None:
     """List Lance datasets under ROOT that no backend of the manifest registers, as a manifest snippet."""
-    from lance_sync.plan.planner import connect_backends, resolve_settings
+    from lance_sync.plan.planner import resolve_settings
     from lance_sync.verify import discover as run_discover
     from lance_sync.verify import render_discovered
 
     state = load_manifest(manifest_files(files))
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    drivers = connect_backends(state.backends)
     options = resolve_settings("--storage", storage)
     found = run_discover(state, drivers, root, engine, spark, options or None, parallelism, progress)
     _end_progress()

@@ -16,7 +16,6 @@ from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.errors import LanceSyncError
 from lance_sync.marks import is_protected, unmanaged
-from lance_sync.plan.planner import connect_backends
 
 Progress = Callable[[str], None]
 
@@ -36,10 +35,10 @@ def template_from_settings(backend_type: str, settings: Iterable[str]) -> dict[s
     return template
 
 
-def import_manifest(backend_name: str, template: dict[str, Any], namespaces: Iterable[str], owner: str,
-                    progress: Progress | None = None) -> str:
-    """The manifest YAML for everything under `namespaces` (default: the root) of one backend."""
-    driver = connect_backends({backend_name: template})[backend_name]
+def import_manifest(backend_name: str, driver: SyncNamespace, template: dict[str, Any],
+                    namespaces: Iterable[str], owner: str, progress: Progress | None = None) -> str:
+    """The manifest YAML for everything under `namespaces` (default: the root) of one backend,
+    read through `driver`; `template` is the backend's entry as the manifest writes it."""
     cls = type(driver)
     roots = [cls.parse_identifier(n) for n in namespaces] or [()]
     found_namespaces: list[dict[str, Any]] = []

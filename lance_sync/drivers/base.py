@@ -11,9 +11,10 @@ can use it directly) plus what a reconciler needs beyond that interface:
 - point reads (`get_namespace_info`, `get_table_info`) that answer None for "absent".
 
 Configuration: each driver has a pydantic `config_model` (a `BackendConfig`) whose field
-names are the spec's property names. `lance_namespace.connect(name, properties)` passes
-string properties (`storage.region`, `client.pool-size`); the manifest passes typed YAML.
-Both go through the same model.
+names are the spec's property names. A driver is built from a configuration validated
+already (`Driver(config)`: the manifest's, see `lance_sync.drivers.connect_backends`) or from
+the flat string properties `lance_namespace.connect(name, properties)` passes
+(`storage.region`, `client.pool-size`), which it validates with the same model.
 """
 
 from __future__ import annotations
@@ -185,8 +186,16 @@ class SyncNamespace(LanceNamespace):
     #: depth of the namespace part of a table id
     table_namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
 
-    def __init__(self, **properties: Any) -> None:
-        self.config = self.config_model.from_properties(properties)
+    def __init__(self, config: BackendConfig | None = None, /, **properties: Any) -> None:
+        """From a validated `config`, or from `lance_namespace.connect()` properties."""
+        if config is None:
+            config = self.config_model.from_properties(properties)
+        elif properties:
+            raise TypeError("a driver takes a validated configuration or connect() properties, not both")
+        elif not isinstance(config, self.config_model):
+            raise TypeError(f"{type(self).__name__} takes a {self.config_model.__name__}, "
+                            f"not a {type(config).__name__}")
+        self.config = config
         self._call_lock = threading.Lock()
         self._calls_made = 0
 

@@ -127,11 +127,12 @@ class DirConfig(BackendConfig):
 class DirNamespace(SyncNamespace):
     backend_type = "dir"
     config_model = DirConfig
+    config: DirConfig
     namespace_levels = (1, None)
     table_namespace_levels = (1, None)
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: DirConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         self.root = normalize_location(self.config.root)
         if is_local(self.root):
             Path(self.root).mkdir(parents=True, exist_ok=True)

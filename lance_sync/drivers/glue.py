@@ -261,12 +261,13 @@ class _Namespace:
 class GlueNamespace(SyncNamespace):
     backend_type = "glue"
     config_model = GlueConfig
+    config: GlueConfig
     #: a catalog, or a catalog chain ending in a database
     namespace_levels = (1, None)
     table_namespace_levels = (2, None)
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: GlueConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         config: GlueConfig = self.config
         client_config = Config(retries={"mode": "standard"}, max_pool_connections=MAX_POOL_CONNECTIONS,
                                user_agent_extra="lance-sync")

@@ -395,12 +395,13 @@ def _cause(error: BaseException) -> str:
 class Hive3Namespace(SyncNamespace):
     backend_type = "hive3"
     config_model = Hive3Config
+    config: Hive3Config
     #: manifests declare databases (catalog$database); see the module docstring for catalogs
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: Hive3Config | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         address = urlsplit(self.config.uri)
         self._address = f"{address.hostname}:{address.port}"
         self._pool = MetastorePool(address.hostname, address.port, self.config.client_pool_size,

@@ -253,8 +253,8 @@ class IcebergNamespace(SyncNamespace):
     #: answers everything in one page). Every page is followed either way.
     bulk_page_size: int | None = None
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: IcebergConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         config = self.config
         timeouts = {"connect_timeout": config.connect_timeout / 1000,
                     "read_timeout": config.read_timeout / 1000, "max_retries": config.max_retries}

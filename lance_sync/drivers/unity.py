@@ -173,11 +173,12 @@ class ListTablesAnswer(Answer):
 class UnityNamespace(SyncNamespace):
     backend_type = "unity"
     config_model = UnityConfig
+    config: UnityConfig
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: UnityConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         self.catalog = self.config.catalog
         self.root = normalize_location(self.config.root)
         token = secret_value(self.config.auth_token)

@@ -1,14 +1,12 @@
-"""From a desired state to a Plan: connect, observe, inspect data, compare."""
+"""From a desired state and its drivers to a Plan: observe, inspect data, compare."""
 
 from __future__ import annotations
 
 import datetime
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from lance_sync import __version__
-from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import SyncNamespace
 from lance_sync.errors import ConfigError
 from lance_sync.manifest.desired import DesiredState
@@ -18,22 +16,6 @@ from lance_sync.plan.model import DatasetStatus, Plan, Scope
 from lance_sync.variables import resolve_references
 
 Progress = Callable[[str], None]
-
-
-def connect_backends(templates: Mapping[str, Mapping[str, Any]],
-                     environ: Mapping[str, str] | None = None) -> dict[str, SyncNamespace]:
-    """Drivers for backend templates (a manifest's or a saved plan's); secrets come from the environment."""
-    environ = os.environ if environ is None else environ
-    drivers = {}
-    for name, template in templates.items():
-        properties = resolve_references({k: v for k, v in template.items() if k != "type"}, environ,
-                                        f"backend '{name}'")
-        cls = driver_class(template["type"])
-        try:
-            drivers[name] = cls(**_flatten_storage(properties))
-        except ConfigError as error:
-            raise ConfigError(f"backend '{name}': {error}") from None
-    return drivers
 
 
 def resolve_settings(option: str, settings: tuple[str, ...] | list[str],
@@ -47,12 +29,6 @@ def resolve_settings(option: str, settings: tuple[str, ...] | list[str],
             raise ConfigError(f"{option} takes KEY=VALUE (got '{setting}')")
         parsed[key] = value
     return resolve_references(parsed, environ, option)
-
-
-def _flatten_storage(properties: dict[str, Any]) -> dict[str, Any]:
-    storage = properties.pop("storage", None) or {}
-    properties.update({f"storage.{k}": v for k, v in storage.items()})
-    return properties
 
 
 def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, SyncNamespace],
