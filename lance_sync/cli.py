@@ -25,6 +25,7 @@ from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
 from lance_sync.manifest import DEFAULT_MANIFEST, load_manifest
 from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
+from lance_sync.variables import resolve_references
 
 FORMATS = ("text", "json", "markdown")
 
@@ -101,6 +102,17 @@ def manifest_option(command: Callable) -> Callable:
     return click.option("-f", "--file", "files", multiple=True, type=click.Path(dir_okay=False),
                         help=f"Manifest file; repeat to lay overlays over a base (default: {DEFAULT_MANIFEST})."
                         )(command)
+
+
+def key_value_pairs(context: click.Context, parameter: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    """A repeated KEY=VALUE option as a mapping (a value written ${VAR} stays a reference)."""
+    pairs = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"takes KEY=VALUE (got '{value}')")
+        pairs[key] = text
+    return pairs
 
 
 def parallelism_option(command: Callable) -> Callable:
@@ -449,20 +461,20 @@ def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
 @click.option("--backend", "backend_name", required=True, help="Backend to read (its name in the manifest, "
               "or the name to give it with --type).")
 @click.option("--type", "backend_type", help="Backend type when no manifest defines it (dir, unity, ...).")
-@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", callback=key_value_pairs,
               help="Backend property with --type; secrets as ${VAR}.")
 @click.option("--namespace", "namespaces", multiple=True, help="Namespace to import from (recursively); "
               "default: the backend's root.")
 @click.option("--owner", help="Owner of the written manifest (default: the manifest's owner).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @handle_errors
-def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None, settings: tuple[str, ...],
+def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None, settings: dict[str, str],
             namespaces: tuple[str, ...], owner: str | None, output: str | None) -> None:
     """Write a manifest from what a backend holds, to adopt an existing catalog."""
-    from lance_sync.importer import import_manifest, template_from_settings
+    from lance_sync.importer import backend_template, import_manifest
 
     if backend_type:
-        template = template_from_settings(backend_type, settings)
+        template = backend_template(backend_type, settings)
         driver = connect_templates({backend_name: template})[backend_name]
         owner = owner or "imported"
     else:
@@ -529,20 +541,19 @@ def verify(files: tuple[str, ...], engine: str, spark: str | None, output_format
 @click.option("--engine", type=click.Choice(["auto", "threads", "spark"]), default="auto", show_default=True,
               help="Walk with threads, with Spark, or with Spark above 2,000 top-level directories.")
 @click.option("--spark", "spark", help="Spark master or sc:// URL (default: embedded local[*]).")
-@click.option("--storage", "storage", multiple=True, metavar="KEY=VALUE",
+@click.option("--storage", "storage", multiple=True, metavar="KEY=VALUE", callback=key_value_pairs,
               help="Storage option for ROOT (object stores); secrets as ${VAR}.")
 @parallelism_option
 @handle_errors
-def discover(files: tuple[str, ...], root: str, engine: str, spark: str | None, storage: tuple[str, ...],
+def discover(files: tuple[str, ...], root: str, engine: str, spark: str | None, storage: dict[str, str],
              parallelism: int) -> None:
     """List Lance datasets under ROOT that no backend of the manifest registers, as a manifest snippet."""
-    from lance_sync.plan.planner import resolve_settings
     from lance_sync.verify import discover as run_discover
     from lance_sync.verify import render_discovered
 
     state = load_manifest(manifest_files(files))
     drivers = connect_backends(state.backends)
-    options = resolve_settings("--storage", storage)
+    options = resolve_references(storage, os.environ, "--storage")
     found = run_discover(state, drivers, root, engine, spark, options or None, parallelism, progress)
     _end_progress()
     click.echo(render_discovered(found, state), nl=False)

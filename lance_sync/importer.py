@@ -6,30 +6,26 @@ nothing else, which is how an existing catalog comes under lance-sync's manageme
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import yaml
 from lance_namespace.errors import NamespaceNotFoundError
 
-from lance_sync.drivers import driver_class
-from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.drivers.base import STORAGE_PREFIX, Identifier, SyncNamespace
 from lance_sync.errors import LanceSyncError
 from lance_sync.marks import is_protected, unmanaged
 
 Progress = Callable[[str], None]
 
 
-def template_from_settings(backend_type: str, settings: Iterable[str]) -> dict[str, Any]:
-    """A backend template from `--set key=value` pairs (secrets written as ${VAR})."""
-    driver_class(backend_type)
+def backend_template(backend_type: str, properties: Mapping[str, str]) -> dict[str, Any]:
+    """A backend entry as the manifest writes it, from `--set` properties: `storage.x` keys go
+    under `storage`, values written ${VAR} stay references."""
     template: dict[str, Any] = {"type": backend_type}
-    for setting in settings:
-        key, sep, value = setting.partition("=")
-        if not sep or not key:
-            raise LanceSyncError(f"--set takes KEY=VALUE (got '{setting}')")
-        if key.startswith("storage."):
-            template.setdefault("storage", {})[key[len("storage."):]] = value
+    for key, value in properties.items():
+        if key.startswith(STORAGE_PREFIX):
+            template.setdefault("storage", {})[key.removeprefix(STORAGE_PREFIX)] = value
         else:
             template[key] = value
     return template

@@ -4,31 +4,16 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from lance_sync import __version__
 from lance_sync.drivers.base import SyncNamespace
-from lance_sync.errors import ConfigError
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.observe import LiveState, observe
 from lance_sync.plan.compare import compare, removal_locations
 from lance_sync.plan.model import DatasetStatus, Plan, Scope
-from lance_sync.variables import resolve_references
 
 Progress = Callable[[str], None]
-
-
-def resolve_settings(option: str, settings: tuple[str, ...] | list[str],
-                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """KEY=VALUE pairs from the command line; a value written ${VAR} is read from the environment."""
-    environ = os.environ if environ is None else environ
-    parsed = {}
-    for setting in settings:
-        key, sep, value = setting.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"{option} takes KEY=VALUE (got '{setting}')")
-        parsed[key] = value
-    return resolve_references(parsed, environ, option)
 
 
 def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, SyncNamespace],
