@@ -71,6 +71,7 @@ from lance_namespace.errors import (
 )
 from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr, StrictInt, StrictStr
 
+from lance_sync.arrow_types import spark_compatible
 from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
     CREATE_MODES,
@@ -542,9 +543,10 @@ def _recorded_columns(table: TableAnswer) -> list[dict[str, str | None]]:
 #
 # Each Arrow type becomes the Spark type Unity readers expect: `type_name` (UC's ColumnTypeName),
 # `type_text` (Spark's catalog string) and `type_json` (a Spark StructField as JSON, which UC
-# 0.5+ validates). Types Spark lacks are widened where that is exact (unsigned integers,
-# float16); types with no Spark equivalent (time, duration, interval, union, decimals above 38
-# digits) are recorded as USER_DEFINED_TYPE with Arrow's own type name as text.
+# 0.5+ validates). Types Spark lacks are widened as the Spark data plane widens them
+# (arrow_types.spark_compatible); types with no Spark equivalent (time, duration, interval,
+# union, decimals above 38 digits) are recorded as USER_DEFINED_TYPE with Arrow's own type
+# name as text.
 
 @dataclass(frozen=True)
 class SparkType:
@@ -558,10 +560,10 @@ class SparkType:
 _SIMPLE_TYPES: tuple[tuple[tuple[Any, ...], SparkType], ...] = (
     ((pa.types.is_boolean,), SparkType("BOOLEAN", "boolean", "boolean")),
     ((pa.types.is_int8,), SparkType("BYTE", "tinyint", "byte")),
-    ((pa.types.is_int16, pa.types.is_uint8), SparkType("SHORT", "smallint", "short")),
-    ((pa.types.is_int32, pa.types.is_uint16), SparkType("INT", "int", "integer")),
-    ((pa.types.is_int64, pa.types.is_uint32), SparkType("LONG", "bigint", "long")),
-    ((pa.types.is_float16, pa.types.is_float32), SparkType("FLOAT", "float", "float")),
+    ((pa.types.is_int16,), SparkType("SHORT", "smallint", "short")),
+    ((pa.types.is_int32,), SparkType("INT", "int", "integer")),
+    ((pa.types.is_int64,), SparkType("LONG", "bigint", "long")),
+    ((pa.types.is_float32,), SparkType("FLOAT", "float", "float")),
     ((pa.types.is_float64,), SparkType("DOUBLE", "double", "double")),
     ((pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view),
      SparkType("STRING", "string", "string")),
@@ -592,18 +594,17 @@ def unity_columns(schema: pa.Schema | None) -> list[dict[str, Any]]:
 
 
 def spark_type(arrow_type: pa.DataType) -> SparkType:
-    if pa.types.is_dictionary(arrow_type) or pa.types.is_run_end_encoded(arrow_type):
-        return spark_type(arrow_type.value_type)  # encodings of their value type
+    if pa.types.is_run_end_encoded(arrow_type):
+        return spark_type(arrow_type.value_type)  # an encoding of its value type
     if isinstance(arrow_type, pa.ExtensionType):
         return spark_type(arrow_type.storage_type)
+    arrow_type = spark_compatible(arrow_type)
     for predicates, spark in _SIMPLE_TYPES:
         if any(predicate(arrow_type) for predicate in predicates):
             return spark
     if pa.types.is_timestamp(arrow_type):
         return SparkType("TIMESTAMP", "timestamp", "timestamp") if arrow_type.tz else \
             SparkType("TIMESTAMP_NTZ", "timestamp_ntz", "timestamp_ntz")
-    if pa.types.is_uint64(arrow_type):
-        return _decimal(20, 0)
     if pa.types.is_decimal(arrow_type) and 0 <= arrow_type.scale <= arrow_type.precision <= _MAX_DECIMAL_PRECISION:
         return _decimal(arrow_type.precision, arrow_type.scale)
     if any(predicate(arrow_type) for predicate in _LIST_TYPES):
