@@ -4,10 +4,12 @@ pylance keeps namespaces and tables in a `__manifest` Lance table under the root
 driver delegates to it and adds what lance-sync needs (see notes/lance-namespace.md):
 
 - declaring into a namespace that does not exist fails (pylance accepts it);
-- a table can live at any location under the root: pylance's declare only accepts its own
-  generated path, so the driver writes the manifest row itself (relative location and
-  properties in one commit, the way pylance's register writes rows);
-- create modes ExistOk / Overwrite and drop mode Skip are honoured (pylance ignores them);
+- a table can live at any location under the root (a relative location is taken from the
+  root): pylance's declare only accepts its own generated path, so the driver writes the
+  manifest row itself (relative location and properties in one commit, the way pylance's
+  register writes rows);
+- request modes mean what they mean on every backend (lance_sync.drivers.base; pylance
+  ignores them);
 - namespace and table properties can be updated, by updating the manifest row;
 - bulk reads scan the manifest once instead of describing every table.
 
@@ -40,7 +42,6 @@ import pyarrow as pa
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
     CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -50,7 +51,6 @@ from lance_namespace import (
     DescribeTableRequest,
     DescribeTableResponse,
     DropNamespaceRequest,
-    DropNamespaceResponse,
     DropTableRequest,
     DropTableResponse,
     ListNamespacesRequest,
@@ -59,7 +59,6 @@ from lance_namespace import (
     ListTablesResponse,
     NamespaceExistsRequest,
     RegisterTableRequest,
-    RegisterTableResponse,
     TableExistsRequest,
 )
 from lance_namespace.errors import (
@@ -68,7 +67,6 @@ from lance_namespace.errors import (
     InternalError,
     InvalidInputError,
     LanceNamespaceError,
-    NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -77,9 +75,6 @@ from lance_namespace.errors import (
 from pydantic import Field
 
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    DROP_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -87,7 +82,6 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     patched_properties,
-    request_mode,
 )
 from lance_sync.drivers.retry import backoff_seconds
 from lance_sync.locations import is_local, join_location, normalize_location, relative_to
@@ -178,25 +172,15 @@ class DirNamespace(SyncNamespace):
 
     # --- namespaces --------------------------------------------------------------------------
 
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        self._check_names(request.id)
-        mode = request_mode(request.mode, CREATE_MODES)
-        properties = dict(request.properties or {})
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        self._check_names(list(id))
+        request = CreateNamespaceRequest(id=list(id), properties=properties or None)
+        created = self._committed(f"create namespace {_text(id)}",
+                                  lambda: self._native.create_namespace(request))
+        return dict(created.properties or {})
 
-        def attempt() -> CreateNamespaceResponse:
-            if mode != "create" and self._namespace_exists(request.id):
-                if mode == "overwrite":
-                    self._replace_metadata("namespace", request.id, properties, expected=_ANY)
-                    return CreateNamespaceResponse(properties=properties)
-                return CreateNamespaceResponse(properties=self._namespace_properties(request.id))
-            try:
-                return self._native.create_namespace(request)
-            except NamespaceAlreadyExistsError:
-                if mode == "create":
-                    raise
-                raise _Raced("the namespace was created meanwhile") from None
-
-        return self._committed(f"create namespace {_text(request.id)}", attempt)
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        self._patch_metadata("namespace", list(id), lambda current: properties)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         return self._native.list_namespaces(request)
@@ -207,22 +191,10 @@ class DirNamespace(SyncNamespace):
     def namespace_exists(self, request: NamespaceExistsRequest) -> None:
         return self._native.namespace_exists(request)
 
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade":
-            raise UnsupportedOperationError("dir: cascade drop is not supported; drop the tables first")
-        skip = request_mode(request.mode, DROP_MODES) == "skip"
-
-        def attempt() -> DropNamespaceResponse:
-            if skip and not self._namespace_exists(request.id):
-                return DropNamespaceResponse()
-            try:
-                return self._native.drop_namespace(request)
-            except NamespaceNotFoundError:
-                if skip:  # dropped by another writer since it was looked up
-                    return DropNamespaceResponse()
-                raise
-
-        return self._committed(f"drop namespace {_text(request.id)}", attempt)
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str] | None:
+        request = DropNamespaceRequest(id=list(id))
+        dropped = self._committed(f"drop namespace {_text(id)}", lambda: self._native.drop_namespace(request))
+        return dropped.properties
 
     # --- tables ------------------------------------------------------------------------------
 
@@ -233,7 +205,7 @@ class DirNamespace(SyncNamespace):
         operation = f"declare table {_text(request.id)}"
         if request.location is None:
             return self._committed(operation, lambda: self._declare_native(request))
-        location = normalize_location(request.location)
+        location = join_location(self.root, request.location)
         if relative_to(location, self.root) is None:
             raise InvalidInputError(f"dir: location {location} is outside the root {self.root}")
         properties = dict(request.properties or {})
@@ -294,7 +266,7 @@ class DirNamespace(SyncNamespace):
             raise TableAlreadyExistsError(f"Table already exists: {object_id}")
         if request.location is None:
             raise InvalidInputError("dir: a batch declare needs each table's location")
-        relative = relative_to(normalize_location(request.location), self.root)
+        relative = relative_to(join_location(self.root, request.location), self.root)
         if relative is None:
             raise InvalidInputError(f"dir: location {request.location} is outside the root {self.root}")
         existing[object_id] = "table"
@@ -334,12 +306,6 @@ class DirNamespace(SyncNamespace):
                     DeregisterTableRequest(id=request.id)))
             raise
 
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        location = join_location(self.root, request.location)
-        self.declare_table(DeclareTableRequest(id=request.id, location=location,
-                                               properties=request.properties))
-        return RegisterTableResponse(location=request.location, properties=request.properties)
-
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         return self._native.list_tables(request)
 
@@ -363,11 +329,13 @@ class DirNamespace(SyncNamespace):
 
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:
-        self._patch_metadata("namespace", list(id), updates, removals)
+        self._patch_metadata("namespace", list(id),
+                             lambda current: patched_properties(current, updates, removals))
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
                                 removals: list[str]) -> None:
-        self._patch_metadata("table", list(id), updates, removals)
+        self._patch_metadata("table", list(id),
+                             lambda current: patched_properties(current, updates, removals))
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
         rows = self._manifest_rows("namespace")
@@ -459,9 +427,9 @@ class DirNamespace(SyncNamespace):
             raise InternalError(f"dir: the manifest of {self.root} took {result['num_inserted_rows']} "
                                 f"of {len(rows)} new rows")
 
-    def _patch_metadata(self, object_type: str, id: list[str], updates: dict[str, str],
-                        removals: list[str]) -> None:
-        """Read the row's properties, patch them, and write them back only if they are still
+    def _patch_metadata(self, object_type: str, id: list[str],
+                        patch: Callable[[dict[str, str]], dict[str, str]]) -> None:
+        """Read the row's properties, `patch` them, and write them back only if they are still
         what was read (another writer's patch in between makes the write match nothing, and it
         is tried again from a fresh read)."""
 
@@ -472,7 +440,7 @@ class DirNamespace(SyncNamespace):
             if not rows:
                 raise _missing(object_type, id)
             current = _metadata(rows[0])
-            patched = patched_properties(current, updates, removals)
+            patched = patch(current)
             if patched == current:
                 return None
             self._replace_metadata(object_type, id, patched, expected=rows[0]["metadata"], dataset=dataset)
@@ -483,9 +451,9 @@ class DirNamespace(SyncNamespace):
             self._compact_if_fragmented(written)
 
     def _replace_metadata(self, object_type: str, id: list[str], properties: dict[str, str], *,
-                          expected: str | None | object, dataset: lance.LanceDataset | None = None) -> None:
+                          expected: str | None, dataset: lance.LanceDataset | None = None) -> None:
         """One commit that sets the row's properties, if its metadata is still `expected`
-        (None: no properties; _ANY: whatever it is)."""
+        (None: no properties)."""
         if dataset is None:
             dataset = self._writable_manifest()
         if dataset is None:
@@ -493,8 +461,8 @@ class DirNamespace(SyncNamespace):
         where = _row_filter(object_type, id)
         if expected is None:
             where += " AND metadata IS NULL"
-        elif expected is not _ANY:
-            where += f" AND metadata = {_sql_string(str(expected))}"
+        else:
+            where += f" AND metadata = {_sql_string(expected)}"
         self.count_call()
         result = dataset.update({"metadata": _sql_string(json.dumps(properties))}, where=where,
                                 conflict_retries=0)
@@ -533,9 +501,6 @@ class DirNamespace(SyncNamespace):
             return False
         return True
 
-    def _namespace_properties(self, id: list[str]) -> dict[str, str]:
-        return dict(self._native.describe_namespace(DescribeNamespaceRequest(id=id)).properties or {})
-
     def _manifest(self) -> lance.LanceDataset | None:
         """The manifest table for a bulk read; None when there is none the scan can use."""
         self.count_call()
@@ -559,10 +524,6 @@ class DirNamespace(SyncNamespace):
 
 class _Raced(Exception):
     """Another writer changed what an attempt read before the attempt could commit."""
-
-
-#: `_replace_metadata`'s "whatever the properties are now"
-_ANY = object()
 
 
 def _is_commit_conflict(error: BaseException) -> bool:

@@ -38,7 +38,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from xml.etree import ElementTree
@@ -67,8 +67,6 @@ from botocore.model import OperationModel, Shape
 from botocore.parsers import ResponseParserError
 from botocore.utils import parse_timestamp
 from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -77,15 +75,11 @@ from lance_namespace import (
     DescribeNamespaceResponse,
     DescribeTableRequest,
     DescribeTableResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    RegisterTableRequest,
-    RegisterTableResponse,
     TableExistsRequest,
 )
 from lance_namespace.errors import (
@@ -108,10 +102,6 @@ from pydantic import Field, SecretStr, model_validator
 
 from lance_sync.drivers.answers import describe_body
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    DROP_MODES,
-    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -119,7 +109,6 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     patched_properties,
-    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
@@ -323,26 +312,19 @@ class GlueNamespace(SyncNamespace):
 
     # --- namespaces ----------------------------------------------------------------------------
 
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        id = _identifier(request.id)
-        mode = request_mode(request.mode, CREATE_MODES)
-        properties = dict(request.properties or {})
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        id = _identifier(id)
         database, catalog_id = self._namespace_refs(id)
-        try:
-            if database is not None:
-                self._create_database(id, database, properties)
-            elif catalog_id is not None:
-                self._create_catalog(id, properties)
-            else:
-                raise NamespaceNotFoundError(_under_database(self._subject(id)))
-        except NamespaceAlreadyExistsError:
-            if mode == "create":
-                raise
-            existing = self._resolve_namespace(id)
-            if mode == "existok":
-                return CreateNamespaceResponse(properties=existing.properties)
-            self._write_namespace_properties(id, existing, properties)
-        return CreateNamespaceResponse(properties=properties)
+        if database is not None:
+            self._create_database(id, database, properties)
+        elif catalog_id is not None:
+            self._create_catalog(id, properties)
+        else:
+            raise NamespaceNotFoundError(_under_database(self._subject(id)))
+        return properties
+
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        self._write_namespace_properties(id, self._resolve_namespace(id), properties)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         names = [info.id[-1] for info in self._child_namespaces(_identifier(request.id, root_ok=True))]
@@ -356,20 +338,11 @@ class GlueNamespace(SyncNamespace):
     def namespace_exists(self, request: NamespaceExistsRequest) -> None:
         self._resolve_namespace(_identifier(request.id, root_ok=True))
 
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        id = _identifier(request.id)
-        mode = request_mode(request.mode, DROP_MODES)
-        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade":
-            raise UnsupportedOperationError("glue: only Restrict drops are supported; "
-                                            "deregister the tables first")
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str]:
+        id = _identifier(id)
         if self._namespace_refs(id) == (None, self._root_catalog_id()):
             raise InvalidInputError(f"{self._subject(id)} is the root catalog; it cannot be dropped")
-        try:
-            found = self._resolve_namespace(id)
-        except NamespaceNotFoundError:
-            if mode == "skip":
-                return DropNamespaceResponse()
-            raise
+        found = self._resolve_namespace(id)
         subject = self._subject(id)
         if found.database is not None:
             self._check_empty(subject, "GetTables", "TableList", "tables",
@@ -384,7 +357,7 @@ class GlueNamespace(SyncNamespace):
             self._call("DeleteCatalog", subject, missing=NamespaceNotFoundError,
                        CatalogId=found.catalog_id)
             self._known_catalogs.discard(found.catalog_id)
-        return DropNamespaceResponse(properties=found.properties)
+        return found.properties
 
     # --- tables --------------------------------------------------------------------------------
 
@@ -401,19 +374,6 @@ class GlueNamespace(SyncNamespace):
                    DatabaseName=database.name, TableInput=_table_input(name, location, parameters))
         return DeclareTableResponse(location=location, properties=parameters,
                                     storage_options=self.storage_options() or None)
-
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        id = _identifier(request.id)
-        mode = request_mode(request.mode, REGISTER_MODES)
-        location = normalize_location(request.location)
-        try:
-            self.declare_table(DeclareTableRequest(id=list(id), location=location,
-                                                   properties=request.properties))
-        except TableAlreadyExistsError:
-            if mode != "overwrite":
-                raise
-            self._update_table(id, lambda _: lance_table_properties(request.properties), location)
-        return RegisterTableResponse(location=location, properties=lance_table_properties(request.properties))
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         names = [info.id[-1] for info in self.list_table_infos(_identifier(request.id, root_ok=True))]
@@ -452,6 +412,15 @@ class GlueNamespace(SyncNamespace):
             raise InvalidInputError(f"glue: '{TABLE_TYPE_KEY}={LANCE_TABLE_TYPE}' marks a Lance "
                                     "table and cannot be changed")
         self._update_table(id, lambda current: patched_properties(current, updates, removals))
+
+    def _overwrite_registration(self, id: Identifier, location: str,
+                                properties: dict[str, str] | None) -> DeclareTableResponse:
+        """In place: one UpdateTable of the location and parameters, refused by Glue if the
+        table changed since it was read."""
+        location, parameters = normalize_location(location), lance_table_properties(properties)
+        self._update_table(_identifier(id), lambda _: parameters, location)
+        return DeclareTableResponse(location=location, properties=parameters,
+                                    storage_options=self.storage_options() or None)
 
     def update_table_location(self, id: Identifier, location: str) -> None:
         """Point a registered Lance table at another location, in place (UpdateTable)."""
@@ -1064,7 +1033,7 @@ def _caller_account(sts: Any) -> str:
 # --- small helpers -------------------------------------------------------------------------------
 
 
-def _identifier(id: list[str] | None, root_ok: bool = False) -> Identifier:
+def _identifier(id: Sequence[str] | None, root_ok: bool = False) -> Identifier:
     parts = tuple(id or ())
     if not parts and not root_ok:
         raise InvalidInputError("glue: an empty identifier names the root catalog, not an object")

@@ -52,8 +52,6 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -62,15 +60,11 @@ from lance_namespace import (
     DescribeNamespaceResponse,
     DescribeTableRequest,
     DescribeTableResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    RegisterTableRequest,
-    RegisterTableResponse,
     TableExistsRequest,
 )
 from lance_namespace.errors import (
@@ -118,10 +112,6 @@ from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TTransportException
 
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    DROP_MODES,
-    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -130,7 +120,6 @@ from lance_sync.drivers.base import (
     TableInfo,
     default_root,
     patched_properties,
-    request_mode,
 )
 from lance_sync.drivers.config_types import ThriftUri
 from lance_sync.drivers.paging import check_page_limit, names_after, page_of_names
@@ -173,10 +162,6 @@ METASTORE_ERRORS = tuple(value for value in vars(ttypes).values()
                          and value.__module__ == ttypes.__name__)
 #: what manifests may name a catalog or database: HMS folds case and refuses other characters
 MANIFEST_NAME = re.compile(r"[a-z0-9_]+")
-
-CREATE, EXIST_OK, OVERWRITE = "create", "existok", "overwrite"
-FAIL = "fail"
-CASCADE = "cascade"
 
 T = TypeVar("T")
 
@@ -396,6 +381,7 @@ class Hive3Namespace(SyncNamespace):
     backend_type = "hive3"
     config_model = Hive3Config
     config: Hive3Config
+    drops_cascade = True
     #: manifests declare databases (catalog$database); see the module docstring for catalogs
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
@@ -440,13 +426,23 @@ class Hive3Namespace(SyncNamespace):
     # --- namespaces ----------------------------------------------------------------------------
 
     @_translated
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        parts = _names(request.id, "namespace", 1, 2)
-        mode = request_mode(request.mode, CREATE_MODES)
-        properties = dict(request.properties or {})
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        parts = _names(id, "namespace", 1, 2)
         if len(parts) == 1:
-            return self._create_catalog(parts[0], properties, mode)
-        return self._create_database(*parts, properties, mode)
+            self._create_catalog(parts[0], properties)
+        else:
+            self._create_database(*parts, properties)
+        return properties
+
+    @_translated
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        """Catalogs: their fields; databases: parameters replaced, the fields named set, the
+        others kept (HMS keeps a field sent blank)."""
+        parts = _names(id, "namespace", 1, 2)
+        if len(parts) == 1:
+            self._alter_catalog(parts[0], properties)
+        else:
+            self._alter_database(self._get_database(*parts), properties)
 
     @_translated
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
@@ -471,19 +467,12 @@ class Hive3Namespace(SyncNamespace):
         self._namespace_properties(_names(request.id, "namespace", 0, 2))
 
     @_translated
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        parts = _names(request.id, "namespace", 1, 2)
-        mode = request_mode(request.mode, DROP_MODES)
-        cascade = request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == CASCADE
-        try:
-            if len(parts) == 1:
-                self._drop_catalog(parts[0], cascade)
-            else:
-                self._drop_database(*parts, cascade)
-        except NamespaceNotFoundError:
-            if mode == FAIL:
-                raise
-        return DropNamespaceResponse()
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
+        parts = _names(id, "namespace", 1, 2)
+        if len(parts) == 1:
+            self._drop_catalog(parts[0], cascade)
+        else:
+            self._drop_database(*parts, cascade)
 
     # --- tables --------------------------------------------------------------------------------
 
@@ -506,15 +495,6 @@ class Hive3Namespace(SyncNamespace):
                                     f"{_message(error)}") from error
         return DeclareTableResponse(location=location, properties=_lance_properties(table),
                                     storage_options=self.storage_options() or None)
-
-    @_translated
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        if request_mode(request.mode, REGISTER_MODES) == OVERWRITE:
-            with contextlib.suppress(TableNotFoundError):
-                self.deregister_table(DeregisterTableRequest(id=request.id))
-        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
-                                                          properties=request.properties))
-        return RegisterTableResponse(location=declared.location, properties=declared.properties)
 
     @_translated
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
@@ -638,7 +618,7 @@ class Hive3Namespace(SyncNamespace):
 
     # --- catalogs ------------------------------------------------------------------------------
 
-    def _create_catalog(self, name: str, properties: dict[str, str], mode: str) -> CreateNamespaceResponse:
+    def _create_catalog(self, name: str, properties: dict[str, str]) -> None:
         _check_catalog_properties(properties)
         location = join_location(self._root, properties.get(CATALOG_LOCATION)
                                  or f"{CATALOGS_DIRECTORY}/{name.lower()}")
@@ -647,12 +627,7 @@ class Hive3Namespace(SyncNamespace):
         try:
             self._catalog_call("create_catalog", CreateCatalogRequest(catalog=catalog))
         except AlreadyExistsException as error:
-            if mode == CREATE:
-                raise NamespaceAlreadyExistsError(f"hive3: catalog {name} already exists") from error
-            if mode == EXIST_OK:
-                return CreateNamespaceResponse(properties=_catalog_properties(self._get_catalog(name)))
-            self._alter_catalog(name, properties)
-        return CreateNamespaceResponse(properties=properties)
+            raise NamespaceAlreadyExistsError(f"hive3: catalog {name} already exists") from error
 
     def _alter_catalog(self, name: str, properties: dict[str, str]) -> None:
         """Set a catalog's description and location (HMS keeps a field sent blank)."""
@@ -735,26 +710,19 @@ class Hive3Namespace(SyncNamespace):
 
     # --- databases -----------------------------------------------------------------------------
 
-    def _create_database(self, catalog: str, name: str, properties: dict[str, str],
-                         mode: str) -> CreateNamespaceResponse:
+    def _create_database(self, catalog: str, name: str, properties: dict[str, str]) -> None:
         self._require_catalog(catalog)
         database = self._database_object(catalog, name, properties)
         try:
             self._send("create_database", database)
         except AlreadyExistsException as error:
-            if mode == CREATE:
-                raise NamespaceAlreadyExistsError(
-                    f"hive3: database {_display((catalog, name))} already exists") from error
-            existing = self._get_database(catalog, name)
-            if mode == EXIST_OK:
-                return CreateNamespaceResponse(properties=_database_properties(existing))
-            self._alter_database(existing, properties)
+            raise NamespaceAlreadyExistsError(
+                f"hive3: database {_display((catalog, name))} already exists") from error
         except (InvalidObjectException, NoSuchObjectException) as error:
             if not _is_default(catalog):
                 self._get_catalog(catalog)  # NamespaceNotFound when the parent is missing
             raise InvalidInputError(f"hive3: the metastore refused database {_display((catalog, name))}: "
                                     f"{_message(error)}") from error
-        return CreateNamespaceResponse(properties=properties)
 
     def _database_object(self, catalog: str, name: str, properties: dict[str, str]) -> Database:
         location = properties.get(DATABASE_LOCATION)

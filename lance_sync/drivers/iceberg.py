@@ -26,8 +26,6 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -36,15 +34,11 @@ from lance_namespace import (
     DescribeNamespaceResponse,
     DescribeTableRequest,
     DescribeTableResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    RegisterTableRequest,
-    RegisterTableResponse,
     TableExistsRequest,
 )
 from lance_namespace.errors import (
@@ -76,9 +70,6 @@ from pydantic import (
 
 from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -86,7 +77,6 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     default_root,
-    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl
@@ -283,26 +273,18 @@ class IcebergNamespace(SyncNamespace):
 
     # --- namespaces --------------------------------------------------------------------------
 
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
         """POST namespaces, after checking the parent exists (the upstream server does not)."""
-        warehouse, levels = _split_namespace(request.id)
+        warehouse, levels = _split_namespace(id)
         if not levels:
             raise UnsupportedOperationError(f"iceberg: warehouse '{warehouse}' cannot be created "
                                             "through the REST API")
-        mode = request_mode(request.mode, CREATE_MODES)
-        if mode not in ("create", "existok", "overwrite"):
-            raise InvalidInputError(f"iceberg: unknown create mode '{request.mode}'")
         if len(levels) > 1 and not self._namespace_exists(warehouse, levels[:-1]):
             raise NamespaceNotFoundError(f"Parent namespace not found: {_display((warehouse, *levels[:-1]))}")
-        try:
-            return self._create_namespace(warehouse, levels, request.properties or {})
-        except NamespaceAlreadyExistsError:
-            if mode == "existok":
-                return CreateNamespaceResponse(properties=self._namespace_properties(warehouse, levels))
-            if mode == "create":
-                raise
-        self._drop_namespace(warehouse, levels)  # Overwrite: drop the empty namespace, then create
-        return self._create_namespace(warehouse, levels, request.properties or {})
+        path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
+        created = self._send("POST", path, json={"namespace": list(levels), "properties": properties},
+                             expect=NamespaceAnswer, meanings={409: NamespaceAlreadyExistsError})
+        return dict(created.properties or {})
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         warehouse, levels = _split_listed_namespace(request.id)
@@ -322,17 +304,13 @@ class IcebergNamespace(SyncNamespace):
         if not self._namespace_exists(warehouse, levels):
             raise NamespaceNotFoundError(f"Namespace not found: {_display(request.id)}")
 
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        """Restrict only; a namespace that does not exist is dropped already (the spec)."""
-        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") != "restrict":
-            raise UnsupportedOperationError("iceberg: only Restrict drops are supported; "
-                                            "drop the tables and child namespaces first")
-        warehouse, levels = _split_namespace(request.id)
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
+        """A namespace that does not exist is dropped already (the spec)."""
+        warehouse, levels = _split_namespace(id)
         if not levels:
             raise UnsupportedOperationError(f"iceberg: warehouse '{warehouse}' cannot be dropped "
                                             "through the REST API")
         self._drop_namespace(warehouse, levels)
-        return DropNamespaceResponse()
 
     # --- tables ------------------------------------------------------------------------------
 
@@ -349,14 +327,6 @@ class IcebergNamespace(SyncNamespace):
         return DeclareTableResponse(location=created.metadata.location,
                                     properties=created.metadata.properties,
                                     storage_options=self.storage_options() or None)
-
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        """An existing Lance dataset registered like a declared table (Create mode only)."""
-        if request_mode(request.mode, REGISTER_MODES) != "create":
-            raise UnsupportedOperationError("iceberg: register_table supports mode Create only")
-        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
-                                                          properties=request.properties))
-        return RegisterTableResponse(location=declared.location, properties=declared.properties)
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         """One page of table names, each table loaded (in parallel) to keep only Lance tables."""
@@ -478,13 +448,6 @@ class IcebergNamespace(SyncNamespace):
     def _table_path(self, id: Iterable[str] | None) -> str:
         warehouse, levels, name = _split_table(id)
         return f"{self._namespace_path(warehouse, levels, missing=TableNotFoundError)}/tables/{_encode(name)}"
-
-    def _create_namespace(self, warehouse: str, levels: tuple[str, ...],
-                          properties: dict[str, str]) -> CreateNamespaceResponse:
-        path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
-        created = self._send("POST", path, json={"namespace": list(levels), "properties": properties},
-                             expect=NamespaceAnswer, meanings={409: NamespaceAlreadyExistsError})
-        return CreateNamespaceResponse(properties=created.properties or {})
 
     def _namespace_properties(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
         if not levels:

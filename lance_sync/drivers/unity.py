@@ -21,7 +21,6 @@ NOT_FOUND / 409 ALREADY_EXISTS, and the request path says which kind of object w
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -32,8 +31,6 @@ from urllib.parse import quote
 import lance
 import pyarrow as pa
 from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -42,15 +39,11 @@ from lance_namespace import (
     DescribeNamespaceResponse,
     DescribeTableRequest,
     DescribeTableResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    RegisterTableRequest,
-    RegisterTableResponse,
     TableExistsRequest,
 )
 from lance_namespace.errors import (
@@ -74,10 +67,6 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr, StrictInt,
 from lance_sync.arrow_types import spark_compatible
 from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    DROP_MODES,
-    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -85,7 +74,6 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     default_root,
-    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
@@ -175,6 +163,7 @@ class UnityNamespace(SyncNamespace):
     backend_type = "unity"
     config_model = UnityConfig
     config: UnityConfig
+    drops_cascade = True
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
 
@@ -211,21 +200,10 @@ class UnityNamespace(SyncNamespace):
 
     # --- namespaces --------------------------------------------------------------------------
 
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        """Overwrite drops the schema first, never forcing: a schema with tables is NamespaceNotEmpty."""
-        catalog, schema = self._schema_name(request.id, other_catalog=InvalidInputError)
-        mode = request_mode(request.mode, CREATE_MODES)
-        if mode == "overwrite":
-            with contextlib.suppress(NamespaceNotFoundError):
-                self._delete_schema(catalog, schema, force=False)
-        body = {"name": schema, "catalog_name": catalog, "properties": request.properties or {}}
-        try:
-            created = self.http.request("POST", "/schemas", json=body, expect=SchemaAnswer)
-        except NamespaceAlreadyExistsError:
-            if mode != "existok":
-                raise
-            created = self._get_schema(catalog, schema)
-        return CreateNamespaceResponse(properties=_properties(created))
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        catalog, schema = self._schema_name(id, other_catalog=InvalidInputError)
+        body = {"name": schema, "catalog_name": catalog, "properties": properties}
+        return _properties(self.http.request("POST", "/schemas", json=body, expect=SchemaAnswer))
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         parts = self._namespace_parts(request.id)
@@ -249,17 +227,10 @@ class UnityNamespace(SyncNamespace):
     def namespace_exists(self, request: NamespaceExistsRequest) -> None:
         self.describe_namespace(DescribeNamespaceRequest(id=request.id))
 
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
         """Cascade is UC's force delete: it deregisters every table of the schema (data stays)."""
-        mode = request_mode(request.mode, DROP_MODES)
-        force = request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade"
-        try:
-            catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
-            self._delete_schema(catalog, schema, force=force)
-        except NamespaceNotFoundError:
-            if mode != "skip":
-                raise
-        return DropNamespaceResponse()
+        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
+        self._delete_schema(catalog, schema, force=cascade)
 
     # --- tables ------------------------------------------------------------------------------
 
@@ -284,15 +255,6 @@ class UnityNamespace(SyncNamespace):
         return DeclareTableResponse(location=created.storage_location or body["storage_location"],
                                     properties=_properties(created) or properties,
                                     storage_options=self.storage_options() or None)
-
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        """Declare at the given location; Overwrite first deregisters a Lance table of that name."""
-        if request_mode(request.mode, REGISTER_MODES) == "overwrite":
-            with contextlib.suppress(TableNotFoundError):
-                self.deregister_table(DeregisterTableRequest(id=request.id))
-        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
-                                                          properties=request.properties))
-        return RegisterTableResponse(location=declared.location, properties=declared.properties)
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         """Lance tables only, so a page may hold fewer than `limit` names (even none)."""
