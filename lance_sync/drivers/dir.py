@@ -33,7 +33,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,8 +58,10 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
+    NamespaceExistsResponse,
     RegisterTableRequest,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -173,8 +175,7 @@ class DirNamespace(SyncNamespace):
     # --- namespaces --------------------------------------------------------------------------
 
     def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
-        self._check_names(list(id))
-        request = CreateNamespaceRequest(id=list(id), properties=properties or None)
+        request = CreateNamespaceRequest(id=_checked(id), properties=properties or None)
         created = self._committed(f"create namespace {_text(id)}",
                                   lambda: self._native.create_namespace(request))
         return dict(created.properties or {})
@@ -188,7 +189,7 @@ class DirNamespace(SyncNamespace):
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
         return self._native.describe_namespace(request)
 
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         return self._native.namespace_exists(request)
 
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str] | None:
@@ -201,26 +202,27 @@ class DirNamespace(SyncNamespace):
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         """Declare at pylance's own location, or write the row of any other location under the
         root, properties included, in one commit."""
-        self._check_names(request.id)
-        operation = f"declare table {_text(request.id)}"
+        table_id = _checked(request.id)
+        operation = f"declare table {_text(table_id)}"
         if request.location is None:
-            return self._committed(operation, lambda: self._declare_native(request))
+            return self._committed(operation, lambda: self._declare_native(request, table_id))
         location = join_location(self.root, request.location)
-        if relative_to(location, self.root) is None:
+        relative = relative_to(location, self.root)
+        if relative is None:
             raise InvalidInputError(f"dir: location {location} is outside the root {self.root}")
         properties = dict(request.properties or {})
 
         def attempt() -> lance.LanceDataset | None:
             dataset = self._writable_manifest()
             if dataset is not None:
-                existing = self._existing_objects(dataset, [_DELIMITER.join(request.id[:-1]),
-                                                            _DELIMITER.join(request.id)])
+                existing = self._existing_objects(dataset, [_DELIMITER.join(table_id[:-1]),
+                                                            _DELIMITER.join(table_id)])
                 self._insert_rows(dataset, [self._manifest_row(request, existing)])
             return dataset
 
         written = self._committed(operation, attempt)
         if written is None:
-            self._register_in_fresh_root(request, location, properties)
+            self._register_in_fresh_root(table_id, relative, properties)
         else:
             self._compact_if_fragmented(written)
         return DeclareTableResponse(location=location, properties=properties or None,
@@ -258,8 +260,8 @@ class DirNamespace(SyncNamespace):
 
     def _manifest_row(self, request: DeclareTableRequest, existing: dict[str, str]) -> dict[str, Any]:
         """The manifest row for a declared table; `existing` gains it (duplicates in a batch fail)."""
-        self._check_names(request.id)
-        namespace, object_id = _DELIMITER.join(request.id[:-1]), _DELIMITER.join(request.id)
+        table_id = _checked(request.id)
+        namespace, object_id = _DELIMITER.join(table_id[:-1]), _DELIMITER.join(table_id)
         if namespace and existing.get(namespace) != "namespace":
             raise NamespaceNotFoundError(f"Namespace not found: {namespace}")
         if object_id in existing:
@@ -274,36 +276,34 @@ class DirNamespace(SyncNamespace):
                 "metadata": json.dumps(request.properties) if request.properties else None,
                 "base_objects": None}
 
-    def _declare_native(self, request: DeclareTableRequest) -> DeclareTableResponse:
+    def _declare_native(self, request: DeclareTableRequest, table_id: list[str]) -> DeclareTableResponse:
         """pylance's declare (its own location, properties in the same commit), after the
         namespace check pylance lacks."""
-        namespace = list(request.id[:-1])
+        namespace = table_id[:-1]
         if namespace and not self._namespace_exists(namespace):
             raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
         return self._native.declare_table(request)
 
-    def _register_in_fresh_root(self, request: DeclareTableRequest, location: str,
-                                properties: dict[str, str]) -> None:
+    def _register_in_fresh_root(self, table_id: list[str], relative: str, properties: dict[str, str]) -> None:
         """A root without a manifest table yet, so the table is at the root level (a namespace
         would have created the manifest). pylance's register creates the manifest with the
         row, the properties follow in a second commit, and the row is removed again if they
         cannot be written: the one declare that is two commits."""
-        namespace = list(request.id[:-1])
+        namespace = table_id[:-1]
         if namespace:
             raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
-        operation = f"declare table {_text(request.id)}"
-        relative = relative_to(location, self.root)
+        operation = f"declare table {_text(table_id)}"
         self._committed(operation, lambda: self._native.register_table(
-            RegisterTableRequest(id=request.id, location=relative)))
+            RegisterTableRequest(id=table_id, location=relative)))
         if not properties:
             return
         try:
             self._committed(operation, lambda: self._replace_metadata(
-                "table", request.id, properties, expected=None))
+                "table", table_id, properties, expected=None))
         except Exception:
             with contextlib.suppress(LanceNamespaceError):  # the error to report is the first one
                 self._committed(f"undo {operation}", lambda: self._native.deregister_table(
-                    DeregisterTableRequest(id=request.id)))
+                    DeregisterTableRequest(id=table_id)))
             raise
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
@@ -315,7 +315,7 @@ class DirNamespace(SyncNamespace):
             response.storage_options = self.storage_options()
         return response
 
-    def table_exists(self, request: TableExistsRequest) -> None:
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         return self._native.table_exists(request)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
@@ -488,12 +488,6 @@ class DirNamespace(SyncNamespace):
 
     # --- reading -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_names(id: list[str] | None) -> None:
-        if not id or any(not name or _DELIMITER in name for name in id):
-            raise InvalidInputError(f"dir: names must be non-empty and cannot contain "
-                                    f"'{_DELIMITER}': {id}")
-
     def _namespace_exists(self, id: list[str]) -> bool:
         try:
             self._native.describe_namespace(DescribeNamespaceRequest(id=list(id)))
@@ -551,7 +545,14 @@ def _row_filter(object_type: str, id: list[str]) -> str:
             f"AND object_type = {_sql_string(object_type)}")
 
 
-def _text(id: list[str] | Identifier | None) -> str:
+def _checked(id: Sequence[str] | None) -> list[str]:
+    """`id` as a list; InvalidInput unless it has names, each non-empty and without the delimiter."""
+    if not id or any(not name or _DELIMITER in name for name in id):
+        raise InvalidInputError(f"dir: names must be non-empty and cannot contain '{_DELIMITER}': {id}")
+    return list(id)
+
+
+def _text(id: Sequence[str] | None) -> str:
     return _DELIMITER.join(id or [])
 
 

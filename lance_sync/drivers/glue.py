@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 from xml.etree import ElementTree
 
 import boto3
@@ -80,7 +80,9 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
+    NamespaceExistsResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -257,7 +259,7 @@ class GlueNamespace(SyncNamespace):
 
     def __init__(self, config: GlueConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
-        config: GlueConfig = self.config
+        config = self.config
         client_config = Config(retries={"mode": "standard"}, max_pool_connections=MAX_POOL_CONNECTIONS,
                                user_agent_extra="lance-sync")
         try:
@@ -335,8 +337,9 @@ class GlueNamespace(SyncNamespace):
         found = self._resolve_namespace(_identifier(request.id, root_ok=True))
         return DescribeNamespaceResponse(properties=found.properties)
 
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         self._resolve_namespace(_identifier(request.id, root_ok=True))
+        return NamespaceExistsResponse()
 
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str]:
         id = _identifier(id)
@@ -387,8 +390,9 @@ class GlueNamespace(SyncNamespace):
         return DescribeTableResponse(location=_location(table), properties=_parameters(table),
                                      storage_options=self.storage_options() or None)
 
-    def table_exists(self, request: TableExistsRequest) -> None:
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self._lance_table(_identifier(request.id))
+        return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         id = _identifier(request.id)
@@ -659,15 +663,23 @@ class GlueNamespace(SyncNamespace):
 
     # --- requests ------------------------------------------------------------------------------
 
+    @overload
+    def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError],
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any]: ...
+
+    @overload
+    def _call(self, operation: str, subject: str, *, missing: None,
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any] | None: ...
+
     def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError] | None,
-              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict | None:
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any] | None:
         """One Glue request, errors translated. EntityNotFound raises `missing` (None: returns None).
 
         A read whose answer does not fit (`_check_answer`) is sent again, BAD_ANSWER_RETRIES
         times, then raised as a BadAnswerError; a write is sent once. botocore's own retries
         (5xx, throttling, lost connections) happen inside each send.
         """
-        def send() -> dict | None:
+        def send() -> dict[str, Any] | None:
             return self._send(operation, subject, missing, duplicate, params)
 
         if operation not in READ_OPERATIONS:
@@ -675,7 +687,7 @@ class GlueNamespace(SyncNamespace):
         return _with_bad_answer_retries(send, self._sleep)
 
     def _send(self, operation: str, subject: str, missing: type[LanceNamespaceError] | None,
-              duplicate: type[LanceNamespaceError] | None, params: dict[str, Any]) -> dict | None:
+              duplicate: type[LanceNamespaceError] | None, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
             return getattr(self._glue, xform_name(operation))(**params)
         except _UnfitAnswer as unfit:
@@ -691,7 +703,7 @@ class GlueNamespace(SyncNamespace):
     def _items(self, operation: str, list_key: str, subject: str, **params: Any) -> Iterator[dict]:
         """Every item of a NextToken listing, page after page."""
         def fetch(token: str | None) -> tuple[list[dict], str | None]:
-            paging = {"NextToken": token} if token else {}
+            paging: dict[str, Any] = {"NextToken": token} if token else {}
             response = self._call(operation, subject, missing=NamespaceNotFoundError, **params, **paging)
             return response[list_key], response.get("NextToken")
 

@@ -47,8 +47,8 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from lance_namespace import (
@@ -65,7 +65,9 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
+    NamespaceExistsResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     InternalError,
@@ -145,10 +147,10 @@ DATABASE_DESCRIPTION = "database.description"
 DATABASE_LOCATION = "database.location-uri"
 DATABASE_OWNER = "database.owner"
 DATABASE_OWNER_TYPE = "database.owner-type"
-DATABASE_FIELDS = (DATABASE_DESCRIPTION, DATABASE_LOCATION, DATABASE_OWNER, DATABASE_OWNER_TYPE)
+DATABASE_FIELDS: tuple[str, ...] = (DATABASE_DESCRIPTION, DATABASE_LOCATION, DATABASE_OWNER, DATABASE_OWNER_TYPE)
 CATALOG_DESCRIPTION = "catalog.description"
 CATALOG_LOCATION = "catalog.location-uri"
-CATALOG_FIELDS = (CATALOG_DESCRIPTION, CATALOG_LOCATION)
+CATALOG_FIELDS: tuple[str, ...] = (CATALOG_DESCRIPTION, CATALOG_LOCATION)
 
 #: where catalogs created without a location go, below `root`
 CATALOGS_DIRECTORY = "_catalogs"
@@ -157,7 +159,7 @@ TABLE_BATCH_SIZE = 300
 #: most elements a list or map in an answer may claim (garbage claiming billions fails at once)
 CONTAINER_LENGTH_LIMIT = 10_000_000
 #: exceptions declared in the Hive IDL: answers, after which the connection stays in step
-METASTORE_ERRORS = tuple(value for value in vars(ttypes).values()
+METASTORE_ERRORS: tuple[type[Exception], ...] = tuple(value for value in vars(ttypes).values()
                          if isinstance(value, type) and issubclass(value, TException)
                          and value.__module__ == ttypes.__name__)
 #: what manifests may name a catalog or database: HMS folds case and refuses other characters
@@ -389,6 +391,7 @@ class Hive3Namespace(SyncNamespace):
     def __init__(self, config: Hive3Config | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
         address = urlsplit(self.config.uri)
+        assert address.hostname and address.port, "ThriftUri checks both"
         self._address = f"{address.hostname}:{address.port}"
         self._pool = MetastorePool(address.hostname, address.port, self.config.client_pool_size,
                                    self.config.client_socket_timeout)
@@ -431,7 +434,8 @@ class Hive3Namespace(SyncNamespace):
         if len(parts) == 1:
             self._create_catalog(parts[0], properties)
         else:
-            self._create_database(*parts, properties)
+            catalog, database = parts
+            self._create_database(catalog, database, properties)
         return properties
 
     @_translated
@@ -463,8 +467,9 @@ class Hive3Namespace(SyncNamespace):
             _names(request.id, "namespace", 0, 2)))
 
     @_translated
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         self._namespace_properties(_names(request.id, "namespace", 0, 2))
+        return NamespaceExistsResponse()
 
     @_translated
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
@@ -472,7 +477,8 @@ class Hive3Namespace(SyncNamespace):
         if len(parts) == 1:
             self._drop_catalog(parts[0], cascade)
         else:
-            self._drop_database(*parts, cascade)
+            catalog, database = parts
+            self._drop_database(catalog, database, cascade)
 
     # --- tables --------------------------------------------------------------------------------
 
@@ -521,8 +527,10 @@ class Hive3Namespace(SyncNamespace):
             properties=_lance_properties(table), storage_options=self.storage_options() or None)
 
     @_translated
-    def table_exists(self, request: TableExistsRequest) -> None:
-        self._lance_table(*_names(request.id, "table", 3, 3))
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        catalog, database, name = _names(request.id, "table", 3, 3)
+        self._lance_table(catalog, database, name)
+        return TableExistsResponse()
 
     @_translated
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
@@ -532,7 +540,7 @@ class Hive3Namespace(SyncNamespace):
             self._send("drop_table", _database_ref(catalog, database), name, False)
         except NoSuchObjectException as error:
             raise TableNotFoundError(f"hive3: table {_display(request.id)} not found") from error
-        return DeregisterTableResponse(id=list(request.id), location=_location(table),
+        return DeregisterTableResponse(id=[catalog, database, name], location=_location(table),
                                        properties=_lance_properties(table))
 
     # --- reconciler extensions -----------------------------------------------------------------
@@ -948,8 +956,8 @@ def _names(id: list[str] | tuple[str, ...] | None, what: str, low: int, high: in
     return parts
 
 
-def _display(parts: list[str] | tuple[str, ...]) -> str:
-    return Hive3Namespace.format_identifier(tuple(parts))
+def _display(parts: Sequence[str] | None) -> str:
+    return Hive3Namespace.format_identifier(tuple(parts or ()))
 
 
 def _is_default(catalog: str) -> bool:
@@ -1046,8 +1054,16 @@ def _batches(names: list[str], size: int) -> Iterator[list[str]]:
 # type gives (taken from the generated `thrift_spec`); fields the IDL marks required are
 # checked by the generated `validate()`. The object must also be the one asked for.
 
+class _ThriftStruct(Protocol):
+    """A struct class the Thrift compiler generated (pymetastore ships no type information)."""
+
+    thrift_spec: ClassVar[tuple[Any, ...]]
+
+    def validate(self) -> None: ...
+
+
 #: struct -> (fields the driver needs, fields it reads when present)
-STRUCT_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {
+STRUCT_FIELDS: dict[type[_ThriftStruct], tuple[tuple[str, ...], tuple[str, ...]]] = {
     GetCatalogsResponse: (("names",), ()),
     GetCatalogResponse: (("catalog",), ()),
     Catalog: (("name",), ("description", "locationUri")),
@@ -1065,7 +1081,7 @@ LIST_OF_STRINGS = (TType.STRING, "UTF8", False)
 
 
 @functools.cache
-def _field_types(struct_type: type) -> dict[str, tuple[int, Any]]:
+def _field_types(struct_type: type[_ThriftStruct]) -> dict[str, tuple[int, Any]]:
     """Field name -> (Thrift type, type arguments), from the generated `thrift_spec`."""
     return {field[2]: (field[1], field[3]) for field in struct_type.thrift_spec if field}
 
@@ -1104,7 +1120,7 @@ def _shown(value: Any, limit: int = 60) -> str:
     return f"{type(value).__name__} {text if len(text) <= limit else text[:limit] + '...'}"
 
 
-def _struct_problem(value: Any, struct_type: type, where: str) -> str | None:
+def _struct_problem(value: Any, struct_type: type[_ThriftStruct], where: str) -> str | None:
     """What is wrong with `value` as a `struct_type` (see STRUCT_FIELDS), or None."""
     if value is None:
         return f"{where} is missing"

@@ -39,7 +39,9 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
+    NamespaceExistsResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -80,7 +82,7 @@ from lance_sync.drivers.base import (
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl
-from lance_sync.drivers.http import HttpClient, HttpFailure, attempts_note
+from lance_sync.drivers.http import HttpClient, HttpFailure, Translator, attempts_note
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import normalize_location
 from lance_sync.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
@@ -246,16 +248,18 @@ class IcebergNamespace(SyncNamespace):
     def __init__(self, config: IcebergConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
         config = self.config
-        timeouts = {"connect_timeout": config.connect_timeout / 1000,
-                    "read_timeout": config.read_timeout / 1000, "max_retries": config.max_retries}
+
+        def client(translate: Translator, headers: Callable[[], dict[str, str]] | None = None) -> HttpClient:
+            return HttpClient(config.endpoint, backend=BACKEND, connect_timeout=config.connect_timeout / 1000,
+                              read_timeout=config.read_timeout / 1000, max_retries=config.max_retries,
+                              translate=translate, headers=headers, on_request=self.count_call)
+
         if config.credential is not None:
-            token_http = HttpClient(config.endpoint, backend=BACKEND, translate=_token_error,
-                                    on_request=self.count_call, **timeouts)
-            self._auth: _StaticToken | _ClientCredentials = _ClientCredentials(config.credential, token_http)
+            self._auth: _StaticToken | _ClientCredentials = _ClientCredentials(config.credential,
+                                                                                client(_token_error))
         else:
             self._auth = _StaticToken(secret_value(config.auth_token))
-        self._http = HttpClient(config.endpoint, backend=BACKEND, translate=_ErrorAnswer,
-                                headers=self._auth_headers, on_request=self.count_call, **timeouts)
+        self._http = client(_ErrorAnswer, headers=self._auth_headers)
         self._sent_token = _SentToken()
         self._prefixes: dict[str, str] = {}
         self._prefix_lock = threading.Lock()
@@ -297,12 +301,12 @@ class IcebergNamespace(SyncNamespace):
         warehouse, levels = _split_namespace(request.id)
         return DescribeNamespaceResponse(properties=self._namespace_properties(warehouse, levels))
 
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
-        if not request.id:
-            return
-        warehouse, levels = _split_namespace(request.id)
-        if not self._namespace_exists(warehouse, levels):
-            raise NamespaceNotFoundError(f"Namespace not found: {_display(request.id)}")
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+        if request.id:
+            warehouse, levels = _split_namespace(request.id)
+            if not self._namespace_exists(warehouse, levels):
+                raise NamespaceNotFoundError(f"Namespace not found: {_display(request.id)}")
+        return NamespaceExistsResponse()
 
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
         """A namespace that does not exist is dropped already (the spec)."""
@@ -345,8 +349,9 @@ class IcebergNamespace(SyncNamespace):
                                      location=info.location, properties=info.properties,
                                      storage_options=self.storage_options() or None)
 
-    def table_exists(self, request: TableExistsRequest) -> None:
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self._require_lance(request.id)
+        return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Check it is a Lance table, then DELETE without purge (data and Iceberg metadata stay).

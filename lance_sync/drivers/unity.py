@@ -44,7 +44,9 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
+    NamespaceExistsResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -224,8 +226,9 @@ class UnityNamespace(SyncNamespace):
         found = self._get_catalog() if len(parts) == 1 else self._get_schema(*parts)
         return DescribeNamespaceResponse(properties=_properties(found))
 
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         self.describe_namespace(DescribeNamespaceRequest(id=request.id))
+        return NamespaceExistsResponse()
 
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
         """Cascade is UC's force delete: it deregisters every table of the schema (data stays)."""
@@ -244,15 +247,16 @@ class UnityNamespace(SyncNamespace):
         catalog, schema, name = self._table_name(request.id, other_catalog=InvalidInputError)
         location = join_location(self.root, request.location or f"{catalog}/{schema}/{name}.lance")
         properties = lance_table_properties(request.properties)
+        storage_location = _storage_url(location)
         body = {
             "name": name, "catalog_name": catalog, "schema_name": schema,
             "table_type": EXTERNAL, "data_source_format": DATA_SOURCE_FORMAT,
-            "storage_location": _storage_url(location),
+            "storage_location": storage_location,
             "columns": unity_columns(self._dataset_schema(location)),
             "properties": properties,
         }
         created = self.http.request("POST", "/tables", json=body, expect=TableAnswer)
-        return DeclareTableResponse(location=created.storage_location or body["storage_location"],
+        return DeclareTableResponse(location=created.storage_location or storage_location,
                                     properties=_properties(created) or properties,
                                     storage_options=self.storage_options() or None)
 
@@ -272,16 +276,17 @@ class UnityNamespace(SyncNamespace):
                                      properties=_properties(table),
                                      storage_options=self.storage_options() or None)
 
-    def table_exists(self, request: TableExistsRequest) -> None:
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
         self._get_lance_table(catalog, schema, name)
+        return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """GET and check that it is a Lance table, then DELETE (UC keeps an EXTERNAL table's data)."""
         catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
         table = self._get_lance_table(catalog, schema, name)
         self.http.request("DELETE", f"/tables/{_full_name(catalog, schema, name)}")
-        return DeregisterTableResponse(id=list(request.id), location=table.storage_location,
+        return DeregisterTableResponse(id=[catalog, schema, name], location=table.storage_location,
                                        properties=_properties(table))
 
     # --- reconciler extensions -----------------------------------------------------------------
@@ -421,10 +426,11 @@ class UnityNamespace(SyncNamespace):
                                 f"to describe its columns: {error}") from error
 
     def _translate(self, failure: HttpFailure) -> LanceNamespaceError:
-        code = failure.body.get("error_code") if isinstance(failure.body, dict) else None
+        body = failure.body if isinstance(failure.body, dict) else {}
+        code = str(body.get("error_code") or "")
         if code in ("NOT_FOUND", "ALREADY_EXISTS"):
             error_class = self._generic_error_class(code, failure)
-        elif code is None and failure.status == 404:
+        elif not code and failure.status == 404:
             # a bare 404 is a path the server does not know, not a missing object
             return InternalError(f"unity: {failure.message()} (is this a Unity Catalog API? "
                                  f"check endpoint and api_path)")
