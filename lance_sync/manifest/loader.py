@@ -145,8 +145,9 @@ class _Builder:
             key = str(key_node.value)
             if key in result:
                 raise ManifestError(f"duplicate key '{key}'", self.at(key_node))
-            self.key_positions[(*path, key)] = self.at(key_node)
-            result[key] = self.build(value_node, (*path, key))
+            key_path = (*path, key)
+            self.key_positions[key_path] = self.at(key_node)
+            result[key] = self.build(value_node, key_path)
         return result
 
     def entries(self, node: MappingNode) -> Iterator[tuple[Node, Node]]:
