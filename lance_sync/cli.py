@@ -13,9 +13,10 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import ValidationError
@@ -26,6 +27,9 @@ from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestEr
 from lance_sync.manifest import DEFAULT_MANIFEST, load_manifest
 from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
 from lance_sync.variables import resolve_references
+
+if TYPE_CHECKING:
+    from lance_sync.data.locations import Engine
 
 FORMATS = ("text", "json", "markdown")
 
@@ -67,9 +71,10 @@ class _Group(click.Group):
     """Usage errors (an unknown option, a bad value) exit 1 like any error: exit 2 means
     "changes present" to CI scripts."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
             sys.exit(done.exit_code)
         except click.ClickException as error:
@@ -371,9 +376,10 @@ class _ApplyProgress:
             self.bar.__enter__()
         return self.update
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
         if self.bar is not None:
-            self.bar.__exit__(*exc)
+            self.bar.__exit__(exc_type, exc, trace)
 
     def update(self, outcome: Any) -> None:
         if self.bar is None or outcome.status != "succeeded":
@@ -513,7 +519,7 @@ def schema(which: str) -> None:
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @parallelism_option
 @handle_errors
-def verify(files: tuple[str, ...], engine: str, spark: str | None, output_format: str, parallelism: int) -> None:
+def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_format: str, parallelism: int) -> None:
     """Check that every table location in scope holds a valid Lance dataset.
 
     Exits 1 when anything is broken: a registration with no data behind it, data that is not
@@ -545,7 +551,7 @@ def verify(files: tuple[str, ...], engine: str, spark: str | None, output_format
               help="Storage option for ROOT (object stores); secrets as ${VAR}.")
 @parallelism_option
 @handle_errors
-def discover(files: tuple[str, ...], root: str, engine: str, spark: str | None, storage: dict[str, str],
+def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | None, storage: dict[str, str],
              parallelism: int) -> None:
     """List Lance datasets under ROOT that no backend of the manifest registers, as a manifest snippet."""
     from lance_sync.verify import discover as run_discover

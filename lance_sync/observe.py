@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from lance_namespace.errors import (
     LanceNamespaceError,
@@ -32,6 +33,7 @@ from lance_sync.manifest.desired import DesiredState
 from lance_sync.marks import owner_of
 
 ObjectKey = tuple[str, Identifier]
+R = TypeVar("R")
 
 
 class ObserveError(LanceSyncError):
@@ -176,7 +178,7 @@ class Observer:
     def _format(self, backend: str, id: Identifier) -> str:
         return self.state.backends[backend].format_id(id) or "(root)"
 
-    def _run(self, call: Callable, keys: Iterable[ObjectKey]) -> list[tuple[ObjectKey, object]]:
+    def _run(self, call: Callable[[ObjectKey], R], keys: Iterable[ObjectKey]) -> list[tuple[ObjectKey, R]]:
         keys = list(keys)
         futures = [(key, self.pool.submit(call, key)) for key in keys]
         results = []

@@ -21,7 +21,7 @@ Types Spark lacks are widened (see arrow_spark.spark_compatible).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,7 +73,7 @@ class _Target:
     storage_options: dict[str, str]
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> _Target:
+    def from_options(cls, options: Mapping[str, str]) -> _Target:
         if not options.get("path"):
             raise ValueError("the lance format needs a location: .save(uri) or .load(uri)")
         storage_options = {
@@ -172,13 +172,14 @@ class LanceWriter(DataSourceArrowWriter):
         )
         return LanceCommitMessage([json.dumps(f.to_json()) for f in fragments])
 
-    def commit(self, messages: list[LanceCommitMessage | None]) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         fragments = [
             FragmentMetadata.from_json(text)
             for message in messages
-            if message
+            if isinstance(message, LanceCommitMessage)
             for text in message.fragments
         ]
+        operation: lance.LanceOperation.BaseOperation
         if self.appends:
             operation = lance.LanceOperation.Append(fragments)
         else:
@@ -194,7 +195,7 @@ class LanceWriter(DataSourceArrowWriter):
             self.abort(messages)
             raise
 
-    def abort(self, messages: list[LanceCommitMessage | None]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Remove uncommitted files: every file no version references, or the whole new location.
 
         On an existing dataset this uses cleanup_old_versions(delete_unverified=True) keeping
@@ -227,5 +228,7 @@ class LanceReader(DataSourceReader):
         if partition.value is None:  # no fragments: Spark planned its one default partition
             return
         fragment = self.target.open(self.version).get_fragment(partition.value)
+        if fragment is None:
+            raise RuntimeError(f"fragment {partition.value} is not in version {self.version} of {self.target.uri}")
         for batch in fragment.to_batches(columns=self.arrow_schema.names):
             yield conform_batch(batch, self.arrow_schema)

@@ -22,21 +22,21 @@ def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, Sy
     left the manifest points at (thread pool; no Spark at plan time)."""
     from lance_sync.data.locations import inspect_locations
 
-    by_options: dict[tuple, set[str]] = {}
+    by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for table in state.tables:
         options = drivers[table.registrations[0].backend].storage_options() if table.registrations else {}
         by_options.setdefault(tuple(sorted(options.items())), set()).add(table.location)
     leaving = removal_locations(state, live)
     for (backend, _id), info in live.tables.items():
-        if info.location in leaving:
+        if info.location is not None and info.location in leaving:
             options = drivers[backend].storage_options()
             by_options.setdefault(tuple(sorted(options.items())), set()).add(info.location)
     statuses = {}
-    for options, locations in by_options.items():
+    for option_items, location_set in by_options.items():
         if progress:
-            progress(f"inspecting {len(locations)} table location(s)")
-        locations = sorted(locations)
-        reports = inspect_locations(locations, storage_options=dict(options) or None, engine="threads")
+            progress(f"inspecting {len(location_set)} table location(s)")
+        locations = sorted(location_set)
+        reports = inspect_locations(locations, storage_options=dict(option_items) or None, engine="threads")
         for location, report in zip(locations, reports, strict=True):
             statuses[location] = DatasetStatus(status=report.status, version=report.version,
                                                row_count=report.row_count, columns=report.columns,
