@@ -37,23 +37,24 @@ def write_manifest(directory: Path, tables: int) -> Path:
 def run_one(tables: int) -> dict:
     """One measured run, in this process."""
     from lance_sync.apply import ApplyOptions, execute
+    from lance_sync.drivers import connect_backends
     from lance_sync.manifest import load_manifest
-    from lance_sync.plan.planner import build_plan, connect_backends
+    from lance_sync.plan.planner import build_plan
 
     with tempfile.TemporaryDirectory() as tmp:
         manifest = write_manifest(Path(tmp), tables)
         started = time.perf_counter()
         state = load_manifest([str(manifest)])
         loaded = time.perf_counter()
-        drivers = connect_backends({n: s.template for n, s in state.backends.items()})
+        drivers = connect_backends(state.backends)
         plan = build_plan(state, drivers)
         planned = time.perf_counter()
         calls_before_apply = drivers["lake"].api_calls
         report = execute(plan, drivers, ApplyOptions(parallelism=8, state_dir=Path(tmp) / ".lance-sync"))
         applied = time.perf_counter()
         apply_calls = drivers["lake"].api_calls - calls_before_apply
-        replan = build_plan(load_manifest([str(manifest)]), connect_backends(
-            {n: s.template for n, s in state.backends.items()}))
+        reloaded = load_manifest([str(manifest)])
+        replan = build_plan(reloaded, connect_backends(reloaded.backends))
         replanned = time.perf_counter()
         assert report.exit_code == 0, [o.error for o in report.with_status("failed")][:3]
         assert not replan.actions, f"re-plan found {len(replan.actions)} changes"

@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +45,7 @@ from lance_namespace.errors import (
 from lance_sync.arrow_types import schema_from_columns
 from lance_sync.drivers.base import SyncNamespace
 from lance_sync.drivers.retry import backoff_seconds, is_transient
-from lance_sync.errors import ExitCode, GuardRefusal
+from lance_sync.errors import ExitCode, GuardRefusal, PlanError
 from lance_sync.locations import normalize_location
 from lance_sync.marks import TABLE_TYPE_KEY, is_protected, owner_of
 from lance_sync.plan.model import (
@@ -163,7 +163,8 @@ def _live_problem(action: Action, drivers: dict[str, SyncNamespace], owner: str)
         live = _read_object(action, driver)
         properties = live[1] if live else {}
         if action.verb != Verb.CREATE and live is not None:
-            lifted = action.verb == Verb.REPLACE and not is_protected(action.after.properties)
+            lifted = action.verb == Verb.REPLACE and action.after is not None \
+                and not is_protected(action.after.properties)
             if is_protected(properties) and action.removes and not lifted:
                 return "protected (lance_sync.protect=true)"
             live_owner = owner_of(properties)
@@ -214,7 +215,7 @@ def dataset_version(location: str | None, driver: SyncNamespace) -> int | None:
     return report.version if report.status == "valid" else None
 
 
-def _listed(items: list[tuple[Action, str | None]]) -> str:
+def _listed(items: Sequence[tuple[Action, str | None]]) -> str:
     """One line per action (and why), the first LISTED of them."""
     lines = [f"  - {a.name} {a.backend}: {a.display_id}" + (f": {why}" if why else "") for a, why in items[:LISTED]]
     if len(items) > LISTED:
@@ -310,12 +311,13 @@ class ActionRunner:
 
     def _create_namespace(self, action: Action, driver: SyncNamespace) -> None:
         driver.create_namespace(CreateNamespaceRequest(id=action.id, mode="Create",
-                                                       properties=action.after.properties))
+                                                       properties=_after(action).properties))
 
     def _update_properties(self, action: Action, driver: SyncNamespace) -> None:
-        if action.kind == Kind.TABLE and action.before.location != action.after.location:
-            driver.update_table_location(tuple(action.id), action.after.location)
-        before, after = action.before.properties, action.after.properties
+        location = _after(action).location
+        if action.kind == Kind.TABLE and location is not None and _before(action).location != location:
+            driver.update_table_location(tuple(action.id), location)
+        before, after = _before(action).properties, _after(action).properties
         updates = {k: v for k, v in after.items() if before.get(k) != v}
         removals = sorted(k for k in before if k not in after)
         update = driver.update_namespace_properties if action.kind == Kind.NAMESPACE else \
@@ -339,9 +341,10 @@ class ActionRunner:
         carried = {k: v for k, v in current.properties.items()
                    if k not in action.compared_keys and k != TABLE_TYPE_KEY}
         driver.deregister_table(DeregisterTableRequest(id=action.id))
+        after = _after(action)
         try:
-            driver.declare_table(DeclareTableRequest(id=action.id, location=action.after.location,
-                                                     properties={**carried, **action.after.properties}))
+            driver.declare_table(DeclareTableRequest(id=action.id, location=after.location,
+                                                     properties={**carried, **after.properties}))
         except Exception:
             driver.declare_table(DeclareTableRequest(id=action.id, location=current.location,
                                                      properties=current.properties))
@@ -354,8 +357,9 @@ class ActionRunner:
         """Write the dataset (create, or overwrite on a schema mismatch); returns its new version."""
         import lance
 
-        after = action.after
-        mode = "overwrite" if action.verb == Verb.REPLACE else "create"
+        location = _dataset_location(action)
+        after = _after(action)
+        mode: Literal["create", "overwrite"] = "overwrite" if action.verb == Verb.REPLACE else "create"
         options = driver.storage_options() or None
         schema = schema_from_columns(after.columns) if after.columns else None
         if after.source:
@@ -363,15 +367,17 @@ class ActionRunner:
             from lance_sync.data.spark import resolve_spark_settings
 
             settings = resolve_spark_settings(self.options.spark, self.plan.spark)
-            materialize(after.source, after.location, schema, mode, settings, storage_options=options)
+            materialize(after.source, location, schema, mode, settings, storage_options=options)
+        elif schema is not None:
+            lance.write_dataset(schema.empty_table(), location, mode=mode, storage_options=options)
         else:
-            lance.write_dataset(schema.empty_table(), after.location, mode=mode, storage_options=options)
-        return lance.dataset(after.location, storage_options=options).version
+            raise PlanError(f"{action.name} {location}: the plan gives neither a schema nor a source")
+        return lance.dataset(location, storage_options=options).version
 
     def _delete_data(self, action: Action, driver: SyncNamespace) -> None:
         from lance_sync.data.storage import open_storage
 
-        location = action.before.location
+        location = _dataset_location(action)
         storage = open_storage(location, driver.storage_options() or None)
         path = storage.path(normalize_location(location))
         if storage.info(path).type.name != "NotFound":
@@ -379,7 +385,29 @@ class ActionRunner:
 
 
 def _declare_request(action: Action) -> DeclareTableRequest:
-    return DeclareTableRequest(id=action.id, location=action.after.location, properties=action.after.properties)
+    after = _after(action)
+    return DeclareTableRequest(id=action.id, location=after.location, properties=after.properties)
+
+
+def _after(action: Action) -> ObjectState:
+    """The state the action leads to, which every create, update and replace has."""
+    if action.after is None:
+        raise PlanError(f"{action.name} {action.display_id}: the plan gives no state to reach")
+    return action.after
+
+
+def _dataset_location(action: Action) -> str:
+    """A dataset action's address: the location it writes or deletes."""
+    if action.location is None:
+        raise PlanError(f"{action.name} {action.display_id}: the plan gives no location")
+    return action.location
+
+
+def _before(action: Action) -> ObjectState:
+    """The state the action starts from, which every update, replace and removal has."""
+    if action.before is None:
+        raise PlanError(f"{action.name} {action.display_id}: the plan gives no state to start from")
+    return action.before
 
 
 def _failed(action: Action, error: Exception) -> Outcome:
@@ -512,7 +540,7 @@ def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
         inverse = outcome.action.inverse()
         if inverse is not None and inverse.verb in (Verb.FORGET, Verb.DELETE) and inverse.kind != Kind.NAMESPACE:
             known = outcome.action.dataset.version if outcome.action.dataset is not None else None
-            inverse.before.version = versions.get(inverse.location, known)
+            _before(inverse).version = versions.get(inverse.location, known)
             inverse.fingerprint = fingerprint(inverse.before, inverse.compared_keys)
         inverses[outcome.action.key] = inverse
     dependents: dict[str, list[str]] = defaultdict(list)
@@ -525,7 +553,8 @@ def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
         if inverse is None:
             notes.append(f"{action.name} {action.backend}: {action.display_id} cannot be undone")
             continue
-        inverse.depends_on = sorted(inverses[k].key for k in dependents[action.key] if inverses.get(k) is not None)
+        needed = (inverses.get(k) for k in dependents[action.key])
+        inverse.depends_on = sorted(need.key for need in needed if need is not None)
         actions.append(inverse)
     return plan.model_copy(update={
         "actions": actions, "left_alone": [], "adopted_unmarked": [], "notes": [], "warnings": notes,

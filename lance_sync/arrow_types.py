@@ -9,6 +9,11 @@ The grammar is pyarrow's own spelling, simplified so it reads well in YAML:
 
 `parse_type` turns text into a `pyarrow.DataType`; `format_type` is its inverse, so
 `parse_type(format_type(t)) == t` for every type the grammar covers.
+
+Also the rules every Arrow type shares across the project: how a dataset's columns drift
+from the declared ones (`column_drift`), and the Arrow type Spark holds in place of one it
+lacks (`spark_compatible`, used by the Spark data plane and by the Unity driver, whose
+columns are Spark types).
 """
 
 from __future__ import annotations
@@ -298,3 +303,45 @@ def describe_columns(columns: list[dict] | None) -> str:
     if columns is None:
         return "(unknown)"
     return "(" + ", ".join(f"{c['name']}: {c['type']}" for c in columns) + ")"
+
+
+# --- what Spark holds ---------------------------------------------------------------------
+
+_WIDER_INTEGER = {
+    pa.uint8(): pa.int16(),
+    pa.uint16(): pa.int32(),
+    pa.uint32(): pa.int64(),
+    pa.uint64(): pa.decimal128(20, 0),
+}
+
+
+def spark_compatible(data_type: pa.DataType) -> pa.DataType:
+    """The Arrow type Spark can hold without losing values (recursively): unsigned integers
+    widen to the next signed type (uint64 to decimal(20, 0)), float16 to float32, date64 to
+    date32, timestamps to microseconds, fixed-size and large lists to lists, and a dictionary
+    to its value type."""
+    if data_type in _WIDER_INTEGER:
+        return _WIDER_INTEGER[data_type]
+    if pa.types.is_float16(data_type):
+        return pa.float32()
+    if pa.types.is_date64(data_type):
+        return pa.date32()
+    if pa.types.is_timestamp(data_type):
+        return pa.timestamp("us", tz=data_type.tz)
+    if pa.types.is_dictionary(data_type):
+        return spark_compatible(data_type.value_type)
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
+        return pa.list_(_compatible_field(data_type.value_field))
+    if pa.types.is_fixed_size_list(data_type):
+        return pa.list_(_compatible_field(data_type.value_field))
+    if pa.types.is_struct(data_type):
+        return pa.struct([_compatible_field(f) for f in data_type])
+    if pa.types.is_map(data_type):
+        return pa.map_(
+            _compatible_field(data_type.key_field), _compatible_field(data_type.item_field)
+        )
+    return data_type
+
+
+def _compatible_field(arrow_field: pa.Field) -> pa.Field:
+    return arrow_field.with_type(spark_compatible(arrow_field.type))

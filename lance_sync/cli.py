@@ -13,17 +13,23 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import ValidationError
 
 from lance_sync import __version__
+from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
 from lance_sync.manifest import DEFAULT_MANIFEST, load_manifest
 from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
+from lance_sync.variables import resolve_references
+
+if TYPE_CHECKING:
+    from lance_sync.data.locations import Engine
 
 FORMATS = ("text", "json", "markdown")
 
@@ -65,9 +71,10 @@ class _Group(click.Group):
     """Usage errors (an unknown option, a bad value) exit 1 like any error: exit 2 means
     "changes present" to CI scripts."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         try:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
             sys.exit(done.exit_code)
         except click.ClickException as error:
@@ -100,6 +107,17 @@ def manifest_option(command: Callable) -> Callable:
     return click.option("-f", "--file", "files", multiple=True, type=click.Path(dir_okay=False),
                         help=f"Manifest file; repeat to lay overlays over a base (default: {DEFAULT_MANIFEST})."
                         )(command)
+
+
+def key_value_pairs(context: click.Context, parameter: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    """A repeated KEY=VALUE option as a mapping (a value written ${VAR} stays a reference)."""
+    pairs = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"takes KEY=VALUE (got '{value}')")
+        pairs[key] = text
+    return pairs
 
 
 def parallelism_option(command: Callable) -> Callable:
@@ -181,10 +199,10 @@ def validate(files: tuple[str, ...], output_format: str) -> None:
 def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_exitcode: bool,
          scan_all: bool, parallelism: int) -> None:
     """Show what apply would change."""
-    from lance_sync.plan.planner import build_plan, connect_backends
+    from lance_sync.plan.planner import build_plan
 
     state = load_manifest(manifest_files(files))
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    drivers = connect_backends(state.backends)
     try:
         result = build_plan(state, drivers, parallelism, progress, scan_all)
     finally:
@@ -226,7 +244,6 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     backend's lease (one apply at a time per owner and backend).
     """
     from lance_sync.apply import ApplyOptions
-    from lance_sync.plan.planner import connect_backends
 
     if plan_file and files:
         raise LanceSyncError("give either manifest files (-f) or a saved plan, not both")
@@ -236,10 +253,10 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     run = _ApplyRun(output_format, auto_approve, dry_run, lock_timeout, options)
     if plan_file:
         saved = load_saved_plan(plan_file)
-        run.saved(saved, connect_backends(saved.backends))
+        run.saved(saved, connect_templates(saved.backends))
     else:
         state = load_manifest(manifest_files(files))
-        drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+        drivers = connect_backends(state.backends)
         run.fresh(state, drivers, scan_all)
 
 
@@ -359,9 +376,10 @@ class _ApplyProgress:
             self.bar.__enter__()
         return self.update
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
         if self.bar is not None:
-            self.bar.__exit__(*exc)
+            self.bar.__exit__(exc_type, exc, trace)
 
     def update(self, outcome: Any) -> None:
         if self.bar is None or outcome.status != "succeeded":
@@ -425,10 +443,9 @@ def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
     """
     from lance_sync.lease import current_leases, lease_stores
     from lance_sync.lease import unlock as remove_lease
-    from lance_sync.plan.planner import connect_backends
 
     state = load_manifest(manifest_files(files))
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    drivers = connect_backends(state.backends)
     stores = lease_stores(drivers, state.ids_by_backend(), state.owner)
     if lease_id is None:
         held = current_leases(stores)
@@ -450,28 +467,30 @@ def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
 @click.option("--backend", "backend_name", required=True, help="Backend to read (its name in the manifest, "
               "or the name to give it with --type).")
 @click.option("--type", "backend_type", help="Backend type when no manifest defines it (dir, unity, ...).")
-@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", callback=key_value_pairs,
               help="Backend property with --type; secrets as ${VAR}.")
 @click.option("--namespace", "namespaces", multiple=True, help="Namespace to import from (recursively); "
               "default: the backend's root.")
 @click.option("--owner", help="Owner of the written manifest (default: the manifest's owner).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @handle_errors
-def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None, settings: tuple[str, ...],
+def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None, settings: dict[str, str],
             namespaces: tuple[str, ...], owner: str | None, output: str | None) -> None:
     """Write a manifest from what a backend holds, to adopt an existing catalog."""
-    from lance_sync.importer import import_manifest, template_from_settings
+    from lance_sync.importer import backend_template, import_manifest
 
     if backend_type:
-        template = template_from_settings(backend_type, settings)
+        template = backend_template(backend_type, settings)
+        driver = connect_templates({backend_name: template})[backend_name]
         owner = owner or "imported"
     else:
         state = load_manifest(manifest_files(files))
         if backend_name not in state.backends:
             raise LanceSyncError(f"backend '{backend_name}' is not defined in the manifest")
-        template = state.backends[backend_name].template
+        spec = state.backends[backend_name]
+        template, driver = spec.template, connect_backends({backend_name: spec})[backend_name]
         owner = owner or state.owner
-    text = import_manifest(backend_name, template, namespaces, owner, progress)
+    text = import_manifest(backend_name, driver, template, namespaces, owner, progress)
     _end_progress()
     if output:
         Path(output).write_text(text, encoding="utf-8")
@@ -500,19 +519,18 @@ def schema(which: str) -> None:
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @parallelism_option
 @handle_errors
-def verify(files: tuple[str, ...], engine: str, spark: str | None, output_format: str, parallelism: int) -> None:
+def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_format: str, parallelism: int) -> None:
     """Check that every table location in scope holds a valid Lance dataset.
 
     Exits 1 when anything is broken: a registration with no data behind it, data that is not
     Lance, a corrupt dataset, unreadable storage, or columns a catalog records that differ
     from the dataset's.
     """
-    from lance_sync.plan.planner import connect_backends
     from lance_sync.verify import render_verify
     from lance_sync.verify import verify as run_verify
 
     state = load_manifest(manifest_files(files))
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
+    drivers = connect_backends(state.backends)
     report = run_verify(state, drivers, engine, spark, parallelism, progress)
     _end_progress()
     if output_format == "json":
@@ -529,20 +547,19 @@ def verify(files: tuple[str, ...], engine: str, spark: str | None, output_format
 @click.option("--engine", type=click.Choice(["auto", "threads", "spark"]), default="auto", show_default=True,
               help="Walk with threads, with Spark, or with Spark above 2,000 top-level directories.")
 @click.option("--spark", "spark", help="Spark master or sc:// URL (default: embedded local[*]).")
-@click.option("--storage", "storage", multiple=True, metavar="KEY=VALUE",
+@click.option("--storage", "storage", multiple=True, metavar="KEY=VALUE", callback=key_value_pairs,
               help="Storage option for ROOT (object stores); secrets as ${VAR}.")
 @parallelism_option
 @handle_errors
-def discover(files: tuple[str, ...], root: str, engine: str, spark: str | None, storage: tuple[str, ...],
+def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | None, storage: dict[str, str],
              parallelism: int) -> None:
     """List Lance datasets under ROOT that no backend of the manifest registers, as a manifest snippet."""
-    from lance_sync.plan.planner import connect_backends, resolve_settings
     from lance_sync.verify import discover as run_discover
     from lance_sync.verify import render_discovered
 
     state = load_manifest(manifest_files(files))
-    drivers = connect_backends({name: spec.template for name, spec in state.backends.items()})
-    options = resolve_settings("--storage", storage)
+    drivers = connect_backends(state.backends)
+    options = resolve_references(storage, os.environ, "--storage")
     found = run_discover(state, drivers, root, engine, spark, options or None, parallelism, progress)
     _end_progress()
     click.echo(render_discovered(found, state), nl=False)

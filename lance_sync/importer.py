@@ -6,41 +6,36 @@ nothing else, which is how an existing catalog comes under lance-sync's manageme
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import yaml
 from lance_namespace.errors import NamespaceNotFoundError
 
-from lance_sync.drivers import driver_class
-from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.drivers.base import STORAGE_PREFIX, Identifier, SyncNamespace
 from lance_sync.errors import LanceSyncError
 from lance_sync.lease import is_lease_namespace
-from lance_sync.marks import MANAGED_KEYS, PROTECT_KEY
-from lance_sync.plan.planner import connect_backends
+from lance_sync.marks import is_protected, unmanaged
 
 Progress = Callable[[str], None]
 
 
-def template_from_settings(backend_type: str, settings: Iterable[str]) -> dict[str, Any]:
-    """A backend template from `--set key=value` pairs (secrets written as ${VAR})."""
-    driver_class(backend_type)
+def backend_template(backend_type: str, properties: Mapping[str, str]) -> dict[str, Any]:
+    """A backend entry as the manifest writes it, from `--set` properties: `storage.x` keys go
+    under `storage`, values written ${VAR} stay references."""
     template: dict[str, Any] = {"type": backend_type}
-    for setting in settings:
-        key, sep, value = setting.partition("=")
-        if not sep or not key:
-            raise LanceSyncError(f"--set takes KEY=VALUE (got '{setting}')")
-        if key.startswith("storage."):
-            template.setdefault("storage", {})[key[len("storage."):]] = value
+    for key, value in properties.items():
+        if key.startswith(STORAGE_PREFIX):
+            template.setdefault("storage", {})[key.removeprefix(STORAGE_PREFIX)] = value
         else:
             template[key] = value
     return template
 
 
-def import_manifest(backend_name: str, template: dict[str, Any], namespaces: Iterable[str], owner: str,
-                    progress: Progress | None = None) -> str:
-    """The manifest YAML for everything under `namespaces` (default: the root) of one backend."""
-    driver = connect_backends({backend_name: template})[backend_name]
+def import_manifest(backend_name: str, driver: SyncNamespace, template: dict[str, Any],
+                    namespaces: Iterable[str], owner: str, progress: Progress | None = None) -> str:
+    """The manifest YAML for everything under `namespaces` (default: the root) of one backend,
+    read through `driver`; `template` is the backend's entry as the manifest writes it."""
     cls = type(driver)
     roots = [cls.parse_identifier(n) for n in namespaces] or [()]
     found_namespaces: list[dict[str, Any]] = []
@@ -100,19 +95,15 @@ def _holds_tables(cls: type[SyncNamespace], id: Identifier) -> bool:
     return len(id) >= low and (high is None or len(id) <= high)
 
 
-def _user_properties(properties: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in properties.items() if k not in MANAGED_KEYS and k != "table_type"}
-
-
 def _written_id(cls: type[SyncNamespace], id: Identifier) -> str | list[str]:
     return list(id) if any(cls.id_delimiter in p for p in id) else cls.id_delimiter.join(id)
 
 
 def _namespace_entry(backend: str, cls: type[SyncNamespace], id: Identifier, properties: dict) -> dict:
     entry: dict[str, Any] = {"backend": backend, "id": _written_id(cls, id)}
-    if _user_properties(properties):
-        entry["properties"] = _user_properties(properties)
-    if properties.get(PROTECT_KEY) == "true":
+    if unmanaged(properties):
+        entry["properties"] = unmanaged(properties)
+    if is_protected(properties):
         entry["protect"] = True
     return entry
 
@@ -130,9 +121,9 @@ def _table_entries(driver: SyncNamespace, backend: str, namespace: Identifier,
             "location": info.location,
             "register": [{"backend": backend, "namespace": _written_id(type(driver), namespace)}],
         }
-        if _user_properties(info.properties):
-            entry["properties"] = _user_properties(info.properties)
-        if info.properties.get(PROTECT_KEY) == "true":
+        if unmanaged(info.properties):
+            entry["properties"] = unmanaged(info.properties)
+        if is_protected(info.properties):
             entry["protect"] = True
         entries.append(entry)
     return entries

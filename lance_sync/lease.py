@@ -29,8 +29,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -103,18 +103,21 @@ class LeaseRecord:
 
     @classmethod
     def from_properties(cls, properties: dict[str, str]) -> LeaseRecord | None:
+        """The record a lease namespace's properties hold; None unless they hold exactly one."""
         values = {k[len(PROPERTY_PREFIX):]: v for k, v in properties.items() if k.startswith(PROPERTY_PREFIX)}
-        try:
-            return cls(**{**values, "pid": int(values["pid"])})
-        except (KeyError, TypeError, ValueError):
+        if set(values) != {f.name for f in fields(cls)} or not values["pid"].isdigit():
             return None
+        return cls(id=values["id"], owner=values["owner"], holder=values["holder"], host=values["host"],
+                   pid=int(values["pid"]), started=values["started"], expires=values["expires"])
 
 
 class LeaseStore(Protocol):
     """Where one lease lives. `create` is exclusive; the rest check the lease id they expect."""
 
-    #: a stable key for the canonical acquisition order, and how messages name the lease
+    #: a stable key for the canonical acquisition order
     where: str
+    #: how messages name the lease
+    label: str
 
     def create(self, record: LeaseRecord) -> bool: ...
     def read(self) -> LeaseRecord | None: ...
@@ -197,7 +200,7 @@ class FileLeaseStore:
             self.path.unlink()
 
 
-def lease_stores(drivers: dict[str, SyncNamespace], touched: dict[str, Iterable[Identifier]],
+def lease_stores(drivers: dict[str, SyncNamespace], touched: Mapping[str, Iterable[Identifier]],
                  owner: str) -> list[LeaseStore]:
     """The leases an apply touching these ids needs, in canonical acquisition order."""
     stores: dict[str, LeaseStore] = {}

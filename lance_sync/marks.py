@@ -44,7 +44,13 @@ def drops_data(properties: Mapping[str, str]) -> bool:
 
 
 def is_lance_table(properties: Mapping[str, str]) -> bool:
+    """The specs' test of the table-type marker: `table_type=lance` in any case."""
     return str(properties.get(TABLE_TYPE_KEY, "")).lower() == LANCE_TABLE_TYPE
+
+
+def lance_table_properties(properties: Mapping[str, str] | None) -> dict[str, str]:
+    """`properties` with the table-type marker that makes a catalog's table a Lance table."""
+    return {**(properties or {}), TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
 
 
 def unmanaged(properties: Mapping[str, str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TypeVar
 
 from lance_namespace.errors import (
     LanceNamespaceError,
@@ -36,6 +37,7 @@ from lance_sync.marks import owner_of
 ObjectKey = tuple[str, Identifier]
 #: times a failed read (a listing, a describe) is sent again beyond the driver's own retries
 READ_RETRIES = 2
+R = TypeVar("R")
 
 
 class ObserveError(LanceSyncError):
@@ -180,7 +182,7 @@ class Observer:
     def _format(self, backend: str, id: Identifier) -> str:
         return self.state.backends[backend].format_id(id) or "(root)"
 
-    def _run(self, call: Callable, keys: Iterable[ObjectKey]) -> list[tuple[ObjectKey, object]]:
+    def _run(self, call: Callable[[ObjectKey], R], keys: Iterable[ObjectKey]) -> list[tuple[ObjectKey, R]]:
         """`call(key)` for every key in parallel; a read that still fails transiently after the
         driver's own retries is read again (whole listing) before the plan gives up."""
         keys = list(keys)

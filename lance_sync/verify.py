@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -29,6 +29,9 @@ from lance_sync.drivers.base import SyncNamespace
 from lance_sync.locations import normalize_location
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.observe import observe
+
+if TYPE_CHECKING:
+    from lance_sync.data.locations import Engine
 
 Progress = Callable[[str], None]
 
@@ -71,7 +74,7 @@ class VerifyReport:
                 "findings": [asdict(f) for f in self.findings]}
 
 
-def verify(state: DesiredState, drivers: dict[str, SyncNamespace], engine: str = "auto",
+def verify(state: DesiredState, drivers: dict[str, SyncNamespace], engine: Engine = "auto",
            spark: str | None = None, parallelism: int = 8, progress: Progress | None = None) -> VerifyReport:
     from lance_sync.data.locations import choose_engine, inspect_locations
     from lance_sync.data.spark import resolve_spark_settings
@@ -168,7 +171,7 @@ def render_verify(report: VerifyReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def discover(state: DesiredState, drivers: dict[str, SyncNamespace], root: str, engine: str = "auto",
+def discover(state: DesiredState, drivers: dict[str, SyncNamespace], root: str, engine: Engine = "auto",
              spark: str | None = None, storage_options: dict[str, str] | None = None,
              parallelism: int = 8, progress: Progress | None = None) -> list[str]:
     """Lance dataset roots under `root` that no backend registers and no manifest table names."""

@@ -1,8 +1,9 @@
 """Arrow types <-> Spark types, and conforming Spark's Arrow batches to a Lance target schema.
 
 Spark has no unsigned integers, fixed-size lists, half floats or non-microsecond timestamps,
-so data passing through Spark carries the nearest Spark type (`spark_compatible`) and is cast
-back to the declared Arrow type on the executors (`conform_batch`) before Lance writes it.
+so data passing through Spark carries the nearest type Spark holds (`arrow_types.spark_compatible`)
+and is cast back to the declared Arrow type on the executors (`conform_batch`) before Lance
+writes it.
 Imports pyspark: import this module only where Spark is in use.
 """
 
@@ -12,45 +13,10 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import DataType, StructField, StructType
 
+from lance_sync.arrow_types import spark_compatible
+
 #: Spark's TimestampType values are instants; Arrow batches label them with this zone.
 SPARK_TIME_ZONE = "UTC"
-
-_WIDER_INTEGER = {
-    pa.uint8(): pa.int16(),
-    pa.uint16(): pa.int32(),
-    pa.uint32(): pa.int64(),
-    pa.uint64(): pa.decimal128(20, 0),
-}
-
-
-def spark_compatible(data_type: pa.DataType) -> pa.DataType:
-    """The Arrow type Spark can hold without losing values (recursively)."""
-    if data_type in _WIDER_INTEGER:
-        return _WIDER_INTEGER[data_type]
-    if pa.types.is_float16(data_type):
-        return pa.float32()
-    if pa.types.is_date64(data_type):
-        return pa.date32()
-    if pa.types.is_timestamp(data_type):
-        return pa.timestamp("us", tz=data_type.tz)
-    if pa.types.is_dictionary(data_type):
-        return spark_compatible(data_type.value_type)
-    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type):
-        return pa.list_(_compatible_field(data_type.value_field))
-    if pa.types.is_fixed_size_list(data_type):
-        return pa.list_(_compatible_field(data_type.value_field))
-    if pa.types.is_struct(data_type):
-        return pa.struct([_compatible_field(f) for f in data_type])
-    if pa.types.is_map(data_type):
-        return pa.map_(
-            _compatible_field(data_type.key_field), _compatible_field(data_type.item_field)
-        )
-    return data_type
-
-
-def _compatible_field(arrow_field: pa.Field) -> pa.Field:
-    return arrow_field.with_type(spark_compatible(arrow_field.type))
-
 
 def to_spark_type(data_type: pa.DataType) -> DataType:
     """The Spark type that holds values of this Arrow type (naive timestamps -> TIMESTAMP_NTZ)."""

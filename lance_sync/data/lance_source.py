@@ -21,7 +21,8 @@ Types Spark lacks are widened (see arrow_spark.spark_compatible).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 FORMAT = "lance"
+#: after a failed write, uncommitted files are swept this many times, this far apart
+ABORT_SWEEPS = 4
+ABORT_SWEEP_SECONDS = 0.5
 SCHEMA_OPTION = "schema"
 STORAGE_OPTION_PREFIX = "storage."
 
@@ -73,7 +77,7 @@ class _Target:
     storage_options: dict[str, str]
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> _Target:
+    def from_options(cls, options: Mapping[str, str]) -> _Target:
         if not options.get("path"):
             raise ValueError("the lance format needs a location: .save(uri) or .load(uri)")
         storage_options = {
@@ -172,13 +176,14 @@ class LanceWriter(DataSourceArrowWriter):
         )
         return LanceCommitMessage([json.dumps(f.to_json()) for f in fragments])
 
-    def commit(self, messages: list[LanceCommitMessage | None]) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         fragments = [
             FragmentMetadata.from_json(text)
             for message in messages
-            if message
+            if isinstance(message, LanceCommitMessage)
             for text in message.fragments
         ]
+        operation: lance.LanceOperation.BaseOperation
         if self.appends:
             operation = lance.LanceOperation.Append(fragments)
         else:
@@ -194,7 +199,7 @@ class LanceWriter(DataSourceArrowWriter):
             self.abort(messages)
             raise
 
-    def abort(self, messages: list[LanceCommitMessage | None]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Remove uncommitted files: every file no version references, or the whole new location.
 
         On an existing dataset this uses cleanup_old_versions(delete_unverified=True) keeping
@@ -209,8 +214,12 @@ class LanceWriter(DataSourceArrowWriter):
         storage = open_storage(self.target.uri, self.target.storage_options)
         root = storage.path(self.target.uri)
         leftover = root if not self.location_existed else f"{root}/data"
-        if storage.info(leftover).type == pafs.FileType.Directory:
-            storage.filesystem.delete_dir(leftover)
+        # tasks Spark is still cancelling may write a last fragment after the first sweep
+        for sweep in range(ABORT_SWEEPS):
+            if sweep:
+                time.sleep(ABORT_SWEEP_SECONDS)
+            if storage.info(leftover).type == pafs.FileType.Directory:
+                storage.filesystem.delete_dir(leftover)
 
 
 class LanceReader(DataSourceReader):
@@ -227,5 +236,7 @@ class LanceReader(DataSourceReader):
         if partition.value is None:  # no fragments: Spark planned its one default partition
             return
         fragment = self.target.open(self.version).get_fragment(partition.value)
+        if fragment is None:
+            raise RuntimeError(f"fragment {partition.value} is not in version {self.version} of {self.target.uri}")
         for batch in fragment.to_batches(columns=self.arrow_schema.names):
             yield conform_batch(batch, self.arrow_schema)

@@ -138,7 +138,7 @@ def inspect_locations(
     return _inspect_with_spark(uris, storage_options, spark_settings, max_workers)
 
 
-def choose_engine(engine: Engine, work_items: int, spark_threshold: int) -> str:
+def choose_engine(engine: Engine, work_items: int, spark_threshold: int) -> Literal["threads", "spark"]:
     if engine not in ("auto", "threads", "spark"):
         raise ValueError(f"engine must be auto, threads or spark, not {engine!r}")
     if engine == "auto":

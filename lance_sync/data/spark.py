@@ -118,7 +118,9 @@ def _activate_in_this_thread(session: SparkSession) -> None:
     up through the thread's active session: without this, `format("lance")` is not found from
     an apply worker thread. PySpark's own getOrCreate does the same call.
     """
-    session._jvm.SparkSession.setActiveSession(session._jsparkSession)
+    jvm = session._jvm
+    assert jvm is not None, "a classic (not Connect) session has a JVM"
+    jvm.SparkSession.setActiveSession(session._jsparkSession)
 
 
 def stop_spark(settings: SparkSettings | None = None) -> None:

@@ -70,9 +70,9 @@ def open_storage(location: str, storage_options: dict | None = None) -> Storage:
 
 def _s3_arguments(storage_options: dict) -> dict:
     options = {str(k).lower(): str(v) for k, v in storage_options.items()}
-    arguments = {_S3_OPTIONS[k]: v for k, v in options.items() if k in _S3_OPTIONS}
-    endpoint = arguments.get("endpoint_override")
-    if endpoint and "://" in endpoint:
+    arguments: dict[str, str | bool] = {_S3_OPTIONS[k]: v for k, v in options.items() if k in _S3_OPTIONS}
+    endpoint = str(arguments.get("endpoint_override", ""))
+    if "://" in endpoint:
         scheme, arguments["endpoint_override"] = endpoint.split("://", 1)
         arguments["scheme"] = scheme
     elif options.get("allow_http", "").lower() in _TRUE:

@@ -4,19 +4,27 @@ Drivers are found through the `lance_namespace.impls` entry-point group (lance-s
 are declared in pyproject.toml; other packages can add theirs the same way) and are
 registered with `lance_namespace.register_namespace_impl`, so after `import lance_sync`
 `lance_namespace.connect("unity", {...})` builds lance-sync's Unity driver.
+
+lance-sync itself builds its drivers here: from a loaded manifest's validated configurations
+(`connect_backends`), or from backend templates whose secrets are still `${VAR}` references,
+as a saved plan keeps them (`connect_templates`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
+import os
+from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol
 
 import lance_namespace
 
 from lance_sync.drivers.base import BackendConfig, SyncNamespace
 from lance_sync.errors import ConfigError
+from lance_sync.variables import resolve_references
 
 ENTRY_POINT_GROUP = "lance_namespace.impls"
 
@@ -52,11 +60,52 @@ def driver_class(backend_type: str) -> type[SyncNamespace]:
     return getattr(importlib.import_module(module_name), class_name)
 
 
-def connect(backend_type: str, config: BackendConfig | dict[str, Any]) -> SyncNamespace:
+def connect(backend_type: str, config: BackendConfig | Mapping[str, Any]) -> SyncNamespace:
     """Build a driver from a validated config model or from connect() properties."""
     cls = driver_class(backend_type)
-    properties = config.to_properties() if isinstance(config, BackendConfig) else config
-    return cls(**properties)
+    return cls(config) if isinstance(config, BackendConfig) else cls(**config)
+
+
+class ConfiguredBackend(Protocol):
+    """A backend whose configuration is validated already (`manifest.desired.BackendSpec`)."""
+
+    @property
+    def driver_class(self) -> type[SyncNamespace]: ...
+
+    @property
+    def config(self) -> BackendConfig: ...
+
+
+def connect_backends(backends: Mapping[str, ConfiguredBackend]) -> dict[str, SyncNamespace]:
+    """A driver for each backend of a loaded manifest, from its validated configuration."""
+    drivers = {}
+    for name, backend in backends.items():
+        with _naming(name):
+            drivers[name] = backend.driver_class(backend.config)
+    return drivers
+
+
+def connect_templates(templates: Mapping[str, Mapping[str, Any]],
+                      environ: Mapping[str, str] | None = None) -> dict[str, SyncNamespace]:
+    """A driver for each backend template (a saved plan's, `import --type`'s): `type` plus
+    properties, where each value written `${VAR}` is read from the environment."""
+    environ = os.environ if environ is None else environ
+    drivers = {}
+    for name, template in templates.items():
+        properties = resolve_references({k: v for k, v in template.items() if k != "type"}, environ,
+                                        f"backend '{name}'")
+        with _naming(name):
+            drivers[name] = driver_class(template["type"])(**properties)
+    return drivers
+
+
+@contextlib.contextmanager
+def _naming(backend: str) -> Iterator[None]:
+    """A configuration error raised while building a driver names its backend."""
+    try:
+        yield
+    except ConfigError as error:
+        raise ConfigError(f"backend '{backend}': {error}") from None
 
 
 def register_with_lance_namespace() -> None:

@@ -10,14 +10,36 @@ can use it directly) plus what a reconciler needs beyond that interface:
   locations with the fewest calls the backend allows;
 - point reads (`get_namespace_info`, `get_table_info`) that answer None for "absent".
 
+Request modes mean the same on every backend. `SyncNamespace` reads them once and each
+driver supplies only the backend calls (`_create_namespace_object`,
+`_replace_namespace_properties`, `_drop_namespace_object`, `_overwrite_registration`):
+
+- CreateNamespace `Create` answers NamespaceAlreadyExists (2) for a namespace that exists;
+  `ExistOk` keeps it as it is and answers its properties; `Overwrite` replaces its properties
+  with the requested ones and keeps the namespace itself, its tables, children and grants (it
+  is never dropped: a namespace with tables cannot be, and dropping an empty one would lose
+  its identity and grants). A namespace another writer drops after the create found it is
+  created again.
+- DropNamespace `Fail` answers NamespaceNotFound (1) for a missing namespace (unless the
+  backend's spec says a missing namespace is dropped already, as Iceberg's does); `Skip`
+  succeeds. `Restrict` answers NamespaceNotEmpty (3) while the namespace holds tables or
+  child namespaces; `Cascade` drops it with its children and deregisters its tables (data
+  kept), where the backend's spec has it (`drops_cascade`), and is UnsupportedOperation (0)
+  elsewhere.
+- RegisterTable `Create` answers TableAlreadyExists (5) for a name that is taken; `Overwrite`
+  points the Lance table of that name at the new location with the new properties (a table
+  that is not a Lance table is InvalidInput, 13, and is left alone).
+
 Configuration: each driver has a pydantic `config_model` (a `BackendConfig`) whose field
-names are the spec's property names. `lance_namespace.connect(name, properties)` passes
-string properties (`storage.region`, `client.pool-size`); the manifest passes typed YAML.
-Both go through the same model.
+names are the spec's property names. A driver is built from a configuration validated
+already (`Driver(config)`: the manifest's, see `lance_sync.drivers.connect_backends`) or from
+the flat string properties `lance_namespace.connect(name, properties)` passes
+(`storage.region`, `client.pool-size`), which it validates with the same model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator
@@ -26,17 +48,28 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 from lance_namespace import (
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
     DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
     DescribeNamespaceRequest,
     DescribeTableRequest,
+    DropNamespaceRequest,
+    DropNamespaceResponse,
     LanceNamespace,
     ListNamespacesRequest,
     ListTablesRequest,
+    RegisterTableRequest,
+    RegisterTableResponse,
 )
 from lance_namespace.errors import (
+    ConcurrentModificationError,
     InvalidInputError,
     LanceNamespaceError,
+    NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
+    TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
 )
@@ -113,6 +146,9 @@ REGISTER_MODES = ("create", "overwrite")
 DROP_MODES = ("fail", "skip")
 DROP_BEHAVIORS = ("restrict", "cascade")
 
+#: creates of a namespace that exists, then is gone before ExistOk or Overwrite reads it
+NAMESPACE_RACE_ATTEMPTS = 3
+
 
 def request_mode(value: str | None, allowed: tuple[str, ...], what: str = "mode") -> str:
     """A Lance request mode in any spelling (ExistOk, exist_ok, EXIST_OK); the first allowed when unset."""
@@ -184,9 +220,19 @@ class SyncNamespace(LanceNamespace):
     namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
     #: depth of the namespace part of a table id
     table_namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
+    #: DropNamespace honours behavior Cascade (the backend's spec has it)
+    drops_cascade: ClassVar[bool] = False
 
-    def __init__(self, **properties: Any) -> None:
-        self.config = self.config_model.from_properties(properties)
+    def __init__(self, config: BackendConfig | None = None, /, **properties: Any) -> None:
+        """From a validated `config`, or from `lance_namespace.connect()` properties."""
+        if config is None:
+            config = self.config_model.from_properties(properties)
+        elif properties:
+            raise TypeError("a driver takes a validated configuration or connect() properties, not both")
+        elif not isinstance(config, self.config_model):
+            raise TypeError(f"{type(self).__name__} takes a {self.config_model.__name__}, "
+                            f"not a {type(config).__name__}")
+        self.config = config
         self._call_lock = threading.Lock()
         self._calls_made = 0
 
@@ -237,6 +283,82 @@ class SyncNamespace(LanceNamespace):
     def check_location(cls, location: str, config: BackendConfig) -> str | None:
         """Backend-specific rules for a table location (already normalized)."""
         return None
+
+    # --- request modes: one meaning on every backend (see the module docstring) -----------
+
+    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+        mode = request_mode(request.mode, CREATE_MODES)
+        id = tuple(request.id or ())
+        properties = dict(request.properties or {})
+        for _ in range(NAMESPACE_RACE_ATTEMPTS):
+            try:
+                return CreateNamespaceResponse(properties=self._create_namespace_object(id, properties))
+            except NamespaceAlreadyExistsError:
+                if mode == "create":
+                    raise
+            try:
+                if mode == "existok":
+                    existing = self.describe_namespace(DescribeNamespaceRequest(id=list(id)))
+                    return CreateNamespaceResponse(properties=dict(existing.properties or {}))
+                self._replace_namespace_properties(id, properties)
+                return CreateNamespaceResponse(properties=properties)
+            except NamespaceNotFoundError:
+                pass  # dropped since the create found it: create it again
+        raise ConcurrentModificationError(
+            f"{self.backend_type}: namespace {self.format_identifier(id)} was dropped each time a create "
+            f"found it ({NAMESPACE_RACE_ATTEMPTS} attempts)")
+
+    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+        mode = request_mode(request.mode, DROP_MODES)
+        cascade = request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade"
+        if cascade and not self.drops_cascade:
+            raise UnsupportedOperationError(f"{self.backend_type}: only Restrict drops are supported; "
+                                            "drop the tables and child namespaces first")
+        try:
+            properties = self._drop_namespace_object(tuple(request.id or ()), cascade)
+        except NamespaceNotFoundError:
+            if mode == "fail":
+                raise
+            properties = None
+        return DropNamespaceResponse(properties=properties)
+
+    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
+        """Declare an existing dataset's location as the table (see `declare_table`)."""
+        mode = request_mode(request.mode, REGISTER_MODES)
+        try:
+            declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
+                                                              properties=request.properties))
+        except TableAlreadyExistsError:
+            if mode == "create":
+                raise
+            declared = self._overwrite_registration(tuple(request.id or ()), request.location,
+                                                    request.properties)
+        return RegisterTableResponse(location=declared.location, properties=declared.properties)
+
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        """Create the namespace; its properties as created. NamespaceAlreadyExists when it exists."""
+        raise UnsupportedOperationError(f"{self.backend_type}: namespaces cannot be created")
+
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        """Make `properties` the namespace's properties (CreateNamespace mode Overwrite):
+        by default, those it has and `properties` lacks are removed, the others set."""
+        current = self.describe_namespace(DescribeNamespaceRequest(id=list(id))).properties or {}
+        self.update_namespace_properties(id, properties, [key for key in current if key not in properties])
+
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str] | None:
+        """Drop the namespace (with its children and tables, data kept, when `cascade`);
+        NamespaceNotFound when it is missing, NamespaceNotEmpty when it is not empty and not
+        `cascade`. The dropped namespace's properties where the backend answers them."""
+        raise UnsupportedOperationError(f"{self.backend_type}: namespaces cannot be dropped")
+
+    def _overwrite_registration(self, id: Identifier, location: str,
+                                properties: dict[str, str] | None) -> DeclareTableResponse:
+        """Point the Lance table `id` at `location` with `properties` (RegisterTable mode
+        Overwrite): by default deregister it (InvalidInput for a table that is not a Lance
+        table), then declare it again."""
+        with contextlib.suppress(TableNotFoundError):  # deregistered meanwhile
+            self.deregister_table(DeregisterTableRequest(id=list(id)))
+        return self.declare_table(DeclareTableRequest(id=list(id), location=location, properties=properties))
 
     # --- reconciler extensions ------------------------------------------------------------
 

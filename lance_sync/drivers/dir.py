@@ -4,10 +4,12 @@ pylance keeps namespaces and tables in a `__manifest` Lance table under the root
 driver delegates to it and adds what lance-sync needs (see notes/lance-namespace.md):
 
 - declaring into a namespace that does not exist fails (pylance accepts it);
-- a table can live at any location under the root: pylance's declare only accepts its own
-  generated path, so the driver writes the manifest row itself (relative location and
-  properties in one commit, the way pylance's register writes rows);
-- create modes ExistOk / Overwrite and drop mode Skip are honoured (pylance ignores them);
+- a table can live at any location under the root (a relative location is taken from the
+  root): pylance's declare only accepts its own generated path, so the driver writes the
+  manifest row itself (relative location and properties in one commit, the way pylance's
+  register writes rows);
+- request modes mean what they mean on every backend (lance_sync.drivers.base; pylance
+  ignores them);
 - namespace and table properties can be updated, by updating the manifest row;
 - bulk reads scan the manifest once instead of describing every table.
 
@@ -31,7 +33,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,7 +42,6 @@ import pyarrow as pa
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
     CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -50,7 +51,6 @@ from lance_namespace import (
     DescribeTableRequest,
     DescribeTableResponse,
     DropNamespaceRequest,
-    DropNamespaceResponse,
     DropTableRequest,
     DropTableResponse,
     ListNamespacesRequest,
@@ -58,9 +58,10 @@ from lance_namespace import (
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
+    NamespaceExistsResponse,
     RegisterTableRequest,
-    RegisterTableResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -68,7 +69,6 @@ from lance_namespace.errors import (
     InternalError,
     InvalidInputError,
     LanceNamespaceError,
-    NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -77,9 +77,6 @@ from lance_namespace.errors import (
 from pydantic import Field
 
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    DROP_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -87,7 +84,6 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     patched_properties,
-    request_mode,
 )
 from lance_sync.drivers.retry import backoff_seconds
 from lance_sync.locations import is_local, join_location, normalize_location, relative_to
@@ -127,11 +123,12 @@ class DirConfig(BackendConfig):
 class DirNamespace(SyncNamespace):
     backend_type = "dir"
     config_model = DirConfig
+    config: DirConfig
     namespace_levels = (1, None)
     table_namespace_levels = (1, None)
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: DirConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         self.root = normalize_location(self.config.root)
         if is_local(self.root):
             Path(self.root).mkdir(parents=True, exist_ok=True)
@@ -177,25 +174,14 @@ class DirNamespace(SyncNamespace):
 
     # --- namespaces --------------------------------------------------------------------------
 
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        self._check_names(request.id)
-        mode = request_mode(request.mode, CREATE_MODES)
-        properties = dict(request.properties or {})
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        request = CreateNamespaceRequest(id=_checked(id), properties=properties or None)
+        created = self._committed(f"create namespace {_text(id)}",
+                                  lambda: self._native.create_namespace(request))
+        return dict(created.properties or {})
 
-        def attempt() -> CreateNamespaceResponse:
-            if mode != "create" and self._namespace_exists(request.id):
-                if mode == "overwrite":
-                    self._replace_metadata("namespace", request.id, properties, expected=_ANY)
-                    return CreateNamespaceResponse(properties=properties)
-                return CreateNamespaceResponse(properties=self._namespace_properties(request.id))
-            try:
-                return self._native.create_namespace(request)
-            except NamespaceAlreadyExistsError:
-                if mode == "create":
-                    raise
-                raise _Raced("the namespace was created meanwhile") from None
-
-        return self._committed(f"create namespace {_text(request.id)}", attempt)
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        self._patch_metadata("namespace", list(id), lambda current: properties)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         return self._native.list_namespaces(request)
@@ -203,51 +189,40 @@ class DirNamespace(SyncNamespace):
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
         return self._native.describe_namespace(request)
 
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         return self._native.namespace_exists(request)
 
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade":
-            raise UnsupportedOperationError("dir: cascade drop is not supported; drop the tables first")
-        skip = request_mode(request.mode, DROP_MODES) == "skip"
-
-        def attempt() -> DropNamespaceResponse:
-            if skip and not self._namespace_exists(request.id):
-                return DropNamespaceResponse()
-            try:
-                return self._native.drop_namespace(request)
-            except NamespaceNotFoundError:
-                if skip:  # dropped by another writer since it was looked up
-                    return DropNamespaceResponse()
-                raise
-
-        return self._committed(f"drop namespace {_text(request.id)}", attempt)
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str] | None:
+        request = DropNamespaceRequest(id=list(id))
+        dropped = self._committed(f"drop namespace {_text(id)}", lambda: self._native.drop_namespace(request))
+        return dropped.properties
 
     # --- tables ------------------------------------------------------------------------------
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         """Declare at pylance's own location, or write the row of any other location under the
         root, properties included, in one commit."""
-        self._check_names(request.id)
-        operation = f"declare table {_text(request.id)}"
+        table_id = _checked(request.id)
+        operation = f"declare table {_text(table_id)}"
         if request.location is None:
-            return self._committed(operation, lambda: self._declare_native(request))
-        location = normalize_location(request.location)
-        if relative_to(location, self.root) is None:
+            return self._committed(operation, lambda: self._declare_native(request, table_id))
+        location = join_location(self.root, request.location)
+        relative = relative_to(location, self.root)
+        if relative is None:
             raise InvalidInputError(f"dir: location {location} is outside the root {self.root}")
         properties = dict(request.properties or {})
 
         def attempt() -> lance.LanceDataset | None:
             dataset = self._writable_manifest()
             if dataset is not None:
-                existing = self._existing_objects(dataset, [_DELIMITER.join(request.id[:-1]),
-                                                            _DELIMITER.join(request.id)])
+                existing = self._existing_objects(dataset, [_DELIMITER.join(table_id[:-1]),
+                                                            _DELIMITER.join(table_id)])
                 self._insert_rows(dataset, [self._manifest_row(request, existing)])
             return dataset
 
         written = self._committed(operation, attempt)
         if written is None:
-            self._register_in_fresh_root(request, location, properties)
+            self._register_in_fresh_root(table_id, relative, properties)
         else:
             self._compact_if_fragmented(written)
         return DeclareTableResponse(location=location, properties=properties or None,
@@ -285,15 +260,15 @@ class DirNamespace(SyncNamespace):
 
     def _manifest_row(self, request: DeclareTableRequest, existing: dict[str, str]) -> dict[str, Any]:
         """The manifest row for a declared table; `existing` gains it (duplicates in a batch fail)."""
-        self._check_names(request.id)
-        namespace, object_id = _DELIMITER.join(request.id[:-1]), _DELIMITER.join(request.id)
+        table_id = _checked(request.id)
+        namespace, object_id = _DELIMITER.join(table_id[:-1]), _DELIMITER.join(table_id)
         if namespace and existing.get(namespace) != "namespace":
             raise NamespaceNotFoundError(f"Namespace not found: {namespace}")
         if object_id in existing:
             raise TableAlreadyExistsError(f"Table already exists: {object_id}")
         if request.location is None:
             raise InvalidInputError("dir: a batch declare needs each table's location")
-        relative = relative_to(normalize_location(request.location), self.root)
+        relative = relative_to(join_location(self.root, request.location), self.root)
         if relative is None:
             raise InvalidInputError(f"dir: location {request.location} is outside the root {self.root}")
         existing[object_id] = "table"
@@ -301,43 +276,35 @@ class DirNamespace(SyncNamespace):
                 "metadata": json.dumps(request.properties) if request.properties else None,
                 "base_objects": None}
 
-    def _declare_native(self, request: DeclareTableRequest) -> DeclareTableResponse:
+    def _declare_native(self, request: DeclareTableRequest, table_id: list[str]) -> DeclareTableResponse:
         """pylance's declare (its own location, properties in the same commit), after the
         namespace check pylance lacks."""
-        namespace = list(request.id[:-1])
+        namespace = table_id[:-1]
         if namespace and not self._namespace_exists(namespace):
             raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
         return self._native.declare_table(request)
 
-    def _register_in_fresh_root(self, request: DeclareTableRequest, location: str,
-                                properties: dict[str, str]) -> None:
+    def _register_in_fresh_root(self, table_id: list[str], relative: str, properties: dict[str, str]) -> None:
         """A root without a manifest table yet, so the table is at the root level (a namespace
         would have created the manifest). pylance's register creates the manifest with the
         row, the properties follow in a second commit, and the row is removed again if they
         cannot be written: the one declare that is two commits."""
-        namespace = list(request.id[:-1])
+        namespace = table_id[:-1]
         if namespace:
             raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
-        operation = f"declare table {_text(request.id)}"
-        relative = relative_to(location, self.root)
+        operation = f"declare table {_text(table_id)}"
         self._committed(operation, lambda: self._native.register_table(
-            RegisterTableRequest(id=request.id, location=relative)))
+            RegisterTableRequest(id=table_id, location=relative)))
         if not properties:
             return
         try:
             self._committed(operation, lambda: self._replace_metadata(
-                "table", request.id, properties, expected=None))
+                "table", table_id, properties, expected=None))
         except Exception:
             with contextlib.suppress(LanceNamespaceError):  # the error to report is the first one
                 self._committed(f"undo {operation}", lambda: self._native.deregister_table(
-                    DeregisterTableRequest(id=request.id)))
+                    DeregisterTableRequest(id=table_id)))
             raise
-
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        location = join_location(self.root, request.location)
-        self.declare_table(DeclareTableRequest(id=request.id, location=location,
-                                               properties=request.properties))
-        return RegisterTableResponse(location=request.location, properties=request.properties)
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         return self._native.list_tables(request)
@@ -348,7 +315,7 @@ class DirNamespace(SyncNamespace):
             response.storage_options = self.storage_options()
         return response
 
-    def table_exists(self, request: TableExistsRequest) -> None:
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         return self._native.table_exists(request)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
@@ -362,11 +329,13 @@ class DirNamespace(SyncNamespace):
 
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:
-        self._patch_metadata("namespace", list(id), updates, removals)
+        self._patch_metadata("namespace", list(id),
+                             lambda current: patched_properties(current, updates, removals))
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
                                 removals: list[str]) -> None:
-        self._patch_metadata("table", list(id), updates, removals)
+        self._patch_metadata("table", list(id),
+                             lambda current: patched_properties(current, updates, removals))
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
         rows = self._manifest_rows("namespace")
@@ -458,9 +427,9 @@ class DirNamespace(SyncNamespace):
             raise InternalError(f"dir: the manifest of {self.root} took {result['num_inserted_rows']} "
                                 f"of {len(rows)} new rows")
 
-    def _patch_metadata(self, object_type: str, id: list[str], updates: dict[str, str],
-                        removals: list[str]) -> None:
-        """Read the row's properties, patch them, and write them back only if they are still
+    def _patch_metadata(self, object_type: str, id: list[str],
+                        patch: Callable[[dict[str, str]], dict[str, str]]) -> None:
+        """Read the row's properties, `patch` them, and write them back only if they are still
         what was read (another writer's patch in between makes the write match nothing, and it
         is tried again from a fresh read)."""
 
@@ -471,7 +440,7 @@ class DirNamespace(SyncNamespace):
             if not rows:
                 raise _missing(object_type, id)
             current = _metadata(rows[0])
-            patched = patched_properties(current, updates, removals)
+            patched = patch(current)
             if patched == current:
                 return None
             self._replace_metadata(object_type, id, patched, expected=rows[0]["metadata"], dataset=dataset)
@@ -482,9 +451,9 @@ class DirNamespace(SyncNamespace):
             self._compact_if_fragmented(written)
 
     def _replace_metadata(self, object_type: str, id: list[str], properties: dict[str, str], *,
-                          expected: str | None | object, dataset: lance.LanceDataset | None = None) -> None:
+                          expected: str | None, dataset: lance.LanceDataset | None = None) -> None:
         """One commit that sets the row's properties, if its metadata is still `expected`
-        (None: no properties; _ANY: whatever it is)."""
+        (None: no properties)."""
         if dataset is None:
             dataset = self._writable_manifest()
         if dataset is None:
@@ -492,8 +461,8 @@ class DirNamespace(SyncNamespace):
         where = _row_filter(object_type, id)
         if expected is None:
             where += " AND metadata IS NULL"
-        elif expected is not _ANY:
-            where += f" AND metadata = {_sql_string(str(expected))}"
+        else:
+            where += f" AND metadata = {_sql_string(expected)}"
         self.count_call()
         result = dataset.update({"metadata": _sql_string(json.dumps(properties))}, where=where,
                                 conflict_retries=0)
@@ -519,21 +488,12 @@ class DirNamespace(SyncNamespace):
 
     # --- reading -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _check_names(id: list[str] | None) -> None:
-        if not id or any(not name or _DELIMITER in name for name in id):
-            raise InvalidInputError(f"dir: names must be non-empty and cannot contain "
-                                    f"'{_DELIMITER}': {id}")
-
     def _namespace_exists(self, id: list[str]) -> bool:
         try:
             self._native.describe_namespace(DescribeNamespaceRequest(id=list(id)))
         except NamespaceNotFoundError:
             return False
         return True
-
-    def _namespace_properties(self, id: list[str]) -> dict[str, str]:
-        return dict(self._native.describe_namespace(DescribeNamespaceRequest(id=id)).properties or {})
 
     def _manifest(self) -> lance.LanceDataset | None:
         """The manifest table for a bulk read; None when there is none the scan can use."""
@@ -558,10 +518,6 @@ class DirNamespace(SyncNamespace):
 
 class _Raced(Exception):
     """Another writer changed what an attempt read before the attempt could commit."""
-
-
-#: `_replace_metadata`'s "whatever the properties are now"
-_ANY = object()
 
 
 def _is_commit_conflict(error: BaseException) -> bool:
@@ -589,7 +545,14 @@ def _row_filter(object_type: str, id: list[str]) -> str:
             f"AND object_type = {_sql_string(object_type)}")
 
 
-def _text(id: list[str] | Identifier | None) -> str:
+def _checked(id: Sequence[str] | None) -> list[str]:
+    """`id` as a list; InvalidInput unless it has names, each non-empty and without the delimiter."""
+    if not id or any(not name or _DELIMITER in name for name in id):
+        raise InvalidInputError(f"dir: names must be non-empty and cannot contain '{_DELIMITER}': {id}")
+    return list(id)
+
+
+def _text(id: Sequence[str] | None) -> str:
     return _DELIMITER.join(id or [])
 
 

@@ -38,9 +38,9 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 from xml.etree import ElementTree
 
 import boto3
@@ -67,8 +67,6 @@ from botocore.model import OperationModel, Shape
 from botocore.parsers import ResponseParserError
 from botocore.utils import parse_timestamp
 from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -77,16 +75,14 @@ from lance_namespace import (
     DescribeNamespaceResponse,
     DescribeTableRequest,
     DescribeTableResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    RegisterTableRequest,
-    RegisterTableResponse,
+    NamespaceExistsResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -108,10 +104,6 @@ from pydantic import Field, SecretStr, model_validator
 
 from lance_sync.drivers.answers import describe_body
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    DROP_MODES,
-    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -119,7 +111,6 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     patched_properties,
-    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
@@ -127,9 +118,13 @@ from lance_sync.drivers.paging import follow_pages, page_of_names
 from lance_sync.drivers.retry import BadAnswerError, with_retries
 from lance_sync.errors import ConfigError
 from lance_sync.locations import join_location, normalize_location
+from lance_sync.marks import (
+    LANCE_TABLE_TYPE,
+    TABLE_TYPE_KEY,
+    is_lance_table,
+    lance_table_properties,
+)
 
-TABLE_TYPE_KEY = "table_type"
-LANCE_TABLE_TYPE = "lance"
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 DEFAULT_ROLE_SESSION_NAME = "lance-sync"
 #: STS AssumeRole DurationSeconds range
@@ -257,13 +252,14 @@ class _Namespace:
 class GlueNamespace(SyncNamespace):
     backend_type = "glue"
     config_model = GlueConfig
+    config: GlueConfig
     #: a catalog, or a catalog chain ending in a database
     namespace_levels = (1, None)
     table_namespace_levels = (2, None)
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
-        config: GlueConfig = self.config
+    def __init__(self, config: GlueConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
+        config = self.config
         client_config = Config(retries={"mode": "standard"}, max_pool_connections=MAX_POOL_CONNECTIONS,
                                user_agent_extra="lance-sync")
         try:
@@ -318,26 +314,19 @@ class GlueNamespace(SyncNamespace):
 
     # --- namespaces ----------------------------------------------------------------------------
 
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        id = _identifier(request.id)
-        mode = request_mode(request.mode, CREATE_MODES)
-        properties = dict(request.properties or {})
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        id = _identifier(id)
         database, catalog_id = self._namespace_refs(id)
-        try:
-            if database is not None:
-                self._create_database(id, database, properties)
-            elif catalog_id is not None:
-                self._create_catalog(id, properties)
-            else:
-                raise NamespaceNotFoundError(_under_database(self._subject(id)))
-        except NamespaceAlreadyExistsError:
-            if mode == "create":
-                raise
-            existing = self._resolve_namespace(id)
-            if mode == "existok":
-                return CreateNamespaceResponse(properties=existing.properties)
-            self._write_namespace_properties(id, existing, properties)
-        return CreateNamespaceResponse(properties=properties)
+        if database is not None:
+            self._create_database(id, database, properties)
+        elif catalog_id is not None:
+            self._create_catalog(id, properties)
+        else:
+            raise NamespaceNotFoundError(_under_database(self._subject(id)))
+        return properties
+
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        self._write_namespace_properties(id, self._resolve_namespace(id), properties)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         names = [info.id[-1] for info in self._child_namespaces(_identifier(request.id, root_ok=True))]
@@ -348,23 +337,15 @@ class GlueNamespace(SyncNamespace):
         found = self._resolve_namespace(_identifier(request.id, root_ok=True))
         return DescribeNamespaceResponse(properties=found.properties)
 
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         self._resolve_namespace(_identifier(request.id, root_ok=True))
+        return NamespaceExistsResponse()
 
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        id = _identifier(request.id)
-        mode = request_mode(request.mode, DROP_MODES)
-        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade":
-            raise UnsupportedOperationError("glue: only Restrict drops are supported; "
-                                            "deregister the tables first")
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str]:
+        id = _identifier(id)
         if self._namespace_refs(id) == (None, self._root_catalog_id()):
             raise InvalidInputError(f"{self._subject(id)} is the root catalog; it cannot be dropped")
-        try:
-            found = self._resolve_namespace(id)
-        except NamespaceNotFoundError:
-            if mode == "skip":
-                return DropNamespaceResponse()
-            raise
+        found = self._resolve_namespace(id)
         subject = self._subject(id)
         if found.database is not None:
             self._check_empty(subject, "GetTables", "TableList", "tables",
@@ -379,7 +360,7 @@ class GlueNamespace(SyncNamespace):
             self._call("DeleteCatalog", subject, missing=NamespaceNotFoundError,
                        CatalogId=found.catalog_id)
             self._known_catalogs.discard(found.catalog_id)
-        return DropNamespaceResponse(properties=found.properties)
+        return found.properties
 
     # --- tables --------------------------------------------------------------------------------
 
@@ -390,25 +371,12 @@ class GlueNamespace(SyncNamespace):
             location = normalize_location(request.location)
         else:
             location = self._default_location(id, database)
-        parameters = _lance_parameters(request.properties)
+        parameters = lance_table_properties(request.properties)
         self._call("CreateTable", self._subject(id), missing=NamespaceNotFoundError,
                    duplicate=TableAlreadyExistsError, CatalogId=database.catalog_id,
                    DatabaseName=database.name, TableInput=_table_input(name, location, parameters))
         return DeclareTableResponse(location=location, properties=parameters,
                                     storage_options=self.storage_options() or None)
-
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        id = _identifier(request.id)
-        mode = request_mode(request.mode, REGISTER_MODES)
-        location = normalize_location(request.location)
-        try:
-            self.declare_table(DeclareTableRequest(id=list(id), location=location,
-                                                   properties=request.properties))
-        except TableAlreadyExistsError:
-            if mode != "overwrite":
-                raise
-            self._update_table(id, lambda _: _lance_parameters(request.properties), location)
-        return RegisterTableResponse(location=location, properties=_lance_parameters(request.properties))
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         names = [info.id[-1] for info in self.list_table_infos(_identifier(request.id, root_ok=True))]
@@ -422,8 +390,9 @@ class GlueNamespace(SyncNamespace):
         return DescribeTableResponse(location=_location(table), properties=_parameters(table),
                                      storage_options=self.storage_options() or None)
 
-    def table_exists(self, request: TableExistsRequest) -> None:
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self._lance_table(_identifier(request.id))
+        return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         id = _identifier(request.id)
@@ -447,6 +416,15 @@ class GlueNamespace(SyncNamespace):
             raise InvalidInputError(f"glue: '{TABLE_TYPE_KEY}={LANCE_TABLE_TYPE}' marks a Lance "
                                     "table and cannot be changed")
         self._update_table(id, lambda current: patched_properties(current, updates, removals))
+
+    def _overwrite_registration(self, id: Identifier, location: str,
+                                properties: dict[str, str] | None) -> DeclareTableResponse:
+        """In place: one UpdateTable of the location and parameters, refused by Glue if the
+        table changed since it was read."""
+        location, parameters = normalize_location(location), lance_table_properties(properties)
+        self._update_table(_identifier(id), lambda _: parameters, location)
+        return DeclareTableResponse(location=location, properties=parameters,
+                                    storage_options=self.storage_options() or None)
 
     def update_table_location(self, id: Identifier, location: str) -> None:
         """Point a registered Lance table at another location, in place (UpdateTable)."""
@@ -661,7 +639,7 @@ class GlueNamespace(SyncNamespace):
         table = self._lance_table(id)
         database, name = self._table_ref(id)
         table_input = self._as_input(table, "TableInput")
-        table_input["Parameters"] = {**parameters(_parameters(table)), TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
+        table_input["Parameters"] = lance_table_properties(parameters(_parameters(table)))
         if location is not None:
             table_input["StorageDescriptor"] = {**table_input.get("StorageDescriptor", {}),
                                                 "Location": location}
@@ -685,15 +663,23 @@ class GlueNamespace(SyncNamespace):
 
     # --- requests ------------------------------------------------------------------------------
 
+    @overload
+    def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError],
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any]: ...
+
+    @overload
+    def _call(self, operation: str, subject: str, *, missing: None,
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any] | None: ...
+
     def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError] | None,
-              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict | None:
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any] | None:
         """One Glue request, errors translated. EntityNotFound raises `missing` (None: returns None).
 
         A read whose answer does not fit (`_check_answer`) is sent again, BAD_ANSWER_RETRIES
         times, then raised as a BadAnswerError; a write is sent once. botocore's own retries
         (5xx, throttling, lost connections) happen inside each send.
         """
-        def send() -> dict | None:
+        def send() -> dict[str, Any] | None:
             return self._send(operation, subject, missing, duplicate, params)
 
         if operation not in READ_OPERATIONS:
@@ -701,7 +687,7 @@ class GlueNamespace(SyncNamespace):
         return _with_bad_answer_retries(send, self._sleep)
 
     def _send(self, operation: str, subject: str, missing: type[LanceNamespaceError] | None,
-              duplicate: type[LanceNamespaceError] | None, params: dict[str, Any]) -> dict | None:
+              duplicate: type[LanceNamespaceError] | None, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
             return getattr(self._glue, xform_name(operation))(**params)
         except _UnfitAnswer as unfit:
@@ -717,7 +703,7 @@ class GlueNamespace(SyncNamespace):
     def _items(self, operation: str, list_key: str, subject: str, **params: Any) -> Iterator[dict]:
         """Every item of a NextToken listing, page after page."""
         def fetch(token: str | None) -> tuple[list[dict], str | None]:
-            paging = {"NextToken": token} if token else {}
+            paging: dict[str, Any] = {"NextToken": token} if token else {}
             response = self._call(operation, subject, missing=NamespaceNotFoundError, **params, **paging)
             return response[list_key], response.get("NextToken")
 
@@ -1059,7 +1045,7 @@ def _caller_account(sts: Any) -> str:
 # --- small helpers -------------------------------------------------------------------------------
 
 
-def _identifier(id: list[str] | None, root_ok: bool = False) -> Identifier:
+def _identifier(id: Sequence[str] | None, root_ok: bool = False) -> Identifier:
     parts = tuple(id or ())
     if not parts and not root_ok:
         raise InvalidInputError("glue: an empty identifier names the root catalog, not an object")
@@ -1074,7 +1060,7 @@ def _under_database(subject: str) -> str:
 
 def _is_lance(table: dict[str, Any]) -> bool:
     return (str(table.get("TableType", "")).upper() == EXTERNAL_TABLE
-            and str(_parameters(table).get(TABLE_TYPE_KEY, "")).lower() == LANCE_TABLE_TYPE)
+            and is_lance_table(_parameters(table)))
 
 
 def _parameters(described: dict[str, Any]) -> dict[str, str]:
@@ -1083,10 +1069,6 @@ def _parameters(described: dict[str, Any]) -> dict[str, str]:
 
 def _location(table: dict[str, Any]) -> str | None:
     return (table.get("StorageDescriptor") or {}).get("Location")
-
-
-def _lance_parameters(properties: dict[str, str] | None) -> dict[str, str]:
-    return {**(properties or {}), TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
 
 
 def _table_input(name: str, location: str, parameters: dict[str, str]) -> dict[str, Any]:

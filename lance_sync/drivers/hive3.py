@@ -47,13 +47,11 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -62,16 +60,14 @@ from lance_namespace import (
     DescribeNamespaceResponse,
     DescribeTableRequest,
     DescribeTableResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    RegisterTableRequest,
-    RegisterTableResponse,
+    NamespaceExistsResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     InternalError,
@@ -118,10 +114,6 @@ from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TTransportException
 
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    DROP_MODES,
-    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -130,18 +122,16 @@ from lance_sync.drivers.base import (
     TableInfo,
     default_root,
     patched_properties,
-    request_mode,
 )
 from lance_sync.drivers.config_types import ThriftUri
 from lance_sync.drivers.paging import check_page_limit, names_after, page_of_names
 from lance_sync.drivers.retry import BadAnswerError, TransientError, is_transient, with_retries
 from lance_sync.locations import is_local, join_location, normalize_location
+from lance_sync.marks import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, is_lance_table
 
 DEFAULT_CATALOG = "hive"
 DEFAULT_DATABASE = "default"
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
-TABLE_TYPE_KEY = "table_type"
-LANCE_TABLE_TYPE = "lance"
 #: without EXTERNAL=TRUE, HMS stores an EXTERNAL_TABLE as MANAGED_TABLE (whose drop deletes data)
 EXTERNAL_KEY = "EXTERNAL"
 LANCE_TABLE_PARAMETERS = {EXTERNAL_KEY: "TRUE", TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
@@ -157,10 +147,10 @@ DATABASE_DESCRIPTION = "database.description"
 DATABASE_LOCATION = "database.location-uri"
 DATABASE_OWNER = "database.owner"
 DATABASE_OWNER_TYPE = "database.owner-type"
-DATABASE_FIELDS = (DATABASE_DESCRIPTION, DATABASE_LOCATION, DATABASE_OWNER, DATABASE_OWNER_TYPE)
+DATABASE_FIELDS: tuple[str, ...] = (DATABASE_DESCRIPTION, DATABASE_LOCATION, DATABASE_OWNER, DATABASE_OWNER_TYPE)
 CATALOG_DESCRIPTION = "catalog.description"
 CATALOG_LOCATION = "catalog.location-uri"
-CATALOG_FIELDS = (CATALOG_DESCRIPTION, CATALOG_LOCATION)
+CATALOG_FIELDS: tuple[str, ...] = (CATALOG_DESCRIPTION, CATALOG_LOCATION)
 
 #: where catalogs created without a location go, below `root`
 CATALOGS_DIRECTORY = "_catalogs"
@@ -169,15 +159,11 @@ TABLE_BATCH_SIZE = 300
 #: most elements a list or map in an answer may claim (garbage claiming billions fails at once)
 CONTAINER_LENGTH_LIMIT = 10_000_000
 #: exceptions declared in the Hive IDL: answers, after which the connection stays in step
-METASTORE_ERRORS = tuple(value for value in vars(ttypes).values()
+METASTORE_ERRORS: tuple[type[Exception], ...] = tuple(value for value in vars(ttypes).values()
                          if isinstance(value, type) and issubclass(value, TException)
                          and value.__module__ == ttypes.__name__)
 #: what manifests may name a catalog or database: HMS folds case and refuses other characters
 MANIFEST_NAME = re.compile(r"[a-z0-9_]+")
-
-CREATE, EXIST_OK, OVERWRITE = "create", "existok", "overwrite"
-FAIL = "fail"
-CASCADE = "cascade"
 
 T = TypeVar("T")
 
@@ -396,13 +382,16 @@ def _cause(error: BaseException) -> str:
 class Hive3Namespace(SyncNamespace):
     backend_type = "hive3"
     config_model = Hive3Config
+    config: Hive3Config
+    drops_cascade = True
     #: manifests declare databases (catalog$database); see the module docstring for catalogs
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: Hive3Config | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         address = urlsplit(self.config.uri)
+        assert address.hostname and address.port, "ThriftUri checks both"
         self._address = f"{address.hostname}:{address.port}"
         self._pool = MetastorePool(address.hostname, address.port, self.config.client_pool_size,
                                    self.config.client_socket_timeout)
@@ -440,13 +429,24 @@ class Hive3Namespace(SyncNamespace):
     # --- namespaces ----------------------------------------------------------------------------
 
     @_translated
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        parts = _names(request.id, "namespace", 1, 2)
-        mode = request_mode(request.mode, CREATE_MODES)
-        properties = dict(request.properties or {})
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        parts = _names(id, "namespace", 1, 2)
         if len(parts) == 1:
-            return self._create_catalog(parts[0], properties, mode)
-        return self._create_database(*parts, properties, mode)
+            self._create_catalog(parts[0], properties)
+        else:
+            catalog, database = parts
+            self._create_database(catalog, database, properties)
+        return properties
+
+    @_translated
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        """Catalogs: their fields; databases: parameters replaced, the fields named set, the
+        others kept (HMS keeps a field sent blank)."""
+        parts = _names(id, "namespace", 1, 2)
+        if len(parts) == 1:
+            self._alter_catalog(parts[0], properties)
+        else:
+            self._alter_database(self._get_database(*parts), properties)
 
     @_translated
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
@@ -467,23 +467,18 @@ class Hive3Namespace(SyncNamespace):
             _names(request.id, "namespace", 0, 2)))
 
     @_translated
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         self._namespace_properties(_names(request.id, "namespace", 0, 2))
+        return NamespaceExistsResponse()
 
     @_translated
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        parts = _names(request.id, "namespace", 1, 2)
-        mode = request_mode(request.mode, DROP_MODES)
-        cascade = request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == CASCADE
-        try:
-            if len(parts) == 1:
-                self._drop_catalog(parts[0], cascade)
-            else:
-                self._drop_database(*parts, cascade)
-        except NamespaceNotFoundError:
-            if mode == FAIL:
-                raise
-        return DropNamespaceResponse()
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
+        parts = _names(id, "namespace", 1, 2)
+        if len(parts) == 1:
+            self._drop_catalog(parts[0], cascade)
+        else:
+            catalog, database = parts
+            self._drop_database(catalog, database, cascade)
 
     # --- tables --------------------------------------------------------------------------------
 
@@ -506,15 +501,6 @@ class Hive3Namespace(SyncNamespace):
                                     f"{_message(error)}") from error
         return DeclareTableResponse(location=location, properties=_lance_properties(table),
                                     storage_options=self.storage_options() or None)
-
-    @_translated
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        if request_mode(request.mode, REGISTER_MODES) == OVERWRITE:
-            with contextlib.suppress(TableNotFoundError):
-                self.deregister_table(DeregisterTableRequest(id=request.id))
-        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
-                                                          properties=request.properties))
-        return RegisterTableResponse(location=declared.location, properties=declared.properties)
 
     @_translated
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
@@ -541,8 +527,10 @@ class Hive3Namespace(SyncNamespace):
             properties=_lance_properties(table), storage_options=self.storage_options() or None)
 
     @_translated
-    def table_exists(self, request: TableExistsRequest) -> None:
-        self._lance_table(*_names(request.id, "table", 3, 3))
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        catalog, database, name = _names(request.id, "table", 3, 3)
+        self._lance_table(catalog, database, name)
+        return TableExistsResponse()
 
     @_translated
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
@@ -552,7 +540,7 @@ class Hive3Namespace(SyncNamespace):
             self._send("drop_table", _database_ref(catalog, database), name, False)
         except NoSuchObjectException as error:
             raise TableNotFoundError(f"hive3: table {_display(request.id)} not found") from error
-        return DeregisterTableResponse(id=list(request.id), location=_location(table),
+        return DeregisterTableResponse(id=[catalog, database, name], location=_location(table),
                                        properties=_lance_properties(table))
 
     # --- reconciler extensions -----------------------------------------------------------------
@@ -638,7 +626,7 @@ class Hive3Namespace(SyncNamespace):
 
     # --- catalogs ------------------------------------------------------------------------------
 
-    def _create_catalog(self, name: str, properties: dict[str, str], mode: str) -> CreateNamespaceResponse:
+    def _create_catalog(self, name: str, properties: dict[str, str]) -> None:
         _check_catalog_properties(properties)
         location = join_location(self._root, properties.get(CATALOG_LOCATION)
                                  or f"{CATALOGS_DIRECTORY}/{name.lower()}")
@@ -647,12 +635,7 @@ class Hive3Namespace(SyncNamespace):
         try:
             self._catalog_call("create_catalog", CreateCatalogRequest(catalog=catalog))
         except AlreadyExistsException as error:
-            if mode == CREATE:
-                raise NamespaceAlreadyExistsError(f"hive3: catalog {name} already exists") from error
-            if mode == EXIST_OK:
-                return CreateNamespaceResponse(properties=_catalog_properties(self._get_catalog(name)))
-            self._alter_catalog(name, properties)
-        return CreateNamespaceResponse(properties=properties)
+            raise NamespaceAlreadyExistsError(f"hive3: catalog {name} already exists") from error
 
     def _alter_catalog(self, name: str, properties: dict[str, str]) -> None:
         """Set a catalog's description and location (HMS keeps a field sent blank)."""
@@ -735,26 +718,19 @@ class Hive3Namespace(SyncNamespace):
 
     # --- databases -----------------------------------------------------------------------------
 
-    def _create_database(self, catalog: str, name: str, properties: dict[str, str],
-                         mode: str) -> CreateNamespaceResponse:
+    def _create_database(self, catalog: str, name: str, properties: dict[str, str]) -> None:
         self._require_catalog(catalog)
         database = self._database_object(catalog, name, properties)
         try:
             self._send("create_database", database)
         except AlreadyExistsException as error:
-            if mode == CREATE:
-                raise NamespaceAlreadyExistsError(
-                    f"hive3: database {_display((catalog, name))} already exists") from error
-            existing = self._get_database(catalog, name)
-            if mode == EXIST_OK:
-                return CreateNamespaceResponse(properties=_database_properties(existing))
-            self._alter_database(existing, properties)
+            raise NamespaceAlreadyExistsError(
+                f"hive3: database {_display((catalog, name))} already exists") from error
         except (InvalidObjectException, NoSuchObjectException) as error:
             if not _is_default(catalog):
                 self._get_catalog(catalog)  # NamespaceNotFound when the parent is missing
             raise InvalidInputError(f"hive3: the metastore refused database {_display((catalog, name))}: "
                                     f"{_message(error)}") from error
-        return CreateNamespaceResponse(properties=properties)
 
     def _database_object(self, catalog: str, name: str, properties: dict[str, str]) -> Database:
         location = properties.get(DATABASE_LOCATION)
@@ -980,8 +956,8 @@ def _names(id: list[str] | tuple[str, ...] | None, what: str, low: int, high: in
     return parts
 
 
-def _display(parts: list[str] | tuple[str, ...]) -> str:
-    return Hive3Namespace.format_identifier(tuple(parts))
+def _display(parts: Sequence[str] | None) -> str:
+    return Hive3Namespace.format_identifier(tuple(parts or ()))
 
 
 def _is_default(catalog: str) -> bool:
@@ -1055,7 +1031,7 @@ def _lance_table(catalog: str, database: str, name: str, location: str,
 def _is_lance(table: Table) -> bool:
     """The spec's test: EXTERNAL_TABLE with parameter table_type=lance (any case)."""
     return (table.tableType == EXTERNAL_TABLE
-            and (table.parameters or {}).get(TABLE_TYPE_KEY, "").lower() == LANCE_TABLE_TYPE)
+            and is_lance_table(table.parameters or {}))
 
 
 def _lance_properties(table: Table) -> dict[str, str]:
@@ -1078,8 +1054,16 @@ def _batches(names: list[str], size: int) -> Iterator[list[str]]:
 # type gives (taken from the generated `thrift_spec`); fields the IDL marks required are
 # checked by the generated `validate()`. The object must also be the one asked for.
 
+class _ThriftStruct(Protocol):
+    """A struct class the Thrift compiler generated (pymetastore ships no type information)."""
+
+    thrift_spec: ClassVar[tuple[Any, ...]]
+
+    def validate(self) -> None: ...
+
+
 #: struct -> (fields the driver needs, fields it reads when present)
-STRUCT_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {
+STRUCT_FIELDS: dict[type[_ThriftStruct], tuple[tuple[str, ...], tuple[str, ...]]] = {
     GetCatalogsResponse: (("names",), ()),
     GetCatalogResponse: (("catalog",), ()),
     Catalog: (("name",), ("description", "locationUri")),
@@ -1097,7 +1081,7 @@ LIST_OF_STRINGS = (TType.STRING, "UTF8", False)
 
 
 @functools.cache
-def _field_types(struct_type: type) -> dict[str, tuple[int, Any]]:
+def _field_types(struct_type: type[_ThriftStruct]) -> dict[str, tuple[int, Any]]:
     """Field name -> (Thrift type, type arguments), from the generated `thrift_spec`."""
     return {field[2]: (field[1], field[3]) for field in struct_type.thrift_spec if field}
 
@@ -1136,7 +1120,7 @@ def _shown(value: Any, limit: int = 60) -> str:
     return f"{type(value).__name__} {text if len(text) <= limit else text[:limit] + '...'}"
 
 
-def _struct_problem(value: Any, struct_type: type, where: str) -> str | None:
+def _struct_problem(value: Any, struct_type: type[_ThriftStruct], where: str) -> str | None:
     """What is wrong with `value` as a `struct_type` (see STRUCT_FIELDS), or None."""
     if value is None:
         return f"{where} is missing"

@@ -157,8 +157,8 @@ class HttpClient:
             return None  # an earlier attempt deleted it, and its answer was lost
         if status in RETRYABLE_STATUS:
             failure = HttpFailure(method, url, status, _error_body(response), attempts)
-            error = ThrottlingError(failure.message()) if status == 429 else self.translate(failure)
-            raise _Failed(error, transient=True, may_have_acted=status not in NOT_CARRIED_OUT_STATUS,
+            translated = ThrottlingError(failure.message()) if status == 429 else self.translate(failure)
+            raise _Failed(translated, transient=True, may_have_acted=status not in NOT_CARRIED_OUT_STATUS,
                           retry_after=_retry_after_seconds(response.headers.get("Retry-After")))
         raise _Failed(self.translate(HttpFailure(method, url, status, _error_body(response), attempts)),
                       transient=False, may_have_acted=True)

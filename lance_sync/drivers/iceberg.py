@@ -26,8 +26,6 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -36,16 +34,14 @@ from lance_namespace import (
     DescribeNamespaceResponse,
     DescribeTableRequest,
     DescribeTableResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    RegisterTableRequest,
-    RegisterTableResponse,
+    NamespaceExistsResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -76,9 +72,6 @@ from pydantic import (
 
 from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -86,13 +79,19 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     default_root,
-    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl
-from lance_sync.drivers.http import HttpClient, HttpFailure, attempts_note, transient_if_5xx
+from lance_sync.drivers.http import (
+    HttpClient,
+    HttpFailure,
+    Translator,
+    attempts_note,
+    transient_if_5xx,
+)
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import normalize_location
+from lance_sync.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
 
 class IcebergConfig(BackendConfig):
@@ -127,8 +126,6 @@ TOKEN_PATH = "/v1/oauth/tokens"
 PREFIX_KEY = "prefix"
 #: joins namespace levels in paths and in the `parent` query parameter
 LEVEL_SEPARATOR = "\x1f"
-TABLE_TYPE_KEY = "table_type"
-LANCE_TABLE_TYPE = "lance"
 #: the companion Iceberg table's schema: one nullable string column `dummy`
 DUMMY_SCHEMA = {"type": "struct", "schema-id": 0,
                 "fields": [{"id": 1, "name": "dummy", "type": "string", "required": False}]}
@@ -254,19 +251,21 @@ class IcebergNamespace(SyncNamespace):
     #: answers everything in one page). Every page is followed either way.
     bulk_page_size: int | None = None
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: IcebergConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         config = self.config
-        timeouts = {"connect_timeout": config.connect_timeout / 1000,
-                    "read_timeout": config.read_timeout / 1000, "max_retries": config.max_retries}
+
+        def client(translate: Translator, headers: Callable[[], dict[str, str]] | None = None) -> HttpClient:
+            return HttpClient(config.endpoint, backend=BACKEND, connect_timeout=config.connect_timeout / 1000,
+                              read_timeout=config.read_timeout / 1000, max_retries=config.max_retries,
+                              translate=translate, headers=headers, on_request=self.count_call)
+
         if config.credential is not None:
-            token_http = HttpClient(config.endpoint, backend=BACKEND, translate=_token_error,
-                                    on_request=self.count_call, **timeouts)
-            self._auth: _StaticToken | _ClientCredentials = _ClientCredentials(config.credential, token_http)
+            self._auth: _StaticToken | _ClientCredentials = _ClientCredentials(config.credential,
+                                                                                client(_token_error))
         else:
             self._auth = _StaticToken(secret_value(config.auth_token))
-        self._http = HttpClient(config.endpoint, backend=BACKEND, translate=_ErrorAnswer,
-                                headers=self._auth_headers, on_request=self.count_call, **timeouts)
+        self._http = client(_ErrorAnswer, headers=self._auth_headers)
         self._sent_token = _SentToken()
         self._prefixes: dict[str, str] = {}
         self._prefix_lock = threading.Lock()
@@ -284,26 +283,18 @@ class IcebergNamespace(SyncNamespace):
 
     # --- namespaces --------------------------------------------------------------------------
 
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
         """POST namespaces, after checking the parent exists (the upstream server does not)."""
-        warehouse, levels = _split_namespace(request.id)
+        warehouse, levels = _split_namespace(id)
         if not levels:
             raise UnsupportedOperationError(f"iceberg: warehouse '{warehouse}' cannot be created "
                                             "through the REST API")
-        mode = request_mode(request.mode, CREATE_MODES)
-        if mode not in ("create", "existok", "overwrite"):
-            raise InvalidInputError(f"iceberg: unknown create mode '{request.mode}'")
         if len(levels) > 1 and not self._namespace_exists(warehouse, levels[:-1]):
             raise NamespaceNotFoundError(f"Parent namespace not found: {_display((warehouse, *levels[:-1]))}")
-        try:
-            return self._create_namespace(warehouse, levels, request.properties or {})
-        except NamespaceAlreadyExistsError:
-            if mode == "existok":
-                return CreateNamespaceResponse(properties=self._namespace_properties(warehouse, levels))
-            if mode == "create":
-                raise
-        self._drop_namespace(warehouse, levels)  # Overwrite: drop the empty namespace, then create
-        return self._create_namespace(warehouse, levels, request.properties or {})
+        path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
+        created = self._send("POST", path, json={"namespace": list(levels), "properties": properties},
+                             expect=NamespaceAnswer, meanings={409: NamespaceAlreadyExistsError})
+        return dict(created.properties or {})
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         warehouse, levels = _split_listed_namespace(request.id)
@@ -316,24 +307,20 @@ class IcebergNamespace(SyncNamespace):
         warehouse, levels = _split_namespace(request.id)
         return DescribeNamespaceResponse(properties=self._namespace_properties(warehouse, levels))
 
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
-        if not request.id:
-            return
-        warehouse, levels = _split_namespace(request.id)
-        if not self._namespace_exists(warehouse, levels):
-            raise NamespaceNotFoundError(f"Namespace not found: {_display(request.id)}")
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+        if request.id:
+            warehouse, levels = _split_namespace(request.id)
+            if not self._namespace_exists(warehouse, levels):
+                raise NamespaceNotFoundError(f"Namespace not found: {_display(request.id)}")
+        return NamespaceExistsResponse()
 
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
-        """Restrict only; a namespace that does not exist is dropped already (the spec)."""
-        if request_mode(request.behavior, DROP_BEHAVIORS, "behavior") != "restrict":
-            raise UnsupportedOperationError("iceberg: only Restrict drops are supported; "
-                                            "drop the tables and child namespaces first")
-        warehouse, levels = _split_namespace(request.id)
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
+        """A namespace that does not exist is dropped already (the spec)."""
+        warehouse, levels = _split_namespace(id)
         if not levels:
             raise UnsupportedOperationError(f"iceberg: warehouse '{warehouse}' cannot be dropped "
                                             "through the REST API")
         self._drop_namespace(warehouse, levels)
-        return DropNamespaceResponse()
 
     # --- tables ------------------------------------------------------------------------------
 
@@ -341,7 +328,7 @@ class IcebergNamespace(SyncNamespace):
         """POST a companion Iceberg table (dummy schema, table_type=lance) at the Lance location."""
         warehouse, levels, name = _split_table(request.id)
         location = request.location or self._default_location(warehouse, levels, name)
-        properties = {**(request.properties or {}), TABLE_TYPE_KEY: LANCE_TABLE_TYPE}
+        properties = lance_table_properties(request.properties)
         body = {"name": name, "location": location, "schema": DUMMY_SCHEMA, "properties": properties,
                 "stage-create": False}
         path = self._namespace_path(warehouse, levels, missing=NamespaceNotFoundError) + "/tables"
@@ -350,14 +337,6 @@ class IcebergNamespace(SyncNamespace):
         return DeclareTableResponse(location=created.metadata.location,
                                     properties=created.metadata.properties,
                                     storage_options=self.storage_options() or None)
-
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        """An existing Lance dataset registered like a declared table (Create mode only)."""
-        if request_mode(request.mode, REGISTER_MODES) != "create":
-            raise UnsupportedOperationError("iceberg: register_table supports mode Create only")
-        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
-                                                          properties=request.properties))
-        return RegisterTableResponse(location=declared.location, properties=declared.properties)
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         """One page of table names, each table loaded (in parallel) to keep only Lance tables."""
@@ -376,8 +355,9 @@ class IcebergNamespace(SyncNamespace):
                                      location=info.location, properties=info.properties,
                                      storage_options=self.storage_options() or None)
 
-    def table_exists(self, request: TableExistsRequest) -> None:
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         self._require_lance(request.id)
+        return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Check it is a Lance table, then DELETE without purge (data and Iceberg metadata stay).
@@ -480,13 +460,6 @@ class IcebergNamespace(SyncNamespace):
         warehouse, levels, name = _split_table(id)
         return f"{self._namespace_path(warehouse, levels, missing=TableNotFoundError)}/tables/{_encode(name)}"
 
-    def _create_namespace(self, warehouse: str, levels: tuple[str, ...],
-                          properties: dict[str, str]) -> CreateNamespaceResponse:
-        path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
-        created = self._send("POST", path, json={"namespace": list(levels), "properties": properties},
-                             expect=NamespaceAnswer, meanings={409: NamespaceAlreadyExistsError})
-        return CreateNamespaceResponse(properties=created.properties or {})
-
     def _namespace_properties(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
         if not levels:
             self._prefix(warehouse, NamespaceNotFoundError)
@@ -541,8 +514,7 @@ class IcebergNamespace(SyncNamespace):
         metadata = self._send("GET", self._table_path(id), expect=LoadTableAnswer,
                               meanings={404: TableNotFoundError}).metadata
         properties = dict(metadata.properties)
-        is_lance = properties.get(TABLE_TYPE_KEY, "").lower() == LANCE_TABLE_TYPE
-        return TableInfo(tuple(id or ()), metadata.location, properties, is_lance=is_lance)
+        return TableInfo(tuple(id or ()), metadata.location, properties, is_lance=is_lance_table(properties))
 
     def _load_table_info(self, id: Identifier) -> TableInfo | None:
         """Like `_load_table`; None when the table does not exist."""

@@ -21,7 +21,6 @@ NOT_FOUND / 409 ALREADY_EXISTS, and the request path says which kind of object w
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -32,8 +31,6 @@ from urllib.parse import quote
 import lance
 import pyarrow as pa
 from lance_namespace import (
-    CreateNamespaceRequest,
-    CreateNamespaceResponse,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -42,16 +39,14 @@ from lance_namespace import (
     DescribeNamespaceResponse,
     DescribeTableRequest,
     DescribeTableResponse,
-    DropNamespaceRequest,
-    DropNamespaceResponse,
     ListNamespacesRequest,
     ListNamespacesResponse,
     ListTablesRequest,
     ListTablesResponse,
     NamespaceExistsRequest,
-    RegisterTableRequest,
-    RegisterTableResponse,
+    NamespaceExistsResponse,
     TableExistsRequest,
+    TableExistsResponse,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -71,12 +66,9 @@ from lance_namespace.errors import (
 )
 from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr, StrictInt, StrictStr
 
+from lance_sync.arrow_types import spark_compatible
 from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
-    CREATE_MODES,
-    DROP_BEHAVIORS,
-    DROP_MODES,
-    REGISTER_MODES,
     BackendConfig,
     Capabilities,
     Identifier,
@@ -84,13 +76,13 @@ from lance_sync.drivers.base import (
     SyncNamespace,
     TableInfo,
     default_root,
-    request_mode,
     secret_value,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
 from lance_sync.drivers.http import HttpClient, HttpFailure, transient_if_5xx
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import is_local, join_location, normalize_location
+from lance_sync.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
 BACKEND = "unity"
 DEFAULT_API_PATH = "/api/2.1/unity-catalog"
@@ -99,10 +91,8 @@ PAGE_SIZE = 100
 EXTERNAL = "EXTERNAL"
 #: UC has no LANCE data source format; the spec registers Lance tables as TEXT
 DATA_SOURCE_FORMAT = "TEXT"
-TABLE_TYPE_PROPERTY = "table_type"
 #: what UC OSS accepts as a schema or table name (ValidationUtils)
 VALID_NAME = re.compile(r"[a-zA-Z0-9_@-]+")
-LANCE_TABLE_TYPE = "lance"
 
 
 class UnityConfig(BackendConfig):
@@ -174,11 +164,13 @@ class ListTablesAnswer(Answer):
 class UnityNamespace(SyncNamespace):
     backend_type = "unity"
     config_model = UnityConfig
+    config: UnityConfig
+    drops_cascade = True
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
 
-    def __init__(self, **properties: Any) -> None:
-        super().__init__(**properties)
+    def __init__(self, config: UnityConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
         self.catalog = self.config.catalog
         self.root = normalize_location(self.config.root)
         token = secret_value(self.config.auth_token)
@@ -210,21 +202,10 @@ class UnityNamespace(SyncNamespace):
 
     # --- namespaces --------------------------------------------------------------------------
 
-    def create_namespace(self, request: CreateNamespaceRequest) -> CreateNamespaceResponse:
-        """Overwrite drops the schema first, never forcing: a schema with tables is NamespaceNotEmpty."""
-        catalog, schema = self._schema_name(request.id, other_catalog=InvalidInputError)
-        mode = request_mode(request.mode, CREATE_MODES)
-        if mode == "overwrite":
-            with contextlib.suppress(NamespaceNotFoundError):
-                self._delete_schema(catalog, schema, force=False)
-        body = {"name": schema, "catalog_name": catalog, "properties": request.properties or {}}
-        try:
-            created = self.http.request("POST", "/schemas", json=body, expect=SchemaAnswer)
-        except NamespaceAlreadyExistsError:
-            if mode != "existok":
-                raise
-            created = self._get_schema(catalog, schema)
-        return CreateNamespaceResponse(properties=_properties(created))
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        catalog, schema = self._schema_name(id, other_catalog=InvalidInputError)
+        body = {"name": schema, "catalog_name": catalog, "properties": properties}
+        return _properties(self.http.request("POST", "/schemas", json=body, expect=SchemaAnswer))
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         parts = self._namespace_parts(request.id)
@@ -245,20 +226,14 @@ class UnityNamespace(SyncNamespace):
         found = self._get_catalog() if len(parts) == 1 else self._get_schema(*parts)
         return DescribeNamespaceResponse(properties=_properties(found))
 
-    def namespace_exists(self, request: NamespaceExistsRequest) -> None:
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
         self.describe_namespace(DescribeNamespaceRequest(id=request.id))
+        return NamespaceExistsResponse()
 
-    def drop_namespace(self, request: DropNamespaceRequest) -> DropNamespaceResponse:
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
         """Cascade is UC's force delete: it deregisters every table of the schema (data stays)."""
-        mode = request_mode(request.mode, DROP_MODES)
-        force = request_mode(request.behavior, DROP_BEHAVIORS, "behavior") == "cascade"
-        try:
-            catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
-            self._delete_schema(catalog, schema, force=force)
-        except NamespaceNotFoundError:
-            if mode != "skip":
-                raise
-        return DropNamespaceResponse()
+        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
+        self._delete_schema(catalog, schema, force=cascade)
 
     # --- tables ------------------------------------------------------------------------------
 
@@ -271,27 +246,19 @@ class UnityNamespace(SyncNamespace):
         """
         catalog, schema, name = self._table_name(request.id, other_catalog=InvalidInputError)
         location = join_location(self.root, request.location or f"{catalog}/{schema}/{name}.lance")
-        properties = {**(request.properties or {}), TABLE_TYPE_PROPERTY: LANCE_TABLE_TYPE}
+        properties = lance_table_properties(request.properties)
+        storage_location = _storage_url(location)
         body = {
             "name": name, "catalog_name": catalog, "schema_name": schema,
             "table_type": EXTERNAL, "data_source_format": DATA_SOURCE_FORMAT,
-            "storage_location": _storage_url(location),
+            "storage_location": storage_location,
             "columns": unity_columns(self._dataset_schema(location)),
             "properties": properties,
         }
         created = self.http.request("POST", "/tables", json=body, expect=TableAnswer)
-        return DeclareTableResponse(location=created.storage_location or body["storage_location"],
+        return DeclareTableResponse(location=created.storage_location or storage_location,
                                     properties=_properties(created) or properties,
                                     storage_options=self.storage_options() or None)
-
-    def register_table(self, request: RegisterTableRequest) -> RegisterTableResponse:
-        """Declare at the given location; Overwrite first deregisters a Lance table of that name."""
-        if request_mode(request.mode, REGISTER_MODES) == "overwrite":
-            with contextlib.suppress(TableNotFoundError):
-                self.deregister_table(DeregisterTableRequest(id=request.id))
-        declared = self.declare_table(DeclareTableRequest(id=request.id, location=request.location,
-                                                          properties=request.properties))
-        return RegisterTableResponse(location=declared.location, properties=declared.properties)
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         """Lance tables only, so a page may hold fewer than `limit` names (even none)."""
@@ -309,16 +276,17 @@ class UnityNamespace(SyncNamespace):
                                      properties=_properties(table),
                                      storage_options=self.storage_options() or None)
 
-    def table_exists(self, request: TableExistsRequest) -> None:
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
         catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
         self._get_lance_table(catalog, schema, name)
+        return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """GET and check that it is a Lance table, then DELETE (UC keeps an EXTERNAL table's data)."""
         catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
         table = self._get_lance_table(catalog, schema, name)
         self.http.request("DELETE", f"/tables/{_full_name(catalog, schema, name)}")
-        return DeregisterTableResponse(id=list(request.id), location=table.storage_location,
+        return DeregisterTableResponse(id=[catalog, schema, name], location=table.storage_location,
                                        properties=_properties(table))
 
     # --- reconciler extensions -----------------------------------------------------------------
@@ -443,8 +411,8 @@ class UnityNamespace(SyncNamespace):
             raise TableNotFoundError(f"unity: table {full_name} not found: {error}") from error
         if not _is_lance(table):
             raise InvalidInputError(f"unity: table {full_name} is not a Lance table "
-                                    f"(table_type {table.table_type}, properties.table_type="
-                                    f"{_properties(table).get(TABLE_TYPE_PROPERTY)!r})")
+                                    f"(table_type {table.table_type}, properties.{TABLE_TYPE_KEY}="
+                                    f"{_properties(table).get(TABLE_TYPE_KEY)!r})")
         return table
 
     def _dataset_schema(self, location: str) -> pa.Schema | None:
@@ -458,10 +426,11 @@ class UnityNamespace(SyncNamespace):
                                 f"to describe its columns: {error}") from error
 
     def _translate(self, failure: HttpFailure) -> LanceNamespaceError:
-        code = failure.body.get("error_code") if isinstance(failure.body, dict) else None
+        body = failure.body if isinstance(failure.body, dict) else {}
+        code = str(body.get("error_code") or "")
         if code in ("NOT_FOUND", "ALREADY_EXISTS"):
             error_class = self._generic_error_class(code, failure)
-        elif code is None and failure.status == 404:
+        elif not code and failure.status == 404:
             # a bare 404 is a path the server does not know, not a missing object
             return InternalError(f"unity: {failure.message()} (is this a Unity Catalog API? "
                                  f"check endpoint and api_path)")
@@ -529,8 +498,7 @@ def _properties(info: CatalogAnswer | SchemaAnswer | TableAnswer) -> dict[str, s
 
 def _is_lance(table: TableAnswer) -> bool:
     """The spec's test: EXTERNAL, and properties.table_type equal to 'lance' in any case."""
-    marker = _properties(table).get(TABLE_TYPE_PROPERTY)
-    return table.table_type == EXTERNAL and marker is not None and marker.lower() == LANCE_TABLE_TYPE
+    return table.table_type == EXTERNAL and is_lance_table(_properties(table))
 
 
 def _recorded_columns(table: TableAnswer) -> list[dict[str, str | None]]:
@@ -543,9 +511,10 @@ def _recorded_columns(table: TableAnswer) -> list[dict[str, str | None]]:
 #
 # Each Arrow type becomes the Spark type Unity readers expect: `type_name` (UC's ColumnTypeName),
 # `type_text` (Spark's catalog string) and `type_json` (a Spark StructField as JSON, which UC
-# 0.5+ validates). Types Spark lacks are widened where that is exact (unsigned integers,
-# float16); types with no Spark equivalent (time, duration, interval, union, decimals above 38
-# digits) are recorded as USER_DEFINED_TYPE with Arrow's own type name as text.
+# 0.5+ validates). Types Spark lacks are widened as the Spark data plane widens them
+# (arrow_types.spark_compatible); types with no Spark equivalent (time, duration, interval,
+# union, decimals above 38 digits) are recorded as USER_DEFINED_TYPE with Arrow's own type
+# name as text.
 
 @dataclass(frozen=True)
 class SparkType:
@@ -559,10 +528,10 @@ class SparkType:
 _SIMPLE_TYPES: tuple[tuple[tuple[Any, ...], SparkType], ...] = (
     ((pa.types.is_boolean,), SparkType("BOOLEAN", "boolean", "boolean")),
     ((pa.types.is_int8,), SparkType("BYTE", "tinyint", "byte")),
-    ((pa.types.is_int16, pa.types.is_uint8), SparkType("SHORT", "smallint", "short")),
-    ((pa.types.is_int32, pa.types.is_uint16), SparkType("INT", "int", "integer")),
-    ((pa.types.is_int64, pa.types.is_uint32), SparkType("LONG", "bigint", "long")),
-    ((pa.types.is_float16, pa.types.is_float32), SparkType("FLOAT", "float", "float")),
+    ((pa.types.is_int16,), SparkType("SHORT", "smallint", "short")),
+    ((pa.types.is_int32,), SparkType("INT", "int", "integer")),
+    ((pa.types.is_int64,), SparkType("LONG", "bigint", "long")),
+    ((pa.types.is_float32,), SparkType("FLOAT", "float", "float")),
     ((pa.types.is_float64,), SparkType("DOUBLE", "double", "double")),
     ((pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view),
      SparkType("STRING", "string", "string")),
@@ -593,18 +562,17 @@ def unity_columns(schema: pa.Schema | None) -> list[dict[str, Any]]:
 
 
 def spark_type(arrow_type: pa.DataType) -> SparkType:
-    if pa.types.is_dictionary(arrow_type) or pa.types.is_run_end_encoded(arrow_type):
-        return spark_type(arrow_type.value_type)  # encodings of their value type
+    if pa.types.is_run_end_encoded(arrow_type):
+        return spark_type(arrow_type.value_type)  # an encoding of its value type
     if isinstance(arrow_type, pa.ExtensionType):
         return spark_type(arrow_type.storage_type)
+    arrow_type = spark_compatible(arrow_type)
     for predicates, spark in _SIMPLE_TYPES:
         if any(predicate(arrow_type) for predicate in predicates):
             return spark
     if pa.types.is_timestamp(arrow_type):
         return SparkType("TIMESTAMP", "timestamp", "timestamp") if arrow_type.tz else \
             SparkType("TIMESTAMP_NTZ", "timestamp_ntz", "timestamp_ntz")
-    if pa.types.is_uint64(arrow_type):
-        return _decimal(20, 0)
     if pa.types.is_decimal(arrow_type) and 0 <= arrow_type.scale <= arrow_type.precision <= _MAX_DECIMAL_PRECISION:
         return _decimal(arrow_type.precision, arrow_type.scale)
     if any(predicate(arrow_type) for predicate in _LIST_TYPES):

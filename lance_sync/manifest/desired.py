@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,8 @@ class BackendSpec:
     scope: tuple[Identifier, ...]
     #: the configuration as a saved plan stores it: secrets as their ${VAR} reference
     template: dict[str, Any]
-    driver_class: type[SyncNamespace]
+    # builtins.type: the field `type` above shadows the builtin inside this class
+    driver_class: builtins.type[SyncNamespace]
 
     def format_id(self, id: Identifier) -> str:
         return self.driver_class.format_identifier(id)

@@ -21,6 +21,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from lance_sync.errors import ManifestError, Position
+from lance_sync.variables import REFERENCE
 
 #: A path into the data: mapping keys and list indices.
 DataPath = tuple[str | int, ...]
@@ -32,7 +33,6 @@ MAX_DEPTH = 64
 
 #: libyaml's loader when pyyaml was built with it (about 20x faster), else the pure-Python one
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_VARIABLE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _MERGE_KEY_TAG = "tag:yaml.org,2002:merge"
 _STRING_TAG = "tag:yaml.org,2002:str"
 
@@ -145,8 +145,9 @@ class _Builder:
             key = str(key_node.value)
             if key in result:
                 raise ManifestError(f"duplicate key '{key}'", self.at(key_node))
-            self.key_positions[(*path, key)] = self.at(key_node)
-            result[key] = self.build(value_node, (*path, key))
+            key_path = (*path, key)
+            self.key_positions[key_path] = self.at(key_node)
+            result[key] = self.build(value_node, key_path)
         return result
 
     def entries(self, node: MappingNode) -> Iterator[tuple[Node, Node]]:
@@ -203,7 +204,7 @@ class _Builder:
                                     _field(path))
             return value
 
-        result = _VARIABLE.sub(replace, text)
+        result = REFERENCE.sub(replace, text)
         if used:
             self.templates[path] = text
         elif "${" in text:

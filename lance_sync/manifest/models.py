@@ -8,7 +8,7 @@ cannot disagree.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Protocol, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
@@ -120,10 +120,32 @@ class SparkSettings(_Strict):
     conf: dict[str, PropertyValue] = Field(default_factory=dict, description="Extra Spark configuration")
 
 
+class ValidatedBackend(Protocol):
+    """A validated backend entry as the checks read it: its driver's configuration fields
+    plus `type` and `scope` (the model is built at run time, see `backend_models`)."""
+
+    type: str
+    scope: list[str | list[str]]
+
+    def model_dump(self, *, by_alias: bool = ..., exclude: set[str] | None = ...,
+                   exclude_unset: bool = ...) -> dict[str, Any]: ...
+
+
+class ValidatedManifest(Protocol):
+    """A validated manifest as the checks read it (the model is built at run time, see
+    `manifest_model`)."""
+
+    owner: str
+    backends: dict[str, ValidatedBackend]
+    namespaces: list[Namespace]
+    tables: list[Table]
+    spark: SparkSettings | None
+
+
 @functools.cache
 def backend_models() -> dict[str, type[BaseModel]]:
     """One manifest model per backend type: the driver's config plus `type` and `scope`."""
-    models = {}
+    models: dict[str, type[BaseModel]] = {}
     for backend_type in sorted(available_drivers()):
         config_model = driver_class(backend_type).config_model
         models[backend_type] = create_model(
@@ -141,7 +163,8 @@ def backend_models() -> dict[str, type[BaseModel]]:
 
 @functools.cache
 def manifest_model() -> type[BaseModel]:
-    backend = Annotated[Union[tuple(backend_models().values())], Field(discriminator="type")]  # noqa: UP007
+    # a union of the models backend_models built at run time: no static type describes it
+    backend = Annotated[Union[tuple(backend_models().values())], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
     return create_model(
         "Manifest",
         __base__=_Strict,
@@ -149,7 +172,8 @@ def manifest_model() -> type[BaseModel]:
         version=(Literal[1], Field(description="Manifest format version")),
         owner=(str, Field(pattern=OWNER_PATTERN, description="Stamped as lance_sync.owner on what "
                           "lance-sync creates; only objects with this mark are ever removed")),
-        backends=(dict[Annotated[str, Field(pattern=NAME_PATTERN)], backend], Field(min_length=1)),
+        backends=(dict[Annotated[str, Field(pattern=NAME_PATTERN)], backend],  # type: ignore[valid-type]
+                  Field(min_length=1)),
         namespaces=(list[Namespace], Field(default_factory=list)),
         tables=(list[Table], Field(default_factory=list)),
         spark=(SparkSettings | None, None),

@@ -14,7 +14,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import Identifier, SyncNamespace
-from lance_sync.errors import ManifestError, ManifestErrors
+from lance_sync.errors import ManifestError, ManifestErrors, Position
 from lance_sync.locations import is_local, is_within, normalize_location
 from lance_sync.manifest.desired import (
     BackendSpec,
@@ -24,9 +24,10 @@ from lance_sync.manifest.desired import (
     Registration,
 )
 from lance_sync.manifest.loader import DataPath, Document, format_path
+from lance_sync.manifest.models import Table, ValidatedBackend, ValidatedManifest
+from lance_sync.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
+from lance_sync.variables import is_whole_reference
 
-RESERVED_PREFIX = "lance_sync."
-_ONLY_VARIABLE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 #: storage option keys that carry credentials and so must come from ${VAR}
 _SECRET_KEY = re.compile(r"secret|token|password|credential|access_key|account_key|sas|private", re.I)
 
@@ -44,11 +45,11 @@ class _Checker:
         self.problems.append(ManifestError(message, position, format_path(path)))
 
 
-def build_desired_state(model: BaseModel, document: Document, base_dir: str) -> DesiredState:
+def build_desired_state(model: ValidatedManifest, document: Document, base_dir: str) -> DesiredState:
     """Check a validated manifest and turn it into the desired state; ManifestErrors if not."""
     checker = _Checker(document, base_dir)
-    backends = {name: _backend(checker, name, entry) for name, entry in model.backends.items()}
-    backends = {name: spec for name, spec in backends.items() if spec is not None}
+    checked = {name: _backend(checker, name, entry) for name, entry in model.backends.items()}
+    backends = {name: spec for name, spec in checked.items() if spec is not None}
     state = DesiredState(owner=model.owner, files=list(document.files), base_dir=base_dir,
                          backends=backends,
                          spark=model.spark.model_dump(exclude_none=True) if model.spark else None)
@@ -63,11 +64,12 @@ def build_desired_state(model: BaseModel, document: Document, base_dir: str) -> 
 
 # --- backends ----------------------------------------------------------------------------------
 
-def _backend(checker: _Checker, name: str, entry: BaseModel) -> BackendSpec | None:
+def _backend(checker: _Checker, name: str, entry: ValidatedBackend) -> BackendSpec | None:
     path: DataPath = ("backends", name)
     cls = driver_class(entry.type)
+    secrets = _secret_fields(cls.config_model)
     problems_before = len(checker.problems)
-    _check_secrets(checker, entry, path)
+    _check_secrets(checker, secrets, path)
     if len(checker.problems) > problems_before:
         return None
     values = entry.model_dump(by_alias=True, exclude={"type", "scope"}, exclude_unset=True)
@@ -86,11 +88,11 @@ def _backend(checker: _Checker, name: str, entry: BaseModel) -> BackendSpec | No
         if parts is not None:
             scope.append(parts)
     return BackendSpec(name=name, type=entry.type, config=config, scope=tuple(scope),
-                       template=_template(checker, entry, path, values), driver_class=cls)
+                       template=_template(checker, entry.type, secrets, path, values), driver_class=cls)
 
 
-def _secret_fields(entry: BaseModel) -> list[str]:
-    fields = type(entry).model_fields
+def _secret_fields(config_model: type[BaseModel]) -> list[str]:
+    fields = config_model.model_fields
     return [info.alias or name for name, info in fields.items() if SecretStr in _types_of(info.annotation)]
 
 
@@ -98,9 +100,9 @@ def _types_of(annotation: Any) -> tuple[Any, ...]:
     return getattr(annotation, "__args__", None) or (annotation,)
 
 
-def _check_secrets(checker: _Checker, entry: BaseModel, path: DataPath) -> None:
+def _check_secrets(checker: _Checker, secrets: list[str], path: DataPath) -> None:
     data = checker.document
-    for field in _secret_fields(entry):
+    for field in secrets:
         field_path = (*path, field)
         if _value_at(data.data, field_path) is not None and not _from_variable(data, field_path):
             checker.fail("secrets are only taken from the environment: write ${VARIABLE_NAME}", field_path)
@@ -112,19 +114,23 @@ def _check_secrets(checker: _Checker, entry: BaseModel, path: DataPath) -> None:
 
 
 def _from_variable(document: Document, path: DataPath) -> bool:
-    return bool(_ONLY_VARIABLE.match(document.templates.get(path, "")))
+    return is_whole_reference(document.templates.get(path, ""))
 
 
-def _template(checker: _Checker, entry: BaseModel, path: DataPath, values: dict[str, Any]) -> dict[str, Any]:
+def _template(checker: _Checker, backend_type: str, secrets: list[str], path: DataPath,
+              values: dict[str, Any]) -> dict[str, Any]:
     """The backend as a saved plan stores it: each secret replaced by its ${VAR} reference."""
-    template = {"type": entry.type, **values}
-    for field in _secret_fields(entry):
+    template = {"type": backend_type, **values}
+    templates = checker.document.templates
+    for field in secrets:
         if field in template:
-            template[field] = checker.document.templates[(*path, field)]
+            field_path = (*path, field)
+            template[field] = templates[field_path]
     storage = dict(template.get("storage") or {})
     for key in storage:
         if _SECRET_KEY.search(key):
-            storage[key] = checker.document.templates[(*path, "storage", key)]
+            key_path = (*path, "storage", key)
+            storage[key] = templates[key_path]
     if storage:
         template["storage"] = storage
     return template
@@ -132,11 +138,11 @@ def _template(checker: _Checker, entry: BaseModel, path: DataPath, values: dict[
 
 def _value_at(data: Any, path: DataPath) -> Any:
     for element in path:
-        if not isinstance(data, dict | list):
-            return None
-        try:
+        if isinstance(data, dict):
+            data = data.get(element)
+        elif isinstance(data, list) and isinstance(element, int) and 0 <= element < len(data):
             data = data[element]
-        except (KeyError, IndexError):
+        else:
             return None
     return data
 
@@ -159,8 +165,10 @@ def _identifier(checker: _Checker, cls: type[SyncNamespace], raw: str | list[str
     return parts
 
 
-def _namespaces(checker: _Checker, model: BaseModel, backends: dict[str, BackendSpec]) -> list[DesiredNamespace]:
-    result, seen = [], {}
+def _namespaces(checker: _Checker, model: ValidatedManifest,
+                backends: dict[str, BackendSpec]) -> list[DesiredNamespace]:
+    result: list[DesiredNamespace] = []
+    seen: dict[tuple[str, Identifier], Position | None] = {}
     for index, entry in enumerate(model.namespaces):
         path: DataPath = ("namespaces", index)
         spec = _backend_ref(checker, backends, model, entry.backend, (*path, "backend"))
@@ -185,7 +193,7 @@ def _namespaces(checker: _Checker, model: BaseModel, backends: dict[str, Backend
     return result
 
 
-def _backend_ref(checker: _Checker, backends: dict[str, BackendSpec], model: BaseModel, name: str,
+def _backend_ref(checker: _Checker, backends: dict[str, BackendSpec], model: ValidatedManifest, name: str,
                  path: DataPath) -> BackendSpec | None:
     if name in backends:
         return backends[name]
@@ -205,8 +213,9 @@ def _check_properties(checker: _Checker, properties: dict[str, str], path: DataP
 
 # --- tables ------------------------------------------------------------------------------------
 
-def _tables(checker: _Checker, model: BaseModel, backends: dict[str, BackendSpec]) -> list[DesiredTable]:
-    result, names = [], {}
+def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+    result: list[DesiredTable] = []
+    names: dict[str, Position | None] = {}
     for index, entry in enumerate(model.tables):
         path: DataPath = ("tables", index)
         if entry.name in names:
@@ -215,7 +224,7 @@ def _tables(checker: _Checker, model: BaseModel, backends: dict[str, BackendSpec
             continue
         names[entry.name] = checker.document.position((*path, "name"))
         checker.table_index[entry.name] = index
-        _check_properties(checker, entry.properties, (*path, "properties"), reserved=("table_type",))
+        _check_properties(checker, entry.properties, (*path, "properties"), reserved=(TABLE_TYPE_KEY,))
         _check_columns(checker, entry, path)
         location = normalize_location(entry.location, checker.base_dir)
         registrations = []
@@ -250,7 +259,7 @@ def _tables(checker: _Checker, model: BaseModel, backends: dict[str, BackendSpec
     return result
 
 
-def _check_columns(checker: _Checker, entry: BaseModel, path: DataPath) -> None:
+def _check_columns(checker: _Checker, entry: Table, path: DataPath) -> None:
     seen: set[str] = set()
     for index, column in enumerate(entry.columns or []):
         if column.name in seen:
@@ -258,7 +267,7 @@ def _check_columns(checker: _Checker, entry: BaseModel, path: DataPath) -> None:
         seen.add(column.name)
 
 
-def _source(checker: _Checker, entry: BaseModel, path: DataPath) -> dict[str, Any] | None:
+def _source(checker: _Checker, entry: Table, path: DataPath) -> dict[str, Any] | None:
     if entry.source is None:
         return None
     source = entry.source.model_dump()

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import difflib
 import functools
-from typing import Any
+from typing import cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
-from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
+from pydantic_core import ErrorDetails
 
 from lance_sync.errors import ManifestError, ManifestErrors
 from lance_sync.manifest.loader import DataPath, Document, format_path
-from lance_sync.manifest.models import manifest_json_schema, manifest_model
+from lance_sync.manifest.models import ValidatedManifest, manifest_json_schema, manifest_model
 
 _JSON_TYPES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
                int: "a number", float: "a number", type(None): "empty"}
@@ -28,13 +28,13 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(manifest_json_schema())
 
 
-def validate_structure(document: Document) -> BaseModel:
+def validate_structure(document: Document) -> ValidatedManifest:
     """The manifest model for a document, or ManifestErrors listing every problem found."""
     problems = [p for error in _validator().iter_errors(document.data) for p in _explain(error, document)]
     if problems:
         raise ManifestErrors(_sorted_unique(problems))
     try:
-        return manifest_model().model_validate(document.data)
+        return cast(ValidatedManifest, manifest_model().model_validate(document.data))
     except ModelError as error:
         raise ManifestErrors(_sorted_unique(
             [_model_problem(e, document) for e in error.errors()])) from None
@@ -124,7 +124,7 @@ def _did_you_mean(key: str, allowed: list[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _model_problem(error: dict[str, Any], document: Document) -> ManifestError:
+def _model_problem(error: ErrorDetails, document: Document) -> ManifestError:
     """Map a pydantic error location onto the data path (skipping union tags)."""
     path: list[str | int] = []
     data = document.data

@@ -17,7 +17,9 @@ operation objects; rendering and execution live elsewhere. Rules, in short:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lance_sync.arrow_types import (
     column_drift,
@@ -101,8 +103,8 @@ class Comparer:
 
     def _action(self, verb: Verb, kind: Kind, reason: Reason, backend: str, id: Identifier, *,
                 before: ObjectState | None, after: ObjectState | None, detail: str,
-                keys: list[str] = (), **extra) -> Action:
-        display = (after or before).location if kind == Kind.DATASET else self._display(backend, id)
+                keys: Sequence[str] = (), **extra: Any) -> Action:
+        display = _dataset_location(after, before) if kind == Kind.DATASET else self._display(backend, id)
         action = Action(verb=verb, kind=kind, reason=reason, backend=backend, id=list(id),
                         display_id=display, detail=detail, before=before, after=after,
                         compared_keys=sorted(keys), fingerprint=fingerprint(before, list(keys)), **extra)
@@ -176,7 +178,7 @@ class Comparer:
         if writer is None:
             return None
         after = ObjectState(location=table.location, columns=declared, source=table.source)
-        common = {"table": table.name, "dataset": status, "registrations": registrations}
+        common: dict[str, Any] = {"table": table.name, "dataset": status, "registrations": registrations}
         if status is None or status.status == "missing":
             if not (table.columns or table.source):
                 return None
@@ -218,7 +220,7 @@ class Comparer:
                            properties={**table.properties,
                                        **marks(self.desired.owner, table.protect, table.on_remove)})
         live = self.live.tables.get(key)
-        common = {"keys": keys, "table": table.name, "dataset": status,
+        common: dict[str, Any] = {"keys": keys, "table": table.name, "dataset": status,
                   "warnings": [] if writes else _dataset_warnings(table, status)}
         if live is None:
             self._action(Verb.CREATE, Kind.TABLE, Reason.ABSENT, backend, id, before=None, after=want,
@@ -362,9 +364,9 @@ class Comparer:
             parent = by_key.get(action_key(Kind.NAMESPACE, action.backend, action.id[:-1]))
             if action.id and parent is not None and parent.verb == Verb.CREATE and not action.removes:
                 needs.add(parent.key)
-            if action.kind == Kind.TABLE and action.verb == Verb.CREATE and \
-                    dataset_key(action.after.location) in by_key:
-                needs.add(dataset_key(action.after.location))
+            if action.kind == Kind.TABLE and action.verb == Verb.CREATE and action.location and \
+                    dataset_key(action.location) in by_key:
+                needs.add(dataset_key(action.location))
             if action.kind == Kind.NAMESPACE and action.verb == Verb.DELETE:
                 needs |= {a.key for a in self.result.actions if a.after is None and a.key != action.key
                           and a.id and a.backend == action.backend and a.id[:-1] == action.id}
@@ -408,6 +410,14 @@ def _declared_columns(table: DesiredTable) -> list[dict] | None:
     if table.columns:
         return columns_from_schema(schema_from_columns(table.columns))
     return None
+
+
+def _dataset_location(*states: ObjectState | None) -> str:
+    """A dataset action's address: the location of the first state that has one."""
+    for state in states:
+        if state is not None and state.location is not None:
+            return state.location
+    raise ValueError("a dataset action needs a location")
 
 
 def _origin(table: DesiredTable) -> str:

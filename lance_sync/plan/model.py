@@ -17,11 +17,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-PLAN_FORMAT_VERSION = 2
+PLAN_FORMAT_VERSION: Final = 2
 SCHEMA_ID = "https://lance-sync.dev/schemas/plan.schema.json"
 
 

@@ -1,71 +1,19 @@
-"""From a desired state to a Plan: connect, observe, inspect data, compare."""
+"""From a desired state and its drivers to a Plan: observe, inspect data, compare."""
 
 from __future__ import annotations
 
 import datetime
 import os
-import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from lance_sync import __version__
-from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import SyncNamespace
-from lance_sync.errors import ConfigError
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.observe import LiveState, observe
 from lance_sync.plan.compare import compare, removal_locations
 from lance_sync.plan.model import DatasetStatus, Plan, Scope
 
-_VARIABLE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
-
 Progress = Callable[[str], None]
-
-
-def connect_backends(templates: Mapping[str, Mapping[str, Any]],
-                     environ: Mapping[str, str] | None = None) -> dict[str, SyncNamespace]:
-    """Drivers for backend templates (a manifest's or a saved plan's); secrets come from the environment."""
-    environ = os.environ if environ is None else environ
-    drivers = {}
-    for name, template in templates.items():
-        properties = {k: v for k, v in template.items() if k != "type"}
-        properties = {k: _resolve(name, k, v, environ) for k, v in properties.items()}
-        cls = driver_class(template["type"])
-        try:
-            drivers[name] = cls(**_flatten_storage(properties))
-        except ConfigError as error:
-            raise ConfigError(f"backend '{name}': {error}") from None
-    return drivers
-
-
-def _resolve(backend: str, key: str, value: Any, environ: Mapping[str, str]) -> Any:
-    if isinstance(value, dict):
-        return {k: _resolve(backend, f"{key}.{k}", v, environ) for k, v in value.items()}
-    match = _VARIABLE.match(value) if isinstance(value, str) else None
-    if match is None:
-        return value
-    if match.group(1) not in environ:
-        raise ConfigError(f"backend '{backend}': {key} needs the environment variable {match.group(1)}")
-    return environ[match.group(1)]
-
-
-def resolve_settings(option: str, settings: tuple[str, ...] | list[str],
-                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """KEY=VALUE pairs from the command line; a value written ${VAR} is read from the environment."""
-    environ = os.environ if environ is None else environ
-    resolved = {}
-    for setting in settings:
-        key, sep, value = setting.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"{option} takes KEY=VALUE (got '{setting}')")
-        resolved[key] = _resolve(option, key, value, environ)
-    return resolved
-
-
-def _flatten_storage(properties: dict[str, Any]) -> dict[str, Any]:
-    storage = properties.pop("storage", None) or {}
-    properties.update({f"storage.{k}": v for k, v in storage.items()})
-    return properties
 
 
 def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, SyncNamespace],
@@ -74,21 +22,21 @@ def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, Sy
     left the manifest points at (thread pool; no Spark at plan time)."""
     from lance_sync.data.locations import inspect_locations
 
-    by_options: dict[tuple, set[str]] = {}
+    by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for table in state.tables:
         options = drivers[table.registrations[0].backend].storage_options() if table.registrations else {}
         by_options.setdefault(tuple(sorted(options.items())), set()).add(table.location)
     leaving = removal_locations(state, live)
     for (backend, _id), info in live.tables.items():
-        if info.location in leaving:
+        if info.location is not None and info.location in leaving:
             options = drivers[backend].storage_options()
             by_options.setdefault(tuple(sorted(options.items())), set()).add(info.location)
     statuses = {}
-    for options, locations in by_options.items():
+    for option_items, location_set in by_options.items():
         if progress:
-            progress(f"inspecting {len(locations)} table location(s)")
-        locations = sorted(locations)
-        reports = inspect_locations(locations, storage_options=dict(options) or None, engine="threads")
+            progress(f"inspecting {len(location_set)} table location(s)")
+        locations = sorted(location_set)
+        reports = inspect_locations(locations, storage_options=dict(option_items) or None, engine="threads")
         for location, report in zip(locations, reports, strict=True):
             statuses[location] = DatasetStatus(status=report.status, version=report.version,
                                                row_count=report.row_count, columns=report.columns,

@@ -23,10 +23,9 @@ class SpecBehaviour:
 
     #: DropNamespace of a missing namespace succeeds (Iceberg) instead of NamespaceNotFound
     drop_missing_namespace_succeeds: bool = False
-    #: CreateNamespace honours mode=ExistOk
-    create_exist_ok: bool = True
-    #: DropNamespace honours mode=Skip
-    drop_skip: bool = True
+    #: DropNamespace behavior Cascade is in the spec (Unity's force delete, Hive); elsewhere
+    #: it is UnsupportedOperation
+    drop_cascade: bool = False
     #: DescribeTable of a non-Lance table raises InvalidInput (13); False where no foreign table can be made
     foreign_table_is_invalid_input: bool = True
     #: names the backend stores lower-cased (Glue, Hive): round-trip tests use lower-case names

@@ -27,8 +27,6 @@ class GlueHarness(Harness):
     server_fixture = "glue_server"
     behaviour = SpecBehaviour(
         drop_missing_namespace_succeeds=False,
-        create_exist_ok=True,
-        drop_skip=True,
         foreign_table_is_invalid_input=True,
         # Glue folds database and table names to lower case
         lower_case_names=True,

@@ -26,8 +26,7 @@ from tests.servers.hive_support import hive_client
 #: against both servers): none of the suite's special characters; names are stored lower-case.
 HIVE_BEHAVIOUR = SpecBehaviour(
     drop_missing_namespace_succeeds=False,
-    create_exist_ok=True,
-    drop_skip=True,
+    drop_cascade=True,
     foreign_table_is_invalid_input=True,
     lower_case_names=True,
     name_characters=(),

@@ -23,8 +23,6 @@ class IcebergHarness(Harness):
     server_fixture = "iceberg_server"
     behaviour = SpecBehaviour(
         drop_missing_namespace_succeeds=True,  # the spec: DropNamespace of a missing namespace succeeds
-        create_exist_ok=True,
-        drop_skip=True,
         foreign_table_is_invalid_input=True,
         lower_case_names=False,
         name_characters=(" ", "%", ".", "$", "é"),

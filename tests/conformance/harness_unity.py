@@ -74,7 +74,7 @@ def ensure_catalog(server: RunningServer, name: str, token: str | None = None) -
 class UnityHarness(Harness):
     backend_type = "unity"
     server_fixture = "unity_server"
-    behaviour = SpecBehaviour(name_characters=(), extra={"name_pattern": "[a-zA-Z0-9_@-]+"})
+    behaviour = SpecBehaviour(drop_cascade=True, name_characters=(), extra={"name_pattern": "[a-zA-Z0-9_@-]+"})
 
     def config(self) -> dict[str, Any]:
         config = {"endpoint": self.server.endpoint, "catalog": CATALOG, "root": str(self.data_root)}

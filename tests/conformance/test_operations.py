@@ -20,6 +20,7 @@ from lance_namespace import (
     DropNamespaceRequest,
     ListNamespacesRequest,
     ListTablesRequest,
+    RegisterTableRequest,
 )
 from lance_namespace.errors import (
     InvalidInputError,
@@ -28,6 +29,7 @@ from lance_namespace.errors import (
     NamespaceNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    UnsupportedOperationError,
 )
 
 from lance_sync.locations import normalize_location
@@ -66,8 +68,6 @@ def test_namespace_lifecycle(harness: Harness):
     assert namespace[-1] in all_names(driver.list_namespaces, ListNamespacesRequest, namespace[:-1], "namespaces")
     with pytest.raises(NamespaceAlreadyExistsError):
         driver.create_namespace(CreateNamespaceRequest(id=list(namespace)))
-    if harness.behaviour.create_exist_ok:
-        driver.create_namespace(CreateNamespaceRequest(id=list(namespace), mode="ExistOk"))
     driver.drop_namespace(DropNamespaceRequest(id=list(namespace)))
     with pytest.raises(NamespaceNotFoundError):
         driver.describe_namespace(DescribeNamespaceRequest(id=list(namespace)))
@@ -82,8 +82,40 @@ def test_drop_missing_namespace(harness: Harness):
     else:
         with pytest.raises(NamespaceNotFoundError):
             driver.drop_namespace(DropNamespaceRequest(id=list(missing)))
-    if harness.behaviour.drop_skip:
-        driver.drop_namespace(DropNamespaceRequest(id=list(missing), mode="Skip"))
+    driver.drop_namespace(DropNamespaceRequest(id=list(missing), mode="Skip"))
+
+
+def test_create_modes_keep_or_overwrite_an_existing_namespace(harness: Harness):
+    """ExistOk keeps the namespace as it is; Overwrite replaces its properties, never the namespace."""
+    driver = harness.driver()
+    namespace = new_namespace(harness, driver, team="a", keep="1")
+    name = harness.unique()
+    driver.declare_table(DeclareTableRequest(id=[*namespace, name], location=harness.location(name)))
+    kept = driver.create_namespace(CreateNamespaceRequest(id=list(namespace), mode="ExistOk",
+                                                          properties={"team": "b"}))
+    assert {k: kept.properties.get(k) for k in ("team", "keep")} == {"team": "a", "keep": "1"}
+    driver.create_namespace(CreateNamespaceRequest(id=list(namespace), mode="Overwrite", properties={"team": "c"}))
+    properties = driver.get_namespace_info(namespace).properties
+    assert {k: properties.get(k) for k in ("team", "keep")} == {"team": "c", "keep": None}
+    assert driver.get_table_info((*namespace, name)) is not None
+
+
+def test_cascade_drop_keeps_table_data(harness: Harness):
+    driver = harness.driver()
+    namespace = new_namespace(harness, driver)
+    name = harness.unique()
+    location = harness.location(name)
+    write_dataset(location)
+    driver.declare_table(DeclareTableRequest(id=[*namespace, name], location=location))
+    cascade = DropNamespaceRequest(id=list(namespace), behavior="Cascade")
+    if harness.behaviour.drop_cascade:
+        driver.drop_namespace(cascade)
+        assert driver.get_namespace_info(namespace) is None
+    else:
+        with pytest.raises(UnsupportedOperationError):
+            driver.drop_namespace(cascade)
+        assert driver.get_table_info((*namespace, name)) is not None
+    assert lance.dataset(location).count_rows() == 3
 
 
 def test_describe_missing_namespace(harness: Harness):
@@ -143,6 +175,23 @@ def test_table_lifecycle_keeps_data(harness: Harness):
     assert lance.dataset(location).count_rows() == 3
 
 
+def test_register_modes(harness: Harness):
+    """Create refuses a name that is taken; Overwrite points the table at the new location."""
+    driver = harness.driver()
+    namespace = new_namespace(harness, driver)
+    name = harness.unique()
+    table_id = [*namespace, name]
+    first, second = harness.location(f"{name}_a"), harness.location(f"{name}_b")
+    driver.register_table(RegisterTableRequest(id=table_id, location=first, properties={"v": "1"}))
+    with pytest.raises(TableAlreadyExistsError):
+        driver.register_table(RegisterTableRequest(id=table_id, location=second))
+    driver.register_table(RegisterTableRequest(id=table_id, location=second, mode="Overwrite",
+                                               properties={"v": "2"}))
+    info = driver.get_table_info(tuple(table_id))
+    assert normalize_location(info.location) == normalize_location(second)
+    assert info.properties.get("v") == "2"
+
+
 def test_table_errors(harness: Harness):
     driver = harness.driver()
     missing_namespace = harness.new_namespace_id()
@@ -166,6 +215,9 @@ def test_foreign_table_is_not_a_lance_table(harness: Harness):
         driver.describe_table(DescribeTableRequest(id=[*namespace, name]))
     with pytest.raises(InvalidInputError):
         driver.deregister_table(DeregisterTableRequest(id=[*namespace, name]))
+    with pytest.raises(InvalidInputError):  # Overwrite replaces Lance tables only
+        driver.register_table(RegisterTableRequest(id=[*namespace, name], location=harness.location(name),
+                                                   mode="Overwrite"))
     assert name not in all_names(driver.list_tables, ListTablesRequest, namespace, "tables")
     info = driver.get_table_info((*namespace, name))
     assert info is not None and not info.is_lance

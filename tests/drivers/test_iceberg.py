@@ -272,8 +272,9 @@ def test_create_modes(driver, namespace):
     assert replaced.properties == {"b": "2"}
     assert driver.describe_namespace(DescribeNamespaceRequest(id=id)).properties == {"b": "2"}
     declare(driver, (*id, "t"))
-    with pytest.raises(NamespaceNotEmptyError):
-        driver.create_namespace(CreateNamespaceRequest(id=id, mode="Overwrite"))
+    driver.create_namespace(CreateNamespaceRequest(id=id, mode="Overwrite", properties={"c": "3"}))
+    assert driver.describe_namespace(DescribeNamespaceRequest(id=id)).properties == {"c": "3"}
+    assert driver.get_table_info((*id, "t")) is not None  # the namespace is never dropped
     with pytest.raises(InvalidInputError):
         driver.create_namespace(CreateNamespaceRequest(id=id, mode="Replace"))
 
@@ -452,8 +453,13 @@ def test_register_table(driver, namespace, tmp_path):
 
     assert registered.location == location
     assert driver.get_table_info((*namespace, "r")).properties["k"] == "v"
-    with pytest.raises(UnsupportedOperationError):
-        driver.register_table(RegisterTableRequest(id=[*namespace, "r"], location=location, mode="Overwrite"))
+    with pytest.raises(TableAlreadyExistsError):
+        driver.register_table(RegisterTableRequest(id=[*namespace, "r"], location=location))
+    moved = str(tmp_path / "moved.lance")
+    driver.register_table(RegisterTableRequest(id=[*namespace, "r"], location=moved, mode="Overwrite",
+                                               properties={"k": "w"}))
+    info = driver.get_table_info((*namespace, "r"))
+    assert (info.location, info.properties["k"]) == (moved, "w")
 
 
 def test_update_table_properties(iceberg_server, driver, namespace, catalog):

@@ -172,11 +172,15 @@ def test_create_namespace_modes(driver: UnityNamespace, catalog: str):
     assert driver.describe_namespace(DescribeNamespaceRequest(id=namespace)).properties == {"team": "c"}
 
 
-def test_overwrite_never_drops_a_schema_with_tables(driver: UnityNamespace, schema: tuple[str, str]):
+def test_overwrite_replaces_the_properties_of_a_schema_and_keeps_its_tables(driver: UnityNamespace,
+                                                                           schema: tuple[str, str]):
     declare(driver, (*schema, "t"))
-    with pytest.raises(NamespaceNotEmptyError):
-        driver.create_namespace(CreateNamespaceRequest(id=list(schema), mode="Overwrite"))
+    driver.create_namespace(CreateNamespaceRequest(id=list(schema), mode="Overwrite", properties={"a": "1"}))
+    driver.create_namespace(CreateNamespaceRequest(id=list(schema), mode="Overwrite", properties={"b": "2"}))
+    assert driver.describe_namespace(DescribeNamespaceRequest(id=list(schema))).properties == {"b": "2"}
     assert driver.get_table_info((*schema, "t")) is not None
+    with pytest.raises(UnsupportedOperationError, match="empty properties map"):  # UC ignores an empty map
+        driver.create_namespace(CreateNamespaceRequest(id=list(schema), mode="Overwrite"))
 
 
 @pytest.mark.parametrize("namespace, error", [

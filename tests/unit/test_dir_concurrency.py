@@ -33,7 +33,6 @@ from lance_namespace.errors import (
     ConcurrentModificationError,
     InternalError,
     LanceNamespaceError,
-    NamespaceAlreadyExistsError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -432,26 +431,26 @@ def test_conflicts_that_persist_end_in_concurrent_modification(driver, tmp_path)
     assert "ns$t" not in table_rows(root)
 
 
-def test_create_namespace_exist_ok_that_raced_its_creation_keeps_it(driver):
+def test_create_namespace_exist_ok_whose_namespace_went_meanwhile_creates_it(driver, tmp_path):
+    """The create finds the namespace; another writer drops it before ExistOk reads it."""
     driver.create_namespace(CreateNamespaceRequest(id=["x"], properties={"a": "1"}))
+    describe = driver.describe_namespace
     looked = []
-    exists = driver._namespace_exists
 
-    def first_look_misses(id):  # the namespace was created right after this look
-        looked.append(id)
-        return exists(id) if len(looked) > 1 else False
+    def dropped_before_the_first_look(request):
+        looked.append(request.id)
+        if len(looked) == 1:
+            DirectoryNamespace(root=str(tmp_path / "lake")).drop_namespace(DropNamespaceRequest(id=["x"]))
+        return describe(request)
 
-    driver._namespace_exists = first_look_misses  # type: ignore[method-assign]
-    response = driver.create_namespace(CreateNamespaceRequest(id=["x"], mode="ExistOk"))
-    assert response.properties == {"a": "1"} and len(looked) == 2
-    with pytest.raises(NamespaceAlreadyExistsError):
-        driver.create_namespace(CreateNamespaceRequest(id=["x"]))
-    assert len(driver.waits) == 1  # the first try lost the race and was made again
+    driver.describe_namespace = dropped_before_the_first_look  # type: ignore[method-assign]
+    response = driver.create_namespace(CreateNamespaceRequest(id=["x"], mode="ExistOk", properties={"b": "2"}))
+    assert response.properties == {"b": "2"} and len(looked) == 1
+    assert driver.get_namespace_info(("x",)).properties == {"b": "2"}
 
 
-def test_drop_namespace_skip_that_raced_its_drop_succeeds(driver, tmp_path):
+def test_drop_namespace_skip_of_a_namespace_another_writer_dropped_succeeds(driver, tmp_path):
     driver.create_namespace(CreateNamespaceRequest(id=["x"]))
-    driver._namespace_exists = lambda id: True  # type: ignore[method-assign]  # looked before the drop
     DirectoryNamespace(root=str(tmp_path / "lake")).drop_namespace(DropNamespaceRequest(id=["x"]))
     driver.drop_namespace(DropNamespaceRequest(id=["x"], mode="Skip"))
 
