@@ -19,6 +19,9 @@ from lance_sync.errors import ManifestError, ManifestErrors
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import ValidatedManifest, manifest_json_schema, manifest_model
 
+#: JSON Schema type names of the values YAML gives (bool before number: a bool is an int in Python)
+_SCHEMA_TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str,
+                                                     "boolean": bool, "integer": int, "number": float}
 _JSON_TYPES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
                int: "a number", float: "a number", type(None): "empty"}
 
@@ -81,7 +84,7 @@ def _explain(error: SchemaError, document: Document) -> list[ManifestError]:
     if error.validator in ("minItems", "minLength", "minProperties"):
         return [problem("must not be empty")]
     if error.validator == "anyOf":
-        return [problem(_any_of_message(error, templated))]
+        return _explain_branch(error, document) or [problem(_any_of_message(error, templated))]
     message = error.message if not templated else f"invalid value ({error.validator})"
     return [problem(message)]
 
@@ -100,6 +103,21 @@ def _explain_backend(error: SchemaError, document: Document, path: DataPath) -> 
                 if sub_error.relative_schema_path and sub_error.relative_schema_path[0] == branch
                 for p in _explain(sub_error, document)]
     return problems or [ManifestError("invalid backend entry", document.position(path), format_path(path))]
+
+
+def _explain_branch(error: SchemaError, document: Document) -> list[ManifestError]:
+    """An optional value of the right type (a list where a list or nothing is allowed): the
+    problems inside the branch its type selects, not "must be a list or empty"."""
+    instance_type = next((name for name, python_type in _SCHEMA_TYPES.items()
+                          if isinstance(error.instance, python_type)), None)
+    for branch, option in enumerate(error.validator_value):
+        option_type = "object" if "$ref" in option else option.get("type")
+        if option_type != instance_type and not (option_type == "number" and instance_type == "integer"):
+            continue
+        return [p for sub_error in error.context or []
+                if sub_error.relative_schema_path and sub_error.relative_schema_path[0] == branch
+                for p in _explain(sub_error, document)]
+    return []
 
 
 def _any_of_message(error: SchemaError, templated: bool) -> str:
