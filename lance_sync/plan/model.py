@@ -60,6 +60,15 @@ class Destruction(str, Enum):
     IDENTITY = "identity"  # --allow-replace: the table gets a new id; its grants are lost
 
 
+#: the action types a policy rule can name: a verb (every kind), or a verb and a kind
+ActionType = Literal[
+    "create", "update", "replace", "forget", "delete",
+    "create namespace", "update namespace", "delete namespace",
+    "create dataset", "replace dataset", "delete dataset",
+    "create table", "update table", "replace table", "forget table",
+]
+
+
 def destruction(kind: Kind, verb: Verb) -> Destruction | None:
     if verb == Verb.DELETE or (kind == Kind.DATASET and verb == Verb.REPLACE):
         return Destruction.DATA
@@ -189,6 +198,15 @@ class Action(_Model):
         """'create table', 'delete dataset': how messages name the action."""
         return f"{self.verb.value} {self.kind.value}"
 
+    @property
+    def backends(self) -> set[str]:
+        """Every backend the action concerns: its own, and for a dataset, its registrations'."""
+        return {self.backend} | {r.backend for r in self.registrations}
+
+    def is_a(self, action_type: str) -> bool:
+        """Whether the action is of a policy's action type: 'forget', or 'forget table'."""
+        return action_type in (self.verb.value, self.name)
+
     def inverse(self) -> Action | None:
         """The action that undoes this one, or None when it cannot be undone (data deleted)."""
         verb = _OPERATIONS[(self.kind, self.verb)].inverse
@@ -251,6 +269,44 @@ class LeftAlone(_Model):
     reason: str
 
 
+class PolicyViolation(_Model):
+    """A rule of the manifest's policy that the plan (or a declared object) breaks."""
+
+    #: the rule's name, as the policy gives it
+    rule: str
+    #: what kind of rule: allowed_locations, required_properties, name_pattern, forbidden_actions,
+    #: max_removals
+    check: str
+    message: str
+    backend: str | None = None
+    display_id: str | None = None
+    #: where the object is declared (file:line:column), when it is a declared object
+    where: str | None = None
+    #: the key of the action it blocks; None when it is about the plan as a whole or an object in sync
+    action: str | None = None
+
+
+class OmittedAction(_Model):
+    """An action a partial plan leaves out, and why."""
+
+    key: str
+    #: 'forget table', 'create namespace'
+    action: str
+    backend: str
+    display_id: str
+    why: str
+
+
+class Partial(_Model):
+    """Set on a plan that holds only some of the changes the manifest needs."""
+
+    #: target: limited with --target; unattended: reconcile left out what needs a person
+    by: Literal["target", "unattended"]
+    #: the --target patterns
+    targets: list[str] = Field(default_factory=list)
+    omitted: list[OmittedAction] = Field(default_factory=list)
+
+
 class Scope(_Model):
     """What the plan read in one backend: where an owned object outside it is not seen."""
 
@@ -280,6 +336,10 @@ class Plan(_Model):
     scope: list[Scope] = Field(default_factory=list)
     #: API calls made while reading live state, per backend
     api_calls: dict[str, int] = Field(default_factory=dict)
+    #: the policy rules it breaks; any refuses the plan (optional field: plans of format 2 without it load)
+    policy_violations: list[PolicyViolation] = Field(default_factory=list)
+    #: set when the plan leaves out some of the changes the manifest needs (optional field, as above)
+    partial: Partial | None = None
 
     @property
     def has_changes(self) -> bool:
@@ -287,6 +347,11 @@ class Plan(_Model):
 
     def blocked(self) -> list[Action]:
         return [a for a in self.actions if a.blocked]
+
+    @property
+    def refused(self) -> bool:
+        """Apply refuses this plan whatever its flags: blocked actions or policy violations."""
+        return bool(self.blocked() or self.policy_violations)
 
     def destroying(self, what: Destruction) -> list[Action]:
         return [a for a in self.actions if a.destroys == what]

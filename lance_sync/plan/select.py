@@ -1,0 +1,112 @@
+"""Partial plans: only some objects (`--target`), or without what needs a person (reconcile).
+
+Either way the actions kept can run on their own: a kept action keeps every action it depends
+on (a table keeps the namespace it is created in and the data it points at), and a left-out
+action takes every action that depends on it along. Deleting a dataset always comes with
+forgetting every registration of it, so data is never deleted under a registration that stays.
+The plan records what it left out and why (`Plan.partial`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from lance_sync.errors import LanceSyncError
+from lance_sync.plan.model import Action, Kind, OmittedAction, Partial, Plan, Verb
+
+
+@dataclass(frozen=True)
+class Target:
+    """`backend:id`, each side a glob: `lake:sales$orders`, `uc:main$sales$*`, `*:sales`."""
+
+    text: str
+    backend: str
+    id: str
+
+    def matches(self, backend: str, display_id: str) -> bool:
+        return fnmatchcase(backend, self.backend) and fnmatchcase(display_id, self.id)
+
+
+def parse_targets(texts: Iterable[str], backends: Collection[str]) -> list[Target]:
+    targets = []
+    for text in texts:
+        backend, sep, id = text.partition(":")
+        if not sep or not backend or not id:
+            raise LanceSyncError(f"--target takes BACKEND:ID, the id in the backend's own syntax "
+                                 f"(e.g. lake:sales$orders; globs allowed), not '{text}'")
+        if not any(fnmatchcase(name, backend) for name in backends):
+            raise LanceSyncError(f"--target {text}: '{backend}' names no backend of the manifest "
+                                 f"(defined: {', '.join(sorted(backends))})")
+        targets.append(Target(text, backend, id))
+    return targets
+
+
+def select_targets(plan: Plan, targets: list[Target], declared: Iterable[tuple[str, str]] = ()) -> Plan:
+    """The plan limited to the actions on targeted objects and what they depend on.
+
+    `declared`: (backend, display id) of every object the manifest declares, so that a target
+    that names nothing at all is told apart from one whose objects are in sync.
+    """
+    chosen = {a.key for a in plan.actions if any(t.matches(a.backend, a.display_id) for t in targets)}
+    keep = _with_dependencies(plan.actions, chosen)
+    known = [(a.backend, a.display_id) for a in plan.actions] + list(declared)
+    warnings = [f"--target {t.text} matches nothing the manifest declares or the plan changes"
+                for t in targets if not any(t.matches(*pair) for pair in known)]
+    omitted = [_omitted(a, "not targeted") for a in plan.actions if a.key not in keep]
+    return plan.model_copy(update={
+        "actions": [a for a in plan.actions if a.key in keep], "warnings": plan.warnings + warnings,
+        "partial": Partial(by="target", targets=[t.text for t in targets], omitted=omitted)})
+
+
+def leave_out(plan: Plan, why: Callable[[Action], str | None]) -> Plan:
+    """The plan without each action `why` gives a reason for, nor anything that depends on one."""
+    reasons = {a.key: reason for a in plan.actions if (reason := why(a)) is not None}
+    by_key = {a.key: a for a in plan.actions}
+    dependents = _dependents(plan.actions)
+    pending = list(reasons)
+    while pending:
+        key = pending.pop()
+        for dependent in dependents[key]:
+            if dependent not in reasons:
+                reasons[dependent] = f"depends on {by_key[key].name} {by_key[key].display_id}, which is left out"
+                pending.append(dependent)
+    if not reasons:
+        return plan
+    earlier = plan.partial.omitted if plan.partial is not None else []
+    omitted = earlier + [_omitted(a, reasons[a.key]) for a in plan.actions if a.key in reasons]
+    return plan.model_copy(update={"actions": [a for a in plan.actions if a.key not in reasons],
+                                   "partial": Partial(by="unattended", omitted=omitted)})
+
+
+def _with_dependencies(actions: list[Action], chosen: set[str]) -> set[str]:
+    """`chosen`, what they depend on, and the forgets that go with a dataset deletion."""
+    by_key = {a.key: a for a in actions}
+    dependents = _dependents(actions)
+    keep: set[str] = set()
+    pending = [key for key in chosen if key in by_key]
+    while pending:
+        key = pending.pop()
+        if key in keep:
+            continue
+        keep.add(key)
+        action = by_key[key]
+        pending += [need for need in action.depends_on if need in by_key]
+        if action.kind == Kind.DATASET and action.verb == Verb.DELETE:
+            pending += dependents[key]
+    return keep
+
+
+def _dependents(actions: list[Action]) -> dict[str, list[str]]:
+    dependents: dict[str, list[str]] = defaultdict(list)
+    for action in actions:
+        for need in action.depends_on:
+            dependents[need].append(action.key)
+    return dependents
+
+
+def _omitted(action: Action, why: str) -> OmittedAction:
+    return OmittedAction(key=action.key, action=action.name, backend=action.backend,
+                         display_id=action.display_id, why=why)
