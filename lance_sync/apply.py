@@ -116,7 +116,13 @@ class ApplyReport:
 # --- guards ------------------------------------------------------------------------------------------
 
 def check_flags(plan: Plan, options: ApplyOptions) -> None:
-    """Refuse a plan with blocked actions, or that destroys what its flags do not allow."""
+    """Refuse a plan that breaks its policy or has blocked actions, or that destroys what its
+    flags do not allow."""
+    if plan.policy_violations:
+        raise GuardRefusal("refusing to apply: the plan breaks the policy\n" + "\n".join(
+            f"  - rule '{v.rule}': {v.message}" for v in plan.policy_violations[:LISTED])
+            + (f"\n  ... and {len(plan.policy_violations) - LISTED} more"
+               if len(plan.policy_violations) > LISTED else ""))
     blocked = plan.blocked()
     if blocked:
         raise GuardRefusal("refusing to apply: the plan has blocked actions\n"
@@ -443,7 +449,8 @@ class Scheduler:
             def submit(ready: list[Action]) -> set:
                 if stop is not None and stop.is_set():
                     for action in ready:
-                        record(Outcome(action, "skipped", "the apply lease was lost; nothing more was started"))
+                        record(Outcome(action, "skipped", "the apply was told to stop (its lease was lost, or "
+                                                        "SIGTERM); nothing more was started"))
                     return set()
                 return {pool.submit(runner.run_batch, batch) for batch in runner.batches(ready)}
 
@@ -558,7 +565,7 @@ def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
         actions.append(inverse)
     return plan.model_copy(update={
         "actions": actions, "left_alone": [], "adopted_unmarked": [], "notes": [], "warnings": notes,
-        "api_calls": {}, "created_at": _now()})
+        "api_calls": {}, "created_at": _now(), "policy_violations": [], "partial": None})
 
 
 def write_rollback(plan: Plan, report: ApplyReport, path: Path) -> Path | None:

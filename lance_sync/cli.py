@@ -131,6 +131,18 @@ def scan_all_option(command: Callable) -> Callable:
                         "manifest anywhere (slower).")(command)
 
 
+def policy_option(command: Callable) -> Callable:
+    return click.option("--policy", "policy_file", type=click.Path(dir_okay=False),
+                        help="A policy file (the manifest's `policy:` section on its own); its rules are "
+                        "checked with the manifest's.")(command)
+
+
+def target_option(command: Callable) -> Callable:
+    return click.option("--target", "targets", multiple=True, metavar="BACKEND:ID",
+                        help="Only this object and what it depends on; repeatable, globs allowed "
+                        "(e.g. 'lake:sales$*'). The plan says it is partial.")(command)
+
+
 def render(plan: Plan, output_format: str) -> str:
     from lance_sync.plan.render import render_json, render_markdown, render_text
 
@@ -175,17 +187,29 @@ def main() -> None:
 @main.command()
 @manifest_option
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@policy_option
 @handle_errors
-def validate(files: tuple[str, ...], output_format: str) -> None:
-    """Check manifests offline: YAML, schema and semantic checks; no catalog is contacted."""
+def validate(files: tuple[str, ...], output_format: str, policy_file: str | None) -> None:
+    """Check manifests offline: YAML, schema and semantic checks, and the policy's rules about
+    what the manifest declares; no catalog is contacted. Exits 4 when a policy rule is broken."""
+    from lance_sync.plan.render import violation_line
+    from lance_sync.policy import check_declared
+
     paths = manifest_files(files)
-    state = load_manifest(paths)
-    counts = {"backends": len(state.backends), "namespaces": len(state.namespaces), "tables": len(state.tables)}
+    state = load_manifest(paths, policy_file=policy_file)
+    violations = check_declared(state.policy, state)
+    counts = {"backends": len(state.backends), "namespaces": len(state.namespaces), "tables": len(state.tables),
+              "policy_rules": len(state.policy.rules)}
     if output_format == "json":
-        click.echo(json.dumps({"files": paths, "valid": True, **counts}, indent=2))
-        return
-    click.echo(f"{', '.join(paths)}: valid ({counts['backends']} backends, {counts['namespaces']} "
-               f"namespaces, {counts['tables']} tables)")
+        click.echo(json.dumps({"files": paths, "valid": True, **counts,
+                               "policy_violations": [v.model_dump() for v in violations]}, indent=2))
+    else:
+        click.echo(f"{', '.join(paths)}: valid ({counts['backends']} backends, {counts['namespaces']} "
+                   f"namespaces, {counts['tables']} tables, {counts['policy_rules']} policy rules)")
+        for violation in violations:
+            click.echo(f"policy violation: {violation_line(violation)}")
+    if violations:
+        sys.exit(ExitCode.REFUSED)
 
 
 @main.command()
@@ -193,25 +217,28 @@ def validate(files: tuple[str, ...], output_format: str) -> None:
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `apply FILE`.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes, 0 when none.")
+@target_option
+@policy_option
 @scan_all_option
 @parallelism_option
 @handle_errors
 def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_exitcode: bool,
-         scan_all: bool, parallelism: int) -> None:
-    """Show what apply would change."""
+         targets: tuple[str, ...], policy_file: str | None, scan_all: bool, parallelism: int) -> None:
+    """Show what apply would change. Exits 4 when apply would refuse the plan (a blocked
+    action, a policy violation)."""
     from lance_sync.plan.planner import build_plan
 
-    state = load_manifest(manifest_files(files))
+    state = load_manifest(manifest_files(files), policy_file=policy_file)
     drivers = connect_backends(state.backends)
     try:
-        result = build_plan(state, drivers, parallelism, progress, scan_all)
+        result = build_plan(state, drivers, parallelism, progress, scan_all, targets=targets)
     finally:
         _end_progress()
     click.echo(render(result, output_format), nl=False)
     if out:
         Path(out).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
         click.echo(f"Saved the plan to {out}; run `lance-sync apply {out}` to carry it out.", err=True)
-    if result.blocked():
+    if result.refused:
         sys.exit(ExitCode.REFUSED)
     if detailed_exitcode and result.has_changes:
         sys.exit(ExitCode.CHANGES_PRESENT)
@@ -232,12 +259,15 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
 @click.option("--state-dir", type=click.Path(file_okay=False),
               help="Where journals and rollback plans go (default: .lance-sync next to the manifest or plan).")
 @click.option("--spark", "spark", help="Spark master or sc:// URL for tables written from a source.")
+@target_option
+@policy_option
 @scan_all_option
 @parallelism_option
 @handle_errors
 def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry_run: bool,
           allow_drop: bool, allow_replace: bool, lock_timeout: float, output_format: str,
-          state_dir: str | None, spark: str | None, scan_all: bool, parallelism: int) -> None:
+          state_dir: str | None, spark: str | None, targets: tuple[str, ...], policy_file: str | None,
+          scan_all: bool, parallelism: int) -> None:
     """Carry out a fresh plan of the manifest, or a saved plan (PLAN_FILE).
 
     Every plan passes the same guards against the live objects, while this apply holds each
@@ -247,17 +277,25 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
 
     if plan_file and files:
         raise LanceSyncError("give either manifest files (-f) or a saved plan, not both")
+    if plan_file and targets:
+        raise LanceSyncError("--target limits a fresh plan; save a targeted one with "
+                             "`lance-sync plan --target ... -o FILE`")
     anchor = Path(plan_file if plan_file else manifest_files(files)[0]).resolve().parent
     options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, parallelism=parallelism,
                            spark=spark, state_dir=Path(state_dir) if state_dir else anchor / ".lance-sync")
     run = _ApplyRun(output_format, auto_approve, dry_run, lock_timeout, options)
     if plan_file:
         saved = load_saved_plan(plan_file)
+        if policy_file:
+            from lance_sync.manifest import load_policy
+            from lance_sync.policy import enforce
+
+            enforce(load_policy(policy_file, saved.backends), saved)
         run.saved(saved, connect_templates(saved.backends))
     else:
-        state = load_manifest(manifest_files(files))
+        state = load_manifest(manifest_files(files), policy_file=policy_file)
         drivers = connect_backends(state.backends)
-        run.fresh(state, drivers, scan_all)
+        run.fresh(state, drivers, scan_all, targets)
 
 
 class _ApplyRun:
@@ -276,14 +314,14 @@ class _ApplyRun:
     def as_json(self) -> bool:
         return self.output_format == "json"
 
-    def fresh(self, state: Any, drivers: dict[str, Any], scan_all: bool) -> None:
+    def fresh(self, state: Any, drivers: dict[str, Any], scan_all: bool, targets: Sequence[str] = ()) -> None:
         """The lease is taken before planning, so the plan reads what this apply will change."""
         from lance_sync.lease import Leases, lease_stores
         from lance_sync.plan.planner import build_plan
 
         def make_plan() -> Plan:
             try:
-                return build_plan(state, drivers, self.options.parallelism, progress, scan_all)
+                return build_plan(state, drivers, self.options.parallelism, progress, scan_all, targets=targets)
             finally:
                 _end_progress()
 
@@ -311,7 +349,7 @@ class _ApplyRun:
         self.document["plan"] = json.loads(plan.model_dump_json())
         if not self.as_json:
             click.echo(render(plan, self.output_format), nl=False)
-        if not plan.has_changes:
+        if not plan.has_changes and not plan.policy_violations:
             return self._finish("no_changes")
         try:
             check_flags(plan, self.options)

@@ -3,19 +3,43 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
+from lance_sync.errors import ManifestError, ManifestErrors
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.manifest.loader import load_document, merge_documents
-from lance_sync.manifest.semantic import build_desired_state
-from lance_sync.manifest.validate import validate_structure
+from lance_sync.manifest.semantic import build_desired_state, build_policy
+from lance_sync.manifest.validate import validate_policy_structure, validate_structure
+from lance_sync.policy import Policy, combine
 
 DEFAULT_MANIFEST = "lance-sync.yaml"
 
 
-def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None) -> DesiredState:
-    """Load, merge (in order), validate and check manifest files; raises ManifestError(s)."""
+def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None,
+                  policy_file: str | None = None) -> DesiredState:
+    """Load, merge (in order), validate and check manifest files, and add the rules of a policy
+    file to the manifest's own; raises ManifestError(s)."""
     document = merge_documents([load_document(path, environ) for path in paths])
     model = validate_structure(document)
     base_dir = os.path.dirname(os.path.abspath(paths[0]))
-    return build_desired_state(model, document, base_dir)
+    state = build_desired_state(model, document, base_dir)
+    if policy_file is not None:
+        state.policy = _with_file(state.policy, load_policy(policy_file, state.backends, environ))
+    return state
+
+
+def load_policy(path: str, backends: Collection[str], environ: Mapping[str, str] | None = None) -> Policy:
+    """A policy file: the manifest's `policy:` section on its own (rules, unattended)."""
+    document = load_document(path, environ)
+    model = validate_policy_structure(document)
+    return build_policy(model, document, os.path.dirname(os.path.abspath(path)), backends)
+
+
+def _with_file(manifest: Policy, from_file: Policy) -> Policy:
+    names = {rule.name: rule for rule in manifest.rules}
+    clashes = [ManifestError(f"rule '{rule.name}' is defined in the manifest too (at {names[rule.name].where})",
+                             rule.where, "name")
+               for rule in from_file.rules if rule.name in names]
+    if clashes:
+        raise ManifestErrors(clashes)
+    return combine(manifest, from_file)

@@ -8,6 +8,7 @@ from typing import Any
 
 from lance_sync.drivers.base import BackendConfig, Identifier, SyncNamespace
 from lance_sync.errors import Position
+from lance_sync.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class DesiredState:
     namespaces: list[DesiredNamespace] = field(default_factory=list)
     tables: list[DesiredTable] = field(default_factory=list)
     spark: dict[str, Any] | None = None
+    policy: Policy = field(default_factory=Policy)
 
     def ids_by_backend(self) -> dict[str, set[Identifier]]:
         """Per backend, every id the manifest names: declared namespaces, registrations, scope."""

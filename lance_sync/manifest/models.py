@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 
 from lance_sync.arrow_types import TypeSyntaxError, parse_type
 from lance_sync.drivers import available_drivers, driver_class
+from lance_sync.plan.model import ActionType
 
 SCHEMA_ID = "https://lance-sync.dev/schemas/manifest.schema.json"
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
@@ -120,6 +121,44 @@ class SparkSettings(_Strict):
     conf: dict[str, PropertyValue] = Field(default_factory=dict, description="Extra Spark configuration")
 
 
+#: the keys of which a policy rule states exactly one: what it checks
+RULE_CHECKS = ("allowed_locations", "required_properties", "name_pattern", "forbidden_actions", "max_removals")
+
+
+class PolicyRule(_Strict):
+    """One named check. A rule states exactly one of allowed_locations, required_properties,
+    name_pattern, forbidden_actions and max_removals."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="The rule's name, shown with every violation")
+    backends: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="Backends the rule covers: names or globs (default: every backend)")
+    objects: list[Literal["namespace", "table"]] | None = Field(
+        None, min_length=1, description="For required_properties and name_pattern: the kinds of declared "
+        "objects checked (default: namespaces and tables)")
+    allowed_locations: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="Tables registered in these backends lie under one of these "
+        "location prefixes (relative paths: from the file's folder)")
+    required_properties: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="Property keys every declared object must set")
+    name_pattern: str | None = Field(
+        None, min_length=1, description="A regular expression every declared name (the id's last level) "
+        "matches as a whole")
+    forbidden_actions: list[ActionType] | None = Field(
+        None, min_length=1, description="Action types the plan may not hold in these backends: a verb "
+        "(create, update, replace, forget, delete) or a verb and a kind ('delete dataset')")
+    max_removals: int | None = Field(
+        None, ge=0, description="At most this many forget and delete actions in one plan")
+
+
+class Policy(_Strict):
+    """Rules every plan is checked against before apply; a violation refuses the plan (exit 4)."""
+
+    rules: list[PolicyRule] = Field(default_factory=list)
+    unattended: list[Literal["create", "update", "replace", "forget"]] | None = Field(
+        None, description="What `lance-sync reconcile` applies without a person (default: create, "
+        "update). Deleting data or namespaces never runs unattended")
+
+
 class ValidatedBackend(Protocol):
     """A validated backend entry as the checks read it: its driver's configuration fields
     plus `type` and `scope` (the model is built at run time, see `backend_models`)."""
@@ -140,6 +179,7 @@ class ValidatedManifest(Protocol):
     namespaces: list[Namespace]
     tables: list[Table]
     spark: SparkSettings | None
+    policy: Policy | None
 
 
 @functools.cache
@@ -177,7 +217,13 @@ def manifest_model() -> type[BaseModel]:
         namespaces=(list[Namespace], Field(default_factory=list)),
         tables=(list[Table], Field(default_factory=list)),
         spark=(SparkSettings | None, None),
+        policy=(Policy | None, None),
     )
+
+
+def policy_json_schema() -> dict[str, Any]:
+    """The schema of a policy file (`--policy FILE`): the manifest's `policy:` section on its own."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **Policy.model_json_schema()}
 
 
 def manifest_json_schema() -> dict[str, Any]:

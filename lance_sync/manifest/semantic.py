@@ -2,12 +2,15 @@
 
 Checks: backends that are referenced but not defined; identifiers of the wrong depth or
 shape for their backend; duplicates; table locations that are equal or nest (one asset
-per path); reserved property keys; secrets written inline instead of `${VAR}`.
+per path); reserved property keys; secrets written inline instead of `${VAR}`; policy
+rules that state one check each, with unique names, known backends and valid patterns.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
+from fnmatch import fnmatchcase
 from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
@@ -24,8 +27,25 @@ from lance_sync.manifest.desired import (
     Registration,
 )
 from lance_sync.manifest.loader import DataPath, Document, format_path
-from lance_sync.manifest.models import Table, ValidatedBackend, ValidatedManifest
+from lance_sync.manifest.models import (
+    RULE_CHECKS,
+    PolicyRule,
+    Table,
+    ValidatedBackend,
+    ValidatedManifest,
+)
+from lance_sync.manifest.models import Policy as PolicyModel
 from lance_sync.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
+from lance_sync.plan.model import Kind
+from lance_sync.policy import (
+    AllowedLocations,
+    ForbiddenActions,
+    MaxRemovals,
+    NamePattern,
+    Policy,
+    RequiredProperties,
+    Rule,
+)
 from lance_sync.variables import is_whole_reference
 
 #: storage option keys that carry credentials and so must come from ${VAR}
@@ -57,9 +77,20 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
     state.tables = _tables(checker, model, backends)
     _check_duplicate_registrations(checker, state)
     _check_locations(checker, state)
+    if model.policy is not None:
+        state.policy = _policy(checker, model.policy, ("policy",), model.backends)
     if checker.problems:
         raise ManifestErrors(checker.problems)
     return state
+
+
+def build_policy(model: PolicyModel, document: Document, base_dir: str, backends: Collection[str]) -> Policy:
+    """Check a policy file (`--policy`) against the manifest's backends; ManifestErrors if not."""
+    checker = _Checker(document, base_dir)
+    policy = _policy(checker, model, (), backends)
+    if checker.problems:
+        raise ManifestErrors(checker.problems)
+    return policy
 
 
 # --- backends ----------------------------------------------------------------------------------
@@ -305,3 +336,63 @@ def _check_locations(checker: _Checker, state: DesiredState) -> None:
                          "each location holds one table",
                          ("tables", checker.table_index[table.name], "location"))
         open_ancestors.append(index)
+
+
+# --- policy ------------------------------------------------------------------------------------
+
+def _policy(checker: _Checker, model: PolicyModel, path: DataPath, backends: Collection[str]) -> Policy:
+    rules: list[Rule] = []
+    names: dict[str, Position | None] = {}
+    for index, entry in enumerate(model.rules):
+        rule_path = (*path, "rules", index)
+        if entry.name in names:
+            checker.fail(f"rule '{entry.name}' is defined twice (first at {names[entry.name]})",
+                         (*rule_path, "name"))
+            continue
+        names[entry.name] = checker.document.position((*rule_path, "name"))
+        rule = _rule(checker, entry, rule_path, backends)
+        if rule is not None:
+            rules.append(rule)
+    unattended = tuple(dict.fromkeys(model.unattended)) if model.unattended is not None else None
+    return Policy(rules=tuple(rules), unattended=unattended)
+
+
+def _rule(checker: _Checker, entry: PolicyRule, path: DataPath, backends: Collection[str]) -> Rule | None:
+    """The rule an entry describes, or None after reporting why it cannot be one."""
+    stated = [check for check in RULE_CHECKS if getattr(entry, check) is not None]
+    if len(stated) != 1:
+        checker.fail(f"a rule states exactly one of {', '.join(RULE_CHECKS)}; "
+                     + (f"this one states {', '.join(stated)}" if stated else "this one states none"), path)
+        return None
+    check = stated[0]
+    problems_before = len(checker.problems)
+    patterns = tuple(entry.backends or ("*",))
+    for index, pattern in enumerate(patterns if entry.backends else ()):
+        if not any(fnmatchcase(name, pattern) for name in backends):
+            known = ", ".join(sorted(backends))
+            checker.fail(f"'{pattern}' names no backend of the manifest (defined: {known})",
+                         (*path, "backends", index))
+    if entry.objects is not None and check not in ("required_properties", "name_pattern"):
+        checker.fail(f"objects applies to required_properties and name_pattern rules, not to {check}",
+                     (*path, "objects"))
+    if entry.name_pattern is not None:
+        try:
+            re.compile(entry.name_pattern)
+        except re.error as error:
+            checker.fail(f"not a regular expression: {error}", (*path, "name_pattern"))
+    if len(checker.problems) > problems_before:
+        return None
+    common: dict[str, Any] = {"name": entry.name, "backends": patterns,
+                              "where": checker.document.position(path)}
+    objects = tuple(Kind(o) for o in entry.objects) if entry.objects else (Kind.NAMESPACE, Kind.TABLE)
+    if entry.allowed_locations is not None:
+        prefixes = tuple(normalize_location(p, checker.base_dir) for p in entry.allowed_locations)
+        return AllowedLocations(prefixes=prefixes, **common)
+    if entry.required_properties is not None:
+        return RequiredProperties(keys=tuple(entry.required_properties), objects=objects, **common)
+    if entry.name_pattern is not None:
+        return NamePattern(pattern=entry.name_pattern, objects=objects, **common)
+    if entry.forbidden_actions is not None:
+        return ForbiddenActions(types=tuple(entry.forbidden_actions), **common)
+    assert entry.max_removals is not None  # one check is stated, and it is the last one
+    return MaxRemovals(limit=entry.max_removals, **common)

@@ -17,7 +17,13 @@ from pydantic_core import ErrorDetails
 
 from lance_sync.errors import ManifestError, ManifestErrors
 from lance_sync.manifest.loader import DataPath, Document, format_path
-from lance_sync.manifest.models import ValidatedManifest, manifest_json_schema, manifest_model
+from lance_sync.manifest.models import (
+    Policy,
+    ValidatedManifest,
+    manifest_json_schema,
+    manifest_model,
+    policy_json_schema,
+)
 
 #: JSON Schema type names of the values YAML gives (bool before number: a bool is an int in Python)
 _SCHEMA_TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str,
@@ -31,16 +37,35 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(manifest_json_schema())
 
 
+@functools.cache
+def _policy_validator() -> Draft202012Validator:
+    return Draft202012Validator(policy_json_schema())
+
+
 def validate_structure(document: Document) -> ValidatedManifest:
     """The manifest model for a document, or ManifestErrors listing every problem found."""
-    problems = [p for error in _validator().iter_errors(document.data) for p in _explain(error, document)]
-    if problems:
-        raise ManifestErrors(_sorted_unique(problems))
+    _check_schema(_validator(), document)
     try:
         return cast(ValidatedManifest, manifest_model().model_validate(document.data))
     except ModelError as error:
         raise ManifestErrors(_sorted_unique(
             [_model_problem(e, document) for e in error.errors()])) from None
+
+
+def validate_policy_structure(document: Document) -> Policy:
+    """The policy model of a policy file (`--policy`), or ManifestErrors listing every problem."""
+    _check_schema(_policy_validator(), document)
+    try:
+        return Policy.model_validate(document.data)
+    except ModelError as error:
+        raise ManifestErrors(_sorted_unique(
+            [_model_problem(e, document) for e in error.errors()])) from None
+
+
+def _check_schema(validator: Draft202012Validator, document: Document) -> None:
+    problems = [p for error in validator.iter_errors(document.data) for p in _explain(error, document)]
+    if problems:
+        raise ManifestErrors(_sorted_unique(problems))
 
 
 def _sorted_unique(problems: list[ManifestError]) -> list[ManifestError]:

@@ -1,17 +1,21 @@
-"""From a desired state and its drivers to a Plan: observe, inspect data, compare."""
+"""From a desired state and its drivers to a Plan: observe, inspect data, compare; then limit
+the plan to its targets and check it against the policy."""
 
 from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from lance_sync import __version__
-from lance_sync.drivers.base import SyncNamespace
+from lance_sync.drivers.base import Capabilities, SyncNamespace
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.observe import LiveState, observe
-from lance_sync.plan.compare import compare, removal_locations
+from lance_sync.plan.compare import Comparison, compare, removal_locations
 from lance_sync.plan.model import DatasetStatus, Plan, Scope
+from lance_sync.plan.select import parse_targets, select_targets
+from lance_sync.policy import declared_subjects, enforce
 
 Progress = Callable[[str], None]
 
@@ -44,13 +48,46 @@ def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, Sy
     return statuses
 
 
-def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
-               progress: Progress | None = None, scan_all: bool = False) -> Plan:
+@dataclass
+class Observation:
+    """What a plan is made from besides the manifest: the live catalogs, what each backend can
+    change in place, what each table location holds, and the calls it took to read them."""
+
+    live: LiveState
+    capabilities: dict[str, Capabilities]
+    datasets: dict[str, DatasetStatus]
+    api_calls: dict[str, int]
+
+
+def read_state(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
+               progress: Progress | None = None, scan_all: bool = False) -> Observation:
     calls_before = {name: driver.api_calls for name, driver in drivers.items()}
     live = observe(state, drivers, parallelism, progress, scan_all)
     capabilities = {name: driver.capabilities() for name, driver in drivers.items()}
     datasets = inspect_datasets(state, live, drivers, progress)
-    comparison = compare(state, live, capabilities, datasets)
+    return Observation(live, capabilities, datasets,
+                       {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()})
+
+
+def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
+               progress: Progress | None = None, scan_all: bool = False, targets: Sequence[str] = (),
+               enforce_policy: bool = True) -> Plan:
+    """The plan of a manifest; with `targets` (BACKEND:ID globs) only what they need; checked
+    against the manifest's policy unless `enforce_policy` is False (reconcile checks the part
+    it runs)."""
+    chosen = parse_targets(targets, state.backends)
+    observation = read_state(state, drivers, parallelism, progress, scan_all)
+    plan = assemble_plan(state, observation, compare(state, observation.live, observation.capabilities,
+                                                     observation.datasets))
+    if chosen:
+        declared = [(s.backend, s.display_id) for s in declared_subjects(state)]
+        plan = select_targets(plan, chosen, declared)
+    if enforce_policy and state.policy:
+        enforce(state.policy, plan, state)
+    return plan
+
+
+def assemble_plan(state: DesiredState, observation: Observation, comparison: Comparison) -> Plan:
     return Plan(
         tool_version=__version__,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -62,9 +99,9 @@ def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace], paralleli
         left_alone=comparison.left_alone,
         adopted_unmarked=comparison.adopted_unmarked,
         notes=comparison.notes,
-        warnings=live.warnings + comparison.warnings,
-        scope=_scope(state, live),
-        api_calls={name: driver.api_calls - calls_before[name] for name, driver in drivers.items()},
+        warnings=observation.live.warnings + comparison.warnings,
+        scope=_scope(state, observation.live),
+        api_calls=observation.api_calls,
     )
 
 

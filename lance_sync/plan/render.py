@@ -13,6 +13,7 @@ from lance_sync.plan.model import (
     Kind,
     ObjectState,
     Plan,
+    PolicyViolation,
     Reason,
     Verb,
 )
@@ -20,6 +21,8 @@ from lance_sync.plan.model import (
 MARKDOWN_LIMIT = 65_000
 #: scanned namespaces named per backend before "and N more"
 SCOPE_SHOWN = 10
+#: actions a partial plan names as left out before "and N more"
+OMITTED_SHOWN = 10
 
 SYMBOLS = {Verb.CREATE: "+", Verb.UPDATE: "~", Verb.REPLACE: "-/+", Verb.FORGET: "-", Verb.DELETE: "-"}
 COLOURS = {"+": "green", "~": "yellow", "-": "red", "-/+": "magenta"}
@@ -42,7 +45,10 @@ def summary_counts(plan: Plan) -> dict[str, int]:
 
 def summary_line(plan: Plan) -> str:
     if not plan.actions:
-        return "No changes. The catalogs match the manifest."
+        text = summary_line_of_nothing(plan)
+        if plan.policy_violations:
+            text += f" {len(plan.policy_violations)} policy violation(s): apply refuses this plan."
+        return text
     counts = summary_counts(plan)
     text = (f"Plan: {counts['create']} to create, {counts['update']} to update, {counts['adopt']} to adopt, "
             f"{counts['replace']} to replace, {counts['remove']} to remove.")
@@ -55,7 +61,39 @@ def summary_line(plan: Plan) -> str:
     blocked = len(plan.blocked())
     if blocked:
         text += f" {blocked} blocked."
+    if plan.policy_violations:
+        text += f" {len(plan.policy_violations)} policy violation(s): apply refuses this plan."
+    if plan.partial is not None:
+        text += f" Partial: {len(plan.partial.omitted)} change(s) left out."
     return text
+
+
+def summary_line_of_nothing(plan: Plan) -> str:
+    if plan.partial is not None and plan.partial.omitted:
+        return f"No changes in this partial plan; {len(plan.partial.omitted)} change(s) left out."
+    return "No changes. The catalogs match the manifest."
+
+
+def partial_lines(plan: Plan) -> list[str]:
+    """What a partial plan says about itself: why, and what it leaves out (the first few)."""
+    if plan.partial is None:
+        return []
+    omitted = plan.partial.omitted
+    if plan.partial.by == "target":
+        head = (f"This plan is partial: only --target {', '.join(plan.partial.targets)} and what it depends "
+                f"on; {len(omitted)} other change(s) left out (plan without --target to see them all).")
+    else:
+        head = f"This plan is partial: {len(omitted)} change(s) need a person and are left out."
+    lines = [head]
+    lines += [f"    {o.action} {o.backend}: {o.display_id} ({o.why})" for o in omitted[:OMITTED_SHOWN]]
+    if len(omitted) > OMITTED_SHOWN:
+        lines.append(f"    ... and {len(omitted) - OMITTED_SHOWN} more")
+    return lines
+
+
+def violation_line(violation: PolicyViolation) -> str:
+    where = f" ({violation.where})" if violation.where else ""
+    return f"[{violation.rule}] {violation.check}: {violation.message}{where}"
 
 
 def action_label(action: Action) -> str:
@@ -93,6 +131,8 @@ def render_text(plan: Plan, colour: bool = False) -> str:
         return click.style(text, fg=COLOURS[symbol], bold=bold) if colour else text
 
     lines = [f"lance-sync plan for owner '{plan.owner}' ({', '.join(plan.manifest_files)})", ""]
+    if plan.partial is not None:
+        lines += [*partial_lines(plan), ""]
     for action in plan.actions:
         lines.append(paint(action_head(action), SYMBOLS[action.verb], bold=True))
         lines.extend(f"        {line}" for line in _details(action))
@@ -110,6 +150,10 @@ def render_text(plan: Plan, colour: bool = False) -> str:
         lines.append("Scanned (owned objects outside these namespaces are not seen; plan --scan-all lists "
                      "every namespace):")
         lines.extend(scope_lines(plan))
+        lines.append("")
+    if plan.policy_violations:
+        lines.append(f"Policy violations ({len(plan.policy_violations)}): apply refuses this plan")
+        lines.extend(f"    {violation_line(v)}" for v in plan.policy_violations)
         lines.append("")
     lines += [f"Note: {note}" for note in plan.notes]
     lines += [f"Warning: {warning}" for warning in plan.warnings]
@@ -201,6 +245,14 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
                     "are lost): apply needs `--allow-replace`.")
     if plan.blocked():
         head.append(f"> **{len(plan.blocked())} blocked action(s)**: apply will refuse this plan.")
+    if plan.policy_violations:
+        head.append(f"> **{len(plan.policy_violations)} policy violation(s)**: apply will refuse this plan.")
+        head.append(">")
+        head += [f"> - `{v.rule}` ({v.check}): {_markdown_safe(v.message)}" for v in plan.policy_violations[:50]]
+        if len(plan.policy_violations) > 50:
+            head.append(f"> - ... and {len(plan.policy_violations) - 50} more")
+    if plan.partial is not None:
+        head.append(f"> **Partial plan.** {_markdown_safe(partial_lines(plan)[0])}")
     if plan.adopted_unmarked:
         head.append(f"> {len(plan.adopted_unmarked)} table(s) adopted without a mark (the backend cannot stamp "
                     "them in place): leaving the manifest will leave them registered.")
@@ -237,6 +289,11 @@ def _markdown_action(action: Action) -> str:
     head = f"{sign} {_fence_safe(action_label(action))}"
     lines = [head] + [f"{' ' if sign != '-' else '-'}     {_fence_safe(line)}" for line in _details(action)]
     return "\n".join(lines) + "\n"
+
+
+def _markdown_safe(text: str) -> str:
+    """User text (names, locations, patterns) in a markdown line: no markup, no HTML."""
+    return "".join(f"\\{c}" if c in "\\`*_[]<>|#" else c for c in text.replace("\n", " "))
 
 
 def _fence_safe(text: str) -> str:
