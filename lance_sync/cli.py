@@ -471,6 +471,29 @@ def _print_report(report: Any) -> None:
 
 @main.command()
 @manifest_option
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@scan_all_option
+@parallelism_option
+@handle_errors
+def drift(files: tuple[str, ...], output_format: str, scan_all: bool, parallelism: int) -> None:
+    """Report what differs between the manifest and the catalogs, and the repair the next apply
+    would do. Exits 2 when anything differs, 0 when nothing does. Objects another owner (or
+    nobody) owns are never drift."""
+    from lance_sync.drift import drift_report, render_drift
+
+    state = load_manifest(manifest_files(files))
+    drivers = connect_backends(state.backends)
+    try:
+        report = drift_report(state, drivers, parallelism, progress, scan_all)
+    finally:
+        _end_progress()
+    click.echo(render_drift(report, output_format), nl=False)
+    if report.has_drift:
+        sys.exit(ExitCode.CHANGES_PRESENT)
+
+
+@main.command()
+@manifest_option
 @click.argument("lease_id", required=False)
 @handle_errors
 def unlock(files: tuple[str, ...], lease_id: str | None) -> None:

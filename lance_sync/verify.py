@@ -136,13 +136,20 @@ def _problems(item: LocationFinding,
     elif item.status == "unreachable":
         problems.append(f"storage unreachable: {item.error}")
     if item.status == "valid":
-        dataset_schema = schema_from_columns(item.columns or [])
         for registration, recorded, driver in catalog_columns:
-            expected = driver.catalog_columns(dataset_schema)
-            if expected is not None and recorded != expected:
-                problems.append(f"schema drift: {registration.backend}: {registration.display_id} records "
-                                f"{describe_columns(recorded)}, the dataset has {describe_columns(expected)}")
+            problem = catalog_schema_problem(recorded, item.columns or [], driver)
+            if problem:
+                problems.append(f"schema drift: {registration.backend}: {registration.display_id} {problem}")
     return problems
+
+
+def catalog_schema_problem(recorded: list[dict], dataset_columns: list[dict], driver: SyncNamespace) -> str | None:
+    """'records (a: bigint), the dataset has (a: string)' when a catalog's columns differ from the
+    dataset's as that catalog would record them; None when they agree or it records none."""
+    expected = driver.catalog_columns(schema_from_columns(dataset_columns))
+    if expected is None or recorded == expected:
+        return None
+    return f"records {describe_columns(recorded)}, the dataset has {describe_columns(expected)}"
 
 
 def _check_declared_columns(item: LocationFinding, declared: list[dict]) -> None:

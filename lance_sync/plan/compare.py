@@ -57,6 +57,23 @@ from lance_sync.plan.model import (
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 
 
+@dataclass(frozen=True)
+class Conflict:
+    """Something no action can fix: the plan stops (drift reports it instead)."""
+
+    message: str
+    #: what it is about: owner (marked by another owner), not_lance (a table of another format
+    #: under the name), namespace (a table's namespace is neither there nor declared), storage
+    #: (a location cannot be read), schema (the dataset's columns contradict the manifest)
+    topic: str
+    table: str | None = None
+    backend: str | None = None
+    id: Identifier | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
 @dataclass
 class Comparison:
     actions: list[Action] = field(default_factory=list)
@@ -64,7 +81,7 @@ class Comparison:
     adopted_unmarked: list[LeftAlone] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
 
 
 def removal_locations(desired: DesiredState, live: LiveState) -> set[str]:
@@ -85,14 +102,15 @@ class Comparer:
         self.result = Comparison()
         self.created_namespaces: set[ObjectKey] = set()
 
-    def compare(self) -> Comparison:
+    def compare(self, strict: bool = True) -> Comparison:
+        """The actions; with `strict`, a PlanError when anything conflicts (drift reads them)."""
         self._namespaces()
         self._tables()
         self._table_removals()
         self._namespace_removals()
         self._link_dependencies()
         self.result.actions.sort(key=_order)
-        if self.result.conflicts:
+        if strict and self.result.conflicts:
             raise PlanError("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in self.result.conflicts))
         return self.result
 
@@ -116,9 +134,10 @@ class Comparer:
                                                 display_id=self._display(backend, id), reason=reason))
 
     def _owner_conflict(self, kind: Kind, backend: str, id: Identifier, owner: str) -> None:
-        self.result.conflicts.append(
+        self.result.conflicts.append(Conflict(
             f"{kind.value} '{self._display(backend, id)}' in backend '{backend}' is owned by '{owner}', not "
-            f"'{self.desired.owner}'; remove it from this manifest or change its {OWNER_KEY} property")
+            f"'{self.desired.owner}'; remove it from this manifest or change its {OWNER_KEY} property",
+            "owner", backend=backend, id=id))
 
     # --- namespaces ------------------------------------------------------------------------------
 
@@ -164,9 +183,10 @@ class Comparer:
                 key = (registration.backend, registration.id)
                 namespace = (registration.backend, registration.id[:-1])
                 if namespace not in self.live.namespaces and namespace not in self.created_namespaces:
-                    self.result.conflicts.append(
+                    self.result.conflicts.append(Conflict(
                         f"table '{table.name}': namespace '{self._display(*namespace)}' does not exist in "
-                        f"backend '{registration.backend}' and is not declared under namespaces:")
+                        f"backend '{registration.backend}' and is not declared under namespaces:",
+                        "namespace", table.name, registration.backend, registration.id))
                     continue
                 self._table(table, key, status, writes)
 
@@ -186,8 +206,9 @@ class Comparer:
                                 after=after, detail=f"no dataset at the location: write it {_origin(table)}",
                                 **common)
         if status.status == "unreachable" and (table.columns or table.source):
-            self.result.conflicts.append(
-                f"table '{table.name}': cannot tell whether {table.location} holds data: {status.error}")
+            self.result.conflicts.append(Conflict(
+                f"table '{table.name}': cannot tell whether {table.location} holds data: {status.error}",
+                "storage", table.name))
         if status.status != "valid" or declared is None:
             return None
         drift = column_drift(declared, status.columns or [])
@@ -207,10 +228,11 @@ class Comparer:
                                 "(on_mismatch: overwrite; the current data is lost)",
                                 blocked=PROTECTED if protected else None, **common)
         self.result.conflicts.extend(
-            f"table '{table.name}' at {table.location}: {problem}" for problem in drift.problems())
-        self.result.conflicts.append(
+            Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name)
+            for problem in drift.problems())
+        self.result.conflicts.append(Conflict(
             f"table '{table.name}': the dataset has {describe_columns(status.columns)}; change the manifest's "
-            "schema, or set source.on_mismatch: overwrite to rewrite the data (destroys it)")
+            "schema, or set source.on_mismatch: overwrite to rewrite the data (destroys it)", "schema", table.name))
         return None
 
     def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool) -> None:
@@ -227,8 +249,9 @@ class Comparer:
                          detail="declared in the manifest, absent", **common)
             return
         if not live.is_lance:
-            self.result.conflicts.append(f"table '{self._display(backend, id)}' in backend '{backend}' exists "
-                                         "and is not a Lance table; lance-sync will not replace it")
+            self.result.conflicts.append(Conflict(
+                f"table '{self._display(backend, id)}' in backend '{backend}' exists and is not a Lance table; "
+                "lance-sync will not replace it", "not_lance", table.name, backend, id))
             return
         have = project(live.properties, live.location, keys)
         owner = owner_of(live.properties)
@@ -374,8 +397,8 @@ class Comparer:
 
 
 def compare(desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
-            datasets: dict[str, DatasetStatus]) -> Comparison:
-    return Comparer(desired, live, capabilities, datasets).compare()
+            datasets: dict[str, DatasetStatus], strict: bool = True) -> Comparison:
+    return Comparer(desired, live, capabilities, datasets).compare(strict)
 
 
 def _order(action: Action) -> tuple:
