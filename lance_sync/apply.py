@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -68,6 +68,12 @@ ACTION_RETRIES = 2
 #: stale or blocked objects listed in a refusal before "... and N more"
 LISTED = 20
 STALE = "stale"
+
+
+class StopSignal(Protocol):
+    """Set when an apply must start nothing more (a threading.Event is one)."""
+
+    def is_set(self) -> bool: ...
 
 
 @dataclass
@@ -438,7 +444,7 @@ class Scheduler:
                 self.dependents[need].append(action.key)
 
     def run(self, runner: ActionRunner, finish: Callable[[Outcome], None],
-            stop: threading.Event | None = None) -> None:
+            stop: StopSignal | None = None) -> None:
         finished: set[str] = set()
 
         def record(outcome: Outcome) -> None:
@@ -511,7 +517,7 @@ class Journal:
 
 
 def execute(plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions,
-            on_done: Callable[[Outcome], None] | None = None, stop: threading.Event | None = None) -> ApplyReport:
+            on_done: Callable[[Outcome], None] | None = None, stop: StopSignal | None = None) -> ApplyReport:
     """Run every action of a checked plan; independent actions in parallel."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     journal = Journal(options.state_dir / "journal" / f"apply-{stamp}.jsonl")
