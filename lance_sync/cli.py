@@ -647,14 +647,15 @@ def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None,
 
 
 @main.command()
-@click.argument("which", type=click.Choice(["manifest", "plan"]), default="manifest")
+@click.argument("which", type=click.Choice(["manifest", "plan", "policy"]), default="manifest")
 @handle_errors
 def schema(which: str) -> None:
-    """Print the JSON Schema of manifests (default) or of plans."""
-    from lance_sync.manifest.models import manifest_json_schema
+    """Print the JSON Schema of manifests (default), of plans, or of policy files (--policy)."""
+    from lance_sync.manifest.models import manifest_json_schema, policy_json_schema
     from lance_sync.plan.model import plan_json_schema
 
-    document = manifest_json_schema() if which == "manifest" else plan_json_schema()
+    documents = {"manifest": manifest_json_schema, "plan": plan_json_schema, "policy": policy_json_schema}
+    document = documents[which]()
     click.echo(json.dumps(document, indent=2))
 
 

@@ -17,6 +17,7 @@ from lance_sync.drivers import available_drivers, driver_class
 from lance_sync.plan.model import ActionType
 
 SCHEMA_ID = "https://lance-sync.dev/schemas/manifest.schema.json"
+POLICY_SCHEMA_ID = "https://lance-sync.dev/schemas/policy.schema.json"
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
 OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@/-]*$"
 
@@ -223,7 +224,8 @@ def manifest_model() -> type[BaseModel]:
 
 def policy_json_schema() -> dict[str, Any]:
     """The schema of a policy file (`--policy FILE`): the manifest's `policy:` section on its own."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **Policy.model_json_schema()}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": POLICY_SCHEMA_ID,
+            **Policy.model_json_schema()}
 
 
 def manifest_json_schema() -> dict[str, Any]:

@@ -8,12 +8,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from lance_sync.manifest.models import manifest_json_schema
+from lance_sync.manifest.models import manifest_json_schema, policy_json_schema
 from lance_sync.plan.model import plan_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 REGENERATE = "regenerate with: lance-sync schema > schemas/manifest.schema.json; " \
-             "lance-sync schema plan > schemas/plan.schema.json"
+             "lance-sync schema plan > schemas/plan.schema.json; lance-sync schema policy > schemas/policy.schema.json"
 
 
 def test_manifest_schema_file_matches_the_models():
@@ -26,6 +26,19 @@ def test_plan_schema_file_matches_the_models():
     assert shipped == plan_json_schema(), REGENERATE
 
 
+def test_policy_schema_file_matches_the_models():
+    shipped = json.loads((ROOT / "schemas" / "policy.schema.json").read_text())
+    assert shipped == policy_json_schema(), REGENERATE
+
+
+def test_every_example_policy_file_validates_against_the_shipped_schema():
+    schema = json.loads((ROOT / "schemas" / "policy.schema.json").read_text())
+    policies = sorted(ROOT.glob("examples/**/policy*.yaml"))
+    assert policies
+    for path in policies:
+        jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+
+
 def test_every_example_manifest_validates_against_the_shipped_schema():
     schema = json.loads((ROOT / "schemas" / "manifest.schema.json").read_text())
     manifests = sorted(ROOT.glob("examples/**/lance-sync*.yaml"))
@@ -35,5 +48,5 @@ def test_every_example_manifest_validates_against_the_shipped_schema():
 
 
 def test_schemas_are_valid_json_schema_documents():
-    for name in ("manifest.schema.json", "plan.schema.json"):
+    for name in ("manifest.schema.json", "plan.schema.json", "policy.schema.json"):
         jsonschema.Draft202012Validator.check_schema(json.loads((ROOT / "schemas" / name).read_text()))
