@@ -259,7 +259,7 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     head += [f"> {w}" for w in plan.warnings]
     head += [f"> Note: {n}" for n in plan.notes]
     head.append("")
-    text = "\n".join(head)
+    text = "\n".join(head) + "\n"  # a blank line: <details> must not continue a blockquote
     if not plan.actions and not plan.left_alone:
         return text
     opening = f"<details><summary>Details ({len(plan.actions)} actions)</summary>\n\n```diff\n"
