@@ -208,6 +208,8 @@ def validate(files: tuple[str, ...], output_format: str, policy_file: str | None
                    f"namespaces, {counts['tables']} tables, {counts['policy_rules']} policy rules)")
         for violation in violations:
             click.echo(f"policy violation: {violation_line(violation)}")
+        if violations:
+            click.echo(f"{len(violations)} policy violation(s): plan and apply refuse this manifest.")
     if violations:
         sys.exit(ExitCode.REFUSED)
 
