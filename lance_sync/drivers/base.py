@@ -10,6 +10,11 @@ can use it directly) plus what a reconciler needs beyond that interface:
   locations with the fewest calls the backend allows;
 - point reads (`get_namespace_info`, `get_table_info`) that answer None for "absent".
 
+Requests are accepted as the generated models (pylance) or as any mapping of their fields
+(lancedb's core passes dicts): every public operation is wrapped once, here, by
+`lance_sync.drivers.requests`; an interface operation a driver lacks is UnsupportedOperation
+naming the operations it has.
+
 Request modes mean the same on every backend. `SyncNamespace` reads them once and each
 driver supplies only the backend calls (`_create_namespace_object`,
 `_replace_namespace_properties`, `_drop_namespace_object`, `_overwrite_registration`):
@@ -76,6 +81,7 @@ from lance_namespace.errors import (
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from lance_sync.drivers.paging import follow_pages
+from lance_sync.drivers.requests import OPERATIONS, accepting_mappings, unsupported
 from lance_sync.errors import ConfigError
 
 Identifier = tuple[str, ...]
@@ -222,6 +228,10 @@ class SyncNamespace(LanceNamespace):
     table_namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
     #: DropNamespace honours behavior Cascade (the backend's spec has it)
     drops_cascade: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _adapt_operations(cls)
 
     def __init__(self, config: BackendConfig | None = None, /, **properties: Any) -> None:
         """From a validated `config`, or from `lance_namespace.connect()` properties."""
@@ -455,3 +465,17 @@ class SyncNamespace(LanceNamespace):
             return list(getattr(response, attribute) or []), response.page_token
 
         return follow_pages(fetch)
+
+
+def _adapt_operations(cls: type) -> None:
+    """Each interface operation `cls` defines takes models or mappings (see the module
+    docstring); on SyncNamespace itself, each one nobody implements is a clear refusal."""
+    for name, request_type in OPERATIONS.items():
+        function = cls.__dict__.get(name)
+        if function is not None:
+            setattr(cls, name, accepting_mappings(function, request_type))
+        elif cls is SyncNamespace and getattr(cls, name) is getattr(LanceNamespace, name):
+            setattr(cls, name, unsupported(name))
+
+
+_adapt_operations(SyncNamespace)
