@@ -1,7 +1,7 @@
-"""lance-sync: declarative catalog sync for Lance tables."""
+"""lance-sync: declarative catalog sync for Lance tables.
 
-from lance_sync.drivers import register_with_lance_namespace
+Importing lance_sync changes nothing global: `lance_sync.drivers.register()` makes the drivers
+known to `lance_namespace.connect` by their `lance-sync-*` names.
+"""
 
 __version__ = "0.1.0"
-
-register_with_lance_namespace()

@@ -1,9 +1,19 @@
 """Backend drivers and their registry.
 
-Drivers are found through the `lance_namespace.impls` entry-point group (lance-sync's own
-are declared in pyproject.toml; other packages can add theirs the same way) and are
-registered with `lance_namespace.register_namespace_impl`, so after `import lance_sync`
-`lance_namespace.connect("unity", {...})` builds lance-sync's Unity driver.
+Each driver has a short backend type for manifests (`dir`, `unity`, `iceberg`, `glue`,
+`hive3`) and a name for `lance_namespace.connect`: the type with the `lance-sync-` prefix
+(`lance-sync-unity`), so it never takes the place of pylance's `dir` or of another package's
+`unity` (lance-namespace-impls registers `glue`, `hive3`, `iceberg`, `unity` on import).
+
+lance_namespace reads no entry points: its names are registered with
+`lance_namespace.register_namespace_impl`, which `register()` does for every driver, and which
+importing lance_sync never does by itself. Without registering, the full class path works
+too: `lance_namespace.connect("lance_sync.drivers.unity.UnityNamespace", {...})`.
+
+The `lance_namespace.impls` entry-point group declares the same names (pyproject.toml). Another
+package can add a backend type to manifests by declaring an entry `lance-sync-<type>` there;
+lance-sync's own types cannot be replaced that way, and entries without the prefix (other
+packages' own implementations) are not lance-sync drivers and are ignored.
 
 lance-sync itself builds its drivers here: from a loaded manifest's validated configurations
 (`connect_backends`), or from backend templates whose secrets are still `${VAR}` references,
@@ -27,8 +37,10 @@ from lance_sync.errors import ConfigError
 from lance_sync.variables import resolve_references
 
 ENTRY_POINT_GROUP = "lance_namespace.impls"
+#: what a backend type is prefixed with in `lance_namespace.connect` and in the entry points
+IMPL_PREFIX = "lance-sync-"
 
-#: lance-sync's own drivers; also the fallback when package metadata is unavailable.
+#: lance-sync's own drivers, by backend type
 BUILTIN_DRIVERS: dict[str, str] = {
     "dir": "lance_sync.drivers.dir:DirNamespace",
     "unity": "lance_sync.drivers.unity:UnityNamespace",
@@ -37,18 +49,32 @@ BUILTIN_DRIVERS: dict[str, str] = {
     "hive3": "lance_sync.drivers.hive3:Hive3Namespace",
 }
 
-#: `lance_namespace.connect` resolves "dir" to pylance's DirectoryNamespace before any
-#: registered name, so lance-sync's directory driver is registered under this name.
-CONNECT_ALIASES = {"dir": "lance-sync-dir"}
-
 
 @functools.cache
 def available_drivers() -> dict[str, str]:
-    """Backend type -> "module:Class", builtins overridden by installed entry points."""
-    drivers = dict(BUILTIN_DRIVERS)
+    """Backend type -> "module:Class": the builtins, plus the types installed packages add
+    through `lance-sync-<type>` entry points."""
+    drivers = {}
     for entry in entry_points(group=ENTRY_POINT_GROUP):
-        drivers[entry.name] = entry.value
+        if entry.name.startswith(IMPL_PREFIX):
+            drivers[entry.name[len(IMPL_PREFIX):]] = entry.value
+    drivers.update(BUILTIN_DRIVERS)
     return drivers
+
+
+def impl_name(backend_type: str) -> str:
+    """The name `lance_namespace.connect` knows a backend type's driver by, after `register()`."""
+    return f"{IMPL_PREFIX}{backend_type}"
+
+
+def register() -> list[str]:
+    """Make `lance_namespace.connect("lance-sync-<type>", properties)` (and so lancedb's
+    `connect_namespace`) build lance-sync's drivers; returns the names registered. Idempotent."""
+    names = []
+    for backend_type, target in sorted(available_drivers().items()):
+        names.append(impl_name(backend_type))
+        lance_namespace.register_namespace_impl(names[-1], target.replace(":", "."))
+    return names
 
 
 def driver_class(backend_type: str) -> type[SyncNamespace]:
@@ -106,8 +132,3 @@ def _naming(backend: str) -> Iterator[None]:
         yield
     except ConfigError as error:
         raise ConfigError(f"backend '{backend}': {error}") from None
-
-
-def register_with_lance_namespace() -> None:
-    for name, target in available_drivers().items():
-        lance_namespace.register_namespace_impl(CONNECT_ALIASES.get(name, name), target.replace(":", "."))

@@ -55,7 +55,7 @@ from moto.server import DomainDispatcherApplication, create_backend_app
 from moto.sts.models import sts_backends
 from werkzeug.serving import make_server
 
-from lance_sync.drivers import register_with_lance_namespace
+from lance_sync.drivers import register
 from lance_sync.drivers.base import TableInfo
 from lance_sync.drivers.glue import GlueConfig, GlueNamespace
 from lance_sync.errors import ConfigError
@@ -231,8 +231,8 @@ def test_connect_properties_round_trip_and_secrets_stay_hidden(base_config: dict
 
 
 def test_lance_namespace_connect_builds_this_driver(base_config: dict):
-    register_with_lance_namespace()
-    driver = lance_namespace.connect("glue", {k: str(v) for k, v in base_config.items()})
+    register()
+    driver = lance_namespace.connect("lance-sync-glue", {k: str(v) for k, v in base_config.items()})
     assert isinstance(driver, GlueNamespace)
 
 

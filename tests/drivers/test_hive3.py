@@ -51,8 +51,7 @@ from lance_namespace.errors import (
 )
 from pymetastore.hive_metastore.ttypes import GetTableRequest, Table
 
-import lance_sync  # noqa: F401 - registers the drivers with lance_namespace.connect
-from lance_sync.drivers import hive3
+from lance_sync.drivers import hive3, register
 from lance_sync.drivers.base import Identifier
 from lance_sync.drivers.hive3 import Hive3Namespace
 from lance_sync.errors import ConfigError
@@ -61,6 +60,8 @@ from tests.conformance.harness_hms import HmsHarness
 from tests.servers.base import RunningServer, free_port
 from tests.servers.hive_checks import external_table
 from tests.servers.hive_support import hive_client
+
+register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 pytestmark = pytest.mark.servers
 
@@ -140,9 +141,10 @@ def seed_tables(hive: HmsHarness, namespace: Identifier, names: list[str], forei
 # --- configuration ----------------------------------------------------------------------------
 
 def test_config_defaults_and_string_properties():
-    driver = lance_namespace.connect("hive3", {"uri": "thrift://127.0.0.1:9083", "client.pool-size": "5",
-                                               "client.socket-timeout-sec": "2.5",
-                                               "storage.region": "us-west-2"})
+    driver = lance_namespace.connect("lance-sync-hive3", {"uri": "thrift://127.0.0.1:9083",
+                                                          "client.pool-size": "5",
+                                                          "client.socket-timeout-sec": "2.5",
+                                                          "storage.region": "us-west-2"})
     assert isinstance(driver, Hive3Namespace)
     assert (driver.config.client_pool_size, driver.config.client_socket_timeout) == (5, 2.5)
     assert driver.storage_options() == {"region": "us-west-2"}
@@ -483,7 +485,7 @@ def test_sixteen_threads_declare_and_describe_at_once(hive: HmsHarness, counted:
 
 
 def test_pylance_writes_and_reads_through_the_driver(hive: HmsHarness, database: Identifier):
-    driver = lance_namespace.connect("hive3", {k: str(v) for k, v in hive.config().items()})
+    driver = lance_namespace.connect("lance-sync-hive3", {k: str(v) for k, v in hive.config().items()})
     table_id = [*database, "w"]
     data = pa.table({"id": pa.array([1, 2], pa.int64()), "v": pa.array(["a", "b"])})
     lance.write_dataset(data, namespace_client=driver, table_id=table_id)

@@ -52,13 +52,15 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-import lance_sync  # noqa: F401  registers the drivers with lance_namespace.connect
+from lance_sync.drivers import register
 from lance_sync.drivers.base import Capabilities
 from lance_sync.drivers.iceberg import LOAD_PARALLELISM, IcebergNamespace
 from lance_sync.drivers.retry import ServerError
 from lance_sync.errors import ConfigError
 from tests.servers import iceberg_rest
 from tests.servers.base import RunningServer, free_port
+
+register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 pytestmark = pytest.mark.servers
 
@@ -150,7 +152,7 @@ def test_one_way_to_authenticate(tmp_path):
 
 
 def test_connect_takes_string_properties_with_timeouts_in_milliseconds(tmp_path):
-    driver = lance_namespace.connect("iceberg", {
+    driver = lance_namespace.connect("lance-sync-iceberg", {
         "endpoint": "http://127.0.0.1:1/", "root": str(tmp_path), "connect_timeout": "500",
         "read_timeout": "2000", "max_retries": "0", "storage.region": "eu-west-1"})
 

@@ -49,7 +49,7 @@ from lance_namespace.errors import (
 )
 from unitycatalog.client import ColumnTypeName, TablesApi
 
-import lance_sync  # noqa: F401 - registers the drivers with lance_namespace.connect
+from lance_sync.drivers import register
 from lance_sync.drivers.http import HttpFailure
 from lance_sync.drivers.retry import ServerError
 from lance_sync.drivers.unity import UnityNamespace
@@ -58,6 +58,8 @@ from lance_sync.locations import normalize_location
 from tests.conformance.harness_unity import EXTERNAL_TOKEN, UnityHarness, ensure_catalog, run_sdk
 from tests.servers import unity
 from tests.servers.base import RunningServer, free_port
+
+register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 pytestmark = pytest.mark.servers
 
@@ -145,7 +147,7 @@ def test_config_defaults_and_storage_properties():
 
 
 def test_connect_builds_this_driver():
-    driver = lance_namespace.connect("unity", {"endpoint": "http://localhost:8080", "catalog": "main"})
+    driver = lance_namespace.connect("lance-sync-unity", {"endpoint": "http://localhost:8080", "catalog": "main"})
     assert isinstance(driver, UnityNamespace)
 
 

@@ -12,8 +12,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import lance_sync  # noqa: F401 - registers the drivers
 from lance_sync.cli import main
+from lance_sync.drivers import register
+
+register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 PLAN_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "plan.schema.json"

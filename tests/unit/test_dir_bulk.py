@@ -13,9 +13,11 @@ from lance_namespace.errors import (
     TableAlreadyExistsError,
 )
 
-import lance_sync  # noqa: F401 - registers the drivers
 from lance_sync.apply import ApplyOptions, execute
+from lance_sync.drivers import register
 from lance_sync.plan.model import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
+
+register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 
 def test_bulk_declare_reports_each_table_and_writes_the_rest_in_one_commit(tmp_path):

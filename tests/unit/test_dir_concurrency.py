@@ -37,10 +37,12 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-import lance_sync  # noqa: F401 - registers the drivers
 from lance_sync.drivers import dir as dir_driver
+from lance_sync.drivers import register
 from lance_sync.drivers.dir import DirNamespace
 from lance_sync.marks import OWNER_KEY
+
+register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 TABLES_PER_WRITER = 50
 #: a worker's wait for the others at the start line
