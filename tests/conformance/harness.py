@@ -28,6 +28,9 @@ class SpecBehaviour:
     drop_cascade: bool = False
     #: DescribeTable of a non-Lance table raises InvalidInput (13); False where no foreign table can be made
     foreign_table_is_invalid_input: bool = True
+    #: DropTable deletes the table's data (dir, as pylance's DirectoryNamespace); the catalog
+    #: specs have DeregisterTable only, so DropTable is UnsupportedOperation there
+    drop_table: bool = False
     #: names the backend stores lower-cased (Glue, Hive): round-trip tests use lower-case names
     lower_case_names: bool = False
     #: characters the backend accepts in names, of " ", "%", ".", "$", unicode

@@ -14,7 +14,8 @@ from tests.conformance.harness import Harness, SpecBehaviour
 class DirHarness(Harness):
     backend_type = "dir"
     server_fixture = None
-    behaviour = SpecBehaviour(name_characters=(" ", "%", ".", "é"), foreign_table_is_invalid_input=False)
+    behaviour = SpecBehaviour(name_characters=(" ", "%", ".", "é"), foreign_table_is_invalid_input=False,
+                              drop_table=True)
 
     def config(self) -> dict[str, Any]:
         return {"root": str(self.data_root)}
