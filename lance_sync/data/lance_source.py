@@ -1,14 +1,24 @@
 """The `lance` format for Spark, built on Spark 4's Python data source API (no connector jar).
 
-    df.write.format("lance").mode("overwrite" | "append").options(**lance_options(schema)).save(uri)
+    install_lance_format(spark)   # public as lance_sync.spark.install; get_spark sessions have it
+    df.write.format("lance").options(**lance_options(schema)).save(uri)   # ErrorIfExists
+    df.write.format("lance").mode("append" | "overwrite" | "ignore").save(uri)
     spark.read.format("lance").options(**lance_options()).load(uri)
+
+Save modes: ErrorIfExists (Spark's default) refuses a location that holds a dataset; Ignore
+writes nothing there; Append adds to the dataset; Overwrite replaces it. Every mode but
+Overwrite creates a missing dataset only if no other writer creates one meanwhile (the commit
+that would make version 1 is not retried over another writer's), so a dataset that appears
+during the job is never overwritten: ErrorIfExists and Append then fail, Ignore leaves it.
+Spark itself passes only Append and Overwrite to a Python data source; `save_modes` carries
+the other two.
 
 Writing: each task casts its Arrow batches to the target schema (so uint32,
 fixed_size_list<float32>[N] and timestamp[ms] survive Spark's type system) and writes Lance
 fragments with `lance.fragment.write_fragments`; the driver commits them once, as an Overwrite,
 or as an Append on the version it saw when the job started (a concurrent commit in between
-makes the append fail rather than interleave). "append" to a location without a dataset
-creates it. A failed job removes what it wrote (see `LanceWriter.abort`).
+makes the append fail rather than interleave). A failed job removes what it wrote (see
+`LanceWriter.abort`).
 
 The target schema is the `schema` option (JSON list of manifest columns, see `lance_options`),
 else the existing dataset's schema when appending, else the Arrow form of the DataFrame schema.
@@ -40,7 +50,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from lance_sync.arrow_types import columns_from_schema, schema_from_columns
+from lance_sync.data import save_modes
 from lance_sync.data.arrow_spark import conform_batch, spark_arrow_schema, to_spark_schema
+from lance_sync.data.spark import activate_in_this_thread, is_connect_session
 from lance_sync.data.storage import open_storage
 from lance_sync.locations import normalize_location
 
@@ -48,6 +60,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 FORMAT = "lance"
+#: commit retries of a write that makes a dataset's first version: none, so that a dataset
+#: another writer created meanwhile is never overwritten; pylance's default for the others
+CREATE_COMMIT_RETRIES = 0
+COMMIT_RETRIES = 20
 #: after a failed write, uncommitted files are swept this many times, this far apart
 ABORT_SWEEPS = 4
 ABORT_SWEEP_SECONDS = 0.5
@@ -65,8 +81,17 @@ def lance_options(
     return options
 
 
-def register_lance_source(spark: SparkSession) -> None:
+class LanceDatasetExistsError(FileExistsError):
+    """Save mode ErrorIfExists met a Lance dataset at the location."""
+
+
+def install_lance_format(spark: SparkSession) -> None:
+    """The `lance` format, with every save mode, on this session (made this thread's active
+    session first: Spark registers and finds Python data sources through the active one)."""
+    if not is_connect_session(spark):
+        activate_in_this_thread(spark)
     spark.dataSource.register(LanceDataSource)
+    save_modes.install(spark)
 
 
 @dataclass(frozen=True)
@@ -115,12 +140,19 @@ class LanceDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> LanceWriter:
         target = _Target.from_options(self.options)
         existing = target.open_if_exists()
+        save_mode = self.options.get(save_modes.SAVE_MODE_OPTION)
+        if existing is not None and save_mode == save_modes.ERROR_IF_EXISTS:
+            raise LanceDatasetExistsError(
+                f"a Lance dataset already exists at {target.uri} (save mode ErrorIfExists): "
+                "write with mode 'append' or 'overwrite', or 'ignore' to leave it as it is")
         return LanceWriter(
             target=target,
             schema=self._target_schema(schema, existing, overwrite),
             overwrite=overwrite,
             read_version=existing.version if existing else None,
             location_existed=existing is not None or target.location_exists(),
+            save_mode=save_mode,
+            skip=existing is not None and save_mode == save_modes.IGNORE,
         )
 
     def _target_schema(
@@ -146,16 +178,27 @@ class LanceWriter(DataSourceArrowWriter):
         overwrite: bool,
         read_version: int | None,
         location_existed: bool,
+        save_mode: str | None = None,
+        skip: bool = False,
     ) -> None:
         self.target = target
         self.schema = schema
         self.overwrite = overwrite
         self.read_version = read_version
         self.location_existed = location_existed
+        #: ErrorIfExists or Ignore (see save_modes); None for Spark's own Append and Overwrite
+        self.save_mode = save_mode
+        #: Ignore met a dataset: the job writes and commits nothing
+        self.skip = skip
 
     @property
     def appends(self) -> bool:
         return self.read_version is not None and not self.overwrite
+
+    @property
+    def creates(self) -> bool:
+        """Makes a dataset where none was, in a mode that must not overwrite one made meanwhile."""
+        return self.read_version is None and not self.overwrite
 
     @property
     def fragment_mode(self) -> str:
@@ -166,6 +209,8 @@ class LanceWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
         """Runs on the executors: cast each batch to the target schema and write fragments."""
+        if self.skip:
+            return LanceCommitMessage([])
         batches = (conform_batch(batch, self.schema) for batch in iterator)
         fragments = write_fragments(
             pa.RecordBatchReader.from_batches(self.schema, batches),
@@ -177,6 +222,8 @@ class LanceWriter(DataSourceArrowWriter):
         return LanceCommitMessage([json.dumps(f.to_json()) for f in fragments])
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.skip:
+            return
         fragments = [
             FragmentMetadata.from_json(text)
             for message in messages
@@ -194,10 +241,28 @@ class LanceWriter(DataSourceArrowWriter):
                 operation,
                 read_version=self.read_version,
                 storage_options=self.target.storage_options,
+                max_retries=CREATE_COMMIT_RETRIES if self.creates else COMMIT_RETRIES,
             )
         except Exception:
+            if self.creates and self.target.open_if_exists() is not None:
+                self._lost_the_create(fragments)
+                return
             self.abort(messages)
             raise
+
+    def _lost_the_create(self, fragments: list[FragmentMetadata]) -> None:
+        """Another writer made the dataset while this job wrote: remove this job's files (only
+        those: the other writer's may not be committed yet), then leave it (Ignore) or fail."""
+        storage = open_storage(self.target.uri, self.target.storage_options)
+        root = storage.path(self.target.uri)
+        for fragment in fragments:
+            for data_file in fragment.files:
+                storage.filesystem.delete_file(f"{root}/data/{data_file.path}")
+        if self.save_mode == save_modes.IGNORE:
+            return
+        raise LanceDatasetExistsError(
+            f"another writer created a Lance dataset at {self.target.uri} while this write ran; "
+            "nothing was written (write again with mode 'append' or 'overwrite')")
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Remove uncommitted files: every file no version references, or the whole new location.

@@ -80,7 +80,7 @@ def materialize(
     _check_columns(frame.columns, target_schema)
     (
         frame.write.format(FORMAT)
-        .mode("overwrite" if mode == "overwrite" else "append")
+        .mode("overwrite" if mode == "overwrite" else "errorifexists")
         .options(**lance_options(target_schema, storage_options))
         .save(location)
     )

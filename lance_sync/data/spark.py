@@ -93,25 +93,25 @@ _sessions: dict[tuple, SparkSession] = {}
 def get_spark(settings: SparkSettings | None = None) -> SparkSession:
     """The SparkSession for these settings, created on first use and cached for the process.
 
-    The `lance` data source is registered on it. A process holds either one classic session or
-    Spark Connect sessions (PySpark's Connect mode is process-wide); asking for anything else
-    raises SparkUnavailableError.
+    The `lance` format is installed on it (`lance_sync.spark.install`). A process holds either
+    one classic session or Spark Connect sessions (PySpark's Connect mode is process-wide);
+    asking for anything else raises SparkUnavailableError.
     """
     settings = settings or SparkSettings()
     session = _sessions.get(settings.key())
     if session is None:
         _check_can_add(settings)
         session = _connect(settings) if settings.is_connect else _start_classic(settings)
-        from lance_sync.data.lance_source import register_lance_source
+        from lance_sync.data.lance_source import install_lance_format
 
-        register_lance_source(session)
+        install_lance_format(session)
         _sessions[settings.key()] = session
     if not settings.is_connect:
-        _activate_in_this_thread(session)
+        activate_in_this_thread(session)
     return session
 
 
-def _activate_in_this_thread(session: SparkSession) -> None:
+def activate_in_this_thread(session: SparkSession) -> None:
     """Make the session the JVM thread's active one.
 
     PySpark pins each Python thread to its own JVM thread, and Spark looks Python data sources
@@ -133,7 +133,7 @@ def stop_spark(settings: SparkSettings | None = None) -> None:
 def _check_can_add(settings: SparkSettings) -> None:
     if not _sessions:
         return
-    if settings.is_connect and all(_is_connect_session(s) for s in _sessions.values()):
+    if settings.is_connect and all(is_connect_session(s) for s in _sessions.values()):
         return
     raise SparkUnavailableError(
         f"cannot start a Spark session for {settings.effective_master}: this process already "
@@ -178,7 +178,7 @@ def _connect(settings: SparkSettings) -> SparkSession:
     return builder.getOrCreate()
 
 
-def _is_connect_session(session: SparkSession) -> bool:
+def is_connect_session(session: SparkSession) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 

@@ -28,9 +28,21 @@ def main(url: str, parquet_dir: str, location: str) -> dict:
         "columns": columns_from_schema(result.schema),
         "read_count": spark.read.format("lance").load(location).count(),
         "statuses": [report.status for report in reports],
+        "save_modes": save_modes(spark, location),
     }
     stop_spark(settings)
     return outcome
+
+
+def save_modes(spark, location: str) -> dict:
+    """ErrorIfExists (the default) and Ignore on the dataset materialize made, over Connect."""
+    try:
+        spark.range(1).write.format("lance").save(location)
+        refused = False
+    except Exception as error:
+        refused = "save mode ErrorIfExists" in str(error)
+    spark.range(1).write.format("lance").mode("ignore").save(location)
+    return {"default_refused": refused, "ignore_count": spark.read.format("lance").load(location).count()}
 
 
 if __name__ == "__main__":

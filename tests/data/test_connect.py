@@ -107,4 +107,5 @@ def test_materialize_inspect_and_read_over_connect(connect_url, tmp_path):
         "columns": columns_from_schema(TYPED_SCHEMA),
         "read_count": 40,
         "statuses": ["valid", "missing"],
+        "save_modes": {"default_refused": True, "ignore_count": 40},
     }
