@@ -451,7 +451,7 @@ class SyncNamespace(LanceNamespace):
     def get_table_info(self, id: Identifier) -> TableInfo | None:
         try:
             response = self.describe_table(DescribeTableRequest(id=list(id)))
-        except TableNotFoundError:
+        except (TableNotFoundError, NamespaceNotFoundError):  # no namespace: no table either
             return None
         except InvalidInputError:
             # the specs answer 13 for "exists but is not a Lance table"

@@ -84,3 +84,9 @@ def test_the_driver_s_row_writes_keep_the_manifest_compact(tmp_path):
     assert len(rows) == 81 and dataset.count_rows() == 81
     assert all(json.loads(rows[f"ns$t{i}"]["metadata"]) == {"lance_sync.owner": "o", "n": str(i)}
                for i in range(80))
+
+
+def test_a_table_in_a_root_with_nothing_yet_is_absent(tmp_path):
+    """pylance answers NamespaceNotFound for any table of a root without a manifest, so a
+    saved plan made on a fresh root can be checked against it."""
+    assert ln.connect("lance-sync-dir", {"root": str(tmp_path)}).get_table_info(("sales", "orders")) is None
