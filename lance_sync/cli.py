@@ -15,17 +15,15 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import ValidationError
 
 from lance_sync import __version__
 from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
 from lance_sync.manifest import DEFAULT_MANIFEST, load_manifest
-from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
+from lance_sync.plan.model import Plan
 from lance_sync.variables import resolve_references
 
 if TYPE_CHECKING:
@@ -153,27 +151,6 @@ def render(plan: Plan, output_format: str) -> str:
     return render_text(plan, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
 
 
-def load_saved_plan(path: str) -> Plan:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise LanceSyncError(f"{path}: cannot read the plan: {error.strerror}") from None
-    try:
-        document = json.loads(text)
-    except ValueError as error:
-        raise LanceSyncError(f"{path}: not a lance-sync plan (not JSON: {error})") from None
-    version = document.get("format_version") if isinstance(document, dict) else None
-    if isinstance(version, int) and version != PLAN_FORMAT_VERSION:
-        raise LanceSyncError(f"{path}: a plan of format {version}, saved by another lance-sync version; this "
-                             f"one applies format {PLAN_FORMAT_VERSION}: run `lance-sync plan --out` again")
-    try:
-        return Plan.model_validate(document)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise LanceSyncError(f"{path}: not a lance-sync plan ({where}: {first['msg']})") from None
-
-
 # --- commands --------------------------------------------------------------------------------------
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -275,7 +252,7 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     Every plan passes the same guards against the live objects, while this apply holds each
     backend's lease (one apply at a time per owner and backend).
     """
-    from lance_sync.apply import ApplyOptions
+    from lance_sync import api
 
     if plan_file and files:
         raise LanceSyncError("give either manifest files (-f) or a saved plan, not both")
@@ -283,96 +260,65 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
         raise LanceSyncError("--target limits a fresh plan; save a targeted one with "
                              "`lance-sync plan --target ... -o FILE`")
     anchor = Path(plan_file if plan_file else manifest_files(files)[0]).resolve().parent
-    options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, parallelism=parallelism,
-                           spark=spark, state_dir=Path(state_dir) if state_dir else anchor / ".lance-sync")
-    run = _ApplyRun(output_format, auto_approve, dry_run, lock_timeout, options)
-    if plan_file:
-        saved = load_saved_plan(plan_file)
-        if policy_file:
-            from lance_sync.manifest import load_policy
-            from lance_sync.policy import enforce
-
-            enforce(load_policy(policy_file, saved.backends), saved)
-        run.saved(saved, connect_templates(saved.backends))
-    else:
-        state = load_manifest(manifest_files(files), policy_file=policy_file)
-        drivers = connect_backends(state.backends)
-        run.fresh(state, drivers, scan_all, targets)
+    target = api.load_plan(plan_file, policy_file) if plan_file \
+        else api.load(manifest_files(files), policy_file)
+    _ApplyRun(output_format, auto_approve, dry_run).run(
+        target, allow_drop=allow_drop, allow_replace=allow_replace, lock_timeout=lock_timeout,
+        targets=targets, scan_all=scan_all, parallelism=parallelism, spark=spark,
+        state_dir=Path(state_dir) if state_dir else anchor / ".lance-sync")
 
 
 class _ApplyRun:
-    """One `lance-sync apply`: leases, plan, guards, confirmation, execution, report."""
+    """One `lance-sync apply`: `lance_sync.api.apply`, with the plan, confirmation, progress and
+    report shown as it goes."""
 
-    def __init__(self, output_format: str, auto_approve: bool, dry_run: bool, lock_timeout: float,
-                 options: Any):
+    def __init__(self, output_format: str, auto_approve: bool, dry_run: bool):
         self.output_format = output_format
         self.auto_approve = auto_approve
         self.dry_run = dry_run
-        self.lock_timeout = lock_timeout
-        self.options = options
         self.document: dict[str, Any] = {}
+        self.progress = _ApplyProgress()
 
     @property
     def as_json(self) -> bool:
         return self.output_format == "json"
 
-    def fresh(self, state: Any, drivers: dict[str, Any], scan_all: bool, targets: Sequence[str] = ()) -> None:
-        """The lease is taken before planning, so the plan reads what this apply will change."""
-        from lance_sync.lease import Leases, lease_stores
-        from lance_sync.plan.planner import build_plan
+    def run(self, target: Any, **settings: Any) -> None:
+        from lance_sync import api
 
-        def make_plan() -> Plan:
-            try:
-                return build_plan(state, drivers, self.options.parallelism, progress, scan_all, targets=targets)
-            finally:
-                _end_progress()
+        hooks = api.ApplyHooks(on_progress=progress, on_plan=self._show_plan, confirm=self._confirm,
+                               on_outcome=self.progress.update, on_wait=_waiting)
+        try:
+            result = api.apply(target, dry_run=self.dry_run, hooks=hooks, **settings)
+        except GuardRefusal as refusal:
+            if "plan" not in self.document:  # refused before planning (a lease): a plain error
+                raise
+            return self._finish("refused", error=str(refusal), code=ExitCode.REFUSED)
+        finally:
+            _end_progress()
+            self.progress.close()
+        if result.status == "dry_run" and not self.as_json:
+            click.echo("Dry run: nothing was changed.")
+        report = result.report
+        if report is not None:
+            if not self.as_json:
+                _print_report(report)
+            self.document.update(
+                outcomes=[_outcome_document(o) for o in report.outcomes], journal=_shown_path(report.journal_path),
+                rollback=_shown_path(report.rollback_path),
+                rerun_converges=report.rerun_converges if report.exit_code else None)
+        self._finish(result.status, code=result.exit_code)
 
-        if self.dry_run:
-            self._run(make_plan(), drivers, leases=None, include_creates=False)
-            return
-        leases = Leases(lease_stores(drivers, state.ids_by_backend(), state.owner), state.owner)
-        with leases.holding(self.lock_timeout, on_wait=_waiting):
-            self._run(make_plan(), drivers, leases, include_creates=False)
-
-    def saved(self, plan: Plan, drivers: dict[str, Any]) -> None:
-        from lance_sync.apply import touched_ids
-        from lance_sync.lease import Leases, lease_stores
-
-        if self.dry_run or not plan.has_changes:
-            self._run(plan, drivers, leases=None, include_creates=True)
-            return
-        leases = Leases(lease_stores(drivers, touched_ids(plan), plan.owner), plan.owner)
-        with leases.holding(self.lock_timeout, on_wait=_waiting):
-            self._run(plan, drivers, leases, include_creates=True)
-
-    def _run(self, plan: Plan, drivers: dict[str, Any], leases: Any, include_creates: bool) -> None:
-        from lance_sync.apply import check_flags, check_live, execute
-
+    def _show_plan(self, plan: Plan) -> None:
+        _end_progress()
         self.document["plan"] = json.loads(plan.model_dump_json())
+        self.progress.total = len(plan.actions)
         if not self.as_json:
             click.echo(render(plan, self.output_format), nl=False)
-        if not plan.has_changes and not plan.policy_violations:
-            return self._finish("no_changes")
-        try:
-            check_flags(plan, self.options)
-            check_live(plan, drivers, include_creates=include_creates, parallelism=self.options.parallelism)
-        except GuardRefusal as refusal:
-            self._finish("refused", error=str(refusal), code=ExitCode.REFUSED)
-        if self.dry_run:
-            if not self.as_json:
-                click.echo("Dry run: nothing was changed.")
-            return self._finish("dry_run")
+
+    def _confirm(self, plan: Plan) -> bool:
         _confirm(self.auto_approve)
-        with _ApplyProgress(len(plan.actions)) as on_done:
-            report = execute(plan, drivers, self.options, on_done=on_done,
-                             stop=leases.lost if leases is not None else None)
-        if not self.as_json:
-            _print_report(report)
-        self.document.update(
-            outcomes=[_outcome_document(o) for o in report.outcomes], journal=_shown_path(report.journal_path),
-            rollback=_shown_path(report.rollback_path),
-            rerun_converges=report.rerun_converges if report.exit_code else None)
-        self._finish("applied" if report.exit_code == ExitCode.OK else "partly_failed", code=report.exit_code)
+        return True
 
     def _finish(self, status: str, error: str | None = None, code: int = ExitCode.OK) -> None:
         if error is not None:
@@ -405,27 +351,26 @@ def _shown_path(path: Path | None) -> str | None:
 
 
 class _ApplyProgress:
-    """A progress bar on a terminal; one line per finished action otherwise (CI logs)."""
+    """A progress bar on a terminal, from the first finished action; one line per finished
+    action otherwise (CI logs)."""
 
-    def __init__(self, total: int):
-        self.bar = click.progressbar(length=total, label="Applying", file=sys.stderr) \
-            if sys.stderr.isatty() else None
-
-    def __enter__(self) -> Callable[[Any], None]:
-        if self.bar is not None:
-            self.bar.__enter__()
-        return self.update
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(exc_type, exc, trace)
+    def __init__(self) -> None:
+        self.total = 0
+        self.bar: Any = None
 
     def update(self, outcome: Any) -> None:
+        if self.bar is None and sys.stderr.isatty():
+            self.bar = click.progressbar(length=self.total, label="Applying", file=sys.stderr)
+            self.bar.__enter__()
         if self.bar is None or outcome.status != "succeeded":
             _print_outcome(outcome)
         if self.bar is not None:
             self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
 
 
 def _confirm(auto_approve: bool) -> None:

@@ -1,0 +1,252 @@
+"""lance-sync from Python: the command line's commands as functions, returning what it renders.
+
+    from lance_sync import api
+
+    state = api.load("lance-sync.yaml")          # DesiredState: validated, ${VAR} resolved
+    plan = api.plan(state)                        # Plan: plan.actions, plan.has_changes, ...
+    print(api.render(plan))                       # as `lance-sync plan` prints it
+    result = api.apply(state, allow_drop=False)   # ApplyResult: plan, status, report
+    report = api.verify(state)                    # VerifyReport: report.broken, ...
+    found = api.discover(state, "/data/lake")     # Lance datasets no backend registers
+
+`lance-sync apply` is `apply` with hooks that print: the same leases (one apply at a time per
+owner and backend), the same guards for fresh, saved and rollback plans, the same journal and
+rollback plan. A failure raises a `lance_sync.errors.LanceSyncError` whose `exit_code` is the
+CLI's: `GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; catalog errors
+are `lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
+
+Each function builds the drivers it needs from the manifest (or the saved plan), or uses the
+`drivers` given, as `connect` returns them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import ValidationError
+
+from lance_sync.apply import (
+    ApplyOptions,
+    ApplyReport,
+    Outcome,
+    check_flags,
+    check_live,
+    execute,
+    touched_ids,
+)
+from lance_sync.drivers import connect_backends, connect_templates
+from lance_sync.drivers.base import SyncNamespace
+from lance_sync.errors import ExitCode, LanceSyncError
+from lance_sync.lease import Leases, lease_stores
+from lance_sync.manifest import load_manifest
+from lance_sync.manifest.desired import DesiredState
+from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
+
+if TYPE_CHECKING:
+    from lance_sync.data.locations import Engine
+    from lance_sync.verify import VerifyReport
+
+Drivers = dict[str, SyncNamespace]
+Progress = Callable[[str], None]
+ApplyStatus = Literal["no_changes", "dry_run", "applied", "partly_failed"]
+
+__all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "load", "load_plan", "plan",
+           "render", "save_plan", "verify"]
+
+
+def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | None = None) -> DesiredState:
+    """Load, merge (in order: a base, then overlays), validate and check manifest files; a
+    policy file's rules join the manifest's (`--policy`)."""
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    return load_manifest([str(path) for path in paths],
+                         policy_file=str(policy_file) if policy_file is not None else None)
+
+
+def connect(source: DesiredState | Plan) -> Drivers:
+    """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
+    from the environment)."""
+    if isinstance(source, Plan):
+        return connect_templates(source.backends)
+    return connect_backends(source.backends)
+
+
+def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = False, parallelism: int = 8,
+         drivers: Drivers | None = None, on_progress: Progress | None = None) -> Plan:
+    """What apply would change (`lance-sync plan`), checked against the manifest's policy:
+    `targets` (BACKEND:ID globs) limit it to those objects and what they need; `scan_all` lists
+    every namespace of every backend to find owned objects that left the manifest anywhere."""
+    from lance_sync.plan.planner import build_plan
+
+    return build_plan(state, drivers or connect(state), parallelism, on_progress, scan_all, targets=targets)
+
+
+def render(plan: Plan, output_format: Literal["text", "json", "markdown"] = "text", colour: bool = False) -> str:
+    """The plan as `lance-sync plan --format ...` prints it."""
+    from lance_sync.plan.render import render_json, render_markdown, render_text
+
+    if output_format == "json":
+        return render_json(plan)
+    if output_format == "markdown":
+        return render_markdown(plan)
+    return render_text(plan, colour=colour)
+
+
+def save_plan(plan: Plan, path: str | Path) -> None:
+    """Save a plan for a later `apply` (`lance-sync plan --out`); secrets stay `${VAR}`."""
+    Path(path).write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def load_plan(path: str | Path, policy_file: str | Path | None = None) -> Plan:
+    """A plan saved by `save_plan` or `lance-sync plan --out`, or a rollback plan; with a
+    policy file, checked against its rules (apply refuses what breaks them)."""
+    saved = _read_plan(path)
+    if policy_file is not None:
+        from lance_sync.manifest import load_policy
+        from lance_sync.policy import enforce
+
+        enforce(load_policy(str(policy_file), saved.backends), saved)
+    return saved
+
+
+def _read_plan(path: str | Path) -> Plan:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise LanceSyncError(f"{path}: cannot read the plan: {error.strerror}") from None
+    try:
+        document = json.loads(text)
+    except ValueError as error:
+        raise LanceSyncError(f"{path}: not a lance-sync plan (not JSON: {error})") from None
+    version = document.get("format_version") if isinstance(document, dict) else None
+    if isinstance(version, int) and version != PLAN_FORMAT_VERSION:
+        raise LanceSyncError(f"{path}: a plan of format {version}, saved by another lance-sync version; this "
+                             f"one applies format {PLAN_FORMAT_VERSION}: run `lance-sync plan --out` again")
+    try:
+        return Plan.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise LanceSyncError(f"{path}: not a lance-sync plan ({where}: {first['msg']})") from None
+
+
+@dataclass
+class ApplyHooks:
+    """What a caller hears while `apply` runs; each is optional."""
+
+    #: planning progress messages
+    on_progress: Progress | None = None
+    #: the plan, as soon as it is made and before the guards run
+    on_plan: Callable[[Plan], None] | None = None
+    #: asked after the guards passed, before anything changes: False cancels the apply
+    confirm: Callable[[Plan], bool] | None = None
+    #: each action's outcome as it finishes
+    on_outcome: Callable[[Outcome], None] | None = None
+    #: another apply holds a lease and this one waits (with a lock timeout)
+    on_wait: Progress | None = None
+
+
+@dataclass
+class ApplyResult:
+    """What `apply` did: the plan it ran, how it ended, and (when it ran) each action's outcome,
+    the journal and the rollback plan."""
+
+    plan: Plan
+    status: ApplyStatus
+    report: ApplyReport | None = None
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The CLI's: 0, or 3 when actions failed or were skipped."""
+        return self.report.exit_code if self.report is not None else ExitCode.OK
+
+
+def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replace: bool = False,
+          dry_run: bool = False, lock_timeout: float = 0, targets: Sequence[str] = (), scan_all: bool = False,
+          parallelism: int = 8, spark: str | None = None, state_dir: str | Path | None = None,
+          drivers: Drivers | None = None, hooks: ApplyHooks | None = None) -> ApplyResult:
+    """Carry out a fresh plan of a manifest (`target` a DesiredState: planned while this apply
+    holds the leases, limited to `targets` if given) or a saved or rollback plan (`target` a
+    Plan), as `lance-sync apply` does.
+
+    Refusals raise GuardRefusal: a policy violation, blocked actions, data loss without
+    `allow_drop`, a replace without `allow_replace`, a stale plan, a protected object, another
+    apply's lease (waited for up to `lock_timeout` seconds). Journals and rollback plans go to `state_dir` (default:
+    `.lance-sync` beside the manifest, or in the current directory for a plan).
+    """
+    if targets and isinstance(target, Plan):
+        raise LanceSyncError("targets limit a fresh plan: plan the manifest with targets instead")
+    hooks = hooks or ApplyHooks()
+    drivers = drivers or connect(target)
+    default_dir = Path(target.base_dir) if isinstance(target, DesiredState) else Path.cwd()
+    options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, parallelism=parallelism,
+                           spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / ".lance-sync")
+    run = _Run(drivers, options, hooks, dry_run)
+
+    if isinstance(target, DesiredState):
+        # planned under the leases, so the plan reads what this apply will change: its creates
+        # need no live check
+        def planned() -> Plan:
+            return plan(target, targets=targets, scan_all=scan_all, parallelism=parallelism, drivers=drivers,
+                        on_progress=hooks.on_progress)
+
+        if dry_run:
+            return run(planned(), None, include_creates=False)
+        leases = Leases(lease_stores(drivers, target.ids_by_backend(), target.owner), target.owner)
+        with leases.holding(lock_timeout, on_wait=hooks.on_wait):
+            return run(planned(), leases, include_creates=False)
+    if dry_run or not target.has_changes:
+        return run(target, None, include_creates=True)
+    leases = Leases(lease_stores(drivers, touched_ids(target), target.owner), target.owner)
+    with leases.holding(lock_timeout, on_wait=hooks.on_wait):
+        return run(target, leases, include_creates=True)
+
+
+class _Run:
+    """The steps after planning: guards, confirmation, execution."""
+
+    def __init__(self, drivers: Drivers, options: ApplyOptions, hooks: ApplyHooks, dry_run: bool):
+        self.drivers = drivers
+        self.options = options
+        self.hooks = hooks
+        self.dry_run = dry_run
+
+    def __call__(self, plan: Plan, leases: Leases | None, include_creates: bool) -> ApplyResult:
+        """`include_creates`: creates are checked against live objects too (a saved plan's,
+        made before this apply held the leases)."""
+        if self.hooks.on_plan:
+            self.hooks.on_plan(plan)
+        if not plan.has_changes and not plan.policy_violations:
+            return ApplyResult(plan, "no_changes")
+        check_flags(plan, self.options)
+        check_live(plan, self.drivers, include_creates=include_creates, parallelism=self.options.parallelism)
+        if self.dry_run:
+            return ApplyResult(plan, "dry_run")
+        if self.hooks.confirm and not self.hooks.confirm(plan):
+            raise LanceSyncError("apply cancelled")
+        report = execute(plan, self.drivers, self.options, on_done=self.hooks.on_outcome,
+                         stop=leases.lost if leases is not None else None)
+        return ApplyResult(plan, "applied" if report.exit_code == ExitCode.OK else "partly_failed", report)
+
+
+def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = None, parallelism: int = 8,
+           drivers: Drivers | None = None, on_progress: Progress | None = None) -> VerifyReport:
+    """Check every table location in scope (`lance-sync verify`): `report.broken` lists what is not
+    a valid Lance dataset, dangling registrations and catalog column drift."""
+    from lance_sync.verify import verify as run_verify
+
+    return run_verify(state, drivers or connect(state), engine, spark, parallelism, on_progress)
+
+
+def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: str | None = None,
+             storage_options: dict[str, str] | None = None, parallelism: int = 8,
+             drivers: Drivers | None = None, on_progress: Progress | None = None) -> list[str]:
+    """Lance datasets under `root` that no backend of the manifest registers (`lance-sync discover`)."""
+    from lance_sync.verify import discover as run_discover
+
+    return run_discover(state, drivers or connect(state), root, engine, spark, storage_options,
+                        parallelism, on_progress)
