@@ -85,15 +85,17 @@ def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = F
     return build_plan(state, drivers or connect(state), parallelism, on_progress, scan_all, targets=targets)
 
 
-def render(plan: Plan, output_format: Literal["text", "json", "markdown"] = "text", colour: bool = False) -> str:
-    """The plan as `lance-sync plan --format ...` prints it."""
+def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str:
+    """The plan as `lance-sync plan --format text|json|markdown` prints it."""
     from lance_sync.plan.render import render_json, render_markdown, render_text
 
     if output_format == "json":
         return render_json(plan)
     if output_format == "markdown":
         return render_markdown(plan)
-    return render_text(plan, colour=colour)
+    if output_format == "text":
+        return render_text(plan, colour=colour)
+    raise ValueError(f"unknown plan format '{output_format}' (text, json or markdown)")
 
 
 def save_plan(plan: Plan, path: str | Path) -> None:

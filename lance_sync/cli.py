@@ -142,13 +142,9 @@ def target_option(command: Callable) -> Callable:
 
 
 def render(plan: Plan, output_format: str) -> str:
-    from lance_sync.plan.render import render_json, render_markdown, render_text
+    from lance_sync import api
 
-    if output_format == "json":
-        return render_json(plan)
-    if output_format == "markdown":
-        return render_markdown(plan)
-    return render_text(plan, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    return api.render(plan, output_format, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
 
 
 # --- commands --------------------------------------------------------------------------------------
@@ -205,17 +201,17 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
          targets: tuple[str, ...], policy_file: str | None, scan_all: bool, parallelism: int) -> None:
     """Show what apply would change. Exits 4 when apply would refuse the plan (a blocked
     action, a policy violation)."""
-    from lance_sync.plan.planner import build_plan
+    from lance_sync import api
 
-    state = load_manifest(manifest_files(files), policy_file=policy_file)
-    drivers = connect_backends(state.backends)
+    state = api.load(manifest_files(files), policy_file)
     try:
-        result = build_plan(state, drivers, parallelism, progress, scan_all, targets=targets)
+        result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
+                          on_progress=progress)
     finally:
         _end_progress()
     click.echo(render(result, output_format), nl=False)
     if out:
-        Path(out).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        api.save_plan(result, out)
         click.echo(f"Saved the plan to {out}; run `lance-sync apply {out}` to carry it out.", err=True)
     if result.refused:
         sys.exit(ExitCode.REFUSED)

@@ -188,7 +188,8 @@ class LanceWriter(DataSourceArrowWriter):
         self.location_existed = location_existed
         #: ErrorIfExists or Ignore (see save_modes); None for Spark's own Append and Overwrite
         self.save_mode = save_mode
-        #: Ignore met a dataset: the job writes and commits nothing
+        #: Ignore met a dataset: the job's tasks still run (Spark plans them before asking the
+        #: source) but write and commit nothing
         self.skip = skip
 
     @property
