@@ -217,7 +217,7 @@ class TableInfo:
 class SyncNamespace(LanceNamespace):
     """A Lance Namespace driver that lance-sync can plan and apply against."""
 
-    #: backend type name in manifests and in `lance_namespace.connect()`
+    #: backend type name in manifests (`lance-sync-<type>` in `lance_namespace.connect()`)
     backend_type: ClassVar[str]
     config_model: ClassVar[type[BackendConfig]]
     #: how identifiers are written in manifests and plans ('$' or '.')

@@ -128,3 +128,22 @@ def test_errors_are_the_cli_s(project: Project, tmp_path: Path):
     (tmp_path / "not-a-plan.json").write_text("{}")
     with pytest.raises(LanceSyncError, match="not a lance-sync plan"):
         api.load_plan(tmp_path / "not-a-plan.json")
+
+
+def test_targets_and_a_policy_file_as_in_the_cli(project: Project, tmp_path: Path):
+    state = api.load(project.manifest_path)
+    whole = api.plan(state)
+    targeted = api.plan(state, targets=["lake:sales"])
+    assert targeted.partial is not None and 0 < len(targeted.actions) < len(whole.actions)
+    assert api.apply(state, targets=["lake:sales"]).status == "applied"
+    assert project.tables("sales") == []  # only the namespace was targeted
+
+    api.save_plan(api.plan(state), tmp_path / "plan.json")
+    with pytest.raises(LanceSyncError, match="targets limit a fresh plan"):
+        api.apply(api.load_plan(tmp_path / "plan.json"), targets=["lake:sales"])
+    (tmp_path / "policy.yaml").write_text("rules:\n  - {name: no-new-tables, forbidden_actions: [create table]}\n")
+    checked = api.load_plan(tmp_path / "plan.json", policy_file=tmp_path / "policy.yaml")
+    assert checked.refused and {v.rule for v in checked.policy_violations} == {"no-new-tables"}
+    with pytest.raises(GuardRefusal, match="breaks the policy"):
+        api.apply(checked)
+    assert api.plan(api.load(project.manifest_path, tmp_path / "policy.yaml")).refused
