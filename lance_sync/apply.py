@@ -259,28 +259,35 @@ class ActionRunner:
         }
 
     def run(self, action: Action) -> Outcome:
-        """Run one action; transient failures are retried, each retry reconciled with the live object."""
+        """Run one action; transient failures are retried, each retry reconciled with the live
+        object. Never raises: a failure, reconciling included, is the action's outcome."""
         driver = self.drivers[action.backend]
         attempt = 0
         while True:
             try:
-                version = self._handlers[(action.kind, action.verb)](action, driver)
-                return Outcome(action, "succeeded", version=version)
-            except (TableAlreadyExistsError, NamespaceAlreadyExistsError) as error:
-                # a create whose first answer was lost and that was sent again (by us or the
-                # driver's client) meets its own object
-                if action.verb == Verb.CREATE and self._matches_after(action, driver):
-                    return Outcome(action, "succeeded")
-                return _failed(action, error)
-            except (TableNotFoundError, NamespaceNotFoundError) as error:
-                if action.verb in (Verb.FORGET, Verb.DELETE) and live_state(action, driver) is None:
-                    return Outcome(action, "succeeded")
-                return _failed(action, error)
+                return self._attempt(action, driver)
             except Exception as error:  # noqa: BLE001 - reported per action; the run goes on
                 if not is_transient(error) or attempt >= self.options.action_retries:
                     return _failed(action, error)
             time.sleep(backoff_seconds(attempt))
             attempt += 1
+
+    def _attempt(self, action: Action, driver: SyncNamespace) -> Outcome:
+        """One try; a create that meets its object, or a removal that misses it, is checked
+        against the live object (a read that may itself fail transiently and be tried again)."""
+        try:
+            version = self._handlers[(action.kind, action.verb)](action, driver)
+            return Outcome(action, "succeeded", version=version)
+        except (TableAlreadyExistsError, NamespaceAlreadyExistsError) as error:
+            # a create whose first answer was lost and that was sent again (by us or the
+            # driver's client) meets its own object
+            if action.verb == Verb.CREATE and self._matches_after(action, driver):
+                return Outcome(action, "succeeded")
+            return _failed(action, error)
+        except (TableNotFoundError, NamespaceNotFoundError) as error:
+            if action.verb in (Verb.FORGET, Verb.DELETE) and live_state(action, driver) is None:
+                return Outcome(action, "succeeded")
+            return _failed(action, error)
 
     def batches(self, ready: list[Action]) -> list[list[Action]]:
         """Ready actions as units of work: declares for a bulk-capable backend go together."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 import time
 
-from lance_namespace.errors import ServiceUnavailableError
+from lance_namespace.errors import NamespaceAlreadyExistsError, ServiceUnavailableError
 
 from lance_sync.apply import ApplyOptions, execute, rollback_plan
+from lance_sync.drivers.base import NamespaceInfo
 from lance_sync.plan.model import (
     Action,
     Kind,
@@ -84,3 +85,42 @@ def test_partial_failure_skips_dependents_reports_and_writes_a_rollback(tmp_path
     drop_a = next(a for a in rollback.actions if a.display_id == "a")
     assert (drop_a.verb, drop_a.kind) == (Verb.DELETE, Kind.NAMESPACE)
     assert key("a", "x") in drop_a.depends_on
+
+
+class LostAnswerDriver(RecordingDriver):
+    """The first create lands but its answer is lost; the resent create meets it, and the read
+    that checks it fails once (a flaky network) before it answers."""
+
+    def __init__(self, read_failures: int):
+        super().__init__()
+        self.read_failures = read_failures
+        self.reads = 0
+
+    def create_namespace(self, request):
+        name = "$".join(request.id)
+        if name in self.created:
+            raise NamespaceAlreadyExistsError(f"{name} exists")
+        self.created.append(name)
+        raise ServiceUnavailableError(f"the answer to creating {name} was lost")
+
+    def get_namespace_info(self, id):
+        self.reads += 1
+        if self.reads <= self.read_failures:
+            raise ServiceUnavailableError("the read was cut off")
+        return NamespaceInfo(tuple(id), {"lance_sync.owner": "o"})
+
+
+def test_a_flaky_read_while_checking_a_resent_create_is_retried(tmp_path, monkeypatch):
+    monkeypatch.setattr("lance_sync.apply.backoff_seconds", lambda attempt: 0.0)
+    driver = LostAnswerDriver(read_failures=1)
+    report = execute(plan_of([namespace_action(("a",))]), {"b": driver}, ApplyOptions(state_dir=tmp_path))
+    assert report.exit_code == 0 and driver.created == ["a"] and driver.reads == 2
+
+
+def test_a_read_that_keeps_failing_while_checking_is_a_transient_failure(tmp_path, monkeypatch):
+    """Never an exception out of the apply (that would lose the journal of what was done)."""
+    monkeypatch.setattr("lance_sync.apply.backoff_seconds", lambda attempt: 0.0)
+    report = execute(plan_of([namespace_action(("a",))]), {"b": LostAnswerDriver(read_failures=99)},
+                     ApplyOptions(state_dir=tmp_path))
+    [outcome] = report.outcomes
+    assert (outcome.status, outcome.transient) == ("failed", True) and report.rerun_converges
