@@ -835,9 +835,15 @@ def _check_answer(operation_model: OperationModel, response_dict: dict[str, Any]
     non-JSON body as `{"message": body}` and then drops every member its model lacks, so a cut,
     HTML or foreign body comes out as an empty answer; and it fails with AttributeError or
     ValueError where a member has the wrong JSON type."""
-    if response_dict["status_code"] >= 300:
-        return  # an error answer: botocore raises ClientError, `_translate` handles it
     body: bytes = response_dict["body"] or b""
+    status = response_dict["status_code"]
+    if status >= 300:
+        # an error answer: botocore raises ClientError and `_translate` reads its code, unless
+        # it was cut short (the code is then lost: AlreadyExists would read as a bare 400)
+        cut = _cut_short(body, response_dict["headers"])
+        if cut is not None:
+            raise _UnfitAnswer(f"{status} with {cut} (body: {_body_picture(body)})")
+        return
     problem = _answer_problem(body, response_dict["headers"], operation_model.output_shape,
                               REQUIRED_ANSWER_MEMBERS.get(operation_model.name, frozenset()))
     if problem is not None:
@@ -860,12 +866,20 @@ def _check_xml_answer(operation_model: OperationModel, response_dict: dict[str, 
         raise _UnfitAnswer(f"without {wrapper} (body: {_body_picture(body)})")
 
 
-def _answer_problem(body: bytes, headers: Any, shape: Shape | None,
-                    required: frozenset[str]) -> str | None:
-    """What is wrong with a 2xx body for an operation with output `shape`, or None."""
+def _cut_short(body: bytes, headers: Any) -> str | None:
+    """'a body cut short (n of m bytes)' when the body is shorter than its Content-Length."""
     announced = headers.get("content-length")
     if announced and announced.isdigit() and int(announced) > len(body):
         return f"a body cut short ({len(body)} of {announced} bytes)"
+    return None
+
+
+def _answer_problem(body: bytes, headers: Any, shape: Shape | None,
+                    required: frozenset[str]) -> str | None:
+    """What is wrong with a 2xx body for an operation with output `shape`, or None."""
+    cut = _cut_short(body, headers)
+    if cut is not None:
+        return cut
     try:
         answer = json.loads(body.decode("utf-8")) if body.strip() else {}
     except ValueError:  # UnicodeDecodeError is one

@@ -393,6 +393,18 @@ def test_create_table_resent_by_botocore_meets_already_exists(driver: GlueNamesp
     assert fake.requests["CreateTable"] == 2
 
 
+def test_an_error_answer_cut_short_is_a_bad_answer(driver: GlueNamespace, fake: FakeGlue, sleeps: list[float]):
+    """botocore reads a cut error body as a code-less 400, so AlreadyExists would be lost and
+    the create taken for a final failure; cut short, it is a bad answer (transient), and the
+    apply layer reads the live table before trying again."""
+    whole = glue_error("AlreadyExistsException", message="Table already exists.").body
+    fake.answer("CreateTable", Answer(status=400, body=whole[:12], content_length=len(whole)))
+    with pytest.raises(BadAnswerError, match=r"^glue: CreateTable on 123456789012\$sales\$orders answered "
+                                             r"400 with a body cut short \(12 of \d+ bytes\)"):
+        declare(driver)
+    assert fake.requests["CreateTable"] == 1 and sleeps == []
+
+
 @pytest.mark.parametrize(("operation", "code", "call", "expected"), [
     ("CreateDatabase", "AlreadyExistsException",
      lambda d: d.create_namespace(CreateNamespaceRequest(id=[ACCOUNT, "sales"])), NamespaceAlreadyExistsError),
