@@ -71,7 +71,7 @@ GLUE_SECRET_VARIABLE = "LS_E2E_GLUE_SECRET_ACCESS_KEY"
 
 TABLES = 150
 FAULT_RATE = 0.10
-FAULT_SEED = 20261123
+FAULT_SEED = int(os.environ.get("LANCE_SYNC_TEST_FAULT_SEED", "20261123"))
 #: the first apply plus at most three re-runs
 MAX_APPLIES = 4
 FOREIGN = "foreign_plain"
@@ -112,12 +112,14 @@ def describe(result: subprocess.CompletedProcess[str], limit: int = 6000) -> str
 
 
 def failures(document: dict[str, Any], result: subprocess.CompletedProcess[str]) -> str:
-    """The failed outcomes of an apply's JSON document, and its stderr's tail."""
+    """An apply's stderr without its `ok` lines, then its failed outcomes: last, so that a log
+    that keeps only the ends of a long message still shows them."""
     failed = [f"{o['verb']} {o['kind']} {o['backend']}: {o['display_id']}: transient={o['transient']}: "
               f"{o['error']}" for o in document.get("outcomes") or [] if o["status"] != "succeeded"]
-    return (f"$ {' '.join(result.args)}\nexit {result.returncode}, status {document.get('status')}, "
-            f"rerun_converges {document.get('rerun_converges')}\n" + "\n".join(failed)
-            + f"\n--- stderr (tail)\n{result.stderr[-3000:]}")
+    noteworthy = "\n".join(line for line in result.stderr.splitlines() if not line.lstrip().startswith("ok "))
+    return (f"$ {' '.join(result.args)}\n--- stderr without ok lines (tail)\n{noteworthy[-2000:]}\n"
+            f"exit {result.returncode}, status {document.get('status')}, "
+            f"rerun_converges {document.get('rerun_converges')}, failed:\n" + "\n".join(failed))
 
 
 def plain_path(location: str) -> str:
@@ -270,10 +272,11 @@ def foreign_snapshot(servers: dict[str, RunningServer], namespace: str) -> dict[
 
 
 def write_manifest(path: Path, owner: str, namespace: str, data: Path,
-                   backends: dict[str, dict[str, Any]], servers: dict[str, RunningServer]) -> dict[str, Any]:
+                   backends: dict[str, dict[str, Any]], servers: dict[str, RunningServer],
+                   tables_count: int = TABLES) -> dict[str, Any]:
     parents = {"ice": servers["ice"].extra["warehouse"], "glue": GLUE_CATALOG, "uc": UNITY_CATALOG}
     tables = []
-    for i in range(TABLES):
+    for i in range(tables_count):
         table: dict[str, Any] = {
             "name": f"t{i:03d}", "location": str(data / f"t{i:03d}.lance"),
             "properties": {"tier": "gold" if i % 2 else "silver", "idx": str(i)},
@@ -337,6 +340,8 @@ def test_apply_converges_under_faults_in_iceberg_glue_and_unity(
             lease_failures.append(document["error"])
         if result.returncode == 3 and document["rerun_converges"] is not True:
             misjudged.append(failures(document, result))
+        if result.returncode == 3:
+            print(failures(document, result))
     elapsed = time.monotonic() - began
     summary = fault_summary(proxies)
     print(f"\nfault injection (rate {FAULT_RATE}, seed {FAULT_SEED}), {elapsed:.1f} s: "
@@ -409,3 +414,46 @@ def test_apply_converges_under_faults_in_iceberg_glue_and_unity(
                                 "create that may have landed is not read back):\n" + "\n".join(lease_failures))
     assert not misjudged, ("apply exited 3 with rerun_converges false although every fault was "
                            "transient and a re-run converged:\n" + "\n".join(misjudged))
+
+
+def test_writes_whose_answers_are_lost_are_never_misjudged(
+        iceberg_server: RunningServer, glue_server: RunningServer, unity_server: RunningServer,
+        iceberg_proxy: FaultProxy, glue_proxy: FaultProxy, unity_proxy: FaultProxy, tmp_path: Path):
+    """Every write, and on Glue every read too (all its requests are POSTs), fails twice: it
+    reaches the server and its answer is dropped or cut short, or the connection is reset
+    before it is sent. A resent create then meets its own object, whose AlreadyExists answer
+    may itself be cut short, and the read that checks it fails too. No apply may crash (exit 1)
+    or call such a failure final: each says that a re-run converges, and one does."""
+    servers = {"ice": iceberg_server, "glue": glue_server, "uc": unity_server}
+    proxies = {"ice": iceberg_proxy, "glue": glue_proxy, "uc": unity_proxy}
+    ensure_glue_catalog(glue_server)
+    ensure_catalog(unity_server, UNITY_CATALOG)
+    owner = f"lost-{uuid.uuid4().hex[:8]}"
+    namespace = f"lost_{uuid.uuid4().hex[:8]}"
+    data = tmp_path / "data"
+    data.mkdir()
+    make_foreign_objects(servers, namespace, data)
+    backends = {"ice": iceberg_backend(iceberg_proxy.server, tmp_path),
+                "glue": glue_backend(glue_proxy.server),
+                "uc": unity_backend(unity_proxy.server, tmp_path)}
+    manifest_path = tmp_path / "lance-sync.yaml"
+    write_manifest(manifest_path, owner, namespace, data, backends, servers, tables_count=31)
+    env = cli_env(**glue_env(glue_server))
+    for proxy in proxies.values():
+        proxy.configure(rate=1.0, seed=FAULT_SEED, kinds=["dropped", "truncated", "reset"],
+                        methods=["POST", "PUT", "PATCH", "DELETE"], max_faults_per_request=2)
+
+    for _ in range(MAX_APPLIES):
+        result = run_cli(manifest_path, "apply", "--auto-approve", "--format", "json", env=env)
+        document = json.loads(result.stdout)
+        assert result.returncode in (0, 3), failures(document, result)
+        assert result.returncode == 0 or document["rerun_converges"] is True, failures(document, result)
+        if result.returncode == 0:
+            break
+    assert result.returncode == 0, failures(document, result)
+    assert all(proxy.stats["dropped"] and proxy.stats["truncated"] for proxy in proxies.values()), \
+        fault_summary(proxies)
+    for proxy in proxies.values():
+        proxy.configure(rate=0.0)
+    plan = run_cli(manifest_path, "plan", "--detailed-exitcode", env=env)
+    assert plan.returncode == 0, describe(plan)
