@@ -22,12 +22,16 @@ import click
 from lance_sync import __version__
 from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
-from lance_sync.manifest import DEFAULT_MANIFEST, load_manifest
-from lance_sync.plan.model import Plan
+from lance_sync.manifest import DEFAULT_MANIFEST, STATE_DIRECTORY, load_manifest
 from lance_sync.variables import resolve_references
 
 if TYPE_CHECKING:
     from lance_sync.data.locations import Engine
+    from lance_sync.plan.model import Plan
+
+# Only what every command needs is imported above (click and lance-sync's own light modules):
+# `--help` and `validate` must start fast. Each command imports the rest (pydantic models,
+# drivers, lance_namespace, pyarrow, Spark) itself; tests/unit/test_imports.py checks.
 
 FORMATS = ("text", "json", "markdown")
 
@@ -261,7 +265,7 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     _ApplyRun(output_format, auto_approve, dry_run).run(
         target, allow_drop=allow_drop, allow_replace=allow_replace, lock_timeout=lock_timeout,
         targets=targets, scan_all=scan_all, parallelism=parallelism, spark=spark,
-        state_dir=Path(state_dir) if state_dir else anchor / ".lance-sync")
+        state_dir=Path(state_dir) if state_dir else anchor / STATE_DIRECTORY)
 
 
 class _ApplyRun:

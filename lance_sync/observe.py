@@ -135,7 +135,7 @@ class Observer:
         """List a child's children too: it is owned, or a container above the declarable levels."""
         if self.scan_all or owner_of(info.properties) == self.state.owner:
             return True
-        return len(info.id) < self.state.backends[backend].driver_class.namespace_levels[0]
+        return len(info.id) < self.state.backends[backend].rules.namespace_levels[0]
 
     def _parent_listed(self, key: ObjectKey) -> bool:
         backend, id = key

@@ -18,6 +18,11 @@ packages' own implementations) are not lance-sync drivers and are ignored.
 lance-sync itself builds its drivers here: from a loaded manifest's validated configurations
 (`connect_backends`), or from backend templates whose secrets are still `${VAR}` references,
 as a saved plan keeps them (`connect_templates`).
+
+This module imports no driver and not lance_namespace: manifest validation reads a backend's
+configuration model and identifier rules (`backend_rules`, from the light `<type>_config`
+modules) without loading the Lance Namespace client or a backend SDK; a driver module is
+imported when a driver is built.
 """
 
 from __future__ import annotations
@@ -28,13 +33,14 @@ import importlib
 import os
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import lance_namespace
-
-from lance_sync.drivers.base import BackendConfig, SyncNamespace
 from lance_sync.errors import ConfigError
 from lance_sync.variables import resolve_references
+
+if TYPE_CHECKING:
+    from lance_sync.drivers.base import SyncNamespace
+    from lance_sync.drivers.config import BackendConfig, BackendRules
 
 ENTRY_POINT_GROUP = "lance_namespace.impls"
 #: what a backend type is prefixed with in `lance_namespace.connect` and in the entry points
@@ -47,6 +53,15 @@ BUILTIN_DRIVERS: dict[str, str] = {
     "iceberg": "lance_sync.drivers.iceberg:IcebergNamespace",
     "glue": "lance_sync.drivers.glue:GlueNamespace",
     "hive3": "lance_sync.drivers.hive3:Hive3Namespace",
+}
+
+#: the offline rules of each of lance-sync's own drivers (their driver classes inherit them)
+BUILTIN_RULES: dict[str, str] = {
+    "dir": "lance_sync.drivers.dir_config:DirRules",
+    "unity": "lance_sync.drivers.unity_config:UnityRules",
+    "iceberg": "lance_sync.drivers.iceberg_config:IcebergRules",
+    "glue": "lance_sync.drivers.glue_config:GlueRules",
+    "hive3": "lance_sync.drivers.hive3_config:Hive3Rules",
 }
 
 
@@ -70,6 +85,8 @@ def impl_name(backend_type: str) -> str:
 def register() -> list[str]:
     """Make `lance_namespace.connect("lance-sync-<type>", properties)` (and so lancedb's
     `connect_namespace`) build lance-sync's drivers; returns the names registered. Idempotent."""
+    import lance_namespace
+
     names = []
     for backend_type, target in sorted(available_drivers().items()):
         names.append(impl_name(backend_type))
@@ -78,16 +95,32 @@ def register() -> list[str]:
 
 
 def driver_class(backend_type: str) -> type[SyncNamespace]:
+    return _load(_target(backend_type))
+
+
+def backend_rules(backend_type: str) -> type[BackendRules]:
+    """A backend's configuration model and identifier rules, without importing its driver
+    (a driver from another package is its own rules)."""
+    return _load(BUILTIN_RULES.get(backend_type) or _target(backend_type))
+
+
+def _target(backend_type: str) -> str:
     target = available_drivers().get(backend_type)
     if target is None:
         known = ", ".join(sorted(available_drivers()))
         raise ConfigError(f"unknown backend type '{backend_type}' (known: {known})")
+    return target
+
+
+def _load(target: str) -> Any:
     module_name, class_name = target.split(":")
     return getattr(importlib.import_module(module_name), class_name)
 
 
 def connect(backend_type: str, config: BackendConfig | Mapping[str, Any]) -> SyncNamespace:
     """Build a driver from a validated config model or from connect() properties."""
+    from lance_sync.drivers.config import BackendConfig
+
     cls = driver_class(backend_type)
     return cls(config) if isinstance(config, BackendConfig) else cls(**config)
 

@@ -45,7 +45,6 @@ the flat string properties `lance_namespace.connect(name, properties)` passes
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -78,73 +77,19 @@ from lance_namespace.errors import (
     TableNotFoundError,
     UnsupportedOperationError,
 )
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import SecretStr
 
+# the configuration and identifier rules live in a module that validation imports without
+# the Lance Namespace client; drivers import them from here too
+from lance_sync.drivers.config import (  # noqa: F401 - re-exported
+    STORAGE_PREFIX,
+    BackendConfig,
+    BackendRules,
+    Identifier,
+    default_root,
+)
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.drivers.requests import OPERATIONS, accepting_mappings, unsupported
-from lance_sync.errors import ConfigError
-
-Identifier = tuple[str, ...]
-
-STORAGE_PREFIX = "storage."
-
-
-class BackendConfig(BaseModel):
-    """Base of every driver's configuration model.
-
-    Fields use the spec's property names (aliases where a name is not a Python
-    identifier). Secret fields are `SecretStr`: they never print, and the manifest only
-    takes them from `${VAR}`.
-    """
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
-
-    #: fields the manifest adds to a backend entry that are not driver properties
-    MANIFEST_ONLY_FIELDS: ClassVar[frozenset[str]] = frozenset({"type", "scope"})
-
-    storage: dict[str, str] = Field(
-        default_factory=dict,
-        description="Storage options for reading and writing table data (the spec's `storage.*` "
-        "properties), e.g. {region: us-west-2}. Keys that look secret must come from ${VAR}.",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _collect_storage_properties(cls, values: Any) -> Any:
-        """Fold flat `storage.x` connect() properties into the `storage` mapping."""
-        if not isinstance(values, dict) or not any(str(k).startswith(STORAGE_PREFIX) for k in values):
-            return values
-        folded = {k: v for k, v in values.items() if not str(k).startswith(STORAGE_PREFIX)}
-        storage = dict(folded.get("storage") or {})
-        storage.update({k[len(STORAGE_PREFIX):]: v for k, v in values.items()
-                        if str(k).startswith(STORAGE_PREFIX)})
-        folded["storage"] = storage
-        return folded
-
-    @classmethod
-    def from_properties(cls, properties: dict[str, Any]) -> BackendConfig:
-        """Validate connect() properties; raises ConfigError naming each bad key."""
-        try:
-            return cls.model_validate(properties)
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in error.errors()
-            )
-            raise ConfigError(f"invalid {cls.__name__} configuration: {problems}") from None
-
-    def to_properties(self) -> dict[str, str]:
-        """The flat string properties `lance_namespace.connect()` takes (secrets revealed)."""
-        properties: dict[str, str] = {}
-        for name, info in type(self).model_fields.items():
-            value = getattr(self, name)
-            if name == "storage" or name in self.MANIFEST_ONLY_FIELDS or value is None:
-                continue
-            if isinstance(value, SecretStr):
-                value = value.get_secret_value()
-            properties[info.alias or name] = str(value)
-        properties.update({f"{STORAGE_PREFIX}{k}": str(v) for k, v in self.storage.items()})
-        return properties
-
 
 #: Lance request modes as `request_mode` spells them; the first of each is the default
 CREATE_MODES = ("create", "existok", "overwrite")
@@ -178,11 +123,6 @@ def secret_value(secret: SecretStr | None) -> str | None:
     return secret.get_secret_value() if secret is not None else None
 
 
-def default_root() -> str:
-    """The spec's default storage root: the current working directory."""
-    return os.getcwd()
-
-
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend can change in place; the planner reads this, never the backend type."""
@@ -214,18 +154,10 @@ class TableInfo:
     columns: list[dict] | None = None
 
 
-class SyncNamespace(LanceNamespace):
-    """A Lance Namespace driver that lance-sync can plan and apply against."""
+class SyncNamespace(BackendRules, LanceNamespace):
+    """A Lance Namespace driver that lance-sync can plan and apply against; its backend's
+    rules (configuration model, identifiers) come from `BackendRules`."""
 
-    #: backend type name in manifests (`lance-sync-<type>` in `lance_namespace.connect()`)
-    backend_type: ClassVar[str]
-    config_model: ClassVar[type[BackendConfig]]
-    #: how identifiers are written in manifests and plans ('$' or '.')
-    id_delimiter: ClassVar[str] = "$"
-    #: depth of namespace ids a manifest may declare: (min, max or None)
-    namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
-    #: depth of the namespace part of a table id
-    table_namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
     #: DropNamespace honours behavior Cascade (the backend's spec has it)
     drops_cascade: ClassVar[bool] = False
 
@@ -257,42 +189,6 @@ class SyncNamespace(LanceNamespace):
     def api_calls(self) -> int:
         """Requests sent to the backend so far."""
         return self._calls_made
-
-    # --- identifiers (used offline by manifest validation) ----------------------------------
-
-    @classmethod
-    def parse_identifier(cls, value: str | list[str] | tuple[str, ...]) -> Identifier:
-        """A manifest identifier (delimited text or a list) as a tuple of names."""
-        if isinstance(value, list | tuple):
-            return tuple(str(v) for v in value)
-        return tuple(value.split(cls.id_delimiter)) if value else ()
-
-    @classmethod
-    def format_identifier(cls, parts: Identifier) -> str:
-        """Identifier text for messages and plans; names that contain the delimiter stay readable."""
-        if any(cls.id_delimiter in p for p in parts):
-            return "[" + ", ".join(repr(p) for p in parts) + "]"
-        return cls.id_delimiter.join(parts)
-
-    @classmethod
-    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
-        """Backend-specific rules for a declared namespace id; returns a problem or None."""
-        return None
-
-    @classmethod
-    def check_table_namespace(cls, parts: Identifier, config: BackendConfig) -> str | None:
-        """Backend-specific rules for the namespace a table is registered in."""
-        return cls.check_namespace_id(parts, config)
-
-    @classmethod
-    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
-        """Backend-specific rules for a table's name (e.g. names a catalog would fold to lower case)."""
-        return None
-
-    @classmethod
-    def check_location(cls, location: str, config: BackendConfig) -> str | None:
-        """Backend-specific rules for a table location (already normalized)."""
-        return None
 
     # --- request modes: one meaning on every backend (see the module docstring) -----------
 

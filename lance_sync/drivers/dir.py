@@ -74,10 +74,8 @@ from lance_namespace.errors import (
     TableNotFoundError,
     UnsupportedOperationError,
 )
-from pydantic import Field
 
 from lance_sync.drivers.base import (
-    BackendConfig,
     Capabilities,
     Identifier,
     NamespaceInfo,
@@ -85,12 +83,12 @@ from lance_sync.drivers.base import (
     TableInfo,
     patched_properties,
 )
+from lance_sync.drivers.dir_config import DELIMITER, DirConfig, DirRules
 from lance_sync.drivers.retry import backoff_seconds
 from lance_sync.locations import is_local, join_location, normalize_location, relative_to
 
 ROOT = "root"
 MANIFEST_TABLE = "__manifest"
-_DELIMITER = "$"
 _MANIFEST_COLUMNS = frozenset({"object_id", "object_type", "location", "metadata"})
 
 #: tries of one manifest write (the first included) while other processes' commits conflict
@@ -115,17 +113,8 @@ _SOURCE_LOCATION = re.compile(r",\s*/\S+?\.rs:\d+:\d+")
 T = TypeVar("T")
 
 
-class DirConfig(BackendConfig):
-    root: str = Field(description="Directory or object-store URI that holds the namespace. "
-                      "A relative path is taken from the manifest file's folder.")
-
-
-class DirNamespace(SyncNamespace):
-    backend_type = "dir"
-    config_model = DirConfig
+class DirNamespace(DirRules, SyncNamespace):
     config: DirConfig
-    namespace_levels = (1, None)
-    table_namespace_levels = (1, None)
 
     def __init__(self, config: DirConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
@@ -153,24 +142,6 @@ class DirNamespace(SyncNamespace):
         """A local root holds apply leases as files (lance_sync.lease); an object-store root
         keeps them as namespaces."""
         return self.root if is_local(self.root) else None
-
-    @classmethod
-    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
-        if any(_DELIMITER in p for p in parts):
-            return f"names in a dir backend cannot contain '{_DELIMITER}'"
-        return None
-
-    @classmethod
-    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
-        return cls.check_namespace_id((name,), config)
-
-    @classmethod
-    def check_location(cls, location: str, config: BackendConfig) -> str | None:
-        assert isinstance(config, DirConfig)
-        root = normalize_location(config.root)
-        if relative_to(location, root) is None:
-            return f"a dir backend registers only locations inside its root {root} (got {location})"
-        return None
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -215,8 +186,8 @@ class DirNamespace(SyncNamespace):
         def attempt() -> lance.LanceDataset | None:
             dataset = self._writable_manifest()
             if dataset is not None:
-                existing = self._existing_objects(dataset, [_DELIMITER.join(table_id[:-1]),
-                                                            _DELIMITER.join(table_id)])
+                existing = self._existing_objects(dataset, [DELIMITER.join(table_id[:-1]),
+                                                            DELIMITER.join(table_id)])
                 self._insert_rows(dataset, [self._manifest_row(request, existing)])
             return dataset
 
@@ -261,7 +232,7 @@ class DirNamespace(SyncNamespace):
     def _manifest_row(self, request: DeclareTableRequest, existing: dict[str, str]) -> dict[str, Any]:
         """The manifest row for a declared table; `existing` gains it (duplicates in a batch fail)."""
         table_id = _checked(request.id)
-        namespace, object_id = _DELIMITER.join(table_id[:-1]), _DELIMITER.join(table_id)
+        namespace, object_id = DELIMITER.join(table_id[:-1]), DELIMITER.join(table_id)
         if namespace and existing.get(namespace) != "namespace":
             raise NamespaceNotFoundError(f"Namespace not found: {namespace}")
         if object_id in existing:
@@ -281,7 +252,7 @@ class DirNamespace(SyncNamespace):
         namespace check pylance lacks."""
         namespace = table_id[:-1]
         if namespace and not self._namespace_exists(namespace):
-            raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
+            raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(namespace)}")
         return self._native.declare_table(request)
 
     def _register_in_fresh_root(self, table_id: list[str], relative: str, properties: dict[str, str]) -> None:
@@ -291,7 +262,7 @@ class DirNamespace(SyncNamespace):
         cannot be written: the one declare that is two commits."""
         namespace = table_id[:-1]
         if namespace:
-            raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
+            raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(namespace)}")
         operation = f"declare table {_text(table_id)}"
         self._committed(operation, lambda: self._native.register_table(
             RegisterTableRequest(id=table_id, location=relative)))
@@ -342,10 +313,10 @@ class DirNamespace(SyncNamespace):
         if rows is None:
             yield from super().list_namespace_infos(parent)
             return
-        if parent and not any(tuple(r["object_id"].split(_DELIMITER)) == parent for r in rows):
-            raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(parent)}")
+        if parent and not any(tuple(r["object_id"].split(DELIMITER)) == parent for r in rows):
+            raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(parent)}")
         for row in rows:
-            child = tuple(row["object_id"].split(_DELIMITER))
+            child = tuple(row["object_id"].split(DELIMITER))
             if child[:-1] == parent:
                 yield NamespaceInfo(child, _metadata(row))
 
@@ -355,9 +326,9 @@ class DirNamespace(SyncNamespace):
             yield from super().list_table_infos(namespace)
             return
         if namespace and not self._namespace_exists(list(namespace)):
-            raise NamespaceNotFoundError(f"Namespace not found: {_DELIMITER.join(namespace)}")
+            raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(namespace)}")
         for row in rows:
-            table_id = tuple(row["object_id"].split(_DELIMITER))
+            table_id = tuple(row["object_id"].split(DELIMITER))
             if table_id[:-1] == namespace:
                 location = join_location(self.root, row["location"]) if row["location"] else None
                 yield TableInfo(table_id, location, _metadata(row))
@@ -537,23 +508,23 @@ def _short(error: BaseException | None) -> str:
 
 def _missing(object_type: str, id: list[str]) -> LanceNamespaceError:
     missing = NamespaceNotFoundError if object_type == "namespace" else TableNotFoundError
-    return missing(f"{object_type} not found: {_DELIMITER.join(id)}")
+    return missing(f"{object_type} not found: {DELIMITER.join(id)}")
 
 
 def _row_filter(object_type: str, id: list[str]) -> str:
-    return (f"object_id = {_sql_string(_DELIMITER.join(id))} "
+    return (f"object_id = {_sql_string(DELIMITER.join(id))} "
             f"AND object_type = {_sql_string(object_type)}")
 
 
 def _checked(id: Sequence[str] | None) -> list[str]:
     """`id` as a list; InvalidInput unless it has names, each non-empty and without the delimiter."""
-    if not id or any(not name or _DELIMITER in name for name in id):
-        raise InvalidInputError(f"dir: names must be non-empty and cannot contain '{_DELIMITER}': {id}")
+    if not id or any(not name or DELIMITER in name for name in id):
+        raise InvalidInputError(f"dir: names must be non-empty and cannot contain '{DELIMITER}': {id}")
     return list(id)
 
 
 def _text(id: Sequence[str] | None) -> str:
-    return _DELIMITER.join(id or [])
+    return DELIMITER.join(id or [])
 
 
 class _Counted:

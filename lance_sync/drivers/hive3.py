@@ -43,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import re
 import struct
 import threading
 import time
@@ -81,7 +80,6 @@ from lance_namespace.errors import (
     TableNotFoundError,
     UnsupportedOperationError,
 )
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 from pymetastore.hive_metastore import ThriftHiveMetastore, ttypes
 from pymetastore.hive_metastore.ttypes import (
     AlreadyExistsException,
@@ -114,16 +112,14 @@ from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TTransportException
 
 from lance_sync.drivers.base import (
-    BackendConfig,
     Capabilities,
     Identifier,
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
-    default_root,
     patched_properties,
 )
-from lance_sync.drivers.config_types import ThriftUri
+from lance_sync.drivers.hive3_config import Hive3Config, Hive3Rules
 from lance_sync.drivers.paging import check_page_limit, names_after, page_of_names
 from lance_sync.drivers.retry import BadAnswerError, TransientError, is_transient, with_retries
 from lance_sync.locations import is_local, join_location, normalize_location
@@ -162,26 +158,8 @@ CONTAINER_LENGTH_LIMIT = 10_000_000
 METASTORE_ERRORS: tuple[type[Exception], ...] = tuple(value for value in vars(ttypes).values()
                          if isinstance(value, type) and issubclass(value, TException)
                          and value.__module__ == ttypes.__name__)
-#: what manifests may name a catalog or database: HMS folds case and refuses other characters
-MANIFEST_NAME = re.compile(r"[a-z0-9_]+")
 
 T = TypeVar("T")
-
-
-class Hive3Config(BackendConfig):
-    uri: ThriftUri = Field(description="Metastore address, thrift://host:port (not in the spec; "
-                           "lance-sync's addition)")
-    client_pool_size: PositiveInt = Field(3, alias="client.pool-size",
-                                          description="Size of the metastore connection pool")
-    client_socket_timeout: PositiveFloat = Field(
-        60, alias="client.socket-timeout-sec",
-        description="Socket timeout of every metastore call, seconds (lance-sync's addition)")
-    client_max_retries: NonNegativeInt = Field(
-        3, alias="client.max-retries",
-        description="Times a read is sent again after a broken or garbled answer, and any call "
-                    "after a failed connect (lance-sync's addition)")
-    root: str = Field(default_factory=default_root,
-                      description="Storage root for tables declared without a location (default: cwd)")
 
 
 # --- connections -----------------------------------------------------------------------------
@@ -379,14 +357,9 @@ def _cause(error: BaseException) -> str:
 
 # --- the driver ------------------------------------------------------------------------------
 
-class Hive3Namespace(SyncNamespace):
-    backend_type = "hive3"
-    config_model = Hive3Config
+class Hive3Namespace(Hive3Rules, SyncNamespace):
     config: Hive3Config
     drops_cascade = True
-    #: manifests declare databases (catalog$database); see the module docstring for catalogs
-    namespace_levels = (2, 2)
-    table_namespace_levels = (2, 2)
 
     def __init__(self, config: Hive3Config | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
@@ -408,17 +381,6 @@ class Hive3Namespace(SyncNamespace):
     def close(self) -> None:
         """Close the idle connections (calls after this open new ones)."""
         self._pool.close()
-
-    @classmethod
-    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
-        if not all(MANIFEST_NAME.fullmatch(name) for name in parts):
-            return ("Hive names are lower-case letters, digits and '_' (HMS folds names to lower "
-                    "case and refuses other characters)")
-        return None
-
-    @classmethod
-    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
-        return cls.check_namespace_id((name,), config)
 
     @_translated
     def capabilities(self) -> Capabilities:

@@ -61,27 +61,20 @@ from lance_namespace.errors import (
 from pydantic import (
     BaseModel,
     Field,
-    NonNegativeInt,
-    PositiveInt,
     SecretStr,
     StrictInt,
     StrictStr,
-    field_validator,
-    model_validator,
 )
 
 from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
-    BackendConfig,
     Capabilities,
     Identifier,
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
-    default_root,
     secret_value,
 )
-from lance_sync.drivers.config_types import HttpUrl
 from lance_sync.drivers.http import (
     HttpClient,
     HttpFailure,
@@ -89,48 +82,24 @@ from lance_sync.drivers.http import (
     attempts_note,
     transient_if_5xx,
 )
+from lance_sync.drivers.iceberg_config import (
+    LEVEL_SEPARATOR,
+    IcebergConfig,
+    IcebergRules,
+    name_problem,
+)
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.locations import normalize_location
 from lance_sync.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
-
-
-class IcebergConfig(BackendConfig):
-    endpoint: HttpUrl = Field(description="Iceberg REST endpoint, e.g. http://localhost:8181")
-    auth_token: SecretStr | None = Field(None, description="Bearer token; only from ${VAR}")
-    credential: SecretStr | None = Field(
-        None, description="OAuth2 client credentials 'client_id:client_secret'; only from ${VAR}")
-    connect_timeout: PositiveInt = Field(10000, description="Connect timeout, milliseconds")
-    read_timeout: PositiveInt = Field(30000, description="Read timeout, milliseconds")
-    max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
-    root: str = Field(default_factory=default_root,
-                      description="Storage root for tables declared without a location (default: cwd)")
-
-    @field_validator("credential")
-    @classmethod
-    def _credential_has_both_parts(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and ":" not in value.get_secret_value():
-            raise ValueError("must look like 'client_id:client_secret'")
-        return value
-
-    @model_validator(mode="after")
-    def _one_way_to_authenticate(self) -> IcebergConfig:
-        if self.auth_token is not None and self.credential is not None:
-            raise ValueError("set auth_token or credential, not both")
-        return self
-
 
 BACKEND = "iceberg"
 CONFIG_PATH = "/v1/config"
 TOKEN_PATH = "/v1/oauth/tokens"
 #: the config key (in `overrides`, else `defaults`) naming the warehouse's path prefix
 PREFIX_KEY = "prefix"
-#: joins namespace levels in paths and in the `parent` query parameter
-LEVEL_SEPARATOR = "\x1f"
 #: the companion Iceberg table's schema: one nullable string column `dummy`
 DUMMY_SCHEMA = {"type": "struct", "schema-id": 0,
                 "fields": [{"id": 1, "name": "dummy", "type": "string", "required": False}]}
-#: names that cannot be a URL path segment (HTTP clients resolve them away) or a level
-UNADDRESSABLE_NAMES = frozenset({"", ".", ".."})
 #: table and namespace loads in flight at once, per driver
 LOAD_PARALLELISM = 16
 #: a token is renewed once this share of its lifetime has passed
@@ -237,14 +206,7 @@ class OAuthTokenAnswer(Answer):
     expires_in: int | None = None  # not strict: some token servers send "3599"
 
 
-class IcebergNamespace(SyncNamespace):
-    backend_type = "iceberg"
-    config_model = IcebergConfig
-    id_delimiter = "."
-    #: [warehouse, namespace, ...]
-    namespace_levels = (2, None)
-    table_namespace_levels = (2, None)
-
+class IcebergNamespace(IcebergRules, SyncNamespace):
     config: IcebergConfig
 
     #: pageSize of the listings behind bulk reads; None lets the server choose (upstream
@@ -276,10 +238,6 @@ class IcebergNamespace(SyncNamespace):
 
     def capabilities(self) -> Capabilities:
         return Capabilities(creatable_namespace_levels=(2, None))
-
-    @classmethod
-    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
-        return _name_problem(parts)
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -661,18 +619,9 @@ def _describe(failure: HttpFailure) -> str:
 # --- identifiers -------------------------------------------------------------------------------
 
 
-def _name_problem(parts: Iterable[str]) -> str | None:
-    for part in parts:
-        if part in UNADDRESSABLE_NAMES:
-            return f"iceberg names cannot be empty, '.' or '..' (got {part!r})"
-        if LEVEL_SEPARATOR in part:
-            return "iceberg names cannot contain the unit separator \\x1f"
-    return None
-
-
 def _checked(id: Iterable[str] | None) -> tuple[str, ...]:
     parts = tuple(id or ())
-    problem = _name_problem(parts)
+    problem = name_problem(parts)
     if problem:
         raise InvalidInputError(f"iceberg: {problem}")
     return parts

@@ -22,7 +22,6 @@ NOT_FOUND / 409 ALREADY_EXISTS, and the request path says which kind of object w
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -64,47 +63,30 @@ from lance_namespace.errors import (
     UnauthenticatedError,
     UnsupportedOperationError,
 )
-from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr, StrictInt, StrictStr
+from pydantic import StrictInt, StrictStr
 
 from lance_sync.arrow_types import spark_compatible
 from lance_sync.drivers.answers import Answer
 from lance_sync.drivers.base import (
-    BackendConfig,
     Capabilities,
     Identifier,
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
-    default_root,
     secret_value,
 )
-from lance_sync.drivers.config_types import HttpUrl, NonEmpty
 from lance_sync.drivers.http import HttpClient, HttpFailure, transient_if_5xx
 from lance_sync.drivers.paging import follow_pages
+from lance_sync.drivers.unity_config import UnityConfig, UnityRules
 from lance_sync.locations import is_local, join_location, normalize_location
 from lance_sync.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
 BACKEND = "unity"
-DEFAULT_API_PATH = "/api/2.1/unity-catalog"
 #: UC OSS serves at most 100 items per page (PagedListingHelper); bulk reads ask for that
 PAGE_SIZE = 100
 EXTERNAL = "EXTERNAL"
 #: UC has no LANCE data source format; the spec registers Lance tables as TEXT
 DATA_SOURCE_FORMAT = "TEXT"
-#: what UC OSS accepts as a schema or table name (ValidationUtils)
-VALID_NAME = re.compile(r"[a-zA-Z0-9_@-]+")
-
-
-class UnityConfig(BackendConfig):
-    endpoint: HttpUrl = Field(description="Unity Catalog REST endpoint, e.g. http://localhost:8080")
-    catalog: NonEmpty = Field(description="The Unity catalog this backend manages (the first identifier level)")
-    api_path: str = Field(DEFAULT_API_PATH, description="API path prefix")
-    auth_token: SecretStr | None = Field(None, description="Bearer token; only from ${VAR}")
-    connect_timeout: PositiveFloat = Field(10, description="HTTP connect timeout, seconds")
-    read_timeout: PositiveFloat = Field(60, description="HTTP read timeout, seconds")
-    max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
-    root: str = Field(default_factory=default_root,
-                      description="Storage root for tables declared without a location (default: cwd)")
 
 
 # --- answers: the UC OSS API responses the driver reads (unitycatalog/unitycatalog api/all.yaml) --
@@ -161,13 +143,9 @@ class ListTablesAnswer(Answer):
     next_page_token: StrictStr | None = None
 
 
-class UnityNamespace(SyncNamespace):
-    backend_type = "unity"
-    config_model = UnityConfig
+class UnityNamespace(UnityRules, SyncNamespace):
     config: UnityConfig
     drops_cascade = True
-    namespace_levels = (2, 2)
-    table_namespace_levels = (2, 2)
 
     def __init__(self, config: UnityConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
@@ -188,17 +166,6 @@ class UnityNamespace(SyncNamespace):
     def capabilities(self) -> Capabilities:
         # UC OSS has no table PATCH: the planner replaces a table whose properties changed.
         return Capabilities(update_table_properties=False, creatable_namespace_levels=(2, 2))
-
-    @classmethod
-    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
-        assert isinstance(config, UnityConfig)
-        if parts and parts[0] != config.catalog:
-            return f"catalog '{parts[0]}' is not the configured catalog '{config.catalog}'"
-        return next((_name_problem(name) for name in parts[1:] if _name_problem(name)), None)
-
-    @classmethod
-    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
-        return _name_problem(name)
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -473,13 +440,6 @@ ERRORS_BY_STATUS: dict[int, type[LanceNamespaceError]] = {
     501: UnsupportedOperationError,
     503: ServiceUnavailableError,
 }
-
-
-def _name_problem(name: str) -> str | None:
-    """UC OSS refuses other names with 400 INVALID_ARGUMENT; say so before anything is sent."""
-    if VALID_NAME.fullmatch(name):
-        return None
-    return f"Unity names take letters, digits, '_', '@' and '-' only (got {name!r})"
 
 
 def _full_name(*names: str) -> str:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lance_sync.drivers.base import BackendConfig, Identifier, SyncNamespace
+from lance_sync.drivers.config import BackendConfig, BackendRules, Identifier
 from lance_sync.errors import Position
 from lance_sync.policy import Policy
+
+if TYPE_CHECKING:
+    from lance_sync.drivers.base import SyncNamespace
 
 
 @dataclass(frozen=True)
@@ -20,11 +23,19 @@ class BackendSpec:
     scope: tuple[Identifier, ...]
     #: the configuration as a saved plan stores it: secrets as their ${VAR} reference
     template: dict[str, Any]
+    #: the backend's identifier rules (checked offline); the driver class inherits them
     # builtins.type: the field `type` above shadows the builtin inside this class
-    driver_class: builtins.type[SyncNamespace]
+    rules: builtins.type[BackendRules]
+
+    @property
+    def driver_class(self) -> builtins.type[SyncNamespace]:
+        """The driver, imported on first use: validating a manifest never needs it."""
+        from lance_sync.drivers import driver_class
+
+        return driver_class(self.type)
 
     def format_id(self, id: Identifier) -> str:
-        return self.driver_class.format_identifier(id)
+        return self.rules.format_identifier(id)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Protocol, Union
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
 from lance_sync.arrow_types import TypeSyntaxError, parse_type
-from lance_sync.drivers import available_drivers, driver_class
+from lance_sync.drivers import available_drivers, backend_rules
 from lance_sync.plan.model import ActionType
 
 SCHEMA_ID = "https://lance-sync.dev/schemas/manifest.schema.json"
@@ -188,7 +188,7 @@ def backend_models() -> dict[str, type[BaseModel]]:
     """One manifest model per backend type: the driver's config plus `type` and `scope`."""
     models: dict[str, type[BaseModel]] = {}
     for backend_type in sorted(available_drivers()):
-        config_model = driver_class(backend_type).config_model
+        config_model = backend_rules(backend_type).config_model
         models[backend_type] = create_model(
             f"{backend_type.capitalize()}Backend",
             __base__=config_model,

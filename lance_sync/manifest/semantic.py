@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from lance_sync.drivers import driver_class
-from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.drivers import backend_rules
+from lance_sync.drivers.config import BackendRules, Identifier
 from lance_sync.errors import ManifestError, ManifestErrors, Position
 from lance_sync.locations import is_local, is_within, normalize_location
 from lance_sync.manifest.desired import (
@@ -97,7 +97,7 @@ def build_policy(model: PolicyModel, document: Document, base_dir: str, backends
 
 def _backend(checker: _Checker, name: str, entry: ValidatedBackend) -> BackendSpec | None:
     path: DataPath = ("backends", name)
-    cls = driver_class(entry.type)
+    cls = backend_rules(entry.type)
     secrets = _secret_fields(cls.config_model)
     problems_before = len(checker.problems)
     _check_secrets(checker, secrets, path)
@@ -119,7 +119,7 @@ def _backend(checker: _Checker, name: str, entry: ValidatedBackend) -> BackendSp
         if parts is not None:
             scope.append(parts)
     return BackendSpec(name=name, type=entry.type, config=config, scope=tuple(scope),
-                       template=_template(checker, entry.type, secrets, path, values), driver_class=cls)
+                       template=_template(checker, entry.type, secrets, path, values), rules=cls)
 
 
 def _secret_fields(config_model: type[BaseModel]) -> list[str]:
@@ -180,7 +180,7 @@ def _value_at(data: Any, path: DataPath) -> Any:
 
 # --- identifiers -------------------------------------------------------------------------------
 
-def _identifier(checker: _Checker, cls: type[SyncNamespace], raw: str | list[str], path: DataPath,
+def _identifier(checker: _Checker, cls: type[BackendRules], raw: str | list[str], path: DataPath,
                 levels: tuple[int, int | None] | None = None) -> Identifier | None:
     parts = cls.parse_identifier(raw)
     if any(not p for p in parts) or not parts:
@@ -205,10 +205,10 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
         spec = _backend_ref(checker, backends, model, entry.backend, (*path, "backend"))
         if spec is None:
             continue
-        parts = _identifier(checker, spec.driver_class, entry.id, (*path, "id"))
+        parts = _identifier(checker, spec.rules, entry.id, (*path, "id"))
         if parts is None:
             continue
-        problem = spec.driver_class.check_namespace_id(parts, spec.config)
+        problem = spec.rules.check_namespace_id(parts, spec.config)
         if problem:
             checker.fail(problem, (*path, "id"))
             continue
@@ -264,7 +264,7 @@ def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, Bac
             spec = _backend_ref(checker, backends, model, registration.backend, (*r_path, "backend"))
             if spec is None:
                 continue
-            cls = spec.driver_class
+            cls = spec.rules
             parts = _identifier(checker, cls, registration.namespace, (*r_path, "namespace"),
                                 cls.table_namespace_levels)
             if parts is None:

@@ -29,7 +29,7 @@ from unitycatalog.client import (
 from unitycatalog.client.exceptions import ApiException
 
 from lance_sync.drivers.base import Identifier
-from lance_sync.drivers.unity import DEFAULT_API_PATH
+from lance_sync.drivers.unity_config import DEFAULT_API_PATH
 from lance_sync.locations import normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
 from tests.servers.base import RunningServer

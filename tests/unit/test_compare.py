@@ -40,7 +40,7 @@ class Case:
 
 def state(case: Case) -> DesiredState:
     spec = BackendSpec(name="b", type="dir", config=DirConfig(root="/data"), scope=(), template={},
-                       driver_class=DirNamespace)
+                       rules=DirNamespace)
     table = DesiredTable(**{"name": "t", "location": LOCATION, "registrations": (Registration("b", ("ns", "t")),),
                             "properties": {"tier": "gold"}, **case.table})
     return DesiredState(owner=OWNER, files=[], base_dir="/", backends={"b": spec},

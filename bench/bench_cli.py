@@ -1,0 +1,74 @@
+"""Wall time of short CLI commands, each a fresh process, as a user or CI step sees them.
+
+    python bench/bench_cli.py               # 10 runs of each command
+    python bench/bench_cli.py --runs 20
+
+Runs `python -m lance_sync ...` from this checkout (it goes first on PYTHONPATH) and prints
+the median, fastest and slowest wall time per command, next to its goal where there is one.
+Start-up is mostly imports, so this is where a heavy import creeping into a light command
+shows up. `plan` runs on a copy of the quickstart (the `dir` backend, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
+
+#: label, arguments, goal in seconds (None: measured only)
+COMMANDS: list[tuple[str, list[str], float | None]] = [
+    ("lance-sync --help", ["--help"], 0.3),
+    ("lance-sync plan --help", ["plan", "--help"], 0.3),
+    ("completion script (bash)", [], 0.3),
+    ("validate quickstart", ["validate", "-f", str(QUICKSTART)], 0.8),
+    ("plan quickstart (dir)", ["plan", "-f", "{copy}"], None),
+]
+
+
+def measure(arguments: list[str], runs: int, environ: dict[str, str]) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "lance_sync", *arguments], env=environ,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        times.append(time.perf_counter() - started)
+        if result.returncode not in (0, 2):
+            raise SystemExit(f"lance-sync {' '.join(arguments)} failed ({result.returncode}):\n{result.stderr}")
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    runs = parser.parse_args().runs
+    base_environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "quickstart"
+        shutil.copytree(QUICKSTART.parent, copy, ignore=shutil.ignore_patterns("lakehouse", ".lance-sync"))
+        for label, arguments, goal in COMMANDS:
+            environ = dict(base_environ)
+            if not arguments:  # click's completion: the script printed by _LANCE_SYNC_COMPLETE
+                environ["_LANCE_SYNC_COMPLETE"] = "bash_source"
+            arguments = [a.replace("{copy}", str(copy / "lance-sync.yaml")) for a in arguments]
+            times = measure(arguments, runs, environ)
+            rows.append((label, statistics.median(times), min(times), max(times), goal))
+    print(f"{runs} runs each, {os.cpu_count()} cores, Python {sys.version.split()[0]}\n")
+    print("| command | median | fastest | slowest | goal |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for label, median, fastest, slowest, goal in rows:
+        verdict = "" if goal is None else f"< {goal:g} s {'ok' if median < goal else 'MISSED'}"
+        print(f"| {label} | {median:.2f} s | {fastest:.2f} s | {slowest:.2f} s | {verdict} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""What lance-sync knows of a backend without talking to it: its configuration and its identifiers.
+
+Manifest validation (`lance-sync validate`) checks a backend entry against its configuration
+model and its identifiers against its rules, offline; it needs neither the Lance Namespace
+client nor the backend's SDK. So each backend describes itself twice: a `BackendRules`
+subclass in a light module of its own (`<type>_config.py`, with the `BackendConfig` model),
+and the driver (`<type>.py`), a `SyncNamespace` that inherits those rules. Only the driver
+module imports `lance_namespace`, pyarrow, lance, boto3 or thrift.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from lance_sync.errors import ConfigError
+
+Identifier = tuple[str, ...]
+
+STORAGE_PREFIX = "storage."
+
+
+class BackendConfig(BaseModel):
+    """Base of every driver's configuration model.
+
+    Fields use the spec's property names (aliases where a name is not a Python
+    identifier). Secret fields are `SecretStr`: they never print, and the manifest only
+    takes them from `${VAR}`.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    #: fields the manifest adds to a backend entry that are not driver properties
+    MANIFEST_ONLY_FIELDS: ClassVar[frozenset[str]] = frozenset({"type", "scope"})
+
+    storage: dict[str, str] = Field(
+        default_factory=dict,
+        description="Storage options for reading and writing table data (the spec's `storage.*` "
+        "properties), e.g. {region: us-west-2}. Keys that look secret must come from ${VAR}.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_storage_properties(cls, values: Any) -> Any:
+        """Fold flat `storage.x` connect() properties into the `storage` mapping."""
+        if not isinstance(values, dict) or not any(str(k).startswith(STORAGE_PREFIX) for k in values):
+            return values
+        folded = {k: v for k, v in values.items() if not str(k).startswith(STORAGE_PREFIX)}
+        storage = dict(folded.get("storage") or {})
+        storage.update({k[len(STORAGE_PREFIX):]: v for k, v in values.items()
+                        if str(k).startswith(STORAGE_PREFIX)})
+        folded["storage"] = storage
+        return folded
+
+    @classmethod
+    def from_properties(cls, properties: dict[str, Any]) -> BackendConfig:
+        """Validate connect() properties; raises ConfigError naming each bad key."""
+        try:
+            return cls.model_validate(properties)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in error.errors()
+            )
+            raise ConfigError(f"invalid {cls.__name__} configuration: {problems}") from None
+
+    def to_properties(self) -> dict[str, str]:
+        """The flat string properties `lance_namespace.connect()` takes (secrets revealed)."""
+        properties: dict[str, str] = {}
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if name == "storage" or name in self.MANIFEST_ONLY_FIELDS or value is None:
+                continue
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            properties[info.alias or name] = str(value)
+        properties.update({f"{STORAGE_PREFIX}{k}": str(v) for k, v in self.storage.items()})
+        return properties
+
+
+def default_root() -> str:
+    """The spec's default storage root: the current working directory."""
+    return os.getcwd()
+
+
+class BackendRules:
+    """A backend's configuration model and identifier rules, used offline by manifest validation.
+
+    The driver of a backend is a subclass (`SyncNamespace` inherits from this class), so a
+    driver from another package that defines no separate rules class is its own.
+    """
+
+    #: backend type name in manifests (`lance-sync-<type>` in `lance_namespace.connect()`)
+    backend_type: ClassVar[str]
+    config_model: ClassVar[type[BackendConfig]]
+    #: how identifiers are written in manifests and plans ('$' or '.')
+    id_delimiter: ClassVar[str] = "$"
+    #: depth of namespace ids a manifest may declare: (min, max or None)
+    namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
+    #: depth of the namespace part of a table id
+    table_namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
+
+    @classmethod
+    def parse_identifier(cls, value: str | list[str] | tuple[str, ...]) -> Identifier:
+        """A manifest identifier (delimited text or a list) as a tuple of names."""
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+        return tuple(value.split(cls.id_delimiter)) if value else ()
+
+    @classmethod
+    def format_identifier(cls, parts: Identifier) -> str:
+        """Identifier text for messages and plans; names that contain the delimiter stay readable."""
+        if any(cls.id_delimiter in p for p in parts):
+            return "[" + ", ".join(repr(p) for p in parts) + "]"
+        return cls.id_delimiter.join(parts)
+
+    @classmethod
+    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        """Backend-specific rules for a declared namespace id; returns a problem or None."""
+        return None
+
+    @classmethod
+    def check_table_namespace(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        """Backend-specific rules for the namespace a table is registered in."""
+        return cls.check_namespace_id(parts, config)
+
+    @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        """Backend-specific rules for a table's name (e.g. names a catalog would fold to lower case)."""
+        return None
+
+    @classmethod
+    def check_location(cls, location: str, config: BackendConfig) -> str | None:
+        """Backend-specific rules for a table location (already normalized)."""
+        return None

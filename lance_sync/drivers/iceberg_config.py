@@ -1,0 +1,62 @@
+"""The Iceberg REST backend's configuration and identifier rules (offline; see drivers.config)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import Field, NonNegativeInt, PositiveInt, SecretStr, field_validator, model_validator
+
+from lance_sync.drivers.config import BackendConfig, BackendRules, Identifier, default_root
+from lance_sync.drivers.config_types import HttpUrl
+
+#: joins namespace levels in paths and in the `parent` query parameter
+LEVEL_SEPARATOR = "\x1f"
+#: names that cannot be a URL path segment (HTTP clients resolve them away) or a level
+UNADDRESSABLE_NAMES = frozenset({"", ".", ".."})
+
+
+class IcebergConfig(BackendConfig):
+    endpoint: HttpUrl = Field(description="Iceberg REST endpoint, e.g. http://localhost:8181")
+    auth_token: SecretStr | None = Field(None, description="Bearer token; only from ${VAR}")
+    credential: SecretStr | None = Field(
+        None, description="OAuth2 client credentials 'client_id:client_secret'; only from ${VAR}")
+    connect_timeout: PositiveInt = Field(10000, description="Connect timeout, milliseconds")
+    read_timeout: PositiveInt = Field(30000, description="Read timeout, milliseconds")
+    max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
+    root: str = Field(default_factory=default_root,
+                      description="Storage root for tables declared without a location (default: cwd)")
+
+    @field_validator("credential")
+    @classmethod
+    def _credential_has_both_parts(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and ":" not in value.get_secret_value():
+            raise ValueError("must look like 'client_id:client_secret'")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_authenticate(self) -> IcebergConfig:
+        if self.auth_token is not None and self.credential is not None:
+            raise ValueError("set auth_token or credential, not both")
+        return self
+
+
+class IcebergRules(BackendRules):
+    backend_type = "iceberg"
+    config_model = IcebergConfig
+    id_delimiter = "."
+    #: [warehouse, namespace, ...]
+    namespace_levels = (2, None)
+    table_namespace_levels = (2, None)
+
+    @classmethod
+    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        return name_problem(parts)
+
+
+def name_problem(parts: Iterable[str]) -> str | None:
+    for part in parts:
+        if part in UNADDRESSABLE_NAMES:
+            return f"iceberg names cannot be empty, '.' or '..' (got {part!r})"
+        if LEVEL_SEPARATOR in part:
+            return "iceberg names cannot contain the unit separator \\x1f"
+    return None

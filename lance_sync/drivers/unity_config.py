@@ -1,0 +1,51 @@
+"""The Unity Catalog backend's configuration and identifier rules (offline; see drivers.config)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr
+
+from lance_sync.drivers.config import BackendConfig, BackendRules, Identifier, default_root
+from lance_sync.drivers.config_types import HttpUrl, NonEmpty
+
+DEFAULT_API_PATH = "/api/2.1/unity-catalog"
+#: what UC OSS accepts as a schema or table name (ValidationUtils)
+VALID_NAME = re.compile(r"[a-zA-Z0-9_@-]+")
+
+
+class UnityConfig(BackendConfig):
+    endpoint: HttpUrl = Field(description="Unity Catalog REST endpoint, e.g. http://localhost:8080")
+    catalog: NonEmpty = Field(description="The Unity catalog this backend manages (the first identifier level)")
+    api_path: str = Field(DEFAULT_API_PATH, description="API path prefix")
+    auth_token: SecretStr | None = Field(None, description="Bearer token; only from ${VAR}")
+    connect_timeout: PositiveFloat = Field(10, description="HTTP connect timeout, seconds")
+    read_timeout: PositiveFloat = Field(60, description="HTTP read timeout, seconds")
+    max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
+    root: str = Field(default_factory=default_root,
+                      description="Storage root for tables declared without a location (default: cwd)")
+
+
+class UnityRules(BackendRules):
+    backend_type = "unity"
+    config_model = UnityConfig
+    namespace_levels = (2, 2)
+    table_namespace_levels = (2, 2)
+
+    @classmethod
+    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        assert isinstance(config, UnityConfig)
+        if parts and parts[0] != config.catalog:
+            return f"catalog '{parts[0]}' is not the configured catalog '{config.catalog}'"
+        return next((_name_problem(name) for name in parts[1:] if _name_problem(name)), None)
+
+    @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        return _name_problem(name)
+
+
+def _name_problem(name: str) -> str | None:
+    """UC OSS refuses other names with 400 INVALID_ARGUMENT; say so before anything is sent."""
+    if VALID_NAME.fullmatch(name):
+        return None
+    return f"Unity names take letters, digits, '_', '@' and '-' only (got {name!r})"

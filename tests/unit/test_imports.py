@@ -1,0 +1,57 @@
+"""Commands import only what they need: `--help` and `validate` must start fast.
+
+Start-up time itself is measured by bench/bench_cli.py, not here; these tests check *what*
+a fresh interpreter has imported, which is what makes start-up slow (the Lance Namespace
+client alone takes about a second).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
+
+#: never imported by `import lance_sync.cli` (so not by --help or shell completion)
+HEAVY = ["lance_namespace", "lance", "pyarrow", "pyspark", "pydantic", "jsonschema", "requests", "boto3",
+         "thrift", "pandas", "numpy"]
+#: never imported by `validate` (the JSON Schema, pydantic and pyarrow's type names are its work)
+NOT_FOR_VALIDATE = ["lance_namespace", "lance", "pyspark", "requests", "boto3", "thrift", "pandas"]
+
+
+def imported_after(code: str) -> set[str]:
+    """Top-level packages a fresh interpreter holds after running `code`."""
+    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environ,
+                            check=True, cwd=ROOT)
+    return set(json.loads(result.stdout.splitlines()[-1]))
+
+
+def test_the_command_line_module_imports_no_heavy_package():
+    loaded = imported_after("import lance_sync.cli")
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_validate_imports_no_driver_client_and_no_spark():
+    loaded = imported_after("from lance_sync.cli import main\n"
+                            "try:\n"
+                            f"    main(['validate', '-f', {str(QUICKSTART)!r}])\n"
+                            "except SystemExit as done:\n"
+                            "    assert not done.code, done.code")
+    assert "yaml" in loaded  # it did validate
+    assert not loaded & set(NOT_FOR_VALIDATE), sorted(loaded & set(NOT_FOR_VALIDATE))
+
+
+def test_registering_the_drivers_imports_lance_namespace_only_then(tmp_path):
+    imported_after("import sys\n"
+                   "import lance_sync.drivers\n"
+                   "assert 'lance_namespace' not in sys.modules\n"
+                   "lance_sync.drivers.register()\n"
+                   "import lance_namespace\n"
+                   f"ns = lance_namespace.connect('lance-sync-dir', {{'root': {str(tmp_path)!r}}})\n"
+                   "assert type(ns).__name__ == 'DirNamespace', type(ns)")
