@@ -383,9 +383,10 @@ class ActionRunner:
         schema = schema_from_columns(after.columns) if after.columns else None
         if after.source:
             from lance_sync.data.materialize import materialize
-            from lance_sync.data.spark import resolve_spark_settings
+            from lance_sync.data.spark import SPARK_LOG, resolve_spark_settings
 
-            settings = resolve_spark_settings(self.options.spark, self.plan.spark)
+            settings = resolve_spark_settings(self.options.spark, self.plan.spark,
+                                              log_file=self.options.state_dir / SPARK_LOG)
             materialize(after.source, location, schema, mode, settings, storage_options=options)
         elif schema is not None:
             lance.write_dataset(schema.empty_table(), location, mode=mode, storage_options=options)

@@ -15,6 +15,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -27,6 +28,7 @@ from lance_sync.arrow_types import (
 )
 from lance_sync.drivers.base import SyncNamespace
 from lance_sync.locations import normalize_location
+from lance_sync.manifest import STATE_DIRECTORY
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.observe import observe
 
@@ -104,7 +106,7 @@ def verify(state: DesiredState, drivers: dict[str, SyncNamespace], engine: Engin
     by_options: dict[tuple, list[str]] = defaultdict(list)
     for location in findings:
         by_options[tuple(sorted(options_of[location].items()))].append(location)
-    settings = resolve_spark_settings(spark, state.spark)
+    settings = resolve_spark_settings(spark, state.spark, spark_log_file(state))
     chosen = choose_engine(engine, len(findings), 2000)
     for options, locations in by_options.items():
         if progress:
@@ -161,6 +163,13 @@ def _check_declared_columns(item: LocationFinding, declared: list[dict]) -> None
         item.notes.append(f"columns beyond the manifest (schema evolution, fine): {drift.describe_extra()}")
 
 
+def spark_log_file(state: DesiredState) -> Path:
+    """Spark's log, in lance-sync's state directory next to the manifest."""
+    from lance_sync.data.spark import SPARK_LOG
+
+    return Path(state.base_dir) / STATE_DIRECTORY / SPARK_LOG
+
+
 def render_verify(report: VerifyReport) -> str:
     lines = [f"lance-sync verify: {len(report.findings)} location(s), engine {report.engine}", ""]
     for item in report.findings:
@@ -192,7 +201,8 @@ def discover(state: DesiredState, drivers: dict[str, SyncNamespace], root: str, 
     if progress:
         progress(f"walking {root}")
     found = find_lance_datasets(normalize_location(root, state.base_dir), storage_options=storage_options,
-                                engine=engine, spark_settings=resolve_spark_settings(spark, state.spark))
+                                engine=engine,
+                                spark_settings=resolve_spark_settings(spark, state.spark, spark_log_file(state)))
     return [location for location in found if normalize_location(location) not in known]
 
 

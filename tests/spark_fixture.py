@@ -19,8 +19,9 @@ TEST_SPARK_BLOCK = {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions
 
 
 @pytest.fixture(scope="session")
-def spark_settings() -> SparkSettings:
-    return resolve_spark_settings(None, TEST_SPARK_BLOCK)
+def spark_settings(tmp_path_factory: pytest.TempPathFactory) -> SparkSettings:
+    log_file = tmp_path_factory.mktemp("spark") / "spark.log"
+    return resolve_spark_settings(None, TEST_SPARK_BLOCK, log_file=log_file)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from lance_sync.arrow_types import parse_type
 from lance_sync.data.locations import inspect_location
-from lance_sync.data.spark import SparkSettings, get_spark
+from lance_sync.data.spark import SparkSettings, get_spark, spark_errors
 from lance_sync.data.storage import open_storage
 from lance_sync.locations import normalize_location
 
@@ -50,8 +50,9 @@ def source_schema(
 
     Only Spark's schema inference runs (for CSV/JSON with inferSchema that reads the data).
     """
-    frame = _read_source(get_spark(settings), source, storage_options)
-    return _dataset_schema(frame, source, _casts(source, frame.columns), storage_options)
+    with spark_errors(settings, f"cannot read the {source['format']} source {source['path']}"):
+        frame = _read_source(get_spark(settings), source, storage_options)
+        return _dataset_schema(frame, source, _casts(source, frame.columns), storage_options)
 
 
 def materialize(
@@ -72,18 +73,19 @@ def materialize(
         raise ValueError(f"mode must be create or overwrite, not {mode!r}")
     location = normalize_location(location)
     _check_location(location, mode, storage_options)
-    frame = _read_source(get_spark(settings), source, storage_options)
-    casts = _casts(source, frame.columns)
-    if target_schema is None:
-        target_schema = _dataset_schema(frame, source, casts, storage_options)
-    frame = _apply_casts(frame, casts)
-    _check_columns(frame.columns, target_schema)
-    (
-        frame.write.format(FORMAT)
-        .mode("overwrite" if mode == "overwrite" else "errorifexists")
-        .options(**lance_options(target_schema, storage_options))
-        .save(location)
-    )
+    with spark_errors(settings, f"cannot write {location} from {source['format']} {source['path']}"):
+        frame = _read_source(get_spark(settings), source, storage_options)
+        casts = _casts(source, frame.columns)
+        if target_schema is None:
+            target_schema = _dataset_schema(frame, source, casts, storage_options)
+        frame = _apply_casts(frame, casts)
+        _check_columns(frame.columns, target_schema)
+        (
+            frame.write.format(FORMAT)
+            .mode("overwrite" if mode == "overwrite" else "errorifexists")
+            .options(**lance_options(target_schema, storage_options))
+            .save(location)
+        )
     dataset = lance.dataset(location, storage_options=storage_options)
     return MaterializeResult(dataset.version, dataset.count_rows(), dataset.schema)
 

@@ -6,15 +6,23 @@ environment variable LANCE_SYNC_SPARK, then the manifest's `spark:` block, else 
 (`local[2]`, `spark://host:7077`, `yarn`, ...) is a classic master.
 
 pyspark is an optional extra: it is imported inside `get_spark`, never at module import.
+
+No line of Spark's or the JVM's reaches the user's terminal: a classic session's JVM (the
+embedded one included) is started with its stdout and stderr sent to a log file
+(`SparkSettings.log_file`; the CLI puts it at `.lance-sync/spark.log` next to the manifest),
+and Spark's log4j configuration writes there too. Errors from Spark name that file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,18 +31,33 @@ if TYPE_CHECKING:
 ENV_VARIABLE = "LANCE_SYNC_SPARK"
 DEFAULT_MASTER = "local[*]"
 CONNECT_SCHEME = "sc://"
+#: the log's name in lance-sync's state directory (`.lance-sync` next to the manifest)
+SPARK_LOG = "spark.log"
+#: where the JVM's output goes when the caller names no file (relative to the working directory)
+DEFAULT_LOG_FILE = os.path.join(".lance-sync", SPARK_LOG)
+
+#: Spark's log4j2 configuration: warnings and errors, to the JVM's stderr (which is the log file)
+LOG4J2_PROPERTIES = """\
+# Written by lance-sync: Spark's log goes to the JVM's stderr, which lance-sync sends to spark.log
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yyyy-MM-dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
 
 #: Applied to every session unless the user's conf sets the same key. UTC keeps timestamps
 #: read from text sources independent of the machine's time zone.
 DEFAULT_CONF = {"spark.sql.session.timeZone": "UTC"}
 
-#: Applied to embedded (local-mode) sessions only: loopback only, no UI, quiet logs.
+#: Applied to embedded (local-mode) sessions only: loopback only, no UI, no progress bars.
 LOCAL_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.log.level": "ERROR",
 }
 
 
@@ -48,10 +71,17 @@ class SparkSettings:
 
     master: str | None = None
     conf: dict[str, str] = field(default_factory=dict)
+    #: where a classic session's JVM output and Spark's log go (default DEFAULT_LOG_FILE);
+    #: not part of what makes two settings the same session
+    log_file: str | None = field(default=None, compare=False)
 
     @property
     def effective_master(self) -> str:
         return self.master or DEFAULT_MASTER
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.log_file or DEFAULT_LOG_FILE).absolute()
 
     @property
     def is_connect(self) -> bool:
@@ -65,10 +95,11 @@ class SparkSettings:
         return (self.effective_master, tuple(sorted(self.conf.items())))
 
 
-def resolve_spark_settings(cli_value: str | None, manifest_block: dict | None) -> SparkSettings:
+def resolve_spark_settings(cli_value: str | None, manifest_block: dict | None,
+                           log_file: str | os.PathLike | None = None) -> SparkSettings:
     """Pick the master (CLI, then $LANCE_SYNC_SPARK, then manifest, then local[*]).
 
-    The manifest's `conf` applies whichever master wins.
+    The manifest's `conf` applies whichever master wins; `log_file` receives Spark's output.
     """
     block = dict(manifest_block or {})
     unknown = set(block) - {"master", "conf"}
@@ -78,7 +109,8 @@ def resolve_spark_settings(cli_value: str | None, manifest_block: dict | None) -
     if not isinstance(conf, dict):
         raise ValueError("spark.conf must be a mapping of configuration keys to values")
     master = cli_value or os.environ.get(ENV_VARIABLE) or block.get("master") or None
-    return SparkSettings(master=master, conf={str(k): _conf_value(v) for k, v in conf.items()})
+    return SparkSettings(master=master, conf={str(k): _conf_value(v) for k, v in conf.items()},
+                         log_file=str(log_file) if log_file is not None else None)
 
 
 def _conf_value(value: Any) -> str:
@@ -88,6 +120,8 @@ def _conf_value(value: Any) -> str:
 
 
 _sessions: dict[tuple, SparkSession] = {}
+#: the log file each classic session's JVM writes to (the first settings' log_file)
+_session_logs: dict[tuple, Path] = {}
 
 
 def get_spark(settings: SparkSettings | None = None) -> SparkSession:
@@ -102,6 +136,7 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
     if session is None:
         _check_can_add(settings)
         session = _connect(settings) if settings.is_connect else _start_classic(settings)
+        _session_logs[settings.key()] = settings.log_path
         from lance_sync.data.lance_source import install_lance_format
 
         install_lance_format(session)
@@ -125,7 +160,9 @@ def activate_in_this_thread(session: SparkSession) -> None:
 
 def stop_spark(settings: SparkSettings | None = None) -> None:
     """Stop the cached session for these settings, if any (a Connect session just disconnects)."""
-    session = _sessions.pop((settings or SparkSettings()).key(), None)
+    key = (settings or SparkSettings()).key()
+    session = _sessions.pop(key, None)
+    _session_logs.pop(key, None)
     if session is not None:
         session.stop()
 
@@ -142,22 +179,72 @@ def _check_can_add(settings: SparkSettings) -> None:
 
 
 def _start_classic(settings: SparkSettings) -> SparkSession:
-    session_class = _import_pyspark("spark").SparkSession
+    """A classic session whose JVM writes to `settings.log_path`, never to this terminal."""
+    pyspark_sql = _import_pyspark("spark")
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         raise SparkUnavailableError(
             "Spark needs Java 17 or newer: install a JRE (for example the Debian package "
             "openjdk-17-jre-headless) or set JAVA_HOME"
         )
-    conf = {**DEFAULT_CONF, **(LOCAL_CONF if settings.is_local else {}), **settings.conf}
     if settings.is_local:
         _prepare_local_environment()
-    builder = session_class.builder.master(settings.effective_master).appName("lance-sync")
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    with warnings.catch_warnings():
+    log_path = settings.log_path
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log4j = log_path.with_name("spark-log4j2.properties")
+    log4j.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
+    conf = {**DEFAULT_CONF, **(LOCAL_CONF if settings.is_local else {}), **settings.conf}
+    java_options = conf.get("spark.driver.extraJavaOptions", "")
+    conf["spark.driver.extraJavaOptions"] = f"{java_options} -Dlog4j.configurationFile={log4j.as_uri()}".strip()
+    spark_conf = SparkConf().setMaster(settings.effective_master).setAppName("lance-sync").setAll(
+        list(conf.items()))
+    with warnings.catch_warnings(), open(log_path, "ab") as log:
         # pylance warns before any fork; launching the JVM is fork + exec, which is safe.
         warnings.filterwarnings("ignore", message="lance is not fork-safe")
-        return builder.getOrCreate()
+        log.write(f"--- lance-sync starts Spark ({settings.effective_master})\n".encode())
+        log.flush()
+        try:
+            # a JVM this process started before (for a session since stopped) is used again
+            gateway = SparkContext._gateway or launch_gateway(spark_conf, popen_kwargs={"stdout": log,
+                                                                                        "stderr": log})
+            SparkContext(conf=spark_conf, gateway=gateway)
+        except Exception as error:
+            raise SparkUnavailableError(f"Spark did not start: {_first_line(error)} (Spark's log: "
+                                        f"{_shown(log_path)})") from error
+    return pyspark_sql.SparkSession.builder.getOrCreate()
+
+
+@contextlib.contextmanager
+def spark_errors(settings: SparkSettings, doing: str) -> Iterator[None]:
+    """Turn an error raised by Spark (a JVM stack trace, several screens long) into one line
+    saying what failed, that names the log file where the whole story is."""
+    try:
+        yield
+    except Exception as error:
+        if not type(error).__module__.startswith(("pyspark", "py4j")):
+            raise
+        log = _session_logs.get(settings.key(), settings.log_path)
+        where = "" if settings.is_connect else f" (Spark's log: {_shown(log)})"
+        raise SparkJobError(f"{doing}: {_first_line(error)}{where}") from error
+
+
+class SparkJobError(RuntimeError):
+    """A Spark job failed; the message is one line and names Spark's log."""
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _shown(path: Path) -> str:
+    """The path relative to the working directory when it is below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _prepare_local_environment() -> None:

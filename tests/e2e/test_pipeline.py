@@ -201,16 +201,40 @@ def test_plan_and_apply_without_a_source_never_start_spark(tmp_path: Path):
     assert output.stdout.strip() == "[]", output.stdout + output.stderr
 
 
+#: what Spark and the JVM print at start-up and while they run
+SPARK_LINES = re.compile(r"log4j|Using Spark's default|NativeCodeLoader|incubator modules|Setting (default|Spark) "
+                         r"log level|setLogLevel| WARN | ERROR | INFO |py4j|SparkContext|\[Stage \d+")
+
+
 @pytest.mark.spark
 def test_the_quickstart_applies_as_a_new_user_runs_it(tmp_path: Path):
-    """The README's main command, in its own process (its own embedded Spark), twice."""
+    """The README's main command, in its own process (its own embedded Spark), twice; run
+    from another directory, Spark's log goes next to the manifest and never to the terminal."""
     quickstart = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
     copy = tmp_path / "quickstart"
     shutil.copytree(quickstart, copy, ignore=shutil.ignore_patterns("lakehouse", ".lance-sync"))
-    command = [sys.executable, "-m", "lance_sync", "apply", "-f", "lance-sync.yaml", "--auto-approve"]
-    first = subprocess.run(command, cwd=copy, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "lance_sync", "apply", "-f", "quickstart/lance-sync.yaml", "--auto-approve"]
+    first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert first.returncode == 0, first.stdout + first.stderr
     assert re.search(r"Apply complete: \d+ succeeded, 0 failed, 0 skipped", first.stdout)
     assert lance.dataset(str(copy / "lakehouse" / "data" / "customers.lance")).count_rows() == 20
-    again = subprocess.run(command, cwd=copy, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    for stream in (first.stdout, first.stderr):
+        assert not SPARK_LINES.search(stream), stream
+    log = (copy / ".lance-sync" / "spark.log").read_text()
+    assert "NativeCodeLoader" in log or "incubator modules" in log, log
+    assert not (tmp_path / ".lance-sync").exists()
+    again = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert again.returncode == 0 and "No changes" in again.stdout
+
+
+@pytest.mark.spark
+def test_a_failed_spark_job_is_one_line_that_names_the_log(tmp_path: Path, spark, spark_settings):
+    manifest = pipeline_manifest(tmp_path)
+    manifest["tables"] = [{**manifest["tables"][0], "source": {"format": "csv", "path": "./src/missing.csv"}}]
+    path = tmp_path / "lance-sync.yaml"
+    path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    result = run("apply", "-f", str(path), "--auto-approve")
+    assert result.exit_code == 3, result.output
+    failure = next(line for line in result.output.splitlines() if line.startswith("  failed:"))
+    assert f"Spark's log: {spark_settings.log_path}" in failure
+    assert "at org.apache" not in result.output and "Traceback" not in result.output
