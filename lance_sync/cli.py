@@ -12,6 +12,8 @@ import json
 import logging
 import os
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 # drivers, lance_namespace, pyarrow, Spark) itself; tests/unit/test_imports.py checks.
 
 FORMATS = ("text", "json", "markdown")
+#: seconds between two progress lines of an apply that is not on a terminal
+PROGRESS_EVERY = 5.0
 
 
 # --- plumbing --------------------------------------------------------------------------------------
@@ -312,12 +316,12 @@ class _ApplyRun:
     def _show_plan(self, plan: Plan) -> None:
         _end_progress()
         self.document["plan"] = json.loads(plan.model_dump_json())
-        self.progress.total = len(plan.actions)
         if not self.as_json:
             click.echo(render(plan, self.output_format), nl=False)
 
     def _confirm(self, plan: Plan) -> bool:
         _confirm(self.auto_approve)
+        self.progress.start(len(plan.actions))
         return True
 
     def _finish(self, status: str, error: str | None = None, code: int = ExitCode.OK) -> None:
@@ -351,26 +355,60 @@ def _shown_path(path: Path | None) -> str | None:
 
 
 class _ApplyProgress:
-    """A progress bar on a terminal, from the first finished action; one line per finished
-    action otherwise (CI logs)."""
+    """A progress bar on a terminal. Anywhere else (a CI log) a line with the counts when the
+    actions start and every `interval` seconds until they end, so a long apply is never
+    silent, and each failed or skipped action as it happens."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval: float = PROGRESS_EVERY):
+        self.interval = interval
         self.total = 0
+        self.done = 0
+        self.unsuccessful = 0
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
         self.bar: Any = None
+        self.ticker: threading.Thread | None = None
+
+    def start(self, total: int) -> None:
+        """The actions start running."""
+        self.total, self.started = total, time.monotonic()
+        if sys.stderr.isatty():
+            self.bar = click.progressbar(length=total, label="Applying", file=sys.stderr)
+            self.bar.__enter__()
+        else:
+            self._print_counts()
+            self.ticker = threading.Thread(target=self._tick, name="apply-progress", daemon=True)
+            self.ticker.start()
 
     def update(self, outcome: Any) -> None:
-        if self.bar is None and sys.stderr.isatty():
-            self.bar = click.progressbar(length=self.total, label="Applying", file=sys.stderr)
-            self.bar.__enter__()
-        if self.bar is None or outcome.status != "succeeded":
+        with self.lock:
+            self.done += 1
+            self.unsuccessful += outcome.status != "succeeded"
+        if outcome.status != "succeeded":
             _print_outcome(outcome)
         if self.bar is not None:
             self.bar.update(1)
 
     def close(self) -> None:
+        self.finished.set()
+        if self.ticker is not None:
+            self.ticker.join()
+            self.ticker = None
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
+
+    def _tick(self) -> None:
+        while not self.finished.wait(self.interval):
+            self._print_counts()
+
+    def _print_counts(self) -> None:
+        with self.lock:
+            done, unsuccessful = self.done, self.unsuccessful
+        trouble = f", {unsuccessful} failed or skipped" if unsuccessful else ""
+        click.echo(f"Applying: {done} of {self.total} actions done{trouble} "
+                   f"({time.monotonic() - self.started:.0f} s)", err=True)
 
 
 def _confirm(auto_approve: bool) -> None:
