@@ -100,6 +100,9 @@ class BackendRules:
     namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
     #: depth of the namespace part of a table id
     table_namespace_levels: ClassVar[tuple[int, int | None]] = (1, None)
+    #: the settings the check_* methods below read; `validate` skips those checks while one of
+    #: them comes from an environment variable that is not set
+    checks_read: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def parse_identifier(cls, value: str | list[str] | tuple[str, ...]) -> Identifier:

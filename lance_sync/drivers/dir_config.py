@@ -21,6 +21,7 @@ class DirRules(BackendRules):
     config_model = DirConfig
     namespace_levels = (1, None)
     table_namespace_levels = (1, None)
+    checks_read = frozenset({"root"})
 
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:

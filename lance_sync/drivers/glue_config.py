@@ -63,6 +63,7 @@ class GlueRules(BackendRules):
     #: a catalog, or a catalog chain ending in a database
     namespace_levels = (1, None)
     table_namespace_levels = (2, None)
+    checks_read = frozenset({"catalog_id"})
 
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:

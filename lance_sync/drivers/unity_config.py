@@ -31,6 +31,7 @@ class UnityRules(BackendRules):
     config_model = UnityConfig
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
+    checks_read = frozenset({"catalog"})
 
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:

@@ -20,14 +20,19 @@ STATE_DIRECTORY = ".lance-sync"
 
 
 def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None,
-                  policy_file: str | None = None) -> DesiredState:
+                  policy_file: str | None = None, allow_unset: bool = False) -> DesiredState:
     """Load, merge (in order), validate and check manifest files, and add the rules of a policy
-    file to the manifest's own; raises ManifestError(s)."""
+    file to the manifest's own; raises ManifestError(s).
+
+    With `allow_unset` a variable that is not set is no error: the values that need it are
+    not checked and `DesiredState.unset` lists them (for `validate`; a state loaded so must
+    not be planned or applied).
+    """
     from lance_sync.manifest.loader import load_document, merge_documents
     from lance_sync.manifest.semantic import build_desired_state
     from lance_sync.manifest.validate import validate_structure
 
-    document = merge_documents([load_document(path, environ) for path in paths])
+    document = merge_documents([load_document(path, environ, allow_unset) for path in paths])
     model = validate_structure(document)
     base_dir = os.path.dirname(os.path.abspath(paths[0]))
     state = build_desired_state(model, document, base_dir)

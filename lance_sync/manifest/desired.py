@@ -70,6 +70,15 @@ class DesiredTable:
     position: Position | None = None
 
 
+@dataclass(frozen=True)
+class UnsetValue:
+    """A manifest value that names an environment variable which is not set (validate only)."""
+
+    variable: str
+    field: str
+    position: Position | None = None
+
+
 @dataclass
 class DesiredState:
     owner: str
@@ -80,6 +89,8 @@ class DesiredState:
     tables: list[DesiredTable] = field(default_factory=list)
     spark: dict[str, Any] | None = None
     policy: Policy = field(default_factory=Policy)
+    #: values whose variables are not set, when loaded for `validate` (otherwise an error)
+    unset: list[UnsetValue] = field(default_factory=list)
 
     def ids_by_backend(self) -> dict[str, set[Identifier]]:
         """Per backend, every id the manifest names: declared namespaces, registrations, scope."""

@@ -47,6 +47,9 @@ class Document:
     #: raw text of each value that referenced the environment, e.g. "${UC_TOKEN}"
     templates: dict[DataPath, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    #: values whose variables are not set (read with allow_unset): path -> variable names; the
+    #: value keeps the references as written
+    unset: dict[DataPath, list[str]] = field(default_factory=dict)
 
     def position(self, path: DataPath) -> Position | None:
         """The position of the value at `path`, or of its nearest enclosing value."""
@@ -60,8 +63,13 @@ class Document:
         return self.key_positions.get(path) or self.position(path)
 
 
-def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Document:
-    """Parse one manifest file; raises ManifestError with the file and line of any problem."""
+def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None,
+                  allow_unset: bool = False) -> Document:
+    """Parse one manifest file; raises ManifestError with the file and line of any problem.
+
+    A `${VAR}` whose variable is not set (and has no default) is an error, unless
+    `allow_unset`: then the reference stays in the value as written and `Document.unset`
+    records it (`lance-sync validate` checks a manifest without its secrets)."""
     name = str(path)
     text = _read_text(Path(path), name)
     try:
@@ -74,9 +82,9 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
         raise ManifestError(f"invalid YAML: {error}", Position(name, 1, 1)) from None
     if root is None:
         raise ManifestError("the file is empty; a manifest needs at least 'version: 1'", Position(name, 1, 1))
-    builder = _Builder(name, os.environ if environ is None else environ)
+    builder = _Builder(name, os.environ if environ is None else environ, allow_unset)
     data = builder.build(root, ())
-    return Document(data, builder.positions, builder.key_positions, builder.templates, [name])
+    return Document(data, builder.positions, builder.key_positions, builder.templates, [name], builder.unset)
 
 
 def _read_text(path: Path, name: str) -> str:
@@ -111,12 +119,14 @@ def _position(name: str, mark: yaml.Mark | None) -> Position:
 class _Builder:
     """Turns a composed YAML node tree into data, recording positions as it goes."""
 
-    def __init__(self, name: str, environ: Mapping[str, str]):
+    def __init__(self, name: str, environ: Mapping[str, str], allow_unset: bool = False):
         self.name = name
         self.environ = environ
+        self.allow_unset = allow_unset
         self.positions: dict[DataPath, Position] = {}
         self.key_positions: dict[DataPath, Position] = {}
         self.templates: dict[DataPath, str] = {}
+        self.unset: dict[DataPath, list[str]] = {}
         self.nodes_built = 0
         self.constructor = yaml.SafeLoader("")
 
@@ -198,6 +208,9 @@ class _Builder:
             value = self.environ.get(variable)
             if value in (None, "") and default is not None:
                 return default
+            if value is None and self.allow_unset:
+                self.unset.setdefault(path, []).append(variable)
+                return match.group(0)
             if value is None:
                 raise ManifestError(f"environment variable '{variable}' is not set "
                                     "(give a default with ${" + variable + ":-value})", self.at(node),
@@ -330,3 +343,5 @@ def _copy_position(source: Document, source_path: DataPath, path: DataPath, out:
         out.key_positions[path] = source.key_positions[source_path]
     if source_path in source.templates:
         out.templates[path] = source.templates[source_path]
+    if source_path in source.unset:
+        out.unset[path] = source.unset[source_path]

@@ -25,6 +25,7 @@ from lance_sync.manifest.desired import (
     DesiredState,
     DesiredTable,
     Registration,
+    UnsetValue,
 )
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
@@ -59,6 +60,12 @@ class _Checker:
         self.problems: list[ManifestError] = []
         #: table name -> index in the manifest's tables list, for positions
         self.table_index: dict[str, int] = {}
+        #: backends with a setting whose variable is not set that their identifier and location
+        #: checks read (BackendRules.checks_read): those checks cannot be made for them
+        self.unsettled: set[str] = set()
+
+    def settled(self, backend: str) -> bool:
+        return backend not in self.unsettled
 
     def fail(self, message: str, path: DataPath, key: bool = False) -> None:
         position = self.document.key_position(path) if key else self.document.position(path)
@@ -72,7 +79,9 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
     backends = {name: spec for name, spec in checked.items() if spec is not None}
     state = DesiredState(owner=model.owner, files=list(document.files), base_dir=base_dir,
                          backends=backends,
-                         spark=model.spark.model_dump(exclude_none=True) if model.spark else None)
+                         spark=model.spark.model_dump(exclude_none=True) if model.spark else None,
+                         unset=[UnsetValue(name, format_path(path), document.position(path))
+                                for path, names in document.unset.items() for name in names])
     state.namespaces = _namespaces(checker, model, backends)
     state.tables = _tables(checker, model, backends)
     _check_duplicate_registrations(checker, state)
@@ -99,6 +108,8 @@ def _backend(checker: _Checker, name: str, entry: ValidatedBackend) -> BackendSp
     path: DataPath = ("backends", name)
     cls = backend_rules(entry.type)
     secrets = _secret_fields(cls.config_model)
+    if any(unset[:2] == path and unset[2] in cls.checks_read for unset in checker.document.unset if len(unset) > 2):
+        checker.unsettled.add(name)
     problems_before = len(checker.problems)
     _check_secrets(checker, secrets, path)
     if len(checker.problems) > problems_before:
@@ -208,7 +219,7 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
         parts = _identifier(checker, spec.rules, entry.id, (*path, "id"))
         if parts is None:
             continue
-        problem = spec.rules.check_namespace_id(parts, spec.config)
+        problem = spec.rules.check_namespace_id(parts, spec.config) if checker.settled(spec.name) else None
         if problem:
             checker.fail(problem, (*path, "id"))
             continue
@@ -269,12 +280,14 @@ def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, Bac
                                 cls.table_namespace_levels)
             if parts is None:
                 continue
-            problem = cls.check_table_namespace(parts, spec.config) or cls.check_location(location, spec.config)
+            settled = checker.settled(spec.name)
+            problem = (cls.check_table_namespace(parts, spec.config)
+                       or cls.check_location(location, spec.config)) if settled else None
             if problem:
                 checker.fail(problem, (*r_path, "namespace"))
                 continue
             table_name = registration.name or entry.name
-            problem = cls.check_table_name(table_name, spec.config)
+            problem = cls.check_table_name(table_name, spec.config) if settled else None
             if problem:
                 checker.fail(f"table name '{table_name}': {problem}",
                              (*r_path, "name") if registration.name else (*path, "name"))

@@ -2,6 +2,10 @@
 
 Every problem becomes a ManifestError at the file, line and column of the offending
 value. Values that came from `${VAR}` are never quoted back: they may be secrets.
+
+A value whose variable is not set (a document read with `allow_unset`) is not checked: a
+backend setting gets a stand-in its backend accepts, so that the rest of the manifest is
+checked as usual, and problems at any other such value are left out.
 """
 
 from __future__ import annotations
@@ -20,10 +24,15 @@ from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
     Policy,
     ValidatedManifest,
+    backend_models,
     manifest_json_schema,
     manifest_model,
     policy_json_schema,
 )
+
+#: tried in turn in place of a backend setting whose variable is not set; the first one the
+#: backend's model accepts stands in (a name, a URL, a Thrift address, client_id:secret, a number)
+STAND_INS: tuple[str | int, ...] = ("unset", "http://unset.invalid", "thrift://unset.invalid:9083", "unset:unset", 1)
 
 #: JSON Schema type names of the values YAML gives (bool before number: a bool is an int in Python)
 _SCHEMA_TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str,
@@ -44,12 +53,42 @@ def _policy_validator() -> Draft202012Validator:
 
 def validate_structure(document: Document) -> ValidatedManifest:
     """The manifest model for a document, or ManifestErrors listing every problem found."""
+    if document.unset:
+        _stand_in_unset_settings(document)
     _check_schema(_validator(), document)
     try:
         return cast(ValidatedManifest, manifest_model().model_validate(document.data))
     except ModelError as error:
-        raise ManifestErrors(_sorted_unique(
-            [_model_problem(e, document) for e in error.errors()])) from None
+        problems = [p for p in (_model_problem(e, document) for e in error.errors()) if p is not None]
+        if not problems:  # every problem is at a value that is not known yet
+            names = sorted({name for names in document.unset.values() for name in names})
+            problems = [ManifestError(f"cannot check this manifest further without {', '.join(names)}")]
+        raise ManifestErrors(_sorted_unique(problems)) from None
+
+
+def _is_unset(document: Document, path: DataPath) -> bool:
+    """Whether the value at `path` is, or is inside, a value whose variable is not set."""
+    return any(path[:len(unset)] == unset for unset in document.unset)
+
+
+def _stand_in_unset_settings(document: Document) -> None:
+    """Give each backend setting whose variable is not set the first of STAND_INS its backend's
+    model accepts there (`Document.unset` still says the setting is unknown)."""
+    models = backend_models()
+    for path in document.unset:
+        entry = _backend_entry(document, path)
+        model = models.get(str(entry.get("type"))) if entry is not None else None
+        if entry is None or model is None:
+            continue
+        setting = str(path[2])
+        for candidate in STAND_INS:
+            try:
+                model.model_validate({**entry, setting: candidate})
+            except ModelError as error:
+                if any(e["loc"][:1] == (setting,) for e in error.errors()):
+                    continue  # refused here; other problems of the entry are reported later
+            entry[setting] = candidate
+            break
 
 
 def validate_policy_structure(document: Document) -> Policy:
@@ -63,7 +102,8 @@ def validate_policy_structure(document: Document) -> Policy:
 
 
 def _check_schema(validator: Draft202012Validator, document: Document) -> None:
-    problems = [p for error in validator.iter_errors(document.data) for p in _explain(error, document)]
+    problems = [p for error in validator.iter_errors(document.data)
+                if not _is_unset(document, tuple(error.absolute_path)) for p in _explain(error, document)]
     if problems:
         raise ManifestErrors(_sorted_unique(problems))
 
@@ -167,8 +207,18 @@ def _did_you_mean(key: str, allowed: list[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _model_problem(error: ErrorDetails, document: Document) -> ManifestError:
-    """Map a pydantic error location onto the data path (skipping union tags)."""
+def _backend_entry(document: Document, path: DataPath) -> dict | None:
+    """The backend entry whose setting is at `path` (backends.NAME.SETTING), if it is one."""
+    if len(path) != 3 or path[0] != "backends" or not isinstance(document.data, dict):
+        return None
+    backends = document.data.get("backends")
+    entry = backends.get(path[1]) if isinstance(backends, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def _model_problem(error: ErrorDetails, document: Document) -> ManifestError | None:
+    """Map a pydantic error location onto the data path (skipping union tags); None for a
+    problem at a value whose variable is not set."""
     path: list[str | int] = []
     data = document.data
     for element in error["loc"]:
@@ -178,5 +228,7 @@ def _model_problem(error: ErrorDetails, document: Document) -> ManifestError:
         elif isinstance(data, list) and isinstance(element, int) and element < len(data):
             data = data[element]
             path.append(element)
+    if _is_unset(document, tuple(path)):
+        return None
     message = error["msg"].removeprefix("Value error, ")
     return ManifestError(message, document.position(tuple(path)), format_path(tuple(path)))

@@ -47,9 +47,6 @@ CASES: list[tuple[str, str | bytes, str, int]] = [
     ("column-without-type", GOOD_HEAD + "tables:\n  - name: t\n    location: ./lake/t\n"
      "    register: [{backend: lake, namespace: s}]\n    schema:\n      - {name: id}\n",
      "tables[0].schema[0]: missing required field 'type'", 10),
-    ("unset-variable", "version: 1\nowner: t\nbackends:\n  uc:\n    type: unity\n"
-     "    endpoint: ${LANCE_SYNC_TEST_SURELY_UNSET}\n    catalog: main\n",
-     "environment variable 'LANCE_SYNC_TEST_SURELY_UNSET' is not set", 6),
     ("malformed-variable", "version: 1\nowner: ${OWNER\nbackends:\n  lake: {type: dir, root: x}\n",
      "malformed variable reference", 2),
     ("inline-secret", "version: 1\nowner: t\nbackends:\n  uc:\n    type: unity\n    endpoint: http://x\n"
