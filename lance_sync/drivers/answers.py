@@ -8,6 +8,7 @@ what was wrong: never an empty result.
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -18,6 +19,11 @@ M = TypeVar("M", bound=BaseModel)
 
 #: how many validation problems a message lists
 PROBLEMS_SHOWN = 3
+#: how much of a server's error message one of ours keeps
+MESSAGE_LIMIT = 500
+_HTML_START = ("<!doctype html", "<html")
+_HTML_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_TAG = re.compile(r"<[^>]*>")
 
 
 class Answer(BaseModel):
@@ -54,3 +60,25 @@ def describe_body(body: Any, limit: int = 80) -> str:
     text = " ".join(str(body).split())
     shown = text if len(text) <= limit else text[:limit] + "..."
     return f"{type(body).__name__} {shown!r}"
+
+
+def html_summary(text: str) -> str | None:
+    """"an HTML page titled '404 Not Found'" for an HTML page (a proxy's, a servlet container's,
+    moto's error pages), None for anything else."""
+    if not text.lstrip()[:20].lower().startswith(_HTML_START):
+        return None
+    found = _HTML_TITLE.search(text)
+    if found:
+        return f"an HTML page titled {_text_of(found.group(2))[:80]!r}"
+    words = _text_of(text)
+    return f"an HTML page saying {words[:80]!r}" if words else "an empty HTML page"
+
+
+def one_line(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """A server's error message for one of ours: an HTML page summarised, whitespace folded, capped."""
+    text = html_summary(message) or " ".join(message.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _text_of(html: str) -> str:
+    return " ".join(_HTML_TAG.sub(" ", html).split())

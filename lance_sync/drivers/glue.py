@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -101,7 +100,7 @@ from lance_namespace.errors import (
     UnsupportedOperationError,
 )
 
-from lance_sync.drivers.answers import describe_body
+from lance_sync.drivers.answers import describe_body, html_summary, one_line
 from lance_sync.drivers.base import (
     Capabilities,
     Identifier,
@@ -151,11 +150,6 @@ READ_OPERATIONS = frozenset({"GetCatalogs", "GetCatalog", "GetDatabases", "GetDa
 BAD_ANSWER_RETRIES = 2
 #: members of STS AssumeRole's Credentials the role session is built from
 ASSUMED_ROLE_CREDENTIALS = ("AccessKeyId", "SecretAccessKey", "SessionToken", "Expiration")
-#: how much of a server's error message a translated error keeps
-MESSAGE_LIMIT = 500
-_HTML_START = ("<!doctype html", "<html")
-_HTML_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
-_HTML_TAG = re.compile(r"<[^>]*>")
 
 _UNAUTHENTICATED_CODES = frozenset({
     "UnrecognizedClientException", "InvalidSignatureException", "IncompleteSignature",
@@ -731,7 +725,7 @@ def _translate(error: ClientError | BotoCoreError | ResponseParserError, subject
             cls = _ERROR_BY_CODE.get(code) or (ServiceUnavailableError if status >= 500 else InternalError)
         # credential errors can echo key ids and signing details: keep only the code
         detail = ("check the configured credentials" if cls is UnauthenticatedError
-                  else _one_line(details.get("Message", "")))
+                  else one_line(details.get("Message", "")))
         return cls(f"glue: {failed} on {subject} answered {code or status}: {detail}")
     if isinstance(error, NoCredentialsError | PartialCredentialsError | CredentialRetrievalError):
         return UnauthenticatedError(f"glue: {operation} on {subject}: no usable AWS credentials")
@@ -739,7 +733,7 @@ def _translate(error: ClientError | BotoCoreError | ResponseParserError, subject
         return InvalidInputError(f"glue: {operation} on {subject}: invalid request: {error}")
     if isinstance(error, ResponseParserError):  # STS answers XML, which botocore checks
         return BadAnswerError(f"glue: {operation} on {subject} answered a body that botocore "
-                              f"cannot parse: {_one_line(str(error), limit=200)}")
+                              f"cannot parse: {one_line(str(error), limit=200)}")
     # ConnectionClosedError, ReadTimeoutError, ResponseStreamingError, EndpointConnectionError...
     if isinstance(error, botocore.exceptions.ConnectionError | HTTPClientError | IncompleteReadError):
         return ServiceUnavailableError(f"glue: {operation} on {subject} failed: {error}")
@@ -922,29 +916,7 @@ def _json_kind(value: Any) -> str:
 def _body_picture(body: bytes) -> str:
     """A garbled body in one short line: an HTML page by its title, anything else cut short."""
     text = body.decode("utf-8", errors="replace")
-    return _html_summary(text) or describe_body(text or None)
-
-
-def _html_summary(text: str) -> str | None:
-    """"an HTML page titled '404 Not Found'" for an HTML page (a proxy's, or moto's 404 and 500
-    pages), None for anything else."""
-    if not text.lstrip()[:20].lower().startswith(_HTML_START):
-        return None
-    found = _HTML_TITLE.search(text)
-    if found:
-        return f"an HTML page titled {_text_of(found.group(2))[:80]!r}"
-    words = _text_of(text)
-    return f"an HTML page saying {words[:80]!r}" if words else "an empty HTML page"
-
-
-def _text_of(html: str) -> str:
-    return " ".join(_HTML_TAG.sub(" ", html).split())
-
-
-def _one_line(message: str, limit: int = MESSAGE_LIMIT) -> str:
-    """A server's error message for ours: an HTML page summarised, whitespace folded, capped."""
-    text = _html_summary(message) or " ".join(message.split())
-    return text if len(text) <= limit else text[:limit] + "..."
+    return html_summary(text) or describe_body(text or None)
 
 
 def _with_bad_answer_retries(send: Callable[[], Any], sleep: Callable[[float], None]) -> Any:

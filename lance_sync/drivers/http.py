@@ -39,7 +39,7 @@ from pydantic import BaseModel
 from requests.adapters import HTTPAdapter
 from requests.exceptions import ChunkedEncodingError, ContentDecodingError
 
-from lance_sync.drivers.answers import describe_body, parse_answer
+from lance_sync.drivers.answers import describe_body, one_line, parse_answer
 from lance_sync.drivers.retry import BadAnswerError, ServerError, TransientError, backoff_seconds
 
 #: statuses worth sending a retry-safe request again for
@@ -69,8 +69,9 @@ class HttpFailure:
         return without_userinfo(self.url)
 
     def message(self) -> str:
+        """One line: the request, the status and the server's message (an HTML page by its title)."""
         detail = self.body.get("message") if isinstance(self.body, dict) else None
-        return (f"{self.method} {self.shown_url} -> {self.status}: {detail or str(self.body)[:BODY_SHOWN]}"
+        return (f"{self.method} {self.shown_url} -> {self.status}: {one_line(str(detail or self.body), BODY_SHOWN)}"
                 f"{attempts_note(self.attempts)}")
 
 

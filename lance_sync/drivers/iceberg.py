@@ -66,7 +66,7 @@ from pydantic import (
     StrictStr,
 )
 
-from lance_sync.drivers.answers import Answer
+from lance_sync.drivers.answers import Answer, one_line
 from lance_sync.drivers.base import (
     Capabilities,
     Identifier,
@@ -611,8 +611,8 @@ def _describe(failure: HttpFailure) -> str:
     elif isinstance(error, str):  # OAuth2 error
         detail = f"{error}: {body.get('error_description') or ''}"
     else:
-        detail = str(failure.body or "")[:200]
-    return f"{failure.method} {failure.shown_url} -> {failure.status} {detail}".rstrip() + \
+        detail = one_line(str(failure.body or ""), 200)
+    return f"{failure.method} {failure.shown_url} -> {failure.status} {one_line(detail)}".rstrip() + \
         attempts_note(failure.attempts)
 
 

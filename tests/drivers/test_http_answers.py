@@ -593,3 +593,28 @@ def test_an_error_status_names_the_attempts(servers):
     with pytest.raises(InternalError, match=r"GET http://127\.0\.0\.1:\d+/x -> 500: boom after 3 attempts"):
         client.request("GET", "/x")
     assert [f.attempts for f in failures] == [1, 2, 3]
+
+
+# --- an error page instead of an error answer -----------------------------------------------------
+
+#: what a servlet container or a proxy sends for a 500: a page of HTML, many lines long
+ERROR_PAGE = Reply(500, b"<!doctype html>\n<html lang=\"en\">\n<head>\n<title>HTTP Status 500 \xe2\x80\x93 Internal "
+                        b"Server Error</title>\n<style>body {font-family: Tahoma}</style>\n</head>\n<body>\n"
+                        b"<h1>HTTP Status 500</h1>\n<p>java.lang.NullPointerException\n\tat org.example.Api"
+                        b"(Api.java:42)</p>\n</body>\n</html>\n", content_type="text/html;charset=utf-8")
+
+
+@pytest.mark.parametrize("call", [c for c in READ_CALLS if c.name in ("describe namespace", "describe schema")],
+                         ids=call_id)
+def test_an_html_error_page_is_summarised_in_one_line(servers, tmp_path, call: ReadCall):
+    server, driver = start_backend(servers, call, tmp_path)
+    server.script(call.route, ERROR_PAGE)
+    record_sleeps(driver)
+
+    with pytest.raises(LanceNamespaceError) as raised:
+        call.run(driver)
+
+    message = str(raised.value)
+    assert "\n" not in message and "<" not in message, message
+    assert f"{call.route.split()[0]} {server.endpoint}" in message
+    assert "-> 500" in message and "an HTML page titled 'HTTP Status 500 – Internal Server Error'" in message
