@@ -34,7 +34,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import lance
@@ -118,9 +117,8 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def __init__(self, config: DirConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
+        # the root is created by the first write (pylance creates it), not here: plan reads only
         self.root = normalize_location(self.config.root)
-        if is_local(self.root):
-            Path(self.root).mkdir(parents=True, exist_ok=True)
         native_properties = {ROOT: self.root}
         native_properties.update({f"storage.{k}": v for k, v in self.config.storage.items()})
         self._native = _Counted(DirectoryNamespace(**native_properties), self.count_call)
