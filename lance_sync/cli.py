@@ -29,6 +29,7 @@ from lance_sync.variables import resolve_references
 
 if TYPE_CHECKING:
     from lance_sync.data.locations import Engine
+    from lance_sync.manifest.desired import DesiredState
     from lance_sync.plan.model import Plan
 
 # Only what every command needs is imported above (click and lance-sync's own light modules):
@@ -109,6 +110,14 @@ def manifest_files(files: tuple[str, ...]) -> list[str]:
     raise ManifestError(f"no manifest given: use -f FILE, or run where {DEFAULT_MANIFEST} is")
 
 
+def load(paths: list[str], policy_file: str | None = None, allow_unset: bool = False) -> DesiredState:
+    """The manifest's desired state; what it should change but need not goes to stderr."""
+    state = load_manifest(paths, policy_file=policy_file, allow_unset=allow_unset)
+    for notice in state.notices:
+        click.echo(f"Warning: {notice}", err=True)
+    return state
+
+
 def manifest_option(command: Callable) -> Callable:
     return click.option("-f", "--file", "files", multiple=True, type=click.Path(dir_okay=False),
                         help=f"Manifest file; repeat to lay overlays over a base (default: {DEFAULT_MANIFEST})."
@@ -182,7 +191,7 @@ def validate(files: tuple[str, ...], output_format: str, policy_file: str | None
     from lance_sync.policy import check_declared
 
     paths = manifest_files(files)
-    state = load_manifest(paths, policy_file=policy_file, allow_unset=True)
+    state = load(paths, policy_file=policy_file, allow_unset=True)
     violations = check_declared(state.policy, state)
     counts = {"backends": len(state.backends), "namespaces": len(state.namespaces), "tables": len(state.tables),
               "policy_rules": len(state.policy.rules)}
@@ -222,7 +231,7 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
     action, a policy violation)."""
     from lance_sync import api
 
-    state = api.load(manifest_files(files), policy_file)
+    state = load(manifest_files(files), policy_file)
     try:
         result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
                           on_progress=progress)
@@ -276,7 +285,7 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
                              "`lance-sync plan --target ... -o FILE`")
     anchor = Path(plan_file if plan_file else manifest_files(files)[0]).resolve().parent
     target = api.load_plan(plan_file, policy_file) if plan_file \
-        else api.load(manifest_files(files), policy_file)
+        else load(manifest_files(files), policy_file)
     _ApplyRun(output_format, auto_approve, dry_run).run(
         target, allow_drop=allow_drop, allow_replace=allow_replace, lock_timeout=lock_timeout,
         targets=targets, scan_all=scan_all, parallelism=parallelism, spark=spark,
@@ -477,7 +486,7 @@ def drift(files: tuple[str, ...], output_format: str, scan_all: bool, parallelis
     nobody) owns are never drift."""
     from lance_sync.drift import drift_report, render_drift
 
-    state = load_manifest(manifest_files(files))
+    state = load(manifest_files(files))
     drivers = connect_backends(state.backends)
     try:
         report = drift_report(state, drivers, parallelism, progress, scan_all)
@@ -546,7 +555,7 @@ def reconcile(files: tuple[str, ...], interval: float, max_backoff: float, metri
     )
 
     paths = manifest_files(files)
-    state = load_manifest(paths, policy_file=policy_file)  # a bad manifest fails at once, not in a cycle
+    state = load(paths, policy_file=policy_file)  # a bad manifest fails at once, not in a cycle
     options = ApplyOptions(parallelism=parallelism, spark=spark,
                            state_dir=Path(state_dir) if state_dir else default_state_dir(paths))
     settings = Settings(files=paths, policy_file=policy_file, interval=interval, max_backoff=max_backoff,
@@ -587,7 +596,7 @@ def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
     from lance_sync.lease import current_leases, lease_stores
     from lance_sync.lease import unlock as remove_lease
 
-    state = load_manifest(manifest_files(files))
+    state = load(manifest_files(files))
     drivers = connect_backends(state.backends)
     stores = lease_stores(drivers, state.ids_by_backend(), state.owner)
     if lease_id is None:
@@ -673,7 +682,7 @@ def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_for
     from lance_sync.verify import render_verify
     from lance_sync.verify import verify as run_verify
 
-    state = load_manifest(manifest_files(files))
+    state = load(manifest_files(files))
     drivers = connect_backends(state.backends)
     report = run_verify(state, drivers, engine, spark, parallelism, progress)
     _end_progress()
@@ -701,7 +710,7 @@ def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | Non
     from lance_sync.verify import discover as run_discover
     from lance_sync.verify import render_discovered
 
-    state = load_manifest(manifest_files(files))
+    state = load(manifest_files(files))
     drivers = connect_backends(state.backends)
     options = resolve_references(storage, os.environ, "--storage")
     found = run_discover(state, drivers, root, engine, spark, options or None, parallelism, progress)

@@ -11,9 +11,17 @@ module imports `lance_namespace`, pyarrow, lance, boto3 or thrift.
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 
 from lance_sync.errors import ConfigError
 
@@ -79,9 +87,51 @@ class BackendConfig(BaseModel):
         return properties
 
 
+class HttpTimeoutsConfig(BackendConfig):
+    """A REST backend's timeouts, in one unit on every backend.
+
+    The specs name them `connect_timeout` and `read_timeout` but count them in different units
+    (Unity: seconds; Iceberg REST: milliseconds), so a manifest could not say what it meant
+    without knowing the backend. `connect_timeout_seconds` and `read_timeout_seconds` mean the
+    same everywhere. The spec keys still work, in the spec's unit (lance_namespace.connect()
+    passes them); a manifest that uses one gets a deprecation notice (BackendRules.renamed_keys).
+    """
+
+    #: seconds per unit of the spec's connect_timeout and read_timeout
+    SPEC_TIMEOUT_UNIT: ClassVar[float] = 1.0
+
+    connect_timeout: float
+    read_timeout: float
+    connect_timeout_seconds: PositiveFloat | None = Field(
+        None, description="Connect timeout, seconds, on every backend (default: the spec's connect_timeout)")
+    read_timeout_seconds: PositiveFloat | None = Field(
+        None, description="Read timeout, seconds, on every backend (default: the spec's read_timeout)")
+
+    @model_validator(mode="after")
+    def _one_key_per_timeout(self) -> HttpTimeoutsConfig:
+        for spec_key in ("connect_timeout", "read_timeout"):
+            if {spec_key, f"{spec_key}_seconds"} <= self.model_fields_set:
+                raise ValueError(f"set {spec_key}_seconds or {spec_key}, not both")
+        return self
+
+    def timeout_seconds(self) -> tuple[float, float]:
+        """(connect, read) timeouts in seconds."""
+        return (self.connect_timeout_seconds or self.connect_timeout * self.SPEC_TIMEOUT_UNIT,
+                self.read_timeout_seconds or self.read_timeout * self.SPEC_TIMEOUT_UNIT)
+
+
 def default_root() -> str:
     """The spec's default storage root: the current working directory."""
     return os.getcwd()
+
+
+class RenamedKey(NamedTuple):
+    """A setting's new key, and how a value of the old one converts to it."""
+
+    key: str
+    #: the old key's unit, and what one of it is in the new key's unit
+    old_unit: str
+    factor: float
 
 
 class BackendRules:
@@ -103,6 +153,9 @@ class BackendRules:
     #: the settings the check_* methods below read; `validate` skips those checks while one of
     #: them comes from an environment variable that is not set
     checks_read: ClassVar[frozenset[str]] = frozenset()
+    #: settings a manifest should no longer use, and what to write instead; each use gets a
+    #: deprecation notice (the old key still works)
+    renamed_keys: ClassVar[dict[str, RenamedKey]] = {}
 
     @classmethod
     def parse_identifier(cls, value: str | list[str] | tuple[str, ...]) -> Identifier:

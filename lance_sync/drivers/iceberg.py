@@ -218,8 +218,9 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
         config = self.config
 
         def client(translate: Translator, headers: Callable[[], dict[str, str]] | None = None) -> HttpClient:
-            return HttpClient(config.endpoint, backend=BACKEND, connect_timeout=config.connect_timeout / 1000,
-                              read_timeout=config.read_timeout / 1000, max_retries=config.max_retries,
+            connect_timeout, read_timeout = config.timeout_seconds()
+            return HttpClient(config.endpoint, backend=BACKEND, connect_timeout=connect_timeout,
+                              read_timeout=read_timeout, max_retries=config.max_retries,
                               translate=translate, headers=headers, on_request=self.count_call)
 
         if config.credential is not None:

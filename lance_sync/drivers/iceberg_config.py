@@ -6,7 +6,14 @@ from collections.abc import Iterable
 
 from pydantic import Field, NonNegativeInt, PositiveInt, SecretStr, field_validator, model_validator
 
-from lance_sync.drivers.config import BackendConfig, BackendRules, Identifier, default_root
+from lance_sync.drivers.config import (
+    BackendConfig,
+    BackendRules,
+    HttpTimeoutsConfig,
+    Identifier,
+    RenamedKey,
+    default_root,
+)
 from lance_sync.drivers.config_types import HttpUrl
 
 #: joins namespace levels in paths and in the `parent` query parameter
@@ -15,13 +22,18 @@ LEVEL_SEPARATOR = "\x1f"
 UNADDRESSABLE_NAMES = frozenset({"", ".", ".."})
 
 
-class IcebergConfig(BackendConfig):
+class IcebergConfig(HttpTimeoutsConfig):
     endpoint: HttpUrl = Field(description="Iceberg REST endpoint, e.g. http://localhost:8181")
     auth_token: SecretStr | None = Field(None, description="Bearer token; only from ${VAR}")
     credential: SecretStr | None = Field(
         None, description="OAuth2 client credentials 'client_id:client_secret'; only from ${VAR}")
-    connect_timeout: PositiveInt = Field(10000, description="Connect timeout, milliseconds")
-    read_timeout: PositiveInt = Field(30000, description="Read timeout, milliseconds")
+    SPEC_TIMEOUT_UNIT = 0.001
+
+    connect_timeout: PositiveInt = Field(10000, description="Connect timeout, milliseconds (the spec's key; "
+                                         "in a manifest write connect_timeout_seconds)",
+                                         json_schema_extra={"deprecated": True})
+    read_timeout: PositiveInt = Field(30000, description="Read timeout, milliseconds (the spec's key; in a "
+                                      "manifest write read_timeout_seconds)", json_schema_extra={"deprecated": True})
     max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
     root: str = Field(default_factory=default_root,
                       description="Storage root for tables declared without a location (default: cwd)")
@@ -47,6 +59,8 @@ class IcebergRules(BackendRules):
     #: [warehouse, namespace, ...]
     namespace_levels = (2, None)
     table_namespace_levels = (2, None)
+    renamed_keys = {"connect_timeout": RenamedKey("connect_timeout_seconds", "milliseconds", 0.001),
+                    "read_timeout": RenamedKey("read_timeout_seconds", "milliseconds", 0.001)}
 
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:

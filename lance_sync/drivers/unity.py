@@ -153,10 +153,10 @@ class UnityNamespace(UnityRules, SyncNamespace):
         self.root = normalize_location(self.config.root)
         token = secret_value(self.config.auth_token)
         auth_headers = {"Authorization": f"Bearer {token}"} if token else {}
+        connect_timeout, read_timeout = self.config.timeout_seconds()
         self.http = HttpClient(
             self.config.endpoint + "/" + self.config.api_path.strip("/"), backend=BACKEND,
-            connect_timeout=self.config.connect_timeout, read_timeout=self.config.read_timeout,
-            max_retries=self.config.max_retries, translate=self._translate,
+            connect_timeout=connect_timeout, read_timeout=read_timeout, max_retries=self.config.max_retries, translate=self._translate,
             headers=lambda: auth_headers, on_request=self.count_call,
         )
 

@@ -6,7 +6,14 @@ import re
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr
 
-from lance_sync.drivers.config import BackendConfig, BackendRules, Identifier, default_root
+from lance_sync.drivers.config import (
+    BackendConfig,
+    BackendRules,
+    HttpTimeoutsConfig,
+    Identifier,
+    RenamedKey,
+    default_root,
+)
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
 
 DEFAULT_API_PATH = "/api/2.1/unity-catalog"
@@ -14,13 +21,16 @@ DEFAULT_API_PATH = "/api/2.1/unity-catalog"
 VALID_NAME = re.compile(r"[a-zA-Z0-9_@-]+")
 
 
-class UnityConfig(BackendConfig):
+class UnityConfig(HttpTimeoutsConfig):
     endpoint: HttpUrl = Field(description="Unity Catalog REST endpoint, e.g. http://localhost:8080")
     catalog: NonEmpty = Field(description="The Unity catalog this backend manages (the first identifier level)")
     api_path: str = Field(DEFAULT_API_PATH, description="API path prefix")
     auth_token: SecretStr | None = Field(None, description="Bearer token; only from ${VAR}")
-    connect_timeout: PositiveFloat = Field(10, description="HTTP connect timeout, seconds")
-    read_timeout: PositiveFloat = Field(60, description="HTTP read timeout, seconds")
+    connect_timeout: PositiveFloat = Field(10, description="HTTP connect timeout, seconds (the spec's key; "
+                                           "in a manifest write connect_timeout_seconds)",
+                                           json_schema_extra={"deprecated": True})
+    read_timeout: PositiveFloat = Field(60, description="HTTP read timeout, seconds (the spec's key; in a "
+                                        "manifest write read_timeout_seconds)", json_schema_extra={"deprecated": True})
     max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
     root: str = Field(default_factory=default_root,
                       description="Storage root for tables declared without a location (default: cwd)")
@@ -32,6 +42,8 @@ class UnityRules(BackendRules):
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
     checks_read = frozenset({"catalog"})
+    renamed_keys = {"connect_timeout": RenamedKey("connect_timeout_seconds", "seconds", 1.0),
+                    "read_timeout": RenamedKey("read_timeout_seconds", "seconds", 1.0)}
 
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:

@@ -91,6 +91,8 @@ class DesiredState:
     policy: Policy = field(default_factory=Policy)
     #: values whose variables are not set, when loaded for `validate` (otherwise an error)
     unset: list[UnsetValue] = field(default_factory=list)
+    #: what the manifest should change but need not (deprecated keys), with file and line
+    notices: list[str] = field(default_factory=list)
 
     def ids_by_backend(self) -> dict[str, set[Identifier]]:
         """Per backend, every id the manifest names: declared namespaces, registrations, scope."""

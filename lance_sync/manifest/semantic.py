@@ -63,6 +63,10 @@ class _Checker:
         #: backends with a setting whose variable is not set that their identifier and location
         #: checks read (BackendRules.checks_read): those checks cannot be made for them
         self.unsettled: set[str] = set()
+        self.notices: list[str] = []
+
+    def notice(self, message: str, path: DataPath) -> None:
+        self.notices.append(str(ManifestError(message, self.document.key_position(path), format_path(path))))
 
     def settled(self, backend: str) -> bool:
         return backend not in self.unsettled
@@ -83,6 +87,7 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
                          unset=[UnsetValue(name, format_path(path), document.position(path))
                                 for path, names in document.unset.items() for name in names])
     state.namespaces = _namespaces(checker, model, backends)
+    state.notices = checker.notices
     state.tables = _tables(checker, model, backends)
     _check_duplicate_registrations(checker, state)
     _check_locations(checker, state)
@@ -110,6 +115,7 @@ def _backend(checker: _Checker, name: str, entry: ValidatedBackend) -> BackendSp
     secrets = _secret_fields(cls.config_model)
     if any(unset[:2] == path and unset[2] in cls.checks_read for unset in checker.document.unset if len(unset) > 2):
         checker.unsettled.add(name)
+    _note_renamed_keys(checker, cls, path)
     problems_before = len(checker.problems)
     _check_secrets(checker, secrets, path)
     if len(checker.problems) > problems_before:
@@ -131,6 +137,16 @@ def _backend(checker: _Checker, name: str, entry: ValidatedBackend) -> BackendSp
             scope.append(parts)
     return BackendSpec(name=name, type=entry.type, config=config, scope=tuple(scope),
                        template=_template(checker, entry.type, secrets, path, values), rules=cls)
+
+
+def _note_renamed_keys(checker: _Checker, cls: type[BackendRules], path: DataPath) -> None:
+    for old, renamed in cls.renamed_keys.items():
+        value = _value_at(checker.document.data, (*path, old))
+        if value is None:
+            continue
+        new_value = f"{value * renamed.factor:g}" if isinstance(value, int | float) else "..."
+        checker.notice(f"'{old}' is deprecated in manifests: backends count it in different units "
+                       f"({renamed.old_unit} here); write {renamed.key}: {new_value}", (*path, old))
 
 
 def _secret_fields(config_model: type[BaseModel]) -> list[str]:
