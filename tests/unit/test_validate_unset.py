@@ -5,6 +5,7 @@ every variable."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -81,8 +82,8 @@ def test_checks_that_read_an_unset_setting_are_skipped(manifest):
 
 def test_a_bad_value_next_to_an_unset_one_is_reported(manifest, tmp_path):
     path = manifest()
-    text = open(path).read().replace("catalog: main", "catalog: main, max_retries: many")
-    open(path, "w").write(text)
+    manifest_file = Path(path)
+    manifest_file.write_text(manifest_file.read_text().replace("catalog: main", "catalog: main, max_retries: many"))
     result = run("validate", "-f", path)
     assert result.exit_code == 1
     assert "backends.uc.max_retries" in result.output
