@@ -652,14 +652,16 @@ def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None,
 
 
 @main.command()
-@click.argument("which", type=click.Choice(["manifest", "plan", "policy"]), default="manifest")
+@click.argument("which", type=click.Choice(["manifest", "overlay", "plan", "policy"]), default="manifest")
 @handle_errors
 def schema(which: str) -> None:
-    """Print the JSON Schema of manifests (default), of plans, or of policy files (--policy)."""
-    from lance_sync.manifest.models import manifest_json_schema, policy_json_schema
+    """Print the JSON Schema of manifests (default), of overlays (-f files after the first: any
+    part of a manifest), of plans, or of policy files (--policy)."""
+    from lance_sync.manifest.models import manifest_json_schema, overlay_json_schema, policy_json_schema
     from lance_sync.plan.model import plan_json_schema
 
-    documents = {"manifest": manifest_json_schema, "plan": plan_json_schema, "policy": policy_json_schema}
+    documents = {"manifest": manifest_json_schema, "overlay": overlay_json_schema, "plan": plan_json_schema,
+                 "policy": policy_json_schema}
     document = documents[which]()
     click.echo(json.dumps(document, indent=2))
 

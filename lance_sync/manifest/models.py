@@ -7,6 +7,7 @@ cannot disagree.
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Annotated, Any, Literal, Protocol, Union
 
@@ -18,6 +19,7 @@ from lance_sync.plan.model import ActionType
 
 SCHEMA_ID = "https://lance-sync.dev/schemas/manifest.schema.json"
 POLICY_SCHEMA_ID = "https://lance-sync.dev/schemas/policy.schema.json"
+OVERLAY_SCHEMA_ID = "https://lance-sync.dev/schemas/overlay.schema.json"
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
 OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@/-]*$"
 
@@ -231,3 +233,30 @@ def policy_json_schema() -> dict[str, Any]:
 def manifest_json_schema() -> dict[str, Any]:
     schema = manifest_model().model_json_schema(by_alias=True)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+
+
+#: What an overlay (every -f file after the first) must still say, per definition of the
+#: manifest schema: the keys that match an entry up with the base's (a table's name, a
+#: namespace's backend and id), and every key of entries in lists an overlay replaces whole
+#: (a table's registrations and columns). Everything else is optional: an overlay only says
+#: what it changes, and a backend entry need not repeat its `type`.
+_OVERLAY_REQUIRED = {"Table": ["name"], "Namespace": ["backend", "id"],
+                     "Registration": ["backend", "namespace"], "Column": ["name", "type"]}
+
+
+def overlay_json_schema() -> dict[str, Any]:
+    """The schema of an overlay file: any part of a manifest (see _OVERLAY_REQUIRED)."""
+    schema = copy.deepcopy(manifest_json_schema())
+    schema["$id"] = OVERLAY_SCHEMA_ID
+    schema["description"] = ("A lance-sync overlay: laid over a base manifest (lance-sync plan -f base.yaml "
+                             "-f overlay.yaml), it sets only what it changes.")
+    schema.pop("required", None)
+    for name, definition in schema["$defs"].items():
+        definition.pop("required", None)
+        if name in _OVERLAY_REQUIRED:
+            definition["required"] = _OVERLAY_REQUIRED[name]
+    backend = schema["properties"]["backends"]["patternProperties"]
+    for pattern, entry in backend.items():
+        # without `type` the entry cannot pick its branch: it must fit one backend's keys
+        backend[pattern] = {"anyOf": entry["oneOf"]}
+    return schema
