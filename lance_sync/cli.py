@@ -24,6 +24,7 @@ import click
 from lance_sync import __version__
 from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
+from lance_sync.locations import shown_path, with_manifest_relative_paths
 from lance_sync.manifest import DEFAULT_MANIFEST, STATE_DIRECTORY, load_manifest
 from lance_sync.variables import resolve_references
 
@@ -283,13 +284,20 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     if plan_file and targets:
         raise LanceSyncError("--target limits a fresh plan; save a targeted one with "
                              "`lance-sync plan --target ... -o FILE`")
-    anchor = Path(plan_file if plan_file else manifest_files(files)[0]).resolve().parent
+    anchor = Path(plan_file if plan_file else manifest_files(files)[0])
     target = api.load_plan(plan_file, policy_file) if plan_file \
         else load(manifest_files(files), policy_file)
     _ApplyRun(output_format, auto_approve, dry_run).run(
         target, allow_drop=allow_drop, allow_replace=allow_replace, lock_timeout=lock_timeout,
         targets=targets, scan_all=scan_all, parallelism=parallelism, spark=spark,
-        state_dir=Path(state_dir) if state_dir else anchor / STATE_DIRECTORY)
+        state_dir=Path(state_dir) if state_dir else state_dir_beside(anchor))
+
+
+def state_dir_beside(manifest_or_plan: Path) -> Path:
+    """`.lance-sync` next to the manifest or saved plan; for a plan kept in a `.lance-sync`
+    directory (a rollback plan is in .lance-sync/journal/), that directory."""
+    folder = manifest_or_plan.resolve().parent
+    return next((d for d in (folder, *folder.parents) if d.name == STATE_DIRECTORY), folder / STATE_DIRECTORY)
 
 
 class _ApplyRun:
@@ -326,7 +334,7 @@ class _ApplyRun:
         report = result.report
         if report is not None:
             if not self.as_json:
-                _print_report(report)
+                _print_report(report, result.plan.base_dir)
             self.document.update(
                 outcomes=[_outcome_document(o) for o in report.outcomes], journal=_shown_path(report.journal_path),
                 rollback=_shown_path(report.rollback_path),
@@ -341,7 +349,7 @@ class _ApplyRun:
 
     def _confirm(self, plan: Plan) -> bool:
         _confirm(self.auto_approve)
-        self.progress.start(len(plan.actions))
+        self.progress.start(len(plan.actions), plan.base_dir)
         return True
 
     def _finish(self, status: str, error: str | None = None, code: int = ExitCode.OK) -> None:
@@ -366,12 +374,7 @@ def _outcome_document(outcome: Any) -> dict[str, Any]:
 
 
 def _shown_path(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    return shown_path(path) if path is not None else None
 
 
 class _ApplyProgress:
@@ -387,12 +390,14 @@ class _ApplyProgress:
         self.started = time.monotonic()
         self.lock = threading.Lock()
         self.finished = threading.Event()
+        self.base_dir: str | None = None
         self.bar: Any = None
         self.ticker: threading.Thread | None = None
 
-    def start(self, total: int) -> None:
-        """The actions start running."""
-        self.total, self.started = total, time.monotonic()
+    def start(self, total: int, base_dir: str | None) -> None:
+        """The actions start running; paths below `base_dir` (the manifest's folder) are shown
+        relative to it."""
+        self.total, self.base_dir, self.started = total, base_dir, time.monotonic()
         if sys.stderr.isatty():
             self.bar = click.progressbar(length=total, label="Applying", file=sys.stderr)
             self.bar.__enter__()
@@ -406,7 +411,7 @@ class _ApplyProgress:
             self.done += 1
             self.unsuccessful += outcome.status != "succeeded"
         if outcome.status != "succeeded":
-            _print_outcome(outcome)
+            _print_outcome(outcome, self.base_dir)
         if self.bar is not None:
             self.bar.update(1)
 
@@ -443,31 +448,38 @@ def _confirm(auto_approve: bool) -> None:
         raise LanceSyncError("apply cancelled")
 
 
-def _print_outcome(outcome: Any) -> None:
+def _print_outcome(outcome: Any, base_dir: str | None) -> None:
     action = outcome.action
     mark = {"succeeded": "ok", "failed": "FAILED", "skipped": "skipped"}[outcome.status]
     detail = f": {outcome.error}" if outcome.error else ""
-    click.echo(f"{mark:>7}  {action.name} {action.backend}: {action.display_id}{detail}", err=True)
+    line = f"{mark:>7}  {action.name} {action.backend}: {action.display_id}{detail}"
+    click.echo(with_manifest_relative_paths(line, base_dir), err=True)
 
 
-def _print_report(report: Any) -> None:
+def _print_report(report: Any, base_dir: str | None) -> None:
+    """What apply did. Locations below the manifest's folder are shown relative to it; the
+    journal and rollback plan relative to the working directory, to be typed back."""
+
+    def echo(line: str) -> None:
+        click.echo(with_manifest_relative_paths(line, base_dir))
+
     succeeded, failed, skipped = (report.with_status(s) for s in ("succeeded", "failed", "skipped"))
-    click.echo(f"\nApply {'complete' if not failed and not skipped else 'partly failed'}: "
-               f"{len(succeeded)} succeeded, {len(failed)} failed, {len(skipped)} skipped.")
+    echo(f"\nApply {'complete' if not failed and not skipped else 'partly failed'}: "
+         f"{len(succeeded)} succeeded, {len(failed)} failed, {len(skipped)} skipped.")
     for outcome in failed:
-        click.echo(f"  failed:  {outcome.action.name} {outcome.action.backend}: "
-                   f"{outcome.action.display_id}: {outcome.error}")
+        echo(f"  failed:  {outcome.action.name} {outcome.action.backend}: "
+             f"{outcome.action.display_id}: {outcome.error}")
     for outcome in skipped:
-        click.echo(f"  skipped: {outcome.action.name} {outcome.action.backend}: "
-                   f"{outcome.action.display_id} ({outcome.error})")
+        echo(f"  skipped: {outcome.action.name} {outcome.action.backend}: "
+             f"{outcome.action.display_id} ({outcome.error})")
     if failed and report.rerun_converges:
-        click.echo("The failures were transient (unavailable, throttled, cut-off answers): `apply` again "
-                   "converges; `lance-sync plan` shows what is left.")
+        echo("The failures were transient (unavailable, throttled, cut-off answers): `apply` again "
+             "converges; `lance-sync plan` shows what is left.")
     elif failed:
-        click.echo("Some failures will not pass by themselves: fix their cause (see each error), then run "
-                   "`lance-sync plan`.")
+        echo("Some failures will not pass by themselves: fix their cause (see each error), then run "
+             "`lance-sync plan`.")
     elif skipped:
-        click.echo("Run `lance-sync plan` to see what is left; `apply` again converges.")
+        echo("Run `lance-sync plan` to see what is left; `apply` again converges.")
     click.echo(f"Journal: {_shown_path(report.journal_path)}")
     if report.rollback_path:
         click.echo(f"Rollback plan: {_shown_path(report.rollback_path)} (apply it with `lance-sync apply FILE`; "
@@ -657,7 +669,11 @@ def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None,
 def schema(which: str) -> None:
     """Print the JSON Schema of manifests (default), of overlays (-f files after the first: any
     part of a manifest), of plans, or of policy files (--policy)."""
-    from lance_sync.manifest.models import manifest_json_schema, overlay_json_schema, policy_json_schema
+    from lance_sync.manifest.models import (
+        manifest_json_schema,
+        overlay_json_schema,
+        policy_json_schema,
+    )
     from lance_sync.plan.model import plan_json_schema
 
     documents = {"manifest": manifest_json_schema, "overlay": overlay_json_schema, "plan": plan_json_schema,
@@ -691,7 +707,7 @@ def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_for
     if output_format == "json":
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        click.echo(render_verify(report), nl=False)
+        click.echo(with_manifest_relative_paths(render_verify(report), state.base_dir), nl=False)
     if report.broken:
         sys.exit(ExitCode.ERROR)
 

@@ -84,3 +84,42 @@ def is_within(location: str, root: str) -> bool:
     root = root.rstrip("/")
     return location == root or location.startswith(root + "/")
 
+
+
+# --- how paths are shown to people ---------------------------------------------------------------
+#
+# Plans, reports and pull-request comments show a local location under the manifest's folder
+# the way a manifest writes it, relative to that folder (`./lakehouse/orders.lance`), so they
+# read the same on every machine; JSON output keeps absolute locations. Files a user types
+# back (manifests, saved and rollback plans, journals) are shown relative to the working
+# directory when they are below it.
+
+#: a folder's path in text is replaced only where a path starts (not inside another path)
+#: and where the folder's name ends (not /data inside /database)
+_PATH_START = r"(?<![\w./-])"
+_NAME_END = r"(?![\w.-])"
+
+
+def manifest_relative(location: str, base_dir: str | None) -> str:
+    """`location` relative to the manifest's folder (`./data/t.lance`) when it lies below it."""
+    if base_dir is None or not is_local(location):
+        return location
+    inside = relative_to(location, base_dir)
+    if inside is not None:
+        return "./" + inside
+    return "." if normalize_location(location) == normalize_location(base_dir) else location
+
+
+def with_manifest_relative_paths(text: str, base_dir: str | None) -> str:
+    """`text` with every absolute path below `base_dir` written as `manifest_relative` does."""
+    folder = (base_dir or "").rstrip("/")
+    if not folder:
+        return text
+    return re.sub(_PATH_START + re.escape(folder) + _NAME_END, ".", text)
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """A file path relative to the working directory when it is below it, else absolute."""
+    absolute = os.path.abspath(path)
+    inside = os.path.relpath(absolute)
+    return absolute if inside == ".." or inside.startswith(".." + os.sep) else inside

@@ -27,7 +27,7 @@ from lance_sync.arrow_types import (
     schema_from_columns,
 )
 from lance_sync.drivers.base import SyncNamespace
-from lance_sync.locations import normalize_location
+from lance_sync.locations import manifest_relative, normalize_location
 from lance_sync.manifest import STATE_DIRECTORY
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.observe import observe
@@ -215,7 +215,7 @@ def render_discovered(locations: list[str], state: DesiredState) -> str:
     tables = []
     for location in locations:
         name = _table_name(location, used)
-        tables.append({"name": name, "location": location,
+        tables.append({"name": name, "location": manifest_relative(location, state.base_dir),
                        "register": [{"backend": backend, "namespace": "NAMESPACE"}]})
     header = (f"# {len(locations)} Lance dataset(s) that no backend of the manifest registers.\n"
               "# Paste under `tables:` and set each `register` entry's namespace (and backend).\n")

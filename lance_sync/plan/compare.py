@@ -193,7 +193,8 @@ class Comparer:
     def _dataset(self, table: DesiredTable, status: DatasetStatus | None) -> Action | None:
         """Write the table's data when it is missing, or rewrite it when on_mismatch says so."""
         declared = _declared_columns(table)
-        registrations = [Address(backend=r.backend, id=list(r.id)) for r in table.registrations]
+        registrations = [Address(backend=r.backend, id=list(r.id), display_id=self._display(r.backend, r.id))
+                         for r in table.registrations]
         writer = table.registrations[0].backend if table.registrations else None
         if writer is None:
             return None
@@ -317,7 +318,8 @@ class Comparer:
                 Verb.DELETE, Kind.DATASET, Reason.LEFT_MANIFEST, tables[0][0][0], (),
                 before=ObjectState(location=location, version=version), after=None,
                 detail="left the manifest; on_remove: drop deletes its data",
-                registrations=[Address(backend=key[0], id=list(key[1])) for key, _ in tables],
+                registrations=[Address(backend=key[0], id=list(key[1]), display_id=self._display(*key))
+                               for key, _ in tables],
                 dataset=status, blocked=f"registered as {', '.join(protected)}, which is {PROTECTED}"
                 if protected else None)
         for (backend, id), info in tables:

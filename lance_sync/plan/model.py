@@ -131,6 +131,8 @@ class Address(_Model):
 
     backend: str
     id: list[str]
+    #: the id in the backend's own syntax (empty in plans saved before it was recorded)
+    display_id: str = ""
 
 
 class Action(_Model):
@@ -322,7 +324,11 @@ class Plan(_Model):
     tool_version: str
     created_at: str
     owner: str
+    #: as given, relative to the working directory when below it
     manifest_files: list[str]
+    #: the first manifest's folder: locations stay absolute here, and text and markdown show
+    #: those below this folder relative to it (./lakehouse/orders.lance), as the manifest does
+    base_dir: str | None = None
     #: backend configurations; secrets appear only as their ${VAR} reference
     backends: dict[str, dict[str, Any]]
     spark: dict[str, Any] | None = None

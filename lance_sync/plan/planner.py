@@ -4,12 +4,12 @@ the plan to its targets and check it against the policy."""
 from __future__ import annotations
 
 import datetime
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lance_sync import __version__
 from lance_sync.drivers.base import Capabilities, SyncNamespace
+from lance_sync.locations import shown_path
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.observe import LiveState, observe
 from lance_sync.plan.compare import Comparison, compare, removal_locations
@@ -92,7 +92,8 @@ def assemble_plan(state: DesiredState, observation: Observation, comparison: Com
         tool_version=__version__,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         owner=state.owner,
-        manifest_files=[os.path.relpath(f) for f in state.files],
+        manifest_files=[shown_path(f) for f in state.files],
+        base_dir=state.base_dir,
         backends={name: dict(spec.template) for name, spec in state.backends.items()},
         spark=state.spark,
         actions=comparison.actions,

@@ -1,4 +1,9 @@
-"""Print a plan: text like `terraform plan`, JSON, or markdown for a pull-request comment."""
+"""Print a plan: text like `terraform plan`, JSON, or markdown for a pull-request comment.
+
+Text and markdown show local paths below the manifest's folder relative to it
+(`./lakehouse/orders.lance`, as the manifest writes them), so a plan reads the same on every
+machine; JSON keeps every location absolute, with the folder in `base_dir`.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections.abc import Iterator
 
 import click
 
+from lance_sync.locations import with_manifest_relative_paths
 from lance_sync.plan.model import (
     Action,
     DatasetStatus,
@@ -130,7 +136,7 @@ def render_text(plan: Plan, colour: bool = False) -> str:
     def paint(text: str, symbol: str, bold: bool = False) -> str:
         return click.style(text, fg=COLOURS[symbol], bold=bold) if colour else text
 
-    lines = [f"lance-sync plan for owner '{plan.owner}' ({', '.join(plan.manifest_files)})", ""]
+    lines = [f"lance-sync plan for owner '{plan.owner}' ({header_files(plan)})", ""]
     if plan.partial is not None:
         lines += [*partial_lines(plan), ""]
     for action in plan.actions:
@@ -160,7 +166,13 @@ def render_text(plan: Plan, colour: bool = False) -> str:
     if plan.notes or plan.warnings:
         lines.append("")
     lines.append(summary_line(plan))
-    return "\n".join(lines) + "\n"
+    return with_manifest_relative_paths("\n".join(lines) + "\n", plan.base_dir)
+
+
+def header_files(plan: Plan) -> str:
+    """The manifest files, and what ./ means in the plan when paths are shown relative."""
+    files = ", ".join(plan.manifest_files)
+    return f"{files}; ./ is the manifest's folder" if plan.base_dir else files
 
 
 def _details(action: Action) -> Iterator[str]:
@@ -177,7 +189,7 @@ def _details(action: Action) -> Iterator[str]:
         if state is not None:
             yield from _state(state, "+" if after else "-")
     if action.kind == Kind.DATASET and action.registrations:
-        yield "registered as: " + ", ".join(f"{r.backend}: {r.id}" for r in action.registrations)
+        yield "registered as: " + ", ".join(f"{r.backend}: {r.display_id or r.id}" for r in action.registrations)
     if action.dataset is not None:
         yield f"data: {describe_dataset(action.dataset)}"
 
@@ -232,7 +244,8 @@ def render_json(plan: Plan) -> str:
 def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     """A pull-request comment: summary table first, details collapsed, always under `limit`."""
     counts = summary_counts(plan)
-    head = ["### lance-sync plan", "", f"Owner `{plan.owner}` · {summary_line(plan)}", ""]
+    head = ["### lance-sync plan", "", f"Owner `{plan.owner}` · {summary_line(plan)}", "",
+            f"<sub>{header_files(plan)}</sub>", ""]
     if plan.actions:
         head += ["| change | count |", "| --- | ---: |"]
         head += [f"| {name} | {count} |" for name, count in counts.items() if count]
@@ -259,7 +272,8 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     head += [f"> {w}" for w in plan.warnings]
     head += [f"> Note: {n}" for n in plan.notes]
     head.append("")
-    text = "\n".join(head) + "\n"  # a blank line: <details> must not continue a blockquote
+    # a blank line: <details> must not continue a blockquote
+    text = with_manifest_relative_paths("\n".join(head) + "\n", plan.base_dir)
     if not plan.actions and not plan.left_alone:
         return text
     opening = f"<details><summary>Details ({len(plan.actions)} actions)</summary>\n\n```diff\n"
@@ -268,7 +282,7 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     body: list[str] = []
     used, shown = 0, 0
     for action in plan.actions:
-        block = _markdown_action(action)
+        block = with_manifest_relative_paths(_markdown_action(action), plan.base_dir)
         if used + len(block) > budget:
             break
         body.append(block)
