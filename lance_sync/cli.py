@@ -635,7 +635,8 @@ def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
               help="Backend property with --type; secrets as ${VAR}.")
 @click.option("--namespace", "namespaces", multiple=True, help="Namespace to import from (recursively); "
               "default: the backend's root.")
-@click.option("--owner", help="Owner of the written manifest (default: the manifest's owner).")
+@click.option("--owner", help="Owner of the written manifest (default: the -f manifest's owner; "
+              "required with --type).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @handle_errors
 def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None, settings: dict[str, str],
@@ -644,23 +645,28 @@ def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None,
     from lance_sync.importer import backend_template, import_manifest
 
     if backend_type:
+        if not owner:
+            raise LanceSyncError("--owner is required with --type: applying the manifest stamps it on every "
+                                 "object, and objects another owner manages are left out")
         template = backend_template(backend_type, settings)
         driver = connect_templates({backend_name: template})[backend_name]
-        owner = owner or "imported"
     else:
-        state = load_manifest(manifest_files(files))
+        state = load(manifest_files(files))
         if backend_name not in state.backends:
             raise LanceSyncError(f"backend '{backend_name}' is not defined in the manifest")
         spec = state.backends[backend_name]
         template, driver = spec.template, connect_backends({backend_name: spec})[backend_name]
         owner = owner or state.owner
-    text = import_manifest(backend_name, driver, template, namespaces, owner, progress)
+    base_dir = str(Path(output).resolve().parent) if output else os.getcwd()
+    imported = import_manifest(backend_name, driver, template, namespaces, owner, base_dir, progress)
     _end_progress()
+    for item in imported.left_out:
+        click.echo(f"Left out: {item}", err=True)
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        Path(output).write_text(imported.text, encoding="utf-8")
         click.echo(f"Wrote {output}", err=True)
     else:
-        click.echo(text, nl=False)
+        click.echo(imported.text, nl=False)
 
 
 @main.command()

@@ -320,7 +320,7 @@ def test_import_writes_a_manifest_that_adopts_everything(tmp_path: Path):
                                   "--owner", "crm-team", "-o", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     imported = yaml.safe_load(out.read_text())
-    assert imported["tables"][0]["location"] == str(root / "leads.lance")
+    assert imported["tables"][0]["location"] == "./existing/leads.lance"  # relative to the written manifest
     plan = runner.invoke(main, ["plan", "-f", str(out)], catch_exceptions=False)
     assert "Plan: 0 to create, 0 to update, 2 to adopt, 0 to replace, 0 to remove." in plan.stdout
     assert runner.invoke(main, ["apply", "-f", str(out), "--auto-approve"]).exit_code == 0

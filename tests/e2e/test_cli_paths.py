@@ -1,14 +1,19 @@
 """Where lance-sync reads and writes files, and how it shows paths, on the embedded `dir` backend:
 plan writes nothing, paths below the manifest's folder read relative, journals go to the one
-journal directory, saved plans work with -o."""
+journal directory, saved plans work with -o, and import writes a manifest that adopts."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import lance_namespace as ln
 import pytest
+import yaml
+from click.testing import CliRunner
 
+from lance_sync.cli import main
 from tests.e2e.test_cli_dir import Project, rollback_path
 
 
@@ -94,3 +99,41 @@ def test_a_rollback_journals_in_the_same_journal_directory(project: Project):
     journal_directory = project.root / ".lance-sync" / "journal"
     assert len(list(journal_directory.glob("apply-*.jsonl"))) == 2
     assert not (journal_directory / ".lance-sync").exists()
+
+
+def test_import_writes_a_manifest_that_plans_to_adopts(tmp_path: Path, monkeypatch):
+    """Relative paths and schemas where the data exists, objects of other owners left out."""
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "catalog" / "lake"
+    driver = ln.connect("lance-sync-dir", {"root": str(root)})
+    driver.create_namespace(ln.CreateNamespaceRequest(id=["crm"], properties={"team": "crm"}))
+    driver.create_namespace(ln.CreateNamespaceRequest(id=["theirs"], properties={"lance_sync.owner": "ops"}))
+    import lance
+    import pyarrow as pa
+
+    lance.write_dataset(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}), str(root / "leads.lance"))
+    driver.declare_table(ln.DeclareTableRequest(id=["crm", "leads"], location=str(root / "leads.lance"),
+                                                properties={"tier": "gold"}))
+    driver.declare_table(ln.DeclareTableRequest(id=["crm", "planned"], location=str(root / "planned.lance")))
+    runner = CliRunner()
+    base = ["import", "--type", "dir", "--set", "root=catalog/lake", "--backend", "lake"]
+
+    no_owner = runner.invoke(main, base, catch_exceptions=False)
+    assert no_owner.exit_code == 1 and "--owner is required with --type" in no_owner.output
+
+    out = tmp_path / "catalog" / "imported.yaml"
+    result = runner.invoke(main, [*base, "--owner", "crm-team", "-o", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "Left out: namespace theirs (owned by 'ops')" in result.stderr
+    imported = yaml.safe_load(out.read_text())
+    assert imported["backends"]["lake"]["root"] == "./lake"
+    tables = {t["name"]: t for t in imported["tables"]}
+    assert tables["leads"]["location"] == "./lake/leads.lance"
+    assert tables["leads"]["schema"] == [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"}]
+    assert "schema" not in tables["planned"]  # no data there yet
+    plan = runner.invoke(main, ["plan", "-f", str(out)], catch_exceptions=False)
+    assert plan.exit_code == 0, plan.output
+    assert "Plan: 0 to create, 0 to update, 3 to adopt, 0 to replace, 0 to remove." in plan.stdout
+    assert runner.invoke(main, ["apply", "-f", str(out), "--auto-approve"]).exit_code == 0
+    assert runner.invoke(main, ["plan", "-f", str(out), "--detailed-exitcode"]).exit_code == 0
+    assert os.path.isdir(root)
