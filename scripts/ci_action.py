@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""The GitHub Action's step (action.yml): validate, then plan or apply, with GitHub's environment.
+
+- A pull request: validate, plan with --format markdown, and post the plan as ONE comment on
+  the pull request. Each run edits the comment the last run posted (found by a hidden marker
+  naming the manifests), so a pull request never collects a comment per push.
+- A push to the repository's default branch: validate and apply with --auto-approve.
+- Anything else (a push to another branch, a manual run): validate and plan.
+`mode: plan` or `mode: apply` forces one. The plan also goes to the job summary.
+
+A pull request from a fork gets no secrets: validate still runs (it names the variables it
+could not resolve), and the comment says the plan needs them instead of failing the check.
+
+Settings come from the environment, as action.yml passes its inputs (LANCE_SYNC_*), and
+from GitHub's own variables (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_REF,
+GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, GITHUB_SERVER_URL,
+GITHUB_RUN_ID, GITHUB_SHA) and the token in GITHUB_TOKEN. Only the standard library is used,
+and the GitHub API is reached only at GITHUB_API_URL.
+
+Exit status: lance-sync's (plan: 0 no changes or changes, 1 error, 4 blocked; apply: its own).
+Step outputs: exitcode, has-changes (true/false), comment-url.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: lance-sync's exit codes (see the README)
+OK, ERROR, CHANGES, REFUSED = 0, 1, 2, 4
+#: GitHub refuses comments longer than this; lance-sync's markdown stays under 65,000
+COMMENT_LIMIT = 65_536
+PAGE_SIZE = 100
+UNSET_VARIABLE = re.compile(r"environment variable '([A-Za-z_][A-Za-z0-9_]*)' is not set")
+
+
+@dataclass
+class Settings:
+    files: list[str]
+    mode: str
+    comment: bool
+    lock_timeout: str
+    extra_args: list[str]
+    command: list[str]
+
+    @classmethod
+    def from_environment(cls, environ: dict[str, str]) -> Settings:
+        mode = environ.get("LANCE_SYNC_MODE", "auto").strip() or "auto"
+        if mode not in ("auto", "plan", "apply"):
+            raise SystemExit(f"::error::mode must be auto, plan or apply (got '{mode}')")
+        return cls(files=environ.get("LANCE_SYNC_FILES", "").split() or ["lance-sync.yaml"], mode=mode,
+                   comment=environ.get("LANCE_SYNC_COMMENT", "true").strip().lower() == "true",
+                   lock_timeout=environ.get("LANCE_SYNC_LOCK_TIMEOUT", "").strip() or "600",
+                   extra_args=shlex.split(environ.get("LANCE_SYNC_ARGS", "")),
+                   command=shlex.split(environ.get("LANCE_SYNC_COMMAND", "")) or ["lance-sync"])
+
+    def file_args(self) -> list[str]:
+        return [arg for path in self.files for arg in ("-f", path)]
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+class GitHub:
+    """What the step knows of the run, and the few REST calls it makes."""
+
+    def __init__(self, environ: dict[str, str]):
+        self.environ = environ
+        self.event_name = environ.get("GITHUB_EVENT_NAME", "")
+        path = environ.get("GITHUB_EVENT_PATH")
+        self.event: dict[str, Any] = json.loads(Path(path).read_text()) if path and Path(path).is_file() else {}
+        self.api = environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+        self.repository = environ.get("GITHUB_REPOSITORY", "")
+        self.token = environ.get("GITHUB_TOKEN", "")
+
+    @property
+    def pull_request(self) -> int | None:
+        number = (self.event.get("pull_request") or {}).get("number")
+        return number if self.event_name.startswith("pull_request") and isinstance(number, int) else None
+
+    @property
+    def on_default_branch(self) -> bool:
+        default = (self.event.get("repository") or {}).get("default_branch")
+        return self.event_name == "push" and bool(default) and self.environ.get("GITHUB_REF") == f"refs/heads/{default}"
+
+    def run_link(self) -> str:
+        server, run_id = self.environ.get("GITHUB_SERVER_URL"), self.environ.get("GITHUB_RUN_ID")
+        sha = self.environ.get("GITHUB_SHA", "")[:7]
+        run = f"[run {run_id}]({server}/{self.repository}/actions/runs/{run_id})" if server and run_id else ""
+        return " · ".join(part for part in (f"commit {sha}" if sha else "", run) if part)
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(
+            f"{self.api}{path}", method=method, data=json.dumps(body).encode() if body is not None else None,
+            headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+                     "Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
+                     "User-Agent": "lance-sync-action"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+
+    def upsert_comment(self, number: int, marker: str, body: str) -> str:
+        """Edit the comment that carries `marker`, or post one; its URL."""
+        issue = f"/repos/{self.repository}/issues/{number}"
+        page = 1
+        while True:
+            comments = self.request("GET", f"{issue}/comments?per_page={PAGE_SIZE}&page={page}")
+            found = next((c for c in comments if marker in (c.get("body") or "")), None)
+            if found is not None:
+                return self.request("PATCH", f"/repos/{self.repository}/issues/comments/{found['id']}",
+                                    {"body": body})["html_url"]
+            if len(comments) < PAGE_SIZE:
+                return self.request("POST", f"{issue}/comments", {"body": body})["html_url"]
+            page += 1
+
+
+def lance_sync(settings: Settings, *args: str, capture: bool = True) -> Run:
+    command = [*settings.command, *args]
+    print(f"$ lance-sync {shlex.join(args)}", flush=True)
+    result = subprocess.run(command, capture_output=capture, text=True, stdin=subprocess.DEVNULL)
+    if capture:
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        sys.stdout.flush()
+    return Run(result.returncode, result.stdout or "", result.stderr or "")
+
+
+def marker(settings: Settings) -> str:
+    """Names the manifests, so several uses of the action in one repository keep apart."""
+    where = os.path.relpath(os.getcwd(), os.environ.get("GITHUB_WORKSPACE", os.getcwd()))
+    return f"<!-- lance-sync plan: {' '.join(os.path.normpath(os.path.join(where, f)) for f in settings.files)} -->"
+
+
+def fenced(text: str) -> str:
+    return "```\n" + text.strip().replace("```", "'''") + "\n```"
+
+
+def plan_comment(settings: Settings, validated: Run, plan: Run | None, github: GitHub) -> str:
+    """The comment body: the plan, or why there is none."""
+    if validated.code != OK:
+        text = f"### lance-sync: the manifests are not valid\n\n{fenced(validated.stderr or validated.stdout)}\n"
+    elif plan is None:
+        text = "### lance-sync plan\n\nNot planned.\n"
+    elif plan.code in (OK, CHANGES, REFUSED):
+        text = plan.stdout
+    elif unset := sorted(set(UNSET_VARIABLE.findall(plan.stderr))):
+        text = ("### lance-sync plan\n\nThe manifests are valid, but planning needs "
+                f"{', '.join(f'`{name}`' for name in unset)}, which this run does not have (a pull request "
+                "from a fork gets no secrets). A maintainer's run plans it.\n\n"
+                f"{fenced(validated.stdout)}\n")
+    else:
+        text = f"### lance-sync plan failed\n\n{fenced(plan.stderr or plan.stdout)}\n"
+    footer = f"\n<sub>{github.run_link()}</sub>\n" if github.run_link() else ""
+    body = f"{marker(settings)}\n{text}{footer}"
+    return body if len(body) <= COMMENT_LIMIT else body[:COMMENT_LIMIT - 200] + "\n\n_(cut to fit a comment)_\n"
+
+
+def write_outputs(environ: dict[str, str], **outputs: str) -> None:
+    path = environ.get("GITHUB_OUTPUT")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.writelines(f"{key}={value}\n" for key, value in outputs.items())
+
+
+def write_summary(environ: dict[str, str], text: str) -> None:
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as summary:
+            summary.write(text + "\n")
+
+
+def main() -> int:
+    environ = dict(os.environ)
+    settings = Settings.from_environment(environ)
+    github = GitHub(environ)
+    mode = settings.mode
+    if mode == "auto":
+        mode = "apply" if github.on_default_branch else "plan"
+
+    validated = lance_sync(settings, "validate", *settings.file_args())
+    if mode == "apply" and validated.code == OK:
+        applied = lance_sync(settings, "apply", *settings.file_args(), "--auto-approve", "--lock-timeout",
+                             settings.lock_timeout, *settings.extra_args, capture=False)
+        write_summary(environ, f"### lance-sync apply\n\nExit code {applied.code} "
+                               f"({'done' if applied.code == OK else 'see the log'}).")
+        write_outputs(environ, exitcode=str(applied.code), **{"has-changes": "false", "comment-url": ""})
+        return applied.code
+
+    plan = None
+    if validated.code == OK:
+        plan = lance_sync(settings, "plan", *settings.file_args(), "--format", "markdown", "--detailed-exitcode",
+                          *settings.extra_args)
+    code = validated.code if plan is None else plan.code
+    body = plan_comment(settings, validated, plan, github)
+    write_summary(environ, body)
+    comment_url = ""
+    if github.pull_request is not None and settings.comment:
+        try:
+            comment_url = github.upsert_comment(github.pull_request, marker(settings), body)
+            print(f"Plan posted: {comment_url}")
+        except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
+            # a pull request from a fork has a read-only token: the job summary has the plan
+            print(f"::warning::could not comment on the pull request ({error}); the plan is in the job summary")
+    write_outputs(environ, exitcode=str(code), **{"has-changes": str(code == CHANGES).lower(),
+                                                  "comment-url": comment_url})
+    if plan is not None and plan.code == ERROR and UNSET_VARIABLE.search(plan.stderr):
+        print("::warning::plan skipped: secrets are not available to this run")
+        return OK
+    return OK if code in (OK, CHANGES) else code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

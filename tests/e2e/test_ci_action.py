@@ -1,0 +1,250 @@
+"""The GitHub Action's step (scripts/ci_action.py) in a simulated GitHub run.
+
+Each test runs the script as GitHub would (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_OUTPUT,
+GITHUB_STEP_SUMMARY, ...) on a copy of the quickstart (the embedded `dir` backend), with
+GITHUB_API_URL pointing at a fake GitHub REST API on 127.0.0.1 that keeps the pull request's
+comments and records every call. Nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import lance_namespace as ln
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "ci_action.py"
+QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
+REPOSITORY = "acme/catalogs"
+PULL_REQUEST = 7
+MARKER = "<!-- lance-sync plan: catalog/lance-sync.yaml -->"
+
+
+class FakeGitHub:
+    """Issue comments of one pull request, with GitHub's paging; 403 for writes when read_only."""
+
+    def __init__(self) -> None:
+        self.comments: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, str]] = []
+        self.read_only = False
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def reply(self, status: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def handle_call(self) -> None:
+                url = urlsplit(self.path)
+                fake.calls.append((self.command, url.path))
+                assert self.headers["Authorization"] == "Bearer test-token"
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
+                issue = f"/repos/{REPOSITORY}/issues/{PULL_REQUEST}/comments"
+                if self.command != "GET" and fake.read_only:
+                    return self.reply(403, {"message": "Resource not accessible by integration"})
+                if self.command == "GET" and url.path == issue:
+                    query = parse_qs(url.query)
+                    size, page = int(query["per_page"][0]), int(query["page"][0])
+                    return self.reply(200, fake.comments[(page - 1) * size:page * size])
+                if self.command == "POST" and url.path == issue:
+                    comment = {"id": 1000 + len(fake.comments), "body": body["body"]}
+                    comment["html_url"] = f"https://github.test/{REPOSITORY}/pull/7#issuecomment-{comment['id']}"
+                    fake.comments.append(comment)
+                    return self.reply(201, comment)
+                edited = re.fullmatch(rf"/repos/{REPOSITORY}/issues/comments/(\d+)", url.path)
+                if self.command == "PATCH" and edited:
+                    comment = next(c for c in fake.comments if c["id"] == int(edited.group(1)))
+                    comment["body"] = body["body"]
+                    return self.reply(200, comment)
+                self.reply(404, {"message": "Not Found"})
+
+            do_GET = do_POST = do_PATCH = handle_call
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def plan_comments(self) -> list[dict[str, Any]]:
+        return [c for c in self.comments if MARKER in c["body"]]
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+    yield fake
+    fake.server.shutdown()
+    fake.server.server_close()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A repository checkout with the quickstart (without its Spark table) under catalog/."""
+    manifest = yaml.safe_load(QUICKSTART.read_text())
+    manifest["tables"] = [t for t in manifest["tables"] if "source" not in t]
+    (tmp_path / "catalog").mkdir()
+    (tmp_path / "catalog" / "lance-sync.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return tmp_path
+
+
+class Step:
+    """One run of the action's step; its outputs, summary and log."""
+
+    def __init__(self, workspace: Path, github: FakeGitHub, event_name: str, event: dict[str, Any],
+                 ref: str = "refs/heads/main", **inputs: str):
+        self.workspace = workspace
+        event_path = workspace.parent / "event.json"
+        event_path.write_text(json.dumps(event))
+        self.output_file = workspace.parent / "github_output"
+        self.summary_file = workspace.parent / "step_summary"
+        self.output_file.write_text("")
+        self.summary_file.write_text("")
+        environ = {
+            "PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_REF": ref, "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": github.url,
+            "GITHUB_SERVER_URL": "https://github.test", "GITHUB_RUN_ID": "42", "GITHUB_SHA": "0123456789abcdef",
+            "GITHUB_WORKSPACE": str(workspace), "GITHUB_OUTPUT": str(self.output_file),
+            "GITHUB_STEP_SUMMARY": str(self.summary_file), "GITHUB_TOKEN": "test-token", "NO_COLOR": "1",
+            "LANCE_SYNC_FILES": "lance-sync.yaml", "LANCE_SYNC_COMMAND": f"{sys.executable} -m lance_sync",
+        }
+        environ.update({f"LANCE_SYNC_{key.upper()}": value for key, value in inputs.items()})
+        self.result = subprocess.run([sys.executable, str(SCRIPT)], cwd=workspace / "catalog", env=environ,
+                                     capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+        self.log = self.result.stdout + self.result.stderr
+
+    @property
+    def code(self) -> int:
+        return self.result.returncode
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        return dict(line.split("=", 1) for line in self.output_file.read_text().splitlines())
+
+    @property
+    def summary(self) -> str:
+        return self.summary_file.read_text()
+
+
+def pull_request(workspace: Path, github: FakeGitHub, **inputs: str) -> Step:
+    event = {"pull_request": {"number": PULL_REQUEST}, "repository": {"default_branch": "main"}}
+    return Step(workspace, github, "pull_request", event, ref=f"refs/pull/{PULL_REQUEST}/merge", **inputs)
+
+
+def push(workspace: Path, github: FakeGitHub, branch: str = "main") -> Step:
+    return Step(workspace, github, "push", {"repository": {"default_branch": "main"}}, ref=f"refs/heads/{branch}")
+
+
+def tables(workspace: Path) -> list[str]:
+    driver = ln.connect("lance-sync-dir", {"root": str(workspace / "catalog" / "lakehouse")})
+    try:
+        return sorted(driver.list_tables(ln.ListTablesRequest(id=["sales"])).tables)
+    except ln.errors.NamespaceNotFoundError:
+        return []
+
+
+def test_a_pull_request_gets_the_plan_as_one_comment_edited_on_each_push(workspace: Path, github: FakeGitHub):
+    github.comments = [{"id": i, "body": f"someone else's comment {i}", "html_url": ""} for i in range(150)]
+    first = pull_request(workspace, github)
+    assert first.code == 0, first.log
+    assert first.outputs == {"exitcode": "2", "has-changes": "true",
+                             "comment-url": f"https://github.test/{REPOSITORY}/pull/7#issuecomment-1150"}
+    [comment] = github.plan_comments()
+    assert comment["body"].startswith(MARKER + "\n### lance-sync plan")
+    assert "Plan: 7 to create" in comment["body"] and "./lakehouse/data/orders.lance" in comment["body"]
+    assert "commit 0123456 · [run 42](https://github.test/acme/catalogs/actions/runs/42)" in comment["body"]
+    assert "Plan: 7 to create" in first.summary
+    assert tables(workspace) == []  # planning changed nothing
+
+    manifest_path = workspace / "catalog" / "lance-sync.yaml"
+    manifest = yaml.safe_load(manifest_path.read_text())
+    manifest["tables"] = manifest["tables"][:1]
+    manifest_path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    second = pull_request(workspace, github)
+    assert second.code == 0, second.log
+    [comment] = github.plan_comments()  # the same comment, edited
+    assert comment["id"] == 1150 and "Plan: 4 to create" in comment["body"]
+    assert [call for call in github.calls if call[0] != "GET"] == [
+        ("POST", f"/repos/{REPOSITORY}/issues/{PULL_REQUEST}/comments"),
+        ("PATCH", f"/repos/{REPOSITORY}/issues/comments/1150")]
+    assert len(github.comments) == 151
+
+
+def test_a_push_to_the_default_branch_applies(workspace: Path, github: FakeGitHub):
+    step = push(workspace, github)
+    assert step.code == 0, step.log
+    assert step.outputs["exitcode"] == "0"
+    assert "Apply complete: 7 succeeded" in step.log
+    assert tables(workspace) == ["orders", "returns"]
+    assert github.calls == []
+    assert (workspace / "catalog" / ".lance-sync" / "journal").is_dir()
+
+
+def test_a_push_to_another_branch_only_plans(workspace: Path, github: FakeGitHub):
+    step = push(workspace, github, branch="feature")
+    assert step.code == 0, step.log
+    assert step.outputs["has-changes"] == "true"
+    assert tables(workspace) == [] and github.calls == []
+
+
+def test_an_invalid_manifest_fails_and_says_why_on_the_pull_request(workspace: Path, github: FakeGitHub):
+    manifest_path = workspace / "catalog" / "lance-sync.yaml"
+    manifest_path.write_text(manifest_path.read_text().replace("owner: quickstart", "owner: quickstart\ncolour: red"))
+    step = pull_request(workspace, github)
+    assert step.code == 1
+    [comment] = github.plan_comments()
+    assert "the manifests are not valid" in comment["body"] and "unknown field 'colour'" in comment["body"]
+
+
+def test_a_fork_without_secrets_is_validated_and_told_what_the_plan_needs(workspace: Path, github: FakeGitHub):
+    manifest_path = workspace / "catalog" / "lance-sync.yaml"
+    manifest = yaml.safe_load(manifest_path.read_text())
+    manifest["backends"]["lake"]["storage"] = {"aws_secret_access_key": "${LS_CI_SECRET}"}
+    manifest_path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    github.read_only = True  # a fork's token cannot comment either
+    step = pull_request(workspace, github)
+    assert step.code == 0, step.log
+    assert "LS_CI_SECRET: backends.lake.storage.aws_secret_access_key" in step.log  # validate named it
+    assert "planning needs `LS_CI_SECRET`" in step.summary
+    assert "::warning::could not comment on the pull request" in step.log
+    assert step.outputs["comment-url"] == ""
+
+
+def test_comment_false_keeps_the_plan_in_the_summary_only(workspace: Path, github: FakeGitHub):
+    step = pull_request(workspace, github, comment="false")
+    assert step.code == 0, step.log
+    assert github.calls == [] and "Plan: 7 to create" in step.summary
+
+
+def test_action_yml_runs_the_script_with_every_input_it_declares():
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    run_step = next(step for step in action["runs"]["steps"] if step.get("id") == "run")
+    assert run_step["run"] == 'python "$GITHUB_ACTION_PATH/scripts/ci_action.py"'
+    passed = {re.fullmatch(r"\$\{\{ inputs\.([\w-]+) }}", value).group(1)
+              for step in action["runs"]["steps"] for value in (step.get("env") or {}).values()
+              if isinstance(value, str) and value.startswith("${{ inputs.")}
+    used = passed | {"python-version", "working-directory"}
+    assert used == set(action["inputs"]), set(action["inputs"]) ^ used
+    assert {output["value"] for output in action["outputs"].values()} == {
+        "${{ steps.run.outputs.exitcode }}", "${{ steps.run.outputs.has-changes }}",
+        "${{ steps.run.outputs.comment-url }}"}
