@@ -248,3 +248,13 @@ def test_action_yml_runs_the_script_with_every_input_it_declares():
     assert {output["value"] for output in action["outputs"].values()} == {
         "${{ steps.run.outputs.exitcode }}", "${{ steps.run.outputs.has-changes }}",
         "${{ steps.run.outputs.comment-url }}"}
+
+
+def test_the_example_workflow_uses_the_action_with_inputs_it_declares():
+    inputs = set(yaml.safe_load((ROOT / "action.yml").read_text())["inputs"])
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "lance-sync.yml").read_text())
+    uses = [step for job in workflow["jobs"].values() for step in job["steps"]
+            if step.get("uses", "").startswith("lance-sync/lance-sync@")]
+    assert len(uses) == 2
+    for step in uses:
+        assert set(step["with"]) <= inputs
