@@ -98,7 +98,7 @@ def validate_policy_structure(document: Document) -> Policy:
         return Policy.model_validate(document.data)
     except ModelError as error:
         raise ManifestErrors(_sorted_unique(
-            [_model_problem(e, document) for e in error.errors()])) from None
+            [p for p in (_model_problem(e, document) for e in error.errors()) if p is not None])) from None
 
 
 def _check_schema(validator: Draft202012Validator, document: Document) -> None:

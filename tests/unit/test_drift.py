@@ -55,7 +55,7 @@ class Case:
 
 def report(case: Case) -> DriftReport:
     specs = {name: BackendSpec(name=name, type="dir", config=DirConfig(root="/data"), scope=(), template={},
-                               driver_class=DirNamespace) for name in ("b", "c")}
+                               rules=DirNamespace) for name in ("b", "c")}
     table = DesiredTable(**{"name": "t", "location": HERE, "registrations": (
         Registration("b", ("ns", "t")), Registration("c", ("ns", "t"))), "properties": {}, **case.table})
     state = DesiredState(owner=OWNER, files=[], base_dir="/", backends=specs,

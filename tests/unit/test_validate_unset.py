@@ -50,7 +50,7 @@ def run(*args: str):
 def test_validate_checks_the_rest_and_names_each_unset_variable(manifest):
     result = run("validate", "-f", manifest())
     assert result.exit_code == 0, result.output
-    assert "valid (3 backends, 3 namespaces, 2 tables)" in result.output
+    assert "valid (3 backends, 3 namespaces, 2 tables, 0 policy rules)" in result.output
     for name, field in [("LS_UC_ENDPOINT", "backends.uc.endpoint"), ("LS_UC_TOKEN", "backends.uc.auth_token"),
                         ("LS_ICE_CREDENTIAL", "backends.ice.credential"), ("LS_LAKE_ROOT", "backends.lake.root"),
                         ("LS_BUCKET", "tables[0].location")]:
