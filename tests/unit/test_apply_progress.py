@@ -34,7 +34,7 @@ class Stderr:
 def test_a_line_with_the_counts_comes_while_an_action_is_still_running(capsys):
     stderr = Stderr(capsys)
     progress = _ApplyProgress(interval=0.05)
-    progress.start(3)
+    progress.start(3, None)
     stderr.wait_for("Applying: 0 of 3 actions done")
     progress.update(outcome("succeeded"))
     stderr.wait_for("Applying: 1 of 3 actions done (")
@@ -49,7 +49,7 @@ def test_a_line_with_the_counts_comes_while_an_action_is_still_running(capsys):
 
 def test_the_ticker_stops_with_the_apply(capsys):
     progress = _ApplyProgress(interval=0.01)
-    progress.start(1)
+    progress.start(1, None)
     ticker = progress.ticker
     progress.update(outcome("succeeded"))
     progress.close()
