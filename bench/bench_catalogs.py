@@ -1,0 +1,582 @@
+"""Plan and apply N Lance tables against the test suite's catalog servers, beside native clients.
+
+    python bench/bench_catalogs.py                         # 10,000 tables: iceberg, glue, hms, dir
+    python bench/bench_catalogs.py --backends glue --tables 2000 --repeat 1
+    python bench/bench_catalogs.py --scale                 # adds 100,000 (glue, dir), 500,000 (dir)
+
+Per backend, the server the suite uses is started (tests/servers: upstream Iceberg REST, moto
+Glue with Glue's paging, Hive Metastore 2.3; `dir` needs none), 10 namespaces are created and
+N tables seeded with the backend's own client (pyiceberg, boto3, pymetastore, pylance), each
+exactly as lance-sync declares it, and a manifest declaring every table is written. Then, each
+`--repeat` times (the median is printed):
+
+- native read: the fewest calls of the native client that give every table's location and
+  properties (a listing per namespace, then loads or batches), 16 threads;
+- lance-sync read: the read phase of build_plan (observe), in a fresh process, which also
+  reports the time of the other phases (load and validate, inspect locations, compare);
+- plan process: `python -m lance_sync plan` as a user runs it: wall, CPU (user+sys), peak RSS;
+- calls: counted by the server (for dir: by the client). "minimum" is the native read's calls
+  plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages; Iceberg and HMS:
+  one per namespace).
+
+Apply (iceberg and glue, `--apply`, on by default at 10,000): on a fresh server each time, N
+tables are created by a 16-thread native loop and by `lance-sync apply --auto-approve`, into
+separate namespaces; "apply" is the apply phase (from the journal), "process" the whole command.
+
+Nothing here is part of the test suite; the machine's load average is printed with the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+NAMESPACES = 10
+THREADS = 16
+OWNER = "bench"
+PROPERTIES = {"tier": "gold"}
+#: what lance-sync stamps on a table it declares, so that the seeded state plans no change
+STAMPED = {**PROPERTIES, "lance_sync.owner": OWNER, "table_type": "lance"}
+
+
+@dataclass
+class Table:
+    namespace: str
+    name: str
+    location: str
+
+
+@dataclass
+class Measure:
+    seconds: float
+    calls: int = 0
+    cpu: float = 0.0
+    rss_mb: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+# --- backends: server, native client, manifest -------------------------------------------------------
+
+class Backend:
+    """One backend under test: its server, its native client, and its manifest entry."""
+
+    name: str
+    #: namespace reads a plan needs beyond the native read (see the module docstring)
+    plan_namespace_reads: Callable[[int], int] = staticmethod(lambda namespaces: namespaces)
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.data = workdir / "data"
+        self.data.mkdir(parents=True, exist_ok=True)
+        self.server: Any = None
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def calls(self) -> int:
+        return self.server.requests_served()
+
+    def reset_calls(self) -> None:
+        self.server.reset_request_count()
+
+    def backend_entry(self) -> str: ...
+
+    def namespace_id(self, namespace: str) -> str: ...
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    def create_namespaces(self, names: list[str]) -> None: ...
+
+    def create_tables(self, tables: list[Table]) -> None:
+        """Natively, THREADS at a time."""
+
+    def native_read(self, namespaces: list[str]) -> int:
+        """Every table's location and properties, natively; returns the tables read."""
+        raise NotImplementedError
+
+
+class Iceberg(Backend):
+    name = "iceberg"
+
+    def start(self) -> None:
+        from pyiceberg.catalog.rest import RestCatalog
+        from requests.adapters import HTTPAdapter
+
+        from tests.servers import iceberg_rest
+        self.server = iceberg_rest.start(self.workdir / "server")
+        self.warehouse = self.server.extra["warehouse"]
+        self.catalog = RestCatalog("bench", uri=self.server.endpoint, warehouse=self.warehouse)
+        self.catalog._session.mount("http://", HTTPAdapter(pool_connections=THREADS, pool_maxsize=THREADS))
+
+    def backend_entry(self) -> str:
+        return f"{{type: iceberg, endpoint: '{self.server.endpoint}', root: '{self.data}'}}"
+
+    def namespace_id(self, namespace: str) -> str:
+        return f"{self.warehouse}.{namespace}"
+
+    def create_namespaces(self, names: list[str]) -> None:
+        for name in names:
+            self.catalog.create_namespace((name,), {"team": name})
+
+    def create_tables(self, tables: list[Table]) -> None:
+        from pyiceberg.schema import Schema
+        from pyiceberg.types import NestedField, StringType
+        schema = Schema(NestedField(1, "dummy", StringType(), required=False))
+        _parallel(lambda t: self.catalog.create_table((t.namespace, t.name), schema, location=t.location,
+                                                      properties=STAMPED), tables)
+
+    def native_read(self, namespaces: list[str]) -> int:
+        from pyiceberg.catalog.rest import RestCatalog
+        catalog = RestCatalog("bench", uri=self.server.endpoint, warehouse=self.warehouse)
+        listed = _parallel(lambda ns: catalog.list_tables((ns,)), namespaces)
+        names = [identifier for identifiers in listed for identifier in identifiers]
+        loaded = _parallel(lambda identifier: _location_and_properties(catalog.load_table(identifier)), names)
+        return len(loaded)
+
+
+def _location_and_properties(table: Any) -> tuple[str, dict[str, str]]:
+    return table.metadata.location, table.metadata.properties
+
+
+class Glue(Backend):
+    name = "glue"
+    plan_namespace_reads = staticmethod(lambda namespaces: -(-namespaces // 100))
+
+    def start(self) -> None:
+        from tests.servers import glue
+        self.server = glue.start(self.workdir)
+        self.account = self.server.extra["account_id"]
+        self.client = glue.glue_client(self.server, max_pool_connections=2 * THREADS,
+                                       retries={"mode": "standard"})
+
+    def backend_entry(self) -> str:
+        return (f"{{type: glue, endpoint: '{self.server.endpoint}', catalog_id: '{self.account}', "
+                "region: us-east-1, access_key_id: '${BENCH_AWS_KEY}', "
+                "secret_access_key: '${BENCH_AWS_SECRET}'}")
+
+    def env(self) -> dict[str, str]:
+        return {"BENCH_AWS_KEY": self.server.extra["access_key_id"],
+                "BENCH_AWS_SECRET": self.server.extra["secret_access_key"]}
+
+    def namespace_id(self, namespace: str) -> str:
+        return f"{self.account}${namespace}"
+
+    def create_namespaces(self, names: list[str]) -> None:
+        for name in names:
+            self.client.create_database(CatalogId=self.account,
+                                        DatabaseInput={"Name": name, "Parameters": {"team": name}})
+
+    def create_tables(self, tables: list[Table]) -> None:
+        _parallel(lambda t: self.client.create_table(
+            CatalogId=self.account, DatabaseName=t.namespace,
+            TableInput={"Name": t.name, "TableType": "EXTERNAL_TABLE", "Parameters": STAMPED,
+                        "StorageDescriptor": {"Location": t.location}}), tables)
+
+    def native_read(self, namespaces: list[str]) -> int:
+        def tables_of(database: str) -> list[tuple[str, dict]]:
+            pages = self.client.get_paginator("get_tables").paginate(
+                CatalogId=self.account, DatabaseName=database, PaginationConfig={"PageSize": 100})
+            return [(t["StorageDescriptor"]["Location"], t.get("Parameters", {}))
+                    for page in pages for t in page["TableList"]]
+
+        return sum(len(tables) for tables in _parallel(tables_of, namespaces))
+
+
+class Hms(Backend):
+    name = "hms"
+    #: HMS's metastore.batch.retrieve.max default
+    batch = 300
+
+    def start(self) -> None:
+        from tests.servers import hms
+        self.server = hms.start(self.workdir)
+
+    def backend_entry(self) -> str:
+        return f"{{type: hive3, uri: '{self.server.endpoint}', root: '{self.data}'}}"
+
+    def namespace_id(self, namespace: str) -> str:
+        return f"hive${namespace}"
+
+    @contextmanager
+    def clients(self) -> Iterator[Callable[[], Any]]:
+        """One connection per thread (a Thrift client is not thread-safe)."""
+        from tests.servers.hive_support import hive_client
+        local = threading.local()
+        opened: list[Any] = []
+
+        def client() -> Any:
+            if not hasattr(local, "client"):
+                context = hive_client(self.server.endpoint)
+                local.client = context.__enter__()
+                opened.append(context)
+            return local.client
+
+        try:
+            yield client
+        finally:
+            for context in opened:
+                context.__exit__(None, None, None)
+
+    def create_namespaces(self, names: list[str]) -> None:
+        from pymetastore.hive_metastore.ttypes import Database
+        with self.clients() as client:
+            for name in names:
+                client().create_database(Database(name=name, locationUri=(self.data / name).as_uri(),
+                                                  parameters={"team": name}))
+
+    def create_tables(self, tables: list[Table]) -> None:
+        from pymetastore.hive_metastore.ttypes import SerDeInfo, StorageDescriptor
+        from pymetastore.hive_metastore.ttypes import Table as HiveTable
+        with self.clients() as client:
+            _parallel(lambda t: client().create_table(HiveTable(
+                tableName=t.name, dbName=t.namespace, tableType="EXTERNAL_TABLE", partitionKeys=[],
+                parameters={**STAMPED, "EXTERNAL": "TRUE"},
+                sd=StorageDescriptor(cols=[], location=Path(t.location).as_uri(), compressed=False,
+                                     numBuckets=-1, serdeInfo=SerDeInfo(name=t.name, parameters={}),
+                                     bucketCols=[], sortCols=[], parameters={}))), tables)
+
+    def native_read(self, namespaces: list[str]) -> int:
+        from pymetastore.hive_metastore.ttypes import GetTablesRequest
+        with self.clients() as client:
+            listed = _parallel(lambda ns: (ns, client().get_all_tables(ns)), namespaces)
+            batches = [(ns, names[i:i + self.batch]) for ns, names in listed
+                       for i in range(0, len(names), self.batch)]
+            read = _parallel(lambda b: [(t.sd.location, t.parameters) for t in client().get_table_objects_by_name_req(
+                GetTablesRequest(dbName=b[0], tblNames=b[1])).tables], batches)
+        return sum(len(tables) for tables in read)
+
+
+class Dir(Backend):
+    """No server: pylance's DirectoryNamespace, whose `__manifest` table holds every object."""
+
+    name = "dir"
+    plan_namespace_reads = staticmethod(lambda namespaces: 0)
+
+    def start(self) -> None:
+        from lance.namespace import DirectoryNamespace
+        self.native = DirectoryNamespace(root=str(self.data))
+        self.native_calls = 0
+
+    def calls(self) -> int:
+        return self.native_calls
+
+    def reset_calls(self) -> None:
+        self.native_calls = 0
+
+    def backend_entry(self) -> str:
+        return f"{{type: dir, root: '{self.data}'}}"
+
+    def namespace_id(self, namespace: str) -> str:
+        return namespace
+
+    def create_namespaces(self, names: list[str]) -> None:
+        from lance_namespace import CreateNamespaceRequest
+        for name in names:
+            self.native.create_namespace(CreateNamespaceRequest(id=[name], properties={"team": name}))
+
+    def create_tables(self, tables: list[Table]) -> None:
+        """Rows appended to the manifest table the way pylance's register_table writes them."""
+        import lance
+        import pyarrow as pa
+        manifest = lance.dataset(str(self.data / "__manifest"))
+        metadata = json.dumps(STAMPED)
+        for start in range(0, len(tables), 100_000):
+            rows = [{"object_id": f"{t.namespace}${t.name}", "object_type": "table",
+                     "location": os.path.relpath(t.location, self.data), "metadata": metadata,
+                     "base_objects": None} for t in tables[start:start + 100_000]]
+            manifest = lance.write_dataset(pa.Table.from_pylist(rows, schema=manifest.schema), manifest.uri,
+                                           mode="append")
+
+    def native_read(self, namespaces: list[str]) -> int:
+        """One scan of the manifest table: what any client of the format needs at least."""
+        import lance
+        self.native_calls += 1
+        rows = lance.dataset(str(self.data / "__manifest")).to_table(
+            columns=["object_id", "location", "metadata"], filter="object_type = 'table'")
+        return len([(row["location"], json.loads(row["metadata"])) for row in rows.to_pylist()])
+
+
+BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (Iceberg, Glue, Hms, Dir)}
+
+
+def _parallel(call: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    with ThreadPoolExecutor(THREADS) as pool:
+        return list(pool.map(call, items))
+
+
+# --- manifests and processes ----------------------------------------------------------------------
+
+def tables_for(backend: Backend, count: int, prefix: str = "ns") -> list[Table]:
+    return [Table(f"{prefix}{i % NAMESPACES}", f"t{i}", str(backend.data / f"{prefix}{i % NAMESPACES}" / f"t{i}.lance"))
+            for i in range(count)]
+
+
+def write_manifest(backend: Backend, tables: list[Table], path: Path) -> Path:
+    lines = ["version: 1", f"owner: {OWNER}", "backends:", f"  cat: {backend.backend_entry()}", "tables:"]
+    lines += [f"  - {{name: {t.name}, location: '{t.location}', properties: {{tier: gold}}, "
+              f"register: [{{backend: cat, namespace: '{backend.namespace_id(t.namespace)}'}}]}}"
+              for t in tables]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_process(argv: list[str], env: dict[str, str], stdout: Path | None = None) -> Measure:
+    """Wall, CPU (user+sys) and peak RSS of one child process; fails on a non-zero exit."""
+    with open(stdout or os.devnull, "wb") as out, tempfile.TemporaryFile() as err:
+        began = time.perf_counter()
+        process = subprocess.Popen(argv, env={**os.environ, **env}, stdout=out, stderr=err,
+                                   stdin=subprocess.DEVNULL, cwd=PROJECT)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - began
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(argv[:4])} ... exited {process.returncode}:\n"
+                             f"{err.read().decode(errors='replace')[-3000:]}")
+    return Measure(seconds, cpu=usage.ru_utime + usage.ru_stime, rss_mb=usage.ru_maxrss / 1024)
+
+
+def python_env() -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))}
+
+
+def lance_sync_read(manifest: Path, backend: Backend) -> Measure:
+    """The phases of build_plan in a fresh process (see `child_read`); calls counted by the server."""
+    backend.reset_calls()
+    output = backend.workdir / "read.json"
+    measure = run_process([sys.executable, __file__, "--child-read", str(manifest)],
+                          {**backend.env(), **python_env()}, stdout=output)
+    phases = json.loads(output.read_text())
+    calls = backend.calls() if backend.name != "dir" else phases.pop("calls")
+    phases.pop("calls", None)
+    return Measure(phases["read"], calls=calls, cpu=measure.cpu, rss_mb=measure.rss_mb, phases=phases)
+
+
+def child_read(manifest: str) -> None:
+    """In a fresh process: each phase of build_plan, timed; prints JSON."""
+    began = time.perf_counter()
+    from lance_sync.drivers import connect_backends
+    from lance_sync.manifest import load_manifest
+    from lance_sync.observe import observe
+    from lance_sync.plan.compare import compare
+    from lance_sync.plan.planner import inspect_datasets
+    phases: dict[str, float] = {}
+    mark = time.perf_counter()
+    phases["import"] = mark - began
+
+    def lap(name: str) -> None:
+        nonlocal mark
+        now = time.perf_counter()
+        phases[name] = now - mark
+        mark = now
+
+    state = load_manifest([manifest])
+    lap("load")
+    drivers = connect_backends(state.backends)
+    live = observe(state, drivers)
+    lap("read")
+    datasets = inspect_datasets(state, live, drivers)
+    lap("inspect")
+    comparison = compare(state, live, {n: d.capabilities() for n, d in drivers.items()}, datasets)
+    lap("compare")
+    if comparison.actions:
+        raise SystemExit(f"the seeded state plans {len(comparison.actions)} changes: "
+                         f"{comparison.actions[0].name} {comparison.actions[0].display_id}")
+    print(json.dumps({**phases, "calls": sum(d.api_calls for d in drivers.values())}))
+
+
+def plan_process(manifest: Path, backend: Backend) -> Measure:
+    output = backend.workdir / "plan.json"
+    measure = run_process([sys.executable, "-m", "lance_sync", "plan", "-f", str(manifest), "--format", "json"],
+                          {**backend.env(), **python_env()}, stdout=output)
+    plan = json.loads(output.read_text())
+    if plan["actions"]:
+        raise SystemExit(f"{backend.name}: the plan process found {len(plan['actions'])} changes")
+    return measure
+
+
+def native_read(backend: Backend, count: int) -> Measure:
+    backend.reset_calls()
+    began = time.perf_counter()
+    read = backend.native_read([f"ns{i}" for i in range(NAMESPACES)])
+    seconds = time.perf_counter() - began
+    if read != count:
+        raise SystemExit(f"{backend.name}: the native read found {read} tables, not {count}")
+    return Measure(seconds, calls=backend.calls())
+
+
+def timed(action: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
+
+
+# --- the measurements ---------------------------------------------------------------------------------
+
+@dataclass
+class Row:
+    backend: str
+    step: str
+    tables: int
+    calls: int | None
+    minimum: int | None
+    ours: float
+    native: float
+    process: Measure
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.native
+
+
+def median_measure(measures: list[Measure]) -> Measure:
+    phases = {k: statistics.median(m.phases[k] for m in measures) for k in measures[0].phases}
+    return Measure(statistics.median(m.seconds for m in measures), calls=measures[-1].calls,
+                   cpu=statistics.median(m.cpu for m in measures),
+                   rss_mb=max(m.rss_mb for m in measures), phases=phases)
+
+
+def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
+    backend = BACKENDS[name](scratch / f"{name}-read-{count}")
+    backend.start()
+    try:
+        namespaces = [f"ns{i}" for i in range(NAMESPACES)]
+        tables = tables_for(backend, count)
+        seconds = timed(lambda: (backend.create_namespaces(namespaces), backend.create_tables(tables)))
+        print(f"  {name}: seeded {count:,} tables in {seconds:.0f} s", file=sys.stderr)
+        manifest = write_manifest(backend, tables, backend.workdir / "lance-sync.yaml")
+        natives, reads, processes = [], [], []
+        for _ in range(repeat):
+            natives.append(native_read(backend, count))
+            reads.append(lance_sync_read(manifest, backend))
+            processes.append(plan_process(manifest, backend))
+        native, read, process = (median_measure(m) for m in (natives, reads, processes))
+        minimum = native.calls + backend.plan_namespace_reads(NAMESPACES)
+        return Row(name, "plan", count, read.calls, minimum, read.seconds, native.seconds,
+                   Measure(process.seconds, cpu=process.cpu, rss_mb=process.rss_mb), read.phases)
+    finally:
+        backend.stop()
+
+
+def bench_apply(name: str, count: int, repeat: int, scratch: Path, parallelism: int | None) -> Row:
+    """Each time on a fresh server: a native create loop, and `lance-sync apply`, alternating order."""
+    runs = [_apply_once(name, count, scratch / f"{name}-apply-{count}-{run}", parallelism, native_first=run % 2 == 0)
+            for run in range(repeat)]
+    natives, applies, processes, calls = zip(*runs, strict=True)
+    return Row(name, "apply", count, calls[-1], count, statistics.median(applies), statistics.median(natives),
+               median_measure(list(processes)))
+
+
+def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None,
+                native_first: bool) -> tuple[float, float, Measure, int]:
+    """(native create loop s, lance-sync apply phase s, the apply process, its calls)."""
+    backend = BACKENDS[name](workdir)
+    backend.start()
+    try:
+        backend.create_namespaces([f"native{i}" for i in range(NAMESPACES)] +
+                                  [f"sync{i}" for i in range(NAMESPACES)])
+        manifest = write_manifest(backend, tables_for(backend, count, "sync"), workdir / "apply.yaml")
+        argv = [sys.executable, "-m", "lance_sync", "apply", "-f", str(manifest), "--auto-approve",
+                "--state-dir", str(workdir / "state")]
+        argv += ["--parallelism", str(parallelism)] if parallelism else []
+        native_tables = tables_for(backend, count, "native")
+        if native_first:
+            native = timed(lambda: backend.create_tables(native_tables))
+        backend.reset_calls()
+        process = run_process(argv, {**backend.env(), **python_env()})
+        calls = backend.calls()
+        if not native_first:
+            native = timed(lambda: backend.create_tables(native_tables))
+        return native, _journal_seconds(workdir / "state" / "journal"), process, calls
+    finally:
+        backend.stop()
+
+
+def _journal_seconds(journal_dir: Path) -> float:
+    """From the journal's start event to its end event."""
+    from datetime import datetime
+    events = [json.loads(line) for line in sorted(journal_dir.glob("*.jsonl"))[-1].read_text().splitlines()]
+    start, end = (datetime.fromisoformat(events[i]["time"]) for i in (0, -1))
+    return (end - start).total_seconds()
+
+
+# --- report -------------------------------------------------------------------------------------------
+
+def print_rows(rows: list[Row]) -> None:
+    load = os.getloadavg()
+    print(f"\nlance-sync catalog bench: {os.cpu_count()} cores, load average at the end "
+          f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}\n")
+    header = ("| backend | step | N | lance-sync calls | minimum calls | lance-sync s | native s | ratio | "
+              "process s | process CPU s | peak RSS MB |")
+    print(header)
+    print("|" + " --- |" * 2 + " ---: |" * 9)
+    for r in rows:
+        calls = f"{r.calls:,}" if r.calls is not None else "-"
+        minimum = f"{r.minimum:,}" if r.minimum is not None else "-"
+        print(f"| {r.backend} | {r.step} | {r.tables:,} | {calls} | {minimum} | {r.ours:.2f} | {r.native:.2f} | "
+              f"{r.ratio:.2f}x | {r.process.seconds:.1f} | {r.process.cpu:.1f} | {r.process.rss_mb:.0f} |")
+    phased = [r for r in rows if r.phases]
+    if phased:
+        print("\nplan phases in a fresh process (seconds): " + "; ".join(
+            f"{r.backend} {r.tables:,}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.phases.items())
+            for r in phased))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", default="iceberg,glue,hms,dir")
+    parser.add_argument("--tables", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is shown")
+    parser.add_argument("--no-apply", action="store_true", help="skip the apply rows")
+    parser.add_argument("--parallelism", type=int, help="lance-sync apply --parallelism (default: the CLI's)")
+    parser.add_argument("--scale", action="store_true",
+                        help="also plan 100,000 tables on glue and dir, and 500,000 on dir")
+    parser.add_argument("--child-read", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_read:
+        child_read(args.child_read)
+        return
+    names = [n for n in args.backends.split(",") if n]
+    rows: list[Row] = []
+    scratch = Path(tempfile.mkdtemp(prefix="bench-catalogs-"))
+    try:
+        for name in names:
+            print(f"{name}: {args.tables:,} tables", file=sys.stderr)
+            rows.append(bench_read(name, args.tables, args.repeat, scratch))
+            if not args.no_apply and name in ("iceberg", "glue"):
+                rows.append(bench_apply(name, args.tables, args.repeat, scratch, args.parallelism))
+        if args.scale:
+            for name, count in (("glue", 100_000), ("dir", 100_000), ("dir", 500_000)):
+                if name in names:
+                    print(f"{name}: {count:,} tables", file=sys.stderr)
+                    rows.append(bench_read(name, count, 1, scratch))
+    finally:
+        print_rows(rows)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
