@@ -19,26 +19,46 @@ an earlier attempt may have reached the server counts as done: that attempt dele
 After the last attempt the error names the backend, the method and the URL path, what was
 wrong and how many attempts were made, e.g. "iceberg: GET /v1/p/namespaces answered a body
 cut short (1200 of 4096 bytes) after 4 attempts". Headers (tokens) never appear in a message,
-nor does the userinfo of an endpoint URL. A raw `requests` exception never leaves this module.
+nor does the userinfo of an endpoint URL. A raw urllib3 exception never leaves this module.
+
+Requests go straight to a urllib3 connection pool for the endpoint: a catalog read costs a
+few hundred microseconds of client CPU, and at thousands of loads per plan the client, not
+the server, was the limit (requests' per-request preparation and environment scan cost more
+than the rest of the call). The environment is read once per client: HTTP(S)_PROXY and
+NO_PROXY choose a proxy for the endpoint, REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE the
+certificates to trust (else certifi's, as requests would). The userinfo of an endpoint URL
+is sent as Basic authentication unless the driver sends its own Authorization. Redirects are
+not followed: a catalog that answers 3xx is reported with that status.
 """
 
 from __future__ import annotations
 
 import email.utils
 import http.client
+import json as jsonlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
+from urllib.request import getproxies, proxy_bypass
 
-import requests
-import urllib3.exceptions
+import certifi
+import urllib3
 from lance_namespace.errors import InternalError, LanceNamespaceError, ThrottlingError
-from pydantic import BaseModel
-from requests.adapters import HTTPAdapter
-from requests.exceptions import ChunkedEncodingError, ContentDecodingError
+from pydantic import BaseModel, ValidationError
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    DecodeError,
+    HTTPError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+from urllib3.util import make_headers
 
+from lance_sync import __version__
 from lance_sync.drivers.answers import describe_body, one_line, parse_answer
 from lance_sync.drivers.retry import BadAnswerError, ServerError, TransientError, backoff_seconds
 
@@ -51,6 +71,9 @@ RETRY_SAFE_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 POOL_SIZE = 32
 #: characters of an error body kept in a message
 BODY_SHOWN = 300
+#: headers of every request (a driver's own, such as Authorization, are added per attempt)
+BASE_HEADERS = {"Accept": "application/json", "Accept-Encoding": "gzip, deflate",
+                "User-Agent": f"lance-sync/{__version__}"}
 
 
 @dataclass(frozen=True)
@@ -103,16 +126,16 @@ class HttpClient:
         `headers` is called per attempt (tokens may refresh); `on_request` counts attempts."""
         self.base_url = base_url.rstrip("/")
         self.backend = backend
-        self.timeout = (connect_timeout, read_timeout)
+        self.read_timeout = read_timeout
+        self.timeout = urllib3.Timeout(connect=connect_timeout, read=read_timeout)
         self.max_retries = max_retries
         self.translate = translate
         self.headers = headers or dict
         self.on_request = on_request or (lambda: None)
         self.sleep = sleep
-        self.session = requests.Session()
-        adapter = HTTPAdapter(pool_connections=POOL_SIZE, pool_maxsize=POOL_SIZE, max_retries=0)
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
+        self._base_headers = {**BASE_HEADERS, **_userinfo_auth(self.base_url)}
+        self._base_path = urlsplit(self.base_url).path
+        self._send = _sender(self.base_url)
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None,
                 data: dict[str, str] | None = None, ok: tuple[int, ...] = (200,),
@@ -123,7 +146,9 @@ class HttpClient:
         that changes nothing, so it may be sent again).
         """
         url = self.base_url + path
-        params = {k: v for k, v in (params or {}).items() if v is not None}
+        query = urlencode({k: v for k, v in (params or {}).items() if v is not None})
+        target = f"{self._base_path}{path}?{query}" if query else self._base_path + path
+        body, content_type = _encoded_body(json, data)
         safe = method in RETRY_SAFE_METHODS if retry_safe is None else retry_safe
         call = f"{method} {urlsplit(url).path}"
         attempt = 0
@@ -131,7 +156,7 @@ class HttpClient:
         while True:
             self.on_request()
             try:
-                return self._attempt(method, url, call, params=params, json=json, data=data, ok=ok,
+                return self._attempt(method, url, target, call, body=body, content_type=content_type, ok=ok,
                                      expect=expect, attempts=attempt + 1, deleted_before=reached)
             except _Failed as failed:
                 reached = reached or failed.may_have_acted
@@ -143,46 +168,61 @@ class HttpClient:
 
     # --- one attempt ---------------------------------------------------------------------------
 
-    def _attempt(self, method: str, url: str, call: str, *, params: dict[str, Any], json: Any,
-                 data: dict[str, str] | None, ok: tuple[int, ...], expect: type[BaseModel] | None,
+    def _attempt(self, method: str, url: str, target: str, call: str, *, body: bytes | None,
+                 content_type: str | None, ok: tuple[int, ...], expect: type[BaseModel] | None,
                  attempts: int, deleted_before: bool) -> Any:
+        headers = {**self._base_headers, **self.headers()}
+        if content_type:
+            headers["Content-Type"] = content_type
         try:
-            response = self.session.request(method, url, params=params, json=json, data=data,
-                                            headers=self.headers(), timeout=self.timeout)
-        except requests.RequestException as error:
+            response = self._send(method, target, body=body, headers=headers, timeout=self.timeout,
+                                  retries=False, redirect=False, preload_content=False)
+        except HTTPError as error:
             raise self._transport_failure(error, call, url) from None
-        status = response.status_code
-        if status in ok:
-            return self._answer(response, method, call, expect)
-        if method == "DELETE" and status == 404 and deleted_before:
+        try:
+            content = response.read()
+        except HTTPError as error:
+            raise self._body_failure(error, call) from None
+        finally:
+            response.release_conn()
+        answer = _Answer(response.status, response.headers, content)
+        if answer.status in ok:
+            return self._answer(answer, method, call, expect)
+        if method == "DELETE" and answer.status == 404 and deleted_before:
             return None  # an earlier attempt deleted it, and its answer was lost
-        if status in RETRYABLE_STATUS:
-            failure = HttpFailure(method, url, status, _error_body(response), attempts)
-            translated = ThrottlingError(failure.message()) if status == 429 else self.translate(failure)
-            raise _Failed(translated, transient=True, may_have_acted=status not in NOT_CARRIED_OUT_STATUS,
-                          retry_after=_retry_after_seconds(response.headers.get("Retry-After")))
-        raise _Failed(self.translate(HttpFailure(method, url, status, _error_body(response), attempts)),
+        if answer.status in RETRYABLE_STATUS:
+            failure = HttpFailure(method, url, answer.status, answer.error_body(), attempts)
+            translated = ThrottlingError(failure.message()) if answer.status == 429 else self.translate(failure)
+            raise _Failed(translated, transient=True, may_have_acted=answer.status not in NOT_CARRIED_OUT_STATUS,
+                          retry_after=_retry_after_seconds(answer.headers.get("Retry-After")))
+        raise _Failed(self.translate(HttpFailure(method, url, answer.status, answer.error_body(), attempts)),
                       transient=False, may_have_acted=True)
 
-    def _answer(self, response: requests.Response, method: str, call: str,
-                expect: type[BaseModel] | None) -> Any:
+    def _answer(self, answer: _Answer, method: str, call: str, expect: type[BaseModel] | None) -> Any:
         """The success answer: parsed as `expect`, else its JSON; a bad one is a BadAnswerError.
 
         Without an answer model only a read must answer JSON: a write's success needs no body
-        (Unity answers a DELETE with the text "200 OK").
+        (Unity answers a DELETE with the text "200 OK"). A body that fits `expect` is parsed
+        straight from its bytes; one that does not is parsed again, step by step, to say what
+        was wrong with it.
         """
         checked = expect is not None or method == "GET"
-        if not response.content:
+        if not answer.content:
             if checked:
                 raise self._bad(f"{self.backend}: {call} answered an empty body", carried_out=True)
             return None
+        if expect is not None:
+            try:
+                return expect.model_validate_json(answer.content)
+            except ValidationError:
+                pass
         try:
-            body = response.json()
+            body = jsonlib.loads(answer.content)
         except ValueError:
             if not checked:
                 return None
             raise self._bad(f"{self.backend}: {call} answered a body that is not JSON "
-                            f"({_content_type(response)}: {describe_body(response.text)})",
+                            f"({answer.content_type()}: {describe_body(answer.text())})",
                             carried_out=True) from None
         if expect is None:
             return body
@@ -196,23 +236,31 @@ class HttpClient:
         """A bad answer: worth asking again for a retry-safe request, never for another."""
         return _Failed(BadAnswerError(message), transient=True, may_have_acted=True, carried_out=carried_out)
 
-    def _transport_failure(self, error: requests.RequestException, call: str, url: str) -> _Failed:
-        """A request that got no complete answer: cannot connect, timed out, cut off."""
+    def _transport_failure(self, error: HTTPError, call: str, url: str) -> _Failed:
+        """A request that got no answer: cannot connect, timed out, connection lost."""
         if _never_connected(error):
             return _Failed(TransientError(f"{self.backend}: {call}: cannot reach the server at "
                                           f"{_origin(url)} ({_cause(error)})"),
                            transient=True, may_have_acted=False)
-        if isinstance(error, (ChunkedEncodingError, ContentDecodingError)):
-            # the status line may have been an error's: only known to have been answered
-            return self._bad(f"{self.backend}: {call} answered {_cut_short(error)}", carried_out=False)
-        if isinstance(error, requests.Timeout):
-            what = f"timed out waiting for the answer ({self.timeout[1]:g} s)"
-        elif isinstance(error, requests.ConnectionError):
+        if isinstance(error, ReadTimeoutError):
+            what = self._timed_out()
+        elif isinstance(error, (ProtocolError, urllib3.exceptions.SSLError, urllib3.exceptions.ProxyError)):
             what = f"lost the connection before the answer ({_cause(error)})"
-        else:  # an invalid URL, too many redirects, ...: sending it again changes nothing
+        else:  # an invalid URL, ...: sending it again changes nothing
             return _Failed(InternalError(f"{self.backend}: {call} failed: {_cause(error)}"),
                            transient=False, may_have_acted=False)
         return _Failed(TransientError(f"{self.backend}: {call} {what}"), transient=True, may_have_acted=True)
+
+    def _body_failure(self, error: HTTPError, call: str) -> _Failed:
+        """An answer whose body did not arrive whole. Its status line may have been an error's:
+        the request is only known to have been answered."""
+        if isinstance(error, ReadTimeoutError):
+            return _Failed(TransientError(f"{self.backend}: {call} {self._timed_out()}"),
+                           transient=True, may_have_acted=True)
+        return self._bad(f"{self.backend}: {call} answered {_cut_short(error)}", carried_out=False)
+
+    def _timed_out(self) -> str:
+        return f"timed out waiting for the answer ({self.read_timeout:g} s)"
 
     @staticmethod
     def _final(failed: _Failed, attempts: int, safe: bool) -> LanceNamespaceError:
@@ -239,13 +287,10 @@ def attempts_note(attempts: int) -> str:
     return f" after {attempts} attempts" if attempts > 1 else ""
 
 
-def _never_connected(error: requests.RequestException) -> bool:
-    """True when the request cannot have reached the server (refused, DNS, connect timeout)."""
-    if isinstance(error, requests.ConnectTimeout):
-        return True
-    if not isinstance(error, requests.ConnectionError):
-        return False
-    never_connected = (urllib3.exceptions.NewConnectionError, ConnectionRefusedError)
+def _never_connected(error: HTTPError) -> bool:
+    """True when the request cannot have reached the server (refused, DNS, connect timeout;
+    to the server or to the proxy in front of it)."""
+    never_connected = (ConnectTimeoutError, NewConnectionError, ConnectionRefusedError)
     return any(isinstance(cause, never_connected) for cause in _causes(error))
 
 
@@ -262,7 +307,7 @@ def _causes(error: BaseException) -> list[BaseException]:
     return found
 
 
-def _cause(error: requests.RequestException) -> str:
+def _cause(error: HTTPError) -> str:
     """A short reason without URLs or pool internals, e.g. "connection refused"."""
     for cause in reversed(_causes(error)):
         if isinstance(cause, OSError) and cause.strerror:
@@ -274,14 +319,14 @@ def _cause(error: requests.RequestException) -> str:
     return type(error).__name__
 
 
-def _cut_short(error: requests.RequestException) -> str:
+def _cut_short(error: HTTPError) -> str:
     """What is known of a body that ended early, e.g. "a body cut short (1200 of 4096 bytes)"."""
-    if isinstance(error, ContentDecodingError):
+    if isinstance(error, DecodeError):
         return "a body that cannot be decoded (content encoding)"
     for cause in _causes(error):
-        if isinstance(cause, (urllib3.exceptions.IncompleteRead, http.client.IncompleteRead)):
+        if isinstance(cause, http.client.IncompleteRead):  # urllib3's IncompleteRead is one too
             partial = cause.partial if isinstance(cause.partial, int) else len(cause.partial)
-            if isinstance(cause, urllib3.exceptions.IncompleteRead):  # Content-Length known
+            if isinstance(cause.expected, int):  # Content-Length known
                 return f"a body cut short ({partial} of {partial + cause.expected} bytes)"
             return f"a body cut short (chunked, {partial} bytes of its last chunk)"
     return f"a body cut short ({_cause(error)})"
@@ -298,10 +343,6 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _content_type(response: requests.Response) -> str:
-    return (response.headers.get("Content-Type") or "no content type").split(";")[0]
-
-
 def _retry_after_seconds(value: str | None) -> float | None:
     """Retry-After in seconds: delta-seconds or an HTTP date (RFC 9110 10.2.3)."""
     if not value:
@@ -315,11 +356,61 @@ def _retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, moment.timestamp() - time.time())
 
 
-def _error_body(response: requests.Response) -> Any:
-    """An error answer's body for the translator: its JSON, else its text, None when empty."""
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
+@dataclass(frozen=True)
+class _Answer:
+    """An answer as it arrived: status, headers and the whole (decoded) body."""
+
+    status: int
+    headers: Any
+    content: bytes
+
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def content_type(self) -> str:
+        return (self.headers.get("Content-Type") or "no content type").split(";")[0]
+
+    def error_body(self) -> Any:
+        """An error answer's body for the translator: its JSON, else its text, None when empty."""
+        if not self.content:
+            return None
+        try:
+            return jsonlib.loads(self.content)
+        except ValueError:
+            return self.text()
+
+
+def _encoded_body(json: Any, data: dict[str, str] | None) -> tuple[bytes | None, str | None]:
+    """The request body and its content type: JSON, a form, or none."""
+    if json is not None:
+        return jsonlib.dumps(json, allow_nan=False).encode(), "application/json"
+    if data is not None:
+        return urlencode(data).encode(), "application/x-www-form-urlencoded"
+    return None, None
+
+
+def _userinfo_auth(url: str) -> dict[str, str]:
+    """Basic authentication from the userinfo of an endpoint URL (http://user:password@host)."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return {}
+    return make_headers(basic_auth=f"{unquote(parts.username)}:{unquote(parts.password or '')}")
+
+
+def _sender(base_url: str) -> Callable[..., urllib3.BaseHTTPResponse]:
+    """`urlopen(method, target, ...)` of a connection pool for the endpoint (`target`: path and
+    query), through the proxy the environment names for it: HTTP(S)_PROXY and NO_PROXY, read
+    once here rather than per request."""
+    parts = urlsplit(without_userinfo(base_url))
+    options: dict[str, Any] = {"maxsize": POOL_SIZE, "block": False}
+    if parts.scheme == "https":
+        options["ca_certs"] = (os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+                               or certifi.where())
+    proxy = getproxies().get(parts.scheme)
+    if not proxy or proxy_bypass(parts.netloc):
+        return urllib3.connection_from_url(parts.geturl(), **options).urlopen
+    proxy_url = proxy if "://" in proxy else f"http://{proxy}"
+    manager = urllib3.ProxyManager(without_userinfo(proxy_url), proxy_headers=_userinfo_auth(proxy_url) or None,
+                                   **options)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    return lambda method, target, **request: manager.urlopen(method, origin + target, **request)

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import requests
+import urllib3
 from lance_namespace import (
     CreateNamespaceRequest,
     DeregisterTableRequest,
@@ -112,7 +113,7 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(reply.body if reply.cut_at is None else reply.body[:reply.cut_at])
 
-            do_GET = do_POST = do_DELETE = do_PATCH = answer
+            do_GET = do_POST = do_DELETE = do_PATCH = do_CONNECT = answer
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -569,14 +570,14 @@ def test_endpoint_userinfo_never_appears_in_errors(servers, tmp_path):
 # --- the client on its own ------------------------------------------------------------------------
 
 
-def test_the_client_never_raises_a_requests_exception(servers):
+def test_the_client_never_raises_an_http_library_exception(servers):
     server = servers({"GET /x": cut({"a": 1}), "POST /x": DROP})
     client = HttpClient(server.endpoint, backend="test", connect_timeout=2, read_timeout=2, max_retries=1,
                         translate=lambda failure: InternalError(failure.message()), sleep=lambda s: None)
     for method in ("GET", "POST"):
         with pytest.raises(LanceNamespaceError) as raised:
             client.request(method, "/x")
-        assert not isinstance(raised.value, requests.RequestException)
+        assert not isinstance(raised.value, (requests.RequestException, urllib3.exceptions.HTTPError))
     assert server.seen == {"GET /x": 2, "POST /x": 1}
 
 
@@ -618,3 +619,49 @@ def test_an_html_error_page_is_summarised_in_one_line(servers, tmp_path, call: R
     assert "\n" not in message and "<" not in message, message
     assert f"{call.route.split()[0]} {server.endpoint}" in message
     assert "-> 500" in message and "an HTML page titled 'HTTP Status 500 – Internal Server Error'" in message
+
+
+# --- proxies from the environment ----------------------------------------------------------------
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
+
+
+@pytest.fixture
+def no_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+def plain_client(endpoint: str) -> HttpClient:
+    return HttpClient(endpoint, backend="test", connect_timeout=2, read_timeout=2, max_retries=0,
+                      translate=lambda failure: InternalError(failure.message()), sleep=lambda s: None)
+
+
+def test_requests_go_through_the_proxy_the_environment_names(servers, no_proxy_environment):
+    server = servers({"GET /x": js({"via": "server"})})
+    proxy = servers({f"GET {server.endpoint}/x": js({"via": "proxy"})})
+    no_proxy_environment.setenv("HTTP_PROXY", proxy.endpoint)
+    assert plain_client(server.endpoint).request("GET", "/x", params={"a": "b c"}) == {"via": "proxy"}
+    assert proxy.seen == {f"GET {server.endpoint}/x": 1} and not server.seen
+
+
+def test_no_proxy_sends_requests_directly(servers, no_proxy_environment):
+    server = servers({"GET /x": js({"via": "server"})})
+    proxy = servers({})
+    no_proxy_environment.setenv("HTTP_PROXY", proxy.endpoint)
+    no_proxy_environment.setenv("NO_PROXY", "127.0.0.1")
+    assert plain_client(server.endpoint).request("GET", "/x") == {"via": "server"}
+    assert not proxy.seen
+
+
+def test_an_https_endpoint_is_tunnelled_through_https_proxy(servers, no_proxy_environment):
+    """The proxy is asked to CONNECT to the endpoint (here it refuses, which is an error that
+    names neither the proxy's credentials nor a raw urllib3 exception)."""
+    proxy = servers({"CONNECT catalog.lance-sync.invalid:8443": js({"error": "denied"}, 403)})
+    no_proxy_environment.setenv("HTTPS_PROXY", proxy.endpoint.replace("http://", "http://user:pw-7c1@"))
+    with pytest.raises(LanceNamespaceError) as raised:
+        plain_client("https://catalog.lance-sync.invalid:8443").request("GET", "/x")
+    assert proxy.seen == {"CONNECT catalog.lance-sync.invalid:8443": 1}
+    assert "pw-7c1" not in str(raised.value) and is_transient(raised.value)
