@@ -6,7 +6,9 @@ siblings that left the manifest), the namespaces tables are registered in, the b
 of every namespace that carries this owner's mark or sits above the levels a manifest
 can declare (a Unity catalog, an Iceberg warehouse). With `scan_all`, every namespace of
 every backend is listed, to find owned objects that left the manifest anywhere. Tables are
-listed in every existing namespace of that scope. Lists are followed to their last page by
+listed in every existing namespace of that scope; where a driver loads tables one by one,
+the loads run as parts on this observer's pool (`SyncNamespace.table_info_parts`), which is
+the only one: `parallelism` is the number of catalog calls in flight. Lists are followed to their last page by
 the drivers; any failure stops the plan: a backend that could not be read is never taken
 for an empty one. Apply leases (lance_sync.lease) are lance-sync's bookkeeping and are
 never part of the live state.
@@ -14,7 +16,7 @@ never part of the live state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,6 +40,7 @@ ObjectKey = tuple[str, Identifier]
 #: times a failed read (a listing, a describe) is sent again beyond the driver's own retries
 READ_RETRIES = 2
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class ObserveError(LanceSyncError):
@@ -83,10 +86,10 @@ class Observer:
         pending = {(b, p) for b, ids in self._scope_parents().items() for p in ids}
         while pending:
             self._listed |= pending
-            results = self._run(self._children, sorted(pending))
+            results = self._in_parts(self._children, sorted(pending))
             pending = set()
             for (backend, _parent), children in results:
-                for info in children or []:
+                for info in children:
                     if is_lease_namespace(info.id):
                         continue
                     key = (backend, info.id)
@@ -99,7 +102,7 @@ class Observer:
         wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
         wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
         unknown = sorted(k for k in wanted if k not in self.live.namespaces and not self._parent_listed(k))
-        for key, info in self._run(self._describe_namespace, unknown):
+        for key, info in self._run([(key, partial(self._describe_namespace, key)) for key in unknown]):
             if info is not None:
                 self.live.namespaces[key] = info
 
@@ -110,7 +113,7 @@ class Observer:
         wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
         wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
         existing = sorted(k for k in wanted | owned if k in self.live.namespaces)
-        for key, tables in self._run(self._tables_of, existing):
+        for key, tables in self._in_parts(self._table_parts, existing):
             self.live.scanned.add(key)
             for info in tables:
                 location = normalize_location(info.location) if info.location else None
@@ -150,13 +153,13 @@ class Observer:
 
     # --- calls ---------------------------------------------------------------------------------
 
-    def _children(self, key: ObjectKey) -> list[NamespaceInfo] | None:
+    def _children(self, key: ObjectKey) -> list[Callable[[], list[NamespaceInfo]]]:
         backend, parent = key
         self.on_progress(f"listing namespaces in {backend}:{self._format(backend, parent)}")
         try:
-            return list(self.drivers[backend].list_namespace_infos(parent))
+            return self.drivers[backend].namespace_info_parts(parent)
         except NamespaceNotFoundError:
-            return None
+            return []
         except UnsupportedOperationError:
             if parent:
                 raise
@@ -165,28 +168,39 @@ class Observer:
                 self.live.warnings.append(
                     f"backend '{backend}' declares nothing and its root cannot be listed, so objects it "
                     "owns there are not found; name the namespaces to scan under the backend's `scope:`")
-            return None
+            return []
 
     def _describe_namespace(self, key: ObjectKey) -> NamespaceInfo | None:
         backend, id = key
         return self.drivers[backend].get_namespace_info(id)
 
-    def _tables_of(self, key: ObjectKey) -> list[TableInfo]:
+    def _table_parts(self, key: ObjectKey) -> list[Callable[[], list[TableInfo]]]:
         backend, namespace = key
         self.on_progress(f"listing tables in {backend}:{self._format(backend, namespace)}")
         try:
-            return list(self.drivers[backend].list_table_infos(namespace))
+            return self.drivers[backend].table_info_parts(namespace)
         except NamespaceNotFoundError:
             return []
 
     def _format(self, backend: str, id: Identifier) -> str:
         return self.state.backends[backend].format_id(id) or "(root)"
 
-    def _run(self, call: Callable[[ObjectKey], R], keys: Iterable[ObjectKey]) -> list[tuple[ObjectKey, R]]:
-        """`call(key)` for every key in parallel; a read that still fails transiently after the
-        driver's own retries is read again (whole listing) before the plan gives up."""
-        keys = list(keys)
-        futures = [(key, self.pool.submit(with_retries, partial(call, key), READ_RETRIES)) for key in keys]
+    def _in_parts(self, parts_of: Callable[[ObjectKey], list[Callable[[], list[T]]]],
+                  keys: list[ObjectKey]) -> list[tuple[ObjectKey, list[T]]]:
+        """`parts_of(key)` for every key in parallel (a listing, which hands back the loads as
+        parts), then every part in parallel; per key, its parts' results joined in order."""
+        listed = self._run([(key, partial(parts_of, key)) for key in keys])
+        joined: dict[ObjectKey, list[T]] = {key: [] for key, _ in listed}
+        loads = [(key, partial(_unless_gone, part)) for key, parts in listed for part in parts]
+        for key, items in self._run(loads):
+            joined[key].extend(items)
+        return list(joined.items())
+
+    def _run(self, calls: Sequence[tuple[ObjectKey, Callable[[], R]]]) -> list[tuple[ObjectKey, R]]:
+        """Every call in parallel, each with the key it reads; a read that still fails
+        transiently after the driver's own retries is read again (the whole call) before the
+        plan gives up."""
+        futures = [(key, self.pool.submit(with_retries, call, READ_RETRIES)) for key, call in calls]
         results = []
         for key, future in futures:
             try:
@@ -196,6 +210,14 @@ class Observer:
                 raise ObserveError(f"backend '{backend}': reading {self._format(backend, id)} failed: "
                                    f"{type(error).__name__}: {error}") from error
         return results
+
+
+def _unless_gone(part: Callable[[], list[T]]) -> list[T]:
+    """A part of a namespace's children or tables; none when it was dropped meanwhile."""
+    try:
+        return part()
+    except NamespaceNotFoundError:
+        return []
 
 
 def observe(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,

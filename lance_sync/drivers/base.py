@@ -7,7 +7,8 @@ can use it directly) plus what a reconciler needs beyond that interface:
   replace, or a clear refusal;
 - property updates for namespaces and tables;
 - bulk reads (`list_namespace_infos`, `list_table_infos`) that return properties and
-  locations with the fewest calls the backend allows;
+  locations with the fewest calls the backend allows, also as parts a caller can run on its
+  own pool (`namespace_info_parts`, `table_info_parts`);
 - point reads (`get_namespace_info`, `get_table_info`) that answer None for "absent".
 
 Requests are accepted as the generated models (pylance) or as any mapping of their fields
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -336,6 +337,19 @@ class SyncNamespace(BackendRules, LanceNamespace):
             info = self.get_table_info((*namespace, name))
             if info is not None:
                 yield info
+
+    def namespace_info_parts(self, parent: Identifier) -> list[Callable[[], list[NamespaceInfo]]]:
+        """`list_namespace_infos(parent)` as parts that a caller may run in parallel (see
+        `table_info_parts`)."""
+        return [lambda: list(self.list_namespace_infos(parent))]
+
+    def table_info_parts(self, namespace: Identifier) -> list[Callable[[], list[TableInfo]]]:
+        """`list_table_infos(namespace)` as parts that a caller may run in parallel: the tables
+        are the parts' results joined in order. A driver that loads tables one by one lists the
+        names here and gives each part a share of the loads, so that the caller's thread pool is
+        the only one (no pool inside a pool, no task per table). By default, one part: the whole
+        bulk read."""
+        return [lambda: list(self.list_table_infos(namespace))]
 
     def get_namespace_info(self, id: Identifier) -> NamespaceInfo | None:
         try:

@@ -126,8 +126,8 @@ class HttpClient:
         `headers` is called per attempt (tokens may refresh); `on_request` counts attempts."""
         self.base_url = base_url.rstrip("/")
         self.backend = backend
-        self.read_timeout = read_timeout
-        self.timeout = urllib3.Timeout(connect=connect_timeout, read=read_timeout)
+        self.timeout = (connect_timeout, read_timeout)
+        self._timeout = urllib3.Timeout(connect=connect_timeout, read=read_timeout)
         self.max_retries = max_retries
         self.translate = translate
         self.headers = headers or dict
@@ -135,7 +135,8 @@ class HttpClient:
         self.sleep = sleep
         self._base_headers = {**BASE_HEADERS, **_userinfo_auth(self.base_url)}
         self._base_path = urlsplit(self.base_url).path
-        self._send = _sender(self.base_url)
+        #: urlopen(method, target, **options) of the endpoint's connection pool
+        self.send = _sender(self.base_url)
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None,
                 data: dict[str, str] | None = None, ok: tuple[int, ...] = (200,),
@@ -175,7 +176,7 @@ class HttpClient:
         if content_type:
             headers["Content-Type"] = content_type
         try:
-            response = self._send(method, target, body=body, headers=headers, timeout=self.timeout,
+            response = self.send(method, target, body=body, headers=headers, timeout=self._timeout,
                                   retries=False, redirect=False, preload_content=False)
         except HTTPError as error:
             raise self._transport_failure(error, call, url) from None
@@ -260,7 +261,7 @@ class HttpClient:
         return self._bad(f"{self.backend}: {call} answered {_cut_short(error)}", carried_out=False)
 
     def _timed_out(self) -> str:
-        return f"timed out waiting for the answer ({self.read_timeout:g} s)"
+        return f"timed out waiting for the answer ({self.timeout[1]:g} s)"
 
     @staticmethod
     def _final(failed: _Failed, attempts: int, safe: bool) -> LanceNamespaceError:

@@ -18,6 +18,7 @@ Errors are translated at one place (`_send`): what a 404 or 409 means depends on
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -100,8 +101,11 @@ PREFIX_KEY = "prefix"
 #: the companion Iceberg table's schema: one nullable string column `dummy`
 DUMMY_SCHEMA = {"type": "struct", "schema-id": 0,
                 "fields": [{"id": 1, "name": "dummy", "type": "string", "required": False}]}
-#: table and namespace loads in flight at once, per driver
+#: table and namespace loads in flight at once, per driver, in its own bulk reads (a planner
+#: runs the loads on its own pool instead: see `table_info_parts`)
 LOAD_PARALLELISM = 16
+#: table loads per part of `table_info_parts`
+LOADS_PER_PART = 25
 #: a token is renewed once this share of its lifetime has passed
 TOKEN_RENEW_AT = 0.9
 
@@ -374,6 +378,20 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
                                                             self.bulk_page_size))
         yield from self._in_parallel(self._load_table_info, ((warehouse, *levels, n) for n in names))
 
+    def namespace_info_parts(self, parent: Identifier) -> list[Callable[[], list[NamespaceInfo]]]:
+        """Every page of child names now; the loads in parts of LOADS_PER_PART namespaces."""
+        warehouse, levels = _split_listed_namespace(parent)
+        names = follow_pages(lambda token: self._namespace_page(warehouse, levels, token,
+                                                                self.bulk_page_size))
+        return _in_parts(self._load_namespace_info, [(warehouse, *levels, name) for name in names])
+
+    def table_info_parts(self, namespace: Identifier) -> list[Callable[[], list[TableInfo]]]:
+        """Every page of table names now; the loads in parts of LOADS_PER_PART tables."""
+        warehouse, levels = _split_listed_namespace(namespace)
+        names = follow_pages(lambda token: self._table_page(warehouse, levels, token,
+                                                            self.bulk_page_size))
+        return _in_parts(self._load_table_info, [(warehouse, *levels, name) for name in names])
+
     def get_table_info(self, id: Identifier) -> TableInfo | None:
         return self._load_table_info(tuple(id))
 
@@ -519,6 +537,15 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
         """{root}/{warehouse}/{namespace levels}/{table}; '/' and '%' in names percent-encoded."""
         parts = [_path_part(part) for part in (warehouse, *levels, name)]
         return "/".join([normalize_location(self.config.root).rstrip("/"), *parts])
+
+
+def _in_parts(load: Callable[[Identifier], R | None], ids: list[Identifier]) -> list[Callable[[], list[R]]]:
+    """Parts of LOADS_PER_PART loads each, run one after the other within a part; None skipped."""
+    def part(share: list[Identifier]) -> list[R]:
+        return [loaded for loaded in map(load, share) if loaded is not None]
+
+    return [functools.partial(part, ids[start:start + LOADS_PER_PART])
+            for start in range(0, len(ids), LOADS_PER_PART)]
 
 
 # --- authentication ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ pyiceberg's RestCatalog is the independent client that checks what the driver wr
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 import uuid
@@ -19,7 +20,7 @@ import lance
 import lance_namespace
 import pyarrow as pa
 import pytest
-import requests
+import urllib3
 from lance_namespace import (
     CreateNamespaceRequest,
     DeclareTableRequest,
@@ -578,26 +579,54 @@ def test_loads_run_in_parallel(iceberg_server, big_namespace, tmp_path):
     assert held[0] == 500
 
 
-def fake_answer(status: int, url: str, body: dict) -> requests.Response:
-    response = requests.Response()
-    response.status_code = status
-    response._content = json.dumps(body).encode()
-    response.url = url
-    return response
+def test_a_plan_loads_tables_on_its_own_pool_only(iceberg_server, big_namespace, tmp_path):
+    """observe() runs the loads as parts on its pool: never more loads in flight than its
+    parallelism, and no pool of the driver's own beneath it."""
+    from lance_sync.manifest import load_manifest
+    from lance_sync.observe import observe
+
+    manifest = tmp_path / "lance-sync.yaml"
+    manifest.write_text(f"version: 1\nowner: o\nbackends:\n  ice: {{type: iceberg, endpoint: "
+                        f"'{iceberg_server.endpoint}'}}\nnamespaces:\n  - {{backend: ice, id: "
+                        f"'{WAREHOUSE}.{big_namespace[1]}'}}\n")
+    state = load_manifest([str(manifest)])
+    driver = make_driver(iceberg_server, tmp_path)
+    send, lock, in_flight, most = driver._http.send, threading.Lock(), [0], [0]
+
+    def counted(method: str, target: str, **kwargs: Any) -> urllib3.BaseHTTPResponse:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            return send(method, target, **kwargs)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    driver._http.send = counted
+    live = observe(state, {"ice": driver}, parallelism=3)
+    assert len([key for key in live.tables if key[1][:-1] == big_namespace]) == 500
+    assert most[0] == 3
+    assert not driver._loads._threads  # the driver's own pool never started
+
+
+def fake_answer(status: int, body: dict) -> urllib3.HTTPResponse:
+    return urllib3.HTTPResponse(io.BytesIO(json.dumps(body).encode()), status=status, preload_content=False,
+                                headers={"Content-Type": "application/json"})
 
 
 def test_a_failed_load_fails_the_listing(iceberg_server, big_namespace, tmp_path):
     driver = make_driver(iceberg_server, tmp_path)
     driver._http.sleep = lambda seconds: None
-    session_request = driver._http.session.request
+    send = driver._http.send
     unavailable = {"error": {"message": "injected", "type": "ServiceUnavailableException", "code": 503}}
 
-    def fail_t250(method: str, url: str, **kwargs: Any) -> requests.Response:
-        if method == "GET" and url.endswith("/tables/t250"):
-            return fake_answer(503, url, unavailable)
-        return session_request(method, url, **kwargs)
+    def fail_t250(method: str, target: str, **kwargs: Any) -> urllib3.HTTPResponse:
+        if method == "GET" and target.endswith("/tables/t250"):
+            return fake_answer(503, unavailable)
+        return send(method, target, **kwargs)
 
-    driver._http.session.request = fail_t250
+    driver._http.send = fail_t250
     with pytest.raises(ServiceUnavailableError, match="t250"):
         list(driver.list_table_infos(big_namespace))
     with pytest.raises(ServiceUnavailableError):
@@ -609,15 +638,15 @@ def test_a_failed_load_fails_the_listing(iceberg_server, big_namespace, tmp_path
 def test_a_table_dropped_between_list_and_load_is_absent(iceberg_server, big_namespace, tmp_path):
     """A 404 on load is the server's answer that the table is gone, not a failure."""
     driver = make_driver(iceberg_server, tmp_path)
-    session_request = driver._http.session.request
+    send = driver._http.send
     gone = {"error": {"message": "Table does not exist", "type": "NoSuchTableException", "code": 404}}
 
-    def drop_t007(method: str, url: str, **kwargs: Any) -> requests.Response:
-        if method == "GET" and url.endswith("/tables/t007"):
-            return fake_answer(404, url, gone)
-        return session_request(method, url, **kwargs)
+    def drop_t007(method: str, target: str, **kwargs: Any) -> urllib3.HTTPResponse:
+        if method == "GET" and target.endswith("/tables/t007"):
+            return fake_answer(404, gone)
+        return send(method, target, **kwargs)
 
-    driver._http.session.request = drop_t007
+    driver._http.send = drop_t007
     names = [info.id[-1] for info in driver.list_table_infos(big_namespace)]
     assert len(names) == 499 and "t007" not in names
 
