@@ -102,9 +102,24 @@ class Observer:
         wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
         wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
         unknown = sorted(k for k in wanted if k not in self.live.namespaces and not self._parent_listed(k))
-        for key, info in self._run([(key, partial(self._describe_namespace, key)) for key in unknown]):
-            if info is not None:
-                self.live.namespaces[key] = info
+        for (backend, _first), infos in self._run(self._namespace_reads(unknown)):
+            for info in infos:
+                if info is not None:
+                    self.live.namespaces[(backend, info.id)] = info
+
+    def _namespace_reads(self, keys: list[ObjectKey]
+                         ) -> list[tuple[ObjectKey, Callable[[], list[NamespaceInfo | None]]]]:
+        """One read per namespace, or one per backend whose driver reads many at once (keyed by
+        the first namespace it reads)."""
+        by_backend: dict[str, list[Identifier]] = {}
+        for backend, id in keys:
+            by_backend.setdefault(backend, []).append(id)
+        reads: list[tuple[ObjectKey, Callable[[], list[NamespaceInfo | None]]]] = []
+        for backend, ids in by_backend.items():
+            driver = self.drivers[backend]
+            groups = [ids] if driver.bulk_namespace_reads else [[id] for id in ids]
+            reads += [((backend, group[0]), partial(driver.get_namespace_infos, group)) for group in groups]
+        return reads
 
     def _list_tables(self) -> None:
         owned = {k for k, info in self.live.namespaces.items()
@@ -169,10 +184,6 @@ class Observer:
                     f"backend '{backend}' declares nothing and its root cannot be listed, so objects it "
                     "owns there are not found; name the namespaces to scan under the backend's `scope:`")
             return []
-
-    def _describe_namespace(self, key: ObjectKey) -> NamespaceInfo | None:
-        backend, id = key
-        return self.drivers[backend].get_namespace_info(id)
 
     def _table_parts(self, key: ObjectKey) -> list[Callable[[], list[TableInfo]]]:
         backend, namespace = key

@@ -9,7 +9,9 @@ can use it directly) plus what a reconciler needs beyond that interface:
 - bulk reads (`list_namespace_infos`, `list_table_infos`) that return properties and
   locations with the fewest calls the backend allows, also as parts a caller can run on its
   own pool (`namespace_info_parts`, `table_info_parts`);
-- point reads (`get_namespace_info`, `get_table_info`) that answer None for "absent".
+- point reads (`get_namespace_info`, `get_table_info`) that answer None for "absent", and
+  `get_namespace_infos` for many namespaces at once where the backend reads them in fewer
+  calls than one each (`bulk_namespace_reads`).
 
 Requests are accepted as the generated models (pylance) or as any mapping of their fields
 (lancedb's core passes dicts): every public operation is wrapped once, here, by
@@ -161,6 +163,9 @@ class SyncNamespace(BackendRules, LanceNamespace):
 
     #: DropNamespace honours behavior Cascade (the backend's spec has it)
     drops_cascade: ClassVar[bool] = False
+    #: get_namespace_infos reads many namespaces in fewer calls than one each (so a caller
+    #: sends it all the namespaces it wants at once, instead of one point read each)
+    bulk_namespace_reads: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -357,6 +362,10 @@ class SyncNamespace(BackendRules, LanceNamespace):
         except NamespaceNotFoundError:
             return None
         return NamespaceInfo(id, dict(response.properties or {}))
+
+    def get_namespace_infos(self, ids: list[Identifier]) -> list[NamespaceInfo | None]:
+        """`get_namespace_info` of each id, in order."""
+        return [self.get_namespace_info(id) for id in ids]
 
     def get_table_info(self, id: Identifier) -> TableInfo | None:
         try:

@@ -33,6 +33,7 @@ Throttling (21), 5xx and connection failures ServiceUnavailable (17). Messages s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import threading
@@ -198,6 +199,7 @@ class _Namespace:
 
 class GlueNamespace(GlueRules, SyncNamespace):
     config: GlueConfig
+    bulk_namespace_reads = True
 
     def __init__(self, config: GlueConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
@@ -376,6 +378,40 @@ class GlueNamespace(GlueRules, SyncNamespace):
             return NamespaceInfo(id, self._resolve_namespace(id).properties)
         except NamespaceNotFoundError:
             return None
+
+    def get_namespace_infos(self, ids: list[Identifier]) -> list[NamespaceInfo | None]:
+        """Databases from GetDatabases pages of their catalog (100 a page) while that takes fewer
+        calls than one GetDatabase each; the others (and catalogs) one by one."""
+        found: dict[Identifier, NamespaceInfo] = {}
+        by_catalog: dict[str, dict[str, Identifier]] = {}
+        for id in map(_identifier, ids):
+            database = self._namespace_refs(id)[0]
+            if database is not None:
+                by_catalog.setdefault(database.catalog_id, {})[database.name] = id
+        for catalog_id, wanted in by_catalog.items():
+            with contextlib.suppress(NamespaceNotFoundError):  # no such catalog: each id says so
+                found.update(self._listed_databases(catalog_id, dict(wanted)))
+        return [found[id] if id in found else self.get_namespace_info(id) for id in ids]
+
+    def _listed_databases(self, catalog_id: str, wanted: dict[str, Identifier]) -> dict[Identifier, NamespaceInfo]:
+        """The `wanted` databases (name -> id) found in GetDatabases pages of a catalog, paging
+        while fewer pages were read than databases are still wanted."""
+        found: dict[Identifier, NamespaceInfo] = {}
+        token: str | None = None
+        pages = 0
+        while len(wanted) > max(pages, 1):
+            paging: dict[str, Any] = {"NextToken": token} if token else {}
+            answer = self._call("GetDatabases", catalog_id, missing=NamespaceNotFoundError, CatalogId=catalog_id,
+                                MaxResults=OBJECT_PAGE_SIZE, **paging)
+            pages += 1
+            for database in answer["DatabaseList"]:
+                id = wanted.pop(database["Name"], None)
+                if id is not None:
+                    found[id] = NamespaceInfo(id, _parameters(database))
+            token = answer.get("NextToken")
+            if not token:
+                break
+        return found
 
     def get_table_info(self, id: Identifier) -> TableInfo | None:
         table = self._get_table(id)

@@ -367,6 +367,25 @@ def test_list_namespaces_pages_over_glue_pages(driver: GlueNamespace, glue: Any,
         driver.list_namespaces(ListNamespacesRequest(id=[catalog], limit=0))
 
 
+def test_many_namespaces_are_read_from_getdatabases_pages(driver: GlueNamespace, glue: Any,
+                                                          control: GlueControl, catalog: str):
+    """What a plan reads: the databases it names, one GetDatabases page for up to 100 of them
+    instead of a GetDatabase each; a nested catalog and an absent name are still read alone."""
+    names = sorted(unique(f"db{i:03}") for i in range(12))
+    for name in names:
+        glue.create_database(CatalogId=f"{ACCOUNT}:{catalog}", DatabaseInput={"Name": name, "Parameters": {"n": name}})
+    control.seed_catalog(f"{ACCOUNT}:{catalog}", "nested", {"Parameters": {"c": "1"}})
+    ids = [(catalog, name) for name in names] + [(catalog, "nested"), (catalog, unique("absent"))]
+    with Counted(control) as counted:
+        infos = driver.get_namespace_infos(ids)
+    assert [info.properties if info else None for info in infos] == \
+        [{"n": name} for name in names] + [{"c": "1"}, None]
+    assert counted.by_operation == {"GetDatabases": 1, "GetDatabase": 2, "GetCatalog": 2}
+    with Counted(control) as single:
+        assert driver.get_namespace_infos([(catalog, names[0])])[0].properties == {"n": names[0]}
+    assert single.by_operation == {"GetDatabase": 1}
+
+
 def test_describe_namespace_at_each_level(driver: GlueNamespace, glue: Any, control: GlueControl,
                                           catalog: str):
     database = unique("db")
