@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import os
+
 from pydantic import Field
 
 from lance_sync.drivers.config import BackendConfig, BackendRules, Identifier
-from lance_sync.locations import normalize_location, relative_to
+from lance_sync.locations import is_within, normalize_location
 
 #: pylance joins the levels of an object id with it in the manifest table
 DELIMITER = "$"
@@ -36,7 +39,14 @@ class DirRules(BackendRules):
     @classmethod
     def check_location(cls, location: str, config: BackendConfig) -> str | None:
         assert isinstance(config, DirConfig)
-        root = normalize_location(config.root)
-        if relative_to(location, root) is None:
+        root = _normalized_root(config.root, os.getcwd())
+        if location == root or not is_within(location, root):
             return f"a dir backend registers only locations inside its root {root} (got {location})"
         return None
+
+
+@functools.lru_cache(maxsize=16)
+def _normalized_root(root: str, cwd: str) -> str:
+    """A root as normalize_location spells it (from `cwd` when relative), worked out once:
+    manifest checks ask it for every table."""
+    return normalize_location(root, cwd)

@@ -5,6 +5,13 @@ position of every value (file, line, column), and the raw text of every value th
 written with `${VAR}`. `merge_documents` lays overlays over a base the way the manifest
 reference describes. Positions survive both, so later stages can name the line of a
 problem in any of the files.
+
+`load_plain_document` reads the same data and templates without positions, from libyaml's
+event stream instead of a tree of YAML nodes: many times faster and without the node tree
+in memory, which is what a manifest of 100,000 tables needs. It takes plain documents only
+(mappings, sequences and scalars; no anchors, aliases, merge keys or explicit tags) and
+raises `NotPlain` for anything else or any problem: the caller then loads the file with
+`load_document`, which says exactly what is wrong and where.
 """
 
 from __future__ import annotations
@@ -18,6 +25,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.events import (
+    DocumentEndEvent,
+    DocumentStartEvent,
+    Event,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+    StreamStartEvent,
+)
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from lance_sync.errors import ManifestError, Position
@@ -35,6 +54,9 @@ MAX_DEPTH = 64
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_KEY_TAG = "tag:yaml.org,2002:merge"
 _STRING_TAG = "tag:yaml.org,2002:str"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+#: the tags YAML 1.1 gives plain scalars, by first character (PyYAML's SafeLoader's table)
+_IMPLICIT_TAGS = yaml.SafeLoader.yaml_implicit_resolvers
 
 
 @dataclass
@@ -85,6 +107,23 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
     builder = _Builder(name, os.environ if environ is None else environ, allow_unset)
     data = builder.build(root, ())
     return Document(data, builder.positions, builder.key_positions, builder.templates, [name], builder.unset)
+
+
+class NotPlain(Exception):
+    """The file is not a plain document, or has a problem: `load_document` must read it."""
+
+
+def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Document:
+    """Like `load_document`, without positions (see the module docstring); NotPlain when the
+    file needs `load_document`."""
+    name = str(path)
+    try:
+        text = _read_text(Path(path), name)
+        builder = _PlainBuilder(name, os.environ if environ is None else environ, text)
+        data = builder.document()
+    except (ManifestError, yaml.YAMLError, StopIteration) as error:
+        raise NotPlain(str(error)) from None
+    return Document(data, templates=builder.templates, files=[name])
 
 
 def _read_text(path: Path, name: str) -> str:
@@ -144,7 +183,7 @@ class _Builder:
             return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
         return self.scalar(node, path)
 
-    def at(self, node: Node) -> Position:
+    def at(self, node: Node | Event) -> Position:
         return _position(self.name, node.start_mark)
 
     def mapping(self, node: MappingNode, path: DataPath) -> dict[str, Any]:
@@ -195,7 +234,7 @@ class _Builder:
             return _resolve_plain(substituted)
         return substituted
 
-    def interpolate(self, node: ScalarNode, path: DataPath) -> str:
+    def interpolate(self, node: ScalarNode | ScalarEvent, path: DataPath) -> str:
         text = node.value
         used = False
 
@@ -225,6 +264,77 @@ class _Builder:
                                 "(use ${NAME} or ${NAME:-default}; write $$ for a literal $)",
                                 self.at(node), _field(path))
         return result
+
+
+class _PlainBuilder:
+    """Builds data from libyaml's events (see `load_plain_document`); NotPlain for anything else."""
+
+    def __init__(self, name: str, environ: Mapping[str, str], text: str):
+        self.events = yaml.parse(text, Loader=_YAML_LOADER)
+        #: interpolates ${VAR} and records templates, as `load_document` does
+        self.interpolator = _Builder(name, environ)
+        self.templates = self.interpolator.templates
+        self.nodes_built = 0
+
+    def document(self) -> Any:
+        for kind in (StreamStartEvent, DocumentStartEvent):
+            self.expect(kind)
+        data = self.node(next(self.events), ())
+        for kind in (DocumentEndEvent, StreamEndEvent):
+            self.expect(kind)
+        return data
+
+    def expect(self, kind: type[Event]) -> None:
+        if type(next(self.events)) is not kind:
+            raise NotPlain(f"expected {kind.__name__}")
+
+    def node(self, event: Event, path: DataPath) -> Any:
+        self.nodes_built += 1
+        if self.nodes_built > MAX_NODES or len(path) > MAX_DEPTH:
+            raise NotPlain("too big or too deep")
+        kind = type(event)
+        if kind is ScalarEvent:
+            return self.scalar(event, path)
+        if kind not in (MappingStartEvent, SequenceStartEvent) or event.anchor is not None \
+                or event.tag not in (None, "!"):
+            raise NotPlain("an alias, an anchor or a tag")
+        if kind is SequenceStartEvent:
+            items: list[Any] = []
+            for item in self.events:
+                if type(item) is SequenceEndEvent:
+                    return items
+                items.append(self.node(item, (*path, len(items))))
+        result: dict[str, Any] = {}
+        for key in self.events:
+            if type(key) is MappingEndEvent:
+                return result
+            if type(key) is not ScalarEvent or key.anchor is not None or key.tag not in (None, "!") \
+                    or (key.implicit[0] and key.value == "<<") or key.value in result:
+                raise NotPlain("a key that is not a plain string, a merge key, or a duplicate")
+            result[key.value] = self.node(next(self.events), (*path, key.value))
+        raise NotPlain("the document ended inside a mapping")
+
+    def scalar(self, event: ScalarEvent, path: DataPath) -> Any:
+        if event.anchor is not None or event.tag not in (None, "!"):
+            raise NotPlain("an anchor or a tag")
+        value = event.value
+        tag = _implicit_tag(value) if event.implicit[0] else _STRING_TAG
+        if tag != _STRING_TAG:
+            if tag == _TIMESTAMP_TAG:
+                return value  # dates and times stay as written, as in load_document
+            return self.interpolator.constructor.construct_object(ScalarNode(tag, value), deep=True)
+        if "$" not in value:
+            return value
+        substituted = self.interpolator.interpolate(event, path)  # an event has a node's value and marks
+        return substituted if event.style else _resolve_plain(substituted)
+
+
+def _implicit_tag(value: str) -> str:
+    """The tag YAML 1.1 gives a plain scalar (as PyYAML's Resolver.resolve does)."""
+    for tag, pattern in _IMPLICIT_TAGS.get(value[:1] if value else "", ()):
+        if pattern.match(value):
+            return tag
+    return _STRING_TAG
 
 
 def _resolve_plain(text: str) -> Any:

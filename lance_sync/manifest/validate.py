@@ -6,6 +6,13 @@ value. Values that came from `${VAR}` are never quoted back: they may be secrets
 A value whose variable is not set (a document read with `allow_unset`) is not checked: a
 backend setting gets a stand-in its backend accepts, so that the rest of the manifest is
 checked as usual, and problems at any other such value are left out.
+
+`validate_strictly` is the fast path for a manifest without problems: the models in
+pydantic's strict mode, keys by their aliases only. That accepts nothing the JSON Schema
+refuses (the schema is generated from the same models, and strict mode takes no string for
+a number nor a number for a string, as the schema does), so the schema, by far the slower
+check, need not run; whatever it does not accept goes through `validate_structure`, which
+says what is wrong.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 from pydantic import ValidationError as ModelError
 from pydantic_core import ErrorDetails
 
+from lance_sync.drivers.config import STORAGE_PREFIX
 from lance_sync.errors import ManifestError, ManifestErrors
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
@@ -106,6 +114,24 @@ def _check_schema(validator: Draft202012Validator, document: Document) -> None:
                 if not _is_unset(document, tuple(error.absolute_path)) for p in _explain(error, document)]
     if problems:
         raise ManifestErrors(_sorted_unique(problems))
+
+
+def validate_strictly(document: Document) -> ValidatedManifest | None:
+    """The manifest model when the document passes the models' strict mode, else None."""
+    if _flat_storage_keys(document.data):
+        return None  # connect() properties the models fold, which a manifest must not use
+    try:
+        model = manifest_model().model_validate(document.data, strict=True, by_alias=True, by_name=False)
+    except ModelError:
+        return None
+    return cast(ValidatedManifest, model)
+
+
+def _flat_storage_keys(data: object) -> bool:
+    backends = data.get("backends") if isinstance(data, dict) else None
+    return isinstance(backends, dict) and any(
+        isinstance(entry, dict) and any(str(key).startswith(STORAGE_PREFIX) for key in entry)
+        for entry in backends.values())
 
 
 def _sorted_unique(problems: list[ManifestError]) -> list[ManifestError]:

@@ -92,6 +92,16 @@ CASES: list[tuple[str, str | bytes, str, int]] = [
      "alias bomb", 5),
     ("non-utf8", b"version: 1\nowner: caf\xe9\n", "not UTF-8", 2),
     ("binary-tag", GOOD_HEAD + "x: !!python/object:os.system ls\n", "invalid YAML", 5),
+    # what the models alone would take but the schema refuses (manifests skip the schema only
+    # when the models in strict mode accept them: see manifest/validate.py)
+    ("flat-storage-key", "version: 1\nowner: t\nbackends:\n  lake: {type: dir, root: ./lake, storage.region: x}\n",
+     "unknown field 'storage.region'", 4),
+    ("field-by-its-python-name", GOOD_HEAD + "tables:\n  - name: t\n    location: ./lake/t\n"
+     "    registrations: [{backend: lake, namespace: s}]\n", "unknown field 'registrations'", 8),
+    ("thrift-uri-with-a-path", "version: 1\nowner: t\nbackends:\n  h: {type: hive3, uri: 'thrift://a/b:9083'}\n",
+     "does not match the required pattern", 4),
+    ("number-as-a-string", "version: 1\nowner: t\nbackends:\n  uc: {type: unity, endpoint: http://x, catalog: main, "
+     "read_timeout: '5000'}\n", "must be a number, got a string", 4),
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lance_sync.errors import ManifestError
-from lance_sync.manifest.loader import load_document, merge_documents
+from lance_sync.manifest.loader import NotPlain, load_document, load_plain_document, merge_documents
 
 
 def write(tmp_path, name, text):
@@ -56,3 +56,42 @@ def test_overlay_merges_mappings_and_keyed_lists_and_keeps_positions(tmp_path):
     assert merged.position(("tables", 1, "location")).file.endswith("prod.yaml")
     assert merged.position(("tables", 0, "location")).file.endswith("base.yaml")
     assert merged.position(("tables", 2, "name")).line == 5
+
+
+# --- the plain loader: the same data and templates, or NotPlain ------------------------------------
+
+PLAIN = [
+    "version: 1\nowner: team\nbackends:\n  lake: {type: dir, root: ./lake}\n",
+    "a: 1\nb: 1.5\nc: true\nd: no\ne: ~\nf:\ng: '1'\nh: \"x\"\ni: 2024-01-01\nj: 0x1F\nk: .inf\nl: [1, a, {m: n}]\n",
+    "port: ${P}\ntext: \"${P}\"\nflag: ${F}\nmixed: a-${P}-b\ndefault: ${LS_UNSET_X:-d}\ndollar: $$x\n",
+    "tables:\n  - {name: t, location: ./l/t, properties: {tier: gold, n: 3}, register: [{backend: b, namespace: [a, b]}]}\n",
+    "list:\n- a\n- - b\n  - c\n- k: v\n",
+    "'quoted key': 1\n\"1\": x\n2: y\n",
+]
+NOT_PLAIN = [
+    "base: &b {x: 1}\nthing:\n  <<: *b\n",
+    "a: !!str 1\n",
+    "a: 1\na: 2\n",
+    "? [a]\n: 1\n",
+    "",
+    "version: 1\n---\nversion: 1\n",
+    "a: [1\n",
+    "a: ${LS_SURELY_UNSET}\n",
+    "a: ${MALFORMED\n",
+]
+
+
+@pytest.mark.parametrize("text", PLAIN)
+def test_the_plain_loader_reads_what_the_full_loader_reads(tmp_path, text):
+    environ = {"P": "8080", "F": "true"}
+    path = write(tmp_path, "m.yaml", text)
+    full, plain = load_document(path, environ), load_plain_document(path, environ)
+    assert plain.data == full.data and type(plain.data) is type(full.data)
+    assert repr(plain.data) == repr(full.data)  # the same types all the way down (1 is not True)
+    assert plain.templates == full.templates and plain.files == full.files and not plain.positions
+
+
+@pytest.mark.parametrize("text", NOT_PLAIN)
+def test_the_plain_loader_leaves_anything_else_to_the_full_loader(tmp_path, text):
+    with pytest.raises(NotPlain):
+        load_plain_document(write(tmp_path, "m.yaml", text), {})
