@@ -11,11 +11,18 @@ filesystem is asked first):
 - valid:       opens, with its version, row count and columns;
 - unreachable: the storage itself failed (permissions, network): nothing is known about the
                location, so callers must not treat it as missing.
+
+Many locations often share a parent (a table per directory of one root): `inspect_locations`
+then lists each such parent once and knows every location absent from the listing to be
+missing without asking for it (one call instead of one per location; most of a plan's
+locations are missing while their tables are only declared).
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
+from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -36,6 +43,8 @@ Engine = Literal["auto", "threads", "spark"]
 
 DEFAULT_SPARK_THRESHOLD = 2000
 DEFAULT_MAX_WORKERS = 16
+#: locations a parent must hold before it is listed instead of asking for each location
+LIST_PARENT_AT = 8
 #: Locations per Spark task; each task inspects its share with a thread pool.
 LOCATIONS_PER_TASK = 500
 _ERROR_LENGTH = 500
@@ -71,9 +80,10 @@ def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None]:
         return "missing", None
     if kind == pafs.FileType.File:
         return "not_lance", "a file, not a directory"
-    if storage.info(f"{path}/_versions").type == pafs.FileType.Directory:
+    entries = storage.list_dir(path)
+    if any(entry.base_name == "_versions" and entry.type == pafs.FileType.Directory for entry in entries):
         return None, None
-    if not storage.list_dir(path):
+    if not entries:
         return "missing", None
     return "not_lance", "a directory without _versions/"
 
@@ -152,7 +162,40 @@ def _inspect_with_threads(
     if not uris:
         return []
     with ThreadPoolExecutor(max_workers=min(max_workers, len(uris))) as pool:
-        return list(pool.map(partial(inspect_location, storage_options=storage_options), uris))
+        absent = _absent_from_parent_listings(uris, storage_options, pool)
+        present = [uri for uri in uris if uri not in absent]
+        inspected = dict(zip(present, pool.map(partial(inspect_location, storage_options=storage_options),
+                                               present), strict=True))
+    return [inspected[uri] if uri in inspected else LocationReport(uri, "missing") for uri in uris]
+
+
+def _absent_from_parent_listings(
+    uris: list[str], storage_options: dict | None, pool: ThreadPoolExecutor
+) -> set[str]:
+    """The locations missing from a listing of their parent, for parents of at least
+    LIST_PARENT_AT locations; a parent that cannot be listed decides nothing."""
+    by_parent: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for uri in uris:
+        try:
+            location = normalize_location(uri)
+        except ValueError:
+            continue  # inspect_location reports it
+        scheme = location.split("://", 1)[0] if "://" in location else ""
+        parent, name = posixpath.split(location.rstrip("/"))
+        if name and parent and parent != f"{scheme}:/":
+            by_parent[(scheme, parent)].append((uri, name))
+    listed = [(parent, children) for (_, parent), children in by_parent.items()
+              if len(children) >= LIST_PARENT_AT]
+
+    def absent(parent: str, children: list[tuple[str, str]]) -> list[str]:
+        try:
+            storage = open_storage(parent, storage_options)
+            names = {info.base_name for info in storage.list_dir(storage.path(parent))}
+        except Exception:  # noqa: BLE001 - each location is then asked for on its own
+            return []
+        return [uri for uri, name in children if name not in names]
+
+    return {uri for found in pool.map(lambda item: absent(*item), listed) for uri in found}
 
 
 _REPORT_SCHEMA = pa.schema(

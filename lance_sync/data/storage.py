@@ -7,6 +7,7 @@ schemes use pyarrow's defaults (`FileSystem.from_uri` and the environment's cred
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
@@ -57,15 +58,25 @@ class Storage:
 
 
 def open_storage(location: str, storage_options: dict | None = None) -> Storage:
-    """The filesystem holding `location` (normalized first)."""
+    """The filesystem holding `location` (normalized first). The local filesystem and S3
+    filesystems (one per set of options) are made once and shared: pyarrow's filesystems are
+    thread-safe, and inspecting thousands of locations should not build a client for each."""
     location = normalize_location(location)
     if is_local(location):
-        return Storage(pafs.LocalFileSystem(), "")
+        return _LOCAL
     scheme = location.split("://", 1)[0]
     if scheme == "s3":
-        return Storage(pafs.S3FileSystem(**_s3_arguments(storage_options or {})), scheme)
+        return _s3_storage(tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items())))
     filesystem, _ = pafs.FileSystem.from_uri(location)
     return Storage(filesystem, scheme)
+
+
+_LOCAL = Storage(pafs.LocalFileSystem(), "")
+
+
+@functools.lru_cache(maxsize=8)
+def _s3_storage(option_items: tuple[tuple[str, str], ...]) -> Storage:
+    return Storage(pafs.S3FileSystem(**_s3_arguments(dict(option_items))), "s3")
 
 
 def _s3_arguments(storage_options: dict) -> dict:

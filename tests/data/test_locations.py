@@ -99,3 +99,19 @@ def test_auto_engine_uses_spark_from_the_threshold_on(monkeypatch):
     inspect_locations(["a", "b"], spark_threshold=3)
     inspect_locations(["a", "b", "c"], spark_threshold=3)
     assert used == ["threads", "spark"]
+
+
+def test_a_shared_parent_is_listed_instead_of_asking_for_each_location(tmp_path, monkeypatch, make_dataset):
+    """Locations absent from their parent's listing are missing without a call of their own."""
+    present = [str(make_dataset("valid.lance")), str(tmp_path / "empty_dir")]
+    (tmp_path / "empty_dir").mkdir()
+    missing = [str(tmp_path / f"t{i}.lance") for i in range(20)]
+    asked: list[str] = []
+    inspect_one = locations_module.inspect_location
+    monkeypatch.setattr(locations_module, "inspect_location",
+                        lambda uri, **options: asked.append(uri) or inspect_one(uri, **options))
+
+    reports = inspect_locations(missing + present, engine="threads")
+
+    assert [r.status for r in reports] == ["missing"] * 20 + ["valid", "missing"]
+    assert sorted(asked) == sorted(present)
