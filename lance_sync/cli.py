@@ -137,7 +137,7 @@ def key_value_pairs(context: click.Context, parameter: click.Parameter, values: 
 
 
 def parallelism_option(command: Callable) -> Callable:
-    return click.option("--parallelism", type=click.IntRange(1, 256), default=8, show_default=True,
+    return click.option("--parallelism", type=click.IntRange(1, 256), default=16, show_default=True,
                         help="Catalog calls in flight at once.")(command)
 
 

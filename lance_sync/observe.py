@@ -8,9 +8,9 @@ can declare (a Unity catalog, an Iceberg warehouse). With `scan_all`, every name
 every backend is listed, to find owned objects that left the manifest anywhere. Tables are
 listed in every existing namespace of that scope; where a driver loads tables one by one,
 the loads run as parts on this observer's pool (`SyncNamespace.table_info_parts`), which is
-the only one: `parallelism` is the number of catalog calls in flight. Lists are followed to their last page by
-the drivers; any failure stops the plan: a backend that could not be read is never taken
-for an empty one. Apply leases (lance_sync.lease) are lance-sync's bookkeeping and are
+the only one: `parallelism` is the number of catalog calls in flight. Lists are followed to
+their last page by the drivers; any failure stops the plan: a backend that could not be
+read is never taken for an empty one. Apply leases (lance_sync.lease) are lance-sync's bookkeeping and are
 never part of the live state.
 """
 
@@ -39,6 +39,9 @@ from lance_sync.marks import owner_of
 ObjectKey = tuple[str, Identifier]
 #: times a failed read (a listing, a describe) is sent again beyond the driver's own retries
 READ_RETRIES = 2
+#: catalog calls in flight at once: reads wait on the network, not on the CPU, so more than
+#: the cores (16, as the native clients' baselines in bench/ use)
+DEFAULT_PARALLELISM = 16
 R = TypeVar("R")
 T = TypeVar("T")
 
@@ -59,8 +62,9 @@ class LiveState:
 
 
 class Observer:
-    def __init__(self, state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
-                 on_progress: Callable[[str], None] | None = None, scan_all: bool = False):
+    def __init__(self, state: DesiredState, drivers: dict[str, SyncNamespace],
+                 parallelism: int = DEFAULT_PARALLELISM, on_progress: Callable[[str], None] | None = None,
+                 scan_all: bool = False):
         self.state = state
         self.scan_all = scan_all
         self.drivers = drivers
@@ -231,6 +235,7 @@ def _unless_gone(part: Callable[[], list[T]]) -> list[T]:
         return []
 
 
-def observe(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
-            on_progress: Callable[[str], None] | None = None, scan_all: bool = False) -> LiveState:
+def observe(state: DesiredState, drivers: dict[str, SyncNamespace],
+            parallelism: int = DEFAULT_PARALLELISM, on_progress: Callable[[str], None] | None = None,
+            scan_all: bool = False) -> LiveState:
     return Observer(state, drivers, parallelism, on_progress, scan_all).observe()

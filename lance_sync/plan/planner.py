@@ -11,7 +11,7 @@ from lance_sync import __version__
 from lance_sync.drivers.base import Capabilities, SyncNamespace
 from lance_sync.locations import shown_path
 from lance_sync.manifest.desired import DesiredState
-from lance_sync.observe import LiveState, observe
+from lance_sync.observe import DEFAULT_PARALLELISM, LiveState, observe
 from lance_sync.plan.compare import Comparison, compare, removal_locations
 from lance_sync.plan.model import DatasetStatus, Plan, Scope
 from lance_sync.plan.select import parse_targets, select_targets
@@ -59,8 +59,9 @@ class Observation:
     api_calls: dict[str, int]
 
 
-def read_state(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
-               progress: Progress | None = None, scan_all: bool = False) -> Observation:
+def read_state(state: DesiredState, drivers: dict[str, SyncNamespace],
+               parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None,
+               scan_all: bool = False) -> Observation:
     calls_before = {name: driver.api_calls for name, driver in drivers.items()}
     live = observe(state, drivers, parallelism, progress, scan_all)
     capabilities = {name: driver.capabilities() for name, driver in drivers.items()}
@@ -69,9 +70,9 @@ def read_state(state: DesiredState, drivers: dict[str, SyncNamespace], paralleli
                        {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()})
 
 
-def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
-               progress: Progress | None = None, scan_all: bool = False, targets: Sequence[str] = (),
-               enforce_policy: bool = True) -> Plan:
+def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace],
+               parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None,
+               scan_all: bool = False, targets: Sequence[str] = (), enforce_policy: bool = True) -> Plan:
     """The plan of a manifest; with `targets` (BACKEND:ID globs) only what they need; checked
     against the manifest's policy unless `enforce_policy` is False (reconcile checks the part
     it runs)."""
