@@ -186,28 +186,32 @@ class ValidatedManifest(Protocol):
 
 
 @functools.cache
+def backend_model(backend_type: str) -> type[BaseModel]:
+    """The manifest model of one backend type: the driver's config plus `type` and `scope`."""
+    return create_model(
+        f"{backend_type.capitalize()}Backend",
+        __base__=backend_rules(backend_type).config_model,
+        __doc__=f"A '{backend_type}' backend.",
+        type=(Literal[backend_type], ...),
+        scope=(list[IdentifierInput], Field(
+            default_factory=list,
+            description="More namespaces to scan for objects this owner created (their "
+            "children are scanned too); declared namespaces and their parents always are")),
+    )
+
+
 def backend_models() -> dict[str, type[BaseModel]]:
-    """One manifest model per backend type: the driver's config plus `type` and `scope`."""
-    models: dict[str, type[BaseModel]] = {}
-    for backend_type in sorted(available_drivers()):
-        config_model = backend_rules(backend_type).config_model
-        models[backend_type] = create_model(
-            f"{backend_type.capitalize()}Backend",
-            __base__=config_model,
-            __doc__=f"A '{backend_type}' backend.",
-            type=(Literal[backend_type], ...),
-            scope=(list[IdentifierInput], Field(
-                default_factory=list,
-                description="More namespaces to scan for objects this owner created (their "
-                "children are scanned too); declared namespaces and their parents always are")),
-        )
-    return models
+    """One manifest model per backend type."""
+    return {backend_type: backend_model(backend_type) for backend_type in sorted(available_drivers())}
 
 
 @functools.cache
-def manifest_model() -> type[BaseModel]:
-    # a union of the models backend_models built at run time: no static type describes it
-    backend = Annotated[Union[tuple(backend_models().values())], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
+def manifest_model(backend_types: tuple[str, ...] | None = None) -> type[BaseModel]:
+    """The manifest model; with `backend_types`, one whose backends may only be of those
+    types (which builds only their models and imports only their config modules)."""
+    models = [backend_model(t) for t in backend_types] if backend_types else list(backend_models().values())
+    # a union of the models built at run time: no static type describes it
+    backend = Annotated[Union[tuple(models)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
     return create_model(
         "Manifest",
         __base__=_Strict,

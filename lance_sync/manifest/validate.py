@@ -26,6 +26,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 from pydantic import ValidationError as ModelError
 from pydantic_core import ErrorDetails
 
+from lance_sync.drivers import available_drivers
 from lance_sync.drivers.config import STORAGE_PREFIX
 from lance_sync.errors import ManifestError, ManifestErrors
 from lance_sync.manifest.loader import DataPath, Document, format_path
@@ -118,20 +119,19 @@ def _check_schema(validator: Draft202012Validator, document: Document) -> None:
 
 def validate_strictly(document: Document) -> ValidatedManifest | None:
     """The manifest model when the document passes the models' strict mode, else None."""
-    if _flat_storage_keys(document.data):
+    backends = document.data.get("backends") if isinstance(document.data, dict) else None
+    if not isinstance(backends, dict) or not all(isinstance(entry, dict) for entry in backends.values()):
+        return None
+    if any(str(key).startswith(STORAGE_PREFIX) for entry in backends.values() for key in entry):
         return None  # connect() properties the models fold, which a manifest must not use
+    types = tuple(sorted({entry.get("type") for entry in backends.values()}, key=str))
+    if not all(isinstance(t, str) and t in available_drivers() for t in types):
+        return None
     try:
-        model = manifest_model().model_validate(document.data, strict=True, by_alias=True, by_name=False)
+        model = manifest_model(types).model_validate(document.data, strict=True, by_alias=True, by_name=False)
     except ModelError:
         return None
     return cast(ValidatedManifest, model)
-
-
-def _flat_storage_keys(data: object) -> bool:
-    backends = data.get("backends") if isinstance(data, dict) else None
-    return isinstance(backends, dict) and any(
-        isinstance(entry, dict) and any(str(key).startswith(STORAGE_PREFIX) for key in entry)
-        for entry in backends.values())
 
 
 def _sorted_unique(problems: list[ManifestError]) -> list[ManifestError]:
