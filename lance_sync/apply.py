@@ -20,11 +20,12 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import queue
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -453,33 +454,41 @@ class Scheduler:
 
     def run(self, runner: ActionRunner, finish: Callable[[Outcome], None],
             stop: StopSignal | None = None) -> None:
+        """Each unit of work goes to the pool as soon as it is ready; finished units come back
+        through a queue (waiting on the set of running futures instead costs a pass over all of
+        them per finished unit: quadratic with 10,000 declares in flight)."""
         finished: set[str] = set()
+        done: queue.SimpleQueue[Future[list[Outcome]]] = queue.SimpleQueue()
+        running = 0
 
         def record(outcome: Outcome) -> None:
             finished.add(outcome.action.key)
             finish(outcome)
 
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="apply") as pool:
-            def submit(ready: list[Action]) -> set:
+            def submit(ready: list[Action]) -> None:
+                nonlocal running
                 if stop is not None and stop.is_set():
                     for action in ready:
                         record(Outcome(action, "skipped", "the apply was told to stop (its lease was lost, or "
                                                         "SIGTERM); nothing more was started"))
-                    return set()
-                return {pool.submit(runner.run_batch, batch) for batch in runner.batches(ready)}
+                    return
+                for batch in runner.batches(ready):
+                    pool.submit(runner.run_batch, batch).add_done_callback(done.put)
+                    running += 1
 
-            running = submit([a for a in self.by_key.values() if self.waiting[a.key] == 0])
+            submit([a for a in self.by_key.values() if self.waiting[a.key] == 0])
             while running:
-                done, running = wait(running, return_when=FIRST_COMPLETED)
+                future = done.get()
+                running -= 1
                 ready: list[Action] = []
-                for future in done:
-                    for outcome in future.result():
-                        record(outcome)
-                        if outcome.status == "succeeded":
-                            ready += self._released(outcome.action.key)
-                        else:
-                            self._skip_dependents(outcome.action.key, record)
-                running |= submit(ready)
+                for outcome in future.result():
+                    record(outcome)
+                    if outcome.status == "succeeded":
+                        ready += self._released(outcome.action.key)
+                    else:
+                        self._skip_dependents(outcome.action.key, record)
+                submit(ready)
         for key, action in self.by_key.items():
             if key not in finished:
                 record(Outcome(action, "skipped", "its dependencies form a cycle"))
