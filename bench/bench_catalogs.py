@@ -333,13 +333,28 @@ def tables_for(backend: Backend, count: int, prefix: str = "ns") -> list[Table]:
             for i in range(count)]
 
 
-def write_manifest(backend: Backend, tables: list[Table], path: Path) -> Path:
-    lines = ["version: 1", f"owner: {OWNER}", "backends:", f"  cat: {backend.backend_entry()}", "tables:"]
-    lines += [f"  - {{name: {t.name}, location: '{t.location}', properties: {{tier: gold}}, "
-              f"register: [{{backend: cat, namespace: '{backend.namespace_id(t.namespace)}'}}]}}"
-              for t in tables]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+#: tables per manifest file: a larger set is split into overlays (`-f` more than once), as a
+#: manifest file is limited to 16 MiB
+TABLES_PER_FILE = 50_000
+
+
+def write_manifest(backend: Backend, tables: list[Table], path: Path) -> list[Path]:
+    """The manifest as a base file and, beyond TABLES_PER_FILE tables, overlays of more tables."""
+    paths = []
+    for start in range(0, max(len(tables), 1), TABLES_PER_FILE):
+        lines = ["version: 1", f"owner: {OWNER}", "backends:", f"  cat: {backend.backend_entry()}"] \
+            if not start else []
+        lines.append("tables:")
+        lines += [f"  - {{name: {t.name}, location: '{t.location}', properties: {{tier: gold}}, "
+                  f"register: [{{backend: cat, namespace: '{backend.namespace_id(t.namespace)}'}}]}}"
+                  for t in tables[start:start + TABLES_PER_FILE]]
+        paths.append(path.with_name(f"{path.stem}-{start // TABLES_PER_FILE}{path.suffix}") if start else path)
+        paths[-1].write_text("\n".join(lines) + "\n")
+    return paths
+
+
+def file_options(paths: list[Path]) -> list[str]:
+    return [option for path in paths for option in ("-f", str(path))]
 
 
 def run_process(argv: list[str], env: dict[str, str], stdout: Path | None = None) -> Measure:
@@ -362,11 +377,11 @@ def python_env() -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))}
 
 
-def lance_sync_read(manifest: Path, backend: Backend) -> Measure:
+def lance_sync_read(manifest: list[Path], backend: Backend) -> Measure:
     """The phases of build_plan in a fresh process (see `child_read`); calls counted by the server."""
     backend.reset_calls()
     output = backend.workdir / "read.json"
-    measure = run_process([sys.executable, __file__, "--child-read", str(manifest)],
+    measure = run_process([sys.executable, __file__, "--child-read", *map(str, manifest)],
                           {**backend.env(), **python_env()}, stdout=output)
     phases = json.loads(output.read_text())
     calls = backend.calls() if backend.name != "dir" else phases.pop("calls")
@@ -374,7 +389,7 @@ def lance_sync_read(manifest: Path, backend: Backend) -> Measure:
     return Measure(phases["read"], calls=calls, cpu=measure.cpu, rss_mb=measure.rss_mb, phases=phases)
 
 
-def child_read(manifest: str) -> None:
+def child_read(manifest: list[str]) -> None:
     """In a fresh process: each phase of build_plan, timed; prints JSON."""
     began = time.perf_counter()
     from lance_sync.drivers import connect_backends
@@ -392,7 +407,7 @@ def child_read(manifest: str) -> None:
         phases[name] = now - mark
         mark = now
 
-    state = load_manifest([manifest])
+    state = load_manifest(manifest)
     lap("load")
     drivers = connect_backends(state.backends)
     live = observe(state, drivers)
@@ -407,9 +422,9 @@ def child_read(manifest: str) -> None:
     print(json.dumps({**phases, "calls": sum(d.api_calls for d in drivers.values())}))
 
 
-def plan_process(manifest: Path, backend: Backend) -> Measure:
+def plan_process(manifest: list[Path], backend: Backend) -> Measure:
     output = backend.workdir / "plan.json"
-    measure = run_process([sys.executable, "-m", "lance_sync", "plan", "-f", str(manifest), "--format", "json"],
+    measure = run_process([sys.executable, "-m", "lance_sync", "plan", *file_options(manifest), "--format", "json"],
                           {**backend.env(), **python_env()}, stdout=output)
     plan = json.loads(output.read_text())
     if plan["actions"]:
@@ -499,7 +514,7 @@ def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None,
         backend.create_namespaces([f"native{i}" for i in range(NAMESPACES)] +
                                   [f"sync{i}" for i in range(NAMESPACES)])
         manifest = write_manifest(backend, tables_for(backend, count, "sync"), workdir / "apply.yaml")
-        argv = [sys.executable, "-m", "lance_sync", "apply", "-f", str(manifest), "--auto-approve",
+        argv = [sys.executable, "-m", "lance_sync", "apply", *file_options(manifest), "--auto-approve",
                 "--state-dir", str(workdir / "state")]
         argv += ["--parallelism", str(parallelism)] if parallelism else []
         native_tables = tables_for(backend, count, "native")
@@ -554,7 +569,7 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, help="lance-sync apply --parallelism (default: the CLI's)")
     parser.add_argument("--scale", action="store_true",
                         help="also plan 100,000 tables on glue and dir, and 500,000 on dir")
-    parser.add_argument("--child-read", help=argparse.SUPPRESS)
+    parser.add_argument("--child-read", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_read:
         child_read(args.child_read)

@@ -45,9 +45,14 @@ from lance_sync.variables import REFERENCE
 #: A path into the data: mapping keys and list indices.
 DataPath = tuple[str | int, ...]
 
-MAX_FILE_BYTES = 5 * 1024 * 1024
-#: Values produced while expanding one file; a YAML alias bomb stops here, not in memory.
+#: About 100,000 tables; a larger set is split into files laid over each other (`-f` more than
+#: once: tables are merged by name), each checked against this limit.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: Values produced while expanding one file: this many, plus one per BYTES_PER_VALUE bytes of
+#: it (a file cannot write values more densely without aliases). A YAML alias bomb stops here,
+#: not in memory.
 MAX_NODES = 200_000
+BYTES_PER_VALUE = 4
 MAX_DEPTH = 64
 
 #: libyaml's loader when pyyaml was built with it (about 20x faster), else the pure-Python one
@@ -75,6 +80,8 @@ class Document:
 
     def position(self, path: DataPath) -> Position | None:
         """The position of the value at `path`, or of its nearest enclosing value."""
+        if not self.positions:
+            return None  # a plain document (load_plain_document)
         for end in range(len(path), -1, -1):
             found = self.positions.get(path[:end])
             if found:
@@ -104,7 +111,7 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
         raise ManifestError(f"invalid YAML: {error}", Position(name, 1, 1)) from None
     if root is None:
         raise ManifestError("the file is empty; a manifest needs at least 'version: 1'", Position(name, 1, 1))
-    builder = _Builder(name, os.environ if environ is None else environ, allow_unset)
+    builder = _Builder(name, os.environ if environ is None else environ, allow_unset, _node_limit(text))
     data = builder.build(root, ())
     return Document(data, builder.positions, builder.key_positions, builder.templates, [name], builder.unset)
 
@@ -119,7 +126,7 @@ def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | No
     name = str(path)
     try:
         text = _read_text(Path(path), name)
-        builder = _PlainBuilder(name, os.environ if environ is None else environ, text)
+        builder = _PlainBuilder(name, os.environ if environ is None else environ, text, _node_limit(text))
         data = builder.document()
     except (ManifestError, yaml.YAMLError, StopIteration) as error:
         raise NotPlain(str(error)) from None
@@ -149,6 +156,10 @@ def _read_text(path: Path, name: str) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _node_limit(text: str) -> int:
+    return MAX_NODES + len(text) // BYTES_PER_VALUE
+
+
 def _position(name: str, mark: yaml.Mark | None) -> Position:
     if mark is None:
         return Position(name, 1, 1)
@@ -158,10 +169,12 @@ def _position(name: str, mark: yaml.Mark | None) -> Position:
 class _Builder:
     """Turns a composed YAML node tree into data, recording positions as it goes."""
 
-    def __init__(self, name: str, environ: Mapping[str, str], allow_unset: bool = False):
+    def __init__(self, name: str, environ: Mapping[str, str], allow_unset: bool = False,
+                 max_nodes: int = MAX_NODES):
         self.name = name
         self.environ = environ
         self.allow_unset = allow_unset
+        self.max_nodes = max_nodes
         self.positions: dict[DataPath, Position] = {}
         self.key_positions: dict[DataPath, Position] = {}
         self.templates: dict[DataPath, str] = {}
@@ -171,8 +184,8 @@ class _Builder:
 
     def build(self, node: Node, path: DataPath) -> Any:
         self.nodes_built += 1
-        if self.nodes_built > MAX_NODES:
-            raise ManifestError(f"the document expands to more than {MAX_NODES} values "
+        if self.nodes_built > self.max_nodes:
+            raise ManifestError(f"the document expands to more than {self.max_nodes} values "
                                 "(an alias bomb?)", self.at(node))
         if len(path) > MAX_DEPTH:
             raise ManifestError(f"nesting deeper than {MAX_DEPTH} levels", self.at(node))
@@ -269,8 +282,9 @@ class _Builder:
 class _PlainBuilder:
     """Builds data from libyaml's events (see `load_plain_document`); NotPlain for anything else."""
 
-    def __init__(self, name: str, environ: Mapping[str, str], text: str):
-        self.events = yaml.parse(text, Loader=_YAML_LOADER)
+    def __init__(self, name: str, environ: Mapping[str, str], text: str, max_nodes: int):
+        self.events = _events(text)
+        self.max_nodes = max_nodes
         #: interpolates ${VAR} and records templates, as `load_document` does
         self.interpolator = _Builder(name, environ)
         self.templates = self.interpolator.templates
@@ -290,7 +304,7 @@ class _PlainBuilder:
 
     def node(self, event: Event, path: DataPath) -> Any:
         self.nodes_built += 1
-        if self.nodes_built > MAX_NODES or len(path) > MAX_DEPTH:
+        if self.nodes_built > self.max_nodes or len(path) > MAX_DEPTH:
             raise NotPlain("too big or too deep")
         kind = type(event)
         if kind is ScalarEvent:
@@ -327,6 +341,17 @@ class _PlainBuilder:
             return value
         substituted = self.interpolator.interpolate(event, path)  # an event has a node's value and marks
         return substituted if event.style else _resolve_plain(substituted)
+
+
+def _events(text: str) -> Iterator[Event]:
+    """libyaml's events, one after the other (yaml.parse, without asking each time whether
+    there is one more: the stream ends with StreamEndEvent)."""
+    next_event = _YAML_LOADER(text).get_event
+    while True:
+        event = next_event()
+        if event is None:
+            return
+        yield event
 
 
 def _implicit_tag(value: str) -> str:
@@ -438,12 +463,18 @@ def _get(data: Any, path: DataPath) -> Any:
 
 def _copy(source: Document, source_path: DataPath, path: DataPath, out: Document) -> Any:
     value = _get(source.data, source_path)
+    if not source.positions and not _templates_under(source, source_path):
+        return value  # nothing to carry over but the value itself (a plain document's)
     _copy_position(source, source_path, path, out)
     if isinstance(value, dict):
         return {k: _copy(source, (*source_path, k), (*path, k), out) for k in value}
     if isinstance(value, list):
         return [_copy(source, (*source_path, i), (*path, i), out) for i in range(len(value))]
     return value
+
+
+def _templates_under(source: Document, path: DataPath) -> bool:
+    return any(template[:len(path)] == path for template in source.templates)
 
 
 def _copy_position(source: Document, source_path: DataPath, path: DataPath, out: Document) -> None:

@@ -192,20 +192,22 @@ class Comparer:
 
     def _dataset(self, table: DesiredTable, status: DatasetStatus | None) -> Action | None:
         """Write the table's data when it is missing, or rewrite it when on_mismatch says so."""
-        declared = _declared_columns(table)
-        registrations = [Address(backend=r.backend, id=list(r.id), display_id=self._display(r.backend, r.id))
-                         for r in table.registrations]
         writer = table.registrations[0].backend if table.registrations else None
         if writer is None:
             return None
+        missing = status is None or status.status == "missing"
+        if missing and not (table.columns or table.source):
+            return None  # declared without data: nothing to write (most tables of a large plan)
+        declared = _declared_columns(table)
+        registrations = [Address(backend=r.backend, id=list(r.id), display_id=self._display(r.backend, r.id))
+                         for r in table.registrations]
         after = ObjectState(location=table.location, columns=declared, source=table.source)
         common: dict[str, Any] = {"table": table.name, "dataset": status, "registrations": registrations}
-        if status is None or status.status == "missing":
-            if not (table.columns or table.source):
-                return None
+        if missing:
             return self._action(Verb.CREATE, Kind.DATASET, Reason.ABSENT, writer, (), before=None,
                                 after=after, detail=f"no dataset at the location: write it {_origin(table)}",
                                 **common)
+        assert status is not None
         if status.status == "unreachable" and (table.columns or table.source):
             self.result.conflicts.append(Conflict(
                 f"table '{table.name}': cannot tell whether {table.location} holds data: {status.error}",
@@ -238,11 +240,14 @@ class Comparer:
 
     def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool) -> None:
         backend, id = key
-        keys = sorted(set(table.properties) | set(MANAGED_KEYS))
-        want = ObjectState(location=table.location,
-                           properties={**table.properties,
-                                       **marks(self.desired.owner, table.protect, table.on_remove)})
+        want_properties = {**table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
         live = self.live.tables.get(key)
+        if live is not None and live.is_lance and live.location == table.location and \
+                {k: live.properties[k] for k in want_properties if k in live.properties} == want_properties and \
+                not any(k in live.properties for k in MANAGED_KEYS if k not in want_properties):
+            return  # in sync, as most tables of a large plan are (checked without building states)
+        keys = sorted(set(table.properties) | set(MANAGED_KEYS))
+        want = ObjectState(location=table.location, properties=want_properties)
         common: dict[str, Any] = {"keys": keys, "table": table.name, "dataset": status,
                   "warnings": [] if writes else _dataset_warnings(table, status)}
         if live is None:
