@@ -319,7 +319,7 @@ class DirNamespace(DirRules, SyncNamespace):
                 yield NamespaceInfo(child, _metadata(row))
 
     def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
-        rows = self._manifest_rows("table")
+        rows = self._manifest_rows("table", within=DELIMITER.join(namespace) + DELIMITER if namespace else None)
         if rows is None:
             yield from super().list_table_infos(namespace)
             return
@@ -474,15 +474,16 @@ class DirNamespace(DirRules, SyncNamespace):
             return None
         return dataset if _MANIFEST_COLUMNS.issubset(dataset.schema.names) else None
 
-    def _manifest_rows(self, object_type: str) -> list[dict[str, Any]] | None:
-        """All manifest rows of one type, in one scan of one version; None when there is no
-        usable manifest."""
+    def _manifest_rows(self, object_type: str, within: str | None = None) -> list[dict[str, Any]] | None:
+        """All manifest rows of one type (whose object id starts with `within`, filtered by Lance
+        in the scan), in one scan of one version; None when there is no usable manifest."""
         dataset = self._manifest()
         if dataset is None:
             return None
-        table = dataset.to_table(columns=["object_id", "location", "metadata"],
-                                 filter=f"object_type = {_sql_string(object_type)}")
-        return table.to_pylist()
+        condition = f"object_type = {_sql_string(object_type)}"
+        if within:
+            condition += f" AND starts_with(object_id, {_sql_string(within)})"
+        return dataset.to_table(columns=["object_id", "location", "metadata"], filter=condition).to_pylist()
 
 
 class _Raced(Exception):

@@ -26,22 +26,30 @@ def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, Sy
     left the manifest points at (thread pool; no Spark at plan time)."""
     from lance_sync.data.locations import inspect_locations
 
+    options_of = {name: tuple(sorted(driver.storage_options().items())) for name, driver in drivers.items()}
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for table in state.tables:
-        options = drivers[table.registrations[0].backend].storage_options() if table.registrations else {}
-        by_options.setdefault(tuple(sorted(options.items())), set()).add(table.location)
+        options = options_of[table.registrations[0].backend] if table.registrations else ()
+        by_options.setdefault(options, set()).add(table.location)
     leaving = removal_locations(state, live)
     for (backend, _id), info in live.tables.items():
         if info.location is not None and info.location in leaving:
-            options = drivers[backend].storage_options()
-            by_options.setdefault(tuple(sorted(options.items())), set()).add(info.location)
+            by_options.setdefault(options_of[backend], set()).add(info.location)
     statuses = {}
+    #: one status object for each distinct simple answer (a large plan's locations are mostly missing)
+    simple: dict[tuple[str, str | None], DatasetStatus] = {}
     for option_items, location_set in by_options.items():
         if progress:
             progress(f"inspecting {len(location_set)} table location(s)")
         locations = sorted(location_set)
         reports = inspect_locations(locations, storage_options=dict(option_items) or None, engine="threads")
         for location, report in zip(locations, reports, strict=True):
+            if report.status != "valid":
+                key = (report.status, report.error)
+                if key not in simple:
+                    simple[key] = DatasetStatus(status=report.status, error=report.error)
+                statuses[location] = simple[key]
+                continue
             statuses[location] = DatasetStatus(status=report.status, version=report.version,
                                                row_count=report.row_count, columns=report.columns,
                                                error=report.error)
