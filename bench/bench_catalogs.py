@@ -156,6 +156,25 @@ class Iceberg(Backend):
         return len(loaded)
 
 
+    def conditional_floor(self, tables: list[Table]) -> tuple[float, float]:
+        """Seconds to GET every table (a load) and to HEAD it (tableExists: the same round
+        trip and lookup without a body, which is what a 304 to If-None-Match would cost), 16
+        threads of plain urllib3: how much an unchanged re-plan could save with ETags."""
+        import urllib3
+        pool = urllib3.PoolManager(maxsize=THREADS)
+        prefix = self.server.extra["prefix"]
+
+        def send(method: str) -> float:
+            def one(table: Table) -> None:
+                answer = pool.request(method, f"{self.server.endpoint}/v1/{prefix}/namespaces/{table.namespace}"
+                                              f"/tables/{table.name}")
+                if answer.status not in (200, 204):
+                    raise SystemExit(f"{method} {table.name}: {answer.status}")
+            return timed(lambda: _parallel(one, tables))
+
+        return send("GET"), send("HEAD")
+
+
 def _location_and_properties(table: Any) -> tuple[str, dict[str, str]]:
     return table.metadata.location, table.metadata.properties
 
@@ -450,6 +469,10 @@ def timed(action: Callable[[], Any]) -> float:
 
 # --- the measurements ---------------------------------------------------------------------------------
 
+#: (N, GET s, HEAD s) of Iceberg.conditional_floor, per run
+CONDITIONAL: list[tuple[int, float, float]] = []
+
+
 @dataclass
 class Row:
     backend: str
@@ -488,6 +511,10 @@ def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
             natives.append(native_read(backend, count))
             reads.append(lance_sync_read(manifest, backend))
             processes.append(plan_process(manifest, backend))
+        if isinstance(backend, Iceberg):
+            floors = [backend.conditional_floor(tables) for _ in range(repeat)]
+            CONDITIONAL.append((count, statistics.median(f[0] for f in floors),
+                                statistics.median(f[1] for f in floors)))
         native, read, process = (median_measure(m) for m in (natives, reads, processes))
         minimum = native.calls + backend.plan_namespace_reads(NAMESPACES)
         return Row(name, "plan", count, read.calls, minimum, read.seconds, native.seconds,
@@ -553,6 +580,10 @@ def print_rows(rows: list[Row]) -> None:
         minimum = f"{r.minimum:,}" if r.minimum is not None else "-"
         print(f"| {r.backend} | {r.step} | {r.tables:,} | {calls} | {minimum} | {r.ours:.2f} | {r.native:.2f} | "
               f"{r.ratio:.2f}x | {r.process.seconds:.1f} | {r.process.cpu:.1f} | {r.process.rss_mb:.0f} |")
+    for count, get, head in CONDITIONAL:
+        print(f"\nunchanged re-plan on iceberg, {count:,} tables, plain urllib3, {THREADS} threads: "
+              f"GET (load) {get:.2f} s, HEAD (the round trip of a 304) {head:.2f} s: ETags could save at "
+              f"most {100 * (1 - head / get):.0f}% of the loads' time")
     phased = [r for r in rows if r.phases]
     if phased:
         print("\nplan phases in a fresh process (seconds): " + "; ".join(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from lance_sync import __version__
@@ -24,17 +25,43 @@ def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, Sy
                      progress: Progress | None = None) -> dict[str, DatasetStatus]:
     """What each table location of the manifest holds, and each location an owned table that
     left the manifest points at (thread pool; no Spark at plan time)."""
-    from lance_sync.data.locations import inspect_locations
+    statuses = inspect_declared_datasets(state, drivers, progress)
+    statuses.update(_inspect_leaving_datasets(state, live, drivers, statuses))
+    return statuses
 
-    options_of = {name: tuple(sorted(driver.storage_options().items())) for name, driver in drivers.items()}
+
+def inspect_declared_datasets(state: DesiredState, drivers: dict[str, SyncNamespace],
+                              progress: Progress | None = None) -> dict[str, DatasetStatus]:
+    """What each table location of the manifest holds. It needs no live state, so a plan looks
+    at the locations while it reads the catalogs (`read_state`)."""
+    options_of = _storage_options(drivers)
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for table in state.tables:
         options = options_of[table.registrations[0].backend] if table.registrations else ()
         by_options.setdefault(options, set()).add(table.location)
-    leaving = removal_locations(state, live)
+    return _inspect(by_options, progress)
+
+
+def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: dict[str, SyncNamespace],
+                              known: dict[str, DatasetStatus]) -> dict[str, DatasetStatus]:
+    """What each location of an owned table that left the manifest holds (unless known)."""
+    options_of = _storage_options(drivers)
+    leaving = removal_locations(state, live) - known.keys()
+    by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for (backend, _id), info in live.tables.items():
         if info.location is not None and info.location in leaving:
             by_options.setdefault(options_of[backend], set()).add(info.location)
+    return _inspect(by_options, None)
+
+
+def _storage_options(drivers: dict[str, SyncNamespace]) -> dict[str, tuple[tuple[str, str], ...]]:
+    return {name: tuple(sorted(driver.storage_options().items())) for name, driver in drivers.items()}
+
+
+def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]],
+             progress: Progress | None) -> dict[str, DatasetStatus]:
+    from lance_sync.data.locations import inspect_locations
+
     statuses = {}
     #: one status object for each distinct simple answer (a large plan's locations are mostly missing)
     simple: dict[tuple[str, str | None], DatasetStatus] = {}
@@ -71,11 +98,31 @@ def read_state(state: DesiredState, drivers: dict[str, SyncNamespace],
                parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None,
                scan_all: bool = False) -> Observation:
     calls_before = {name: driver.api_calls for name, driver in drivers.items()}
-    live = observe(state, drivers, parallelism, progress, scan_all)
-    capabilities = {name: driver.capabilities() for name, driver in drivers.items()}
-    datasets = inspect_datasets(state, live, drivers, progress)
-    return Observation(live, capabilities, datasets,
-                       {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()})
+    with ThreadPoolExecutor(1, thread_name_prefix="inspect") as beside:
+        declared = beside.submit(inspect_declared_datasets, state, drivers, progress)
+        live = observe(state, drivers, parallelism, progress, scan_all)
+        datasets = declared.result()
+    datasets.update(_inspect_leaving_datasets(state, live, drivers, datasets))
+    api_calls = {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()}
+    return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls)
+
+
+class _CapabilitiesOnDemand(dict[str, Capabilities]):
+    """Each driver's capabilities, asked for when the comparison first needs them: a Hive
+    metastore's take a call, which a plan that finds everything in sync does without. Calls
+    made for them count with the plan's (`api_calls`)."""
+
+    def __init__(self, drivers: dict[str, SyncNamespace], api_calls: dict[str, int]):
+        super().__init__()
+        self.drivers = drivers
+        self.api_calls = api_calls
+
+    def __missing__(self, name: str) -> Capabilities:
+        driver = self.drivers[name]
+        before = driver.api_calls
+        self[name] = driver.capabilities()
+        self.api_calls[name] += driver.api_calls - before
+        return self[name]
 
 
 def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace],
