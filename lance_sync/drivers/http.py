@@ -177,7 +177,7 @@ class HttpClient:
             headers["Content-Type"] = content_type
         try:
             response = self.send(method, target, body=body, headers=headers, timeout=self._timeout,
-                                  retries=False, redirect=False, preload_content=False)
+                                 retries=False, redirect=False, preload_content=False)
         except HTTPError as error:
             raise self._transport_failure(error, call, url) from None
         try:
