@@ -59,6 +59,10 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
         document = merge_documents([load_plain_document(path, environ) for path in paths])
         model = validate_strictly(document)
         if model is not None:
+            # the tables and namespaces live on in the model: let their raw data go before the
+            # desired state is built (a third of the memory a large manifest takes at its peak)
+            document.data = {key: value for key, value in document.data.items()
+                             if key not in ("tables", "namespaces")}
             return build_desired_state(model, document, base_dir)
     except (NotPlain, ManifestError, ManifestErrors):
         pass

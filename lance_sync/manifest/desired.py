@@ -38,7 +38,7 @@ class BackendSpec:
         return self.rules.format_identifier(id)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DesiredNamespace:
     backend: str
     id: Identifier
@@ -47,14 +47,14 @@ class DesiredNamespace:
     position: Position | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Registration:
     backend: str
     #: the full table id: namespace plus table name
     id: Identifier
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DesiredTable:
     name: str
     #: normalized (see lance_sync.locations)
