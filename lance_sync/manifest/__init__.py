@@ -5,8 +5,8 @@ The loading modules are imported by the functions below, not here, so that `lanc
 
 A manifest without problems takes a faster road to the same desired state: plain YAML
 without positions (`load_plain_document`), the models in strict mode (`validate_strictly`),
-the semantic checks. At the first problem the files take the full road, which names the
-file, line and field of every problem.
+the semantic checks. At the first problem, or a warning, the files take the full road,
+which names the file, line and field of each.
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
             # desired state is built (a third of the memory a large manifest takes at its peak)
             document.data = {key: value for key, value in document.data.items()
                              if key not in ("tables", "namespaces")}
-            return build_desired_state(model, document, base_dir)
+            state = build_desired_state(model, document, base_dir)
+            if not state.notices:
+                return state  # a warning, like a problem, needs the full road to name its line
     except (NotPlain, ManifestError, ManifestErrors):
         pass
     document = merge_documents([load_document(path, environ, allow_unset) for path in paths])
