@@ -115,11 +115,8 @@ class Observer:
                          ) -> list[tuple[ObjectKey, Callable[[], list[NamespaceInfo | None]]]]:
         """One read per namespace, or one per backend whose driver reads many at once (keyed by
         the first namespace it reads)."""
-        by_backend: dict[str, list[Identifier]] = {}
-        for backend, id in keys:
-            by_backend.setdefault(backend, []).append(id)
         reads: list[tuple[ObjectKey, Callable[[], list[NamespaceInfo | None]]]] = []
-        for backend, ids in by_backend.items():
+        for backend, ids in _by_backend(keys).items():
             driver = self.drivers[backend]
             groups = [ids] if driver.bulk_namespace_reads else [[id] for id in ids]
             reads += [((backend, group[0]), partial(driver.get_namespace_infos, group)) for group in groups]
@@ -132,12 +129,21 @@ class Observer:
         wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
         wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
         existing = sorted(k for k in wanted | owned if k in self.live.namespaces)
-        for key, tables in self._in_parts(self._table_parts, existing):
+        bulk = [k for k in existing if self.drivers[k[0]].bulk_table_reads]
+        listed = self._in_parts(self._table_parts, [k for k in existing if k not in bulk])
+        for key, tables in listed + self._bulk_table_reads(bulk):
             self.live.scanned.add(key)
             for info in tables:
                 location = normalize_location(info.location) if info.location else None
                 self.live.tables[(key[0], info.id)] = TableInfo(info.id, location, info.properties, info.is_lance,
                                                                 info.columns)
+
+    def _bulk_table_reads(self, keys: list[ObjectKey]) -> list[tuple[ObjectKey, list[TableInfo]]]:
+        """One read per backend whose driver reads many namespaces' tables at once."""
+        reads = [((backend, ids[0]), partial(self.drivers[backend].table_infos_of, ids))
+                 for backend, ids in _by_backend(keys).items()]
+        return [((backend, id), tables) for (backend, _first), found in self._run(reads)
+                for id, tables in found.items()]
 
     # --- scope ---------------------------------------------------------------------------------
 
@@ -225,6 +231,13 @@ class Observer:
                 raise ObserveError(f"backend '{backend}': reading {self._format(backend, id)} failed: "
                                    f"{type(error).__name__}: {error}") from error
         return results
+
+
+def _by_backend(keys: list[ObjectKey]) -> dict[str, list[Identifier]]:
+    by_backend: dict[str, list[Identifier]] = {}
+    for backend, id in keys:
+        by_backend.setdefault(backend, []).append(id)
+    return by_backend
 
 
 def _unless_gone(part: Callable[[], list[T]]) -> list[T]:

@@ -166,6 +166,8 @@ class SyncNamespace(BackendRules, LanceNamespace):
     #: get_namespace_infos reads many namespaces in fewer calls than one each (so a caller
     #: sends it all the namespaces it wants at once, instead of one point read each)
     bulk_namespace_reads: ClassVar[bool] = False
+    #: table_infos_of reads the tables of many namespaces in fewer calls than one listing each
+    bulk_table_reads: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -355,6 +357,16 @@ class SyncNamespace(BackendRules, LanceNamespace):
         the only one (no pool inside a pool, no task per table). By default, one part: the whole
         bulk read."""
         return [lambda: list(self.list_table_infos(namespace))]
+
+    def table_infos_of(self, namespaces: list[Identifier]) -> dict[Identifier, list[TableInfo]]:
+        """`list_table_infos` of each namespace; a namespace that is gone has none."""
+        found: dict[Identifier, list[TableInfo]] = {}
+        for namespace in namespaces:
+            try:
+                found[namespace] = list(self.list_table_infos(namespace))
+            except NamespaceNotFoundError:
+                found[namespace] = []
+        return found
 
     def get_namespace_info(self, id: Identifier) -> NamespaceInfo | None:
         try:

@@ -114,6 +114,8 @@ T = TypeVar("T")
 
 class DirNamespace(DirRules, SyncNamespace):
     config: DirConfig
+    #: the manifest table holds every table row: one scan reads them all
+    bulk_table_reads = True
 
     def __init__(self, config: DirConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
@@ -325,11 +327,26 @@ class DirNamespace(DirRules, SyncNamespace):
             return
         if namespace and not self._namespace_exists(list(namespace)):
             raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(namespace)}")
+        for info in self._table_infos(rows):
+            if info.id[:-1] == namespace:
+                yield info
+
+    def table_infos_of(self, namespaces: list[Identifier]) -> dict[Identifier, list[TableInfo]]:
+        """Every table row in one scan, grouped by namespace (a plan reads all of them)."""
+        rows = self._manifest_rows("table")
+        if rows is None:
+            return super().table_infos_of(namespaces)
+        found: dict[Identifier, list[TableInfo]] = {namespace: [] for namespace in namespaces}
+        for info in self._table_infos(rows):
+            tables = found.get(info.id[:-1])
+            if tables is not None:
+                tables.append(info)
+        return found
+
+    def _table_infos(self, rows: list[dict[str, Any]]) -> Iterator[TableInfo]:
         for row in rows:
-            table_id = tuple(row["object_id"].split(DELIMITER))
-            if table_id[:-1] == namespace:
-                location = join_location(self.root, row["location"]) if row["location"] else None
-                yield TableInfo(table_id, location, _metadata(row))
+            location = join_location(self.root, row["location"]) if row["location"] else None
+            yield TableInfo(tuple(row["object_id"].split(DELIMITER)), location, _metadata(row))
 
     # --- writing the manifest ------------------------------------------------------------------
 

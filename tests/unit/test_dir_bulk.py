@@ -90,3 +90,18 @@ def test_a_table_in_a_root_with_nothing_yet_is_absent(tmp_path):
     """pylance answers NamespaceNotFound for any table of a root without a manifest, so a
     saved plan made on a fresh root can be checked against it."""
     assert ln.connect("lance-sync-dir", {"root": str(tmp_path)}).get_table_info(("sales", "orders")) is None
+
+
+def test_the_tables_of_many_namespaces_come_from_one_scan(tmp_path):
+    """A plan reads the tables of every namespace it needs in one manifest scan, not one each."""
+    driver = ln.connect("lance-sync-dir", {"root": str(tmp_path)})
+    for ns in ("a", "b", "c"):
+        driver.create_namespace(ln.CreateNamespaceRequest(id=[ns]))
+        driver.declare_tables([DeclareTableRequest(id=[ns, f"t{i}"], location=str(tmp_path / ns / f"t{i}"))
+                               for i in range(3)])
+    calls = driver.api_calls
+    found = driver.table_infos_of([("a",), ("c",), ("gone",)])
+    assert driver.api_calls - calls == 1
+    assert {ns: sorted(i.id[-1] for i in infos) for ns, infos in found.items()} == {
+        ("a",): ["t0", "t1", "t2"], ("c",): ["t0", "t1", "t2"], ("gone",): []}
+    assert found[("a",)] == list(driver.list_table_infos(("a",)))
