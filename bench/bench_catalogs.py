@@ -16,8 +16,9 @@ exactly as lance-sync declares it, and a manifest declaring every table is writt
   reports the time of the other phases (load and validate, inspect locations, compare);
 - plan process: `python -m lance_sync plan` as a user runs it: wall, CPU (user+sys), peak RSS;
 - calls: counted by the server (for dir: by the client). "minimum" is the native read's calls
-  plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages; Iceberg and HMS:
-  one per namespace).
+  plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages; Iceberg: one
+  per namespace; HMS: the database listing Iceberg's native read has already, and one per
+  namespace; dir: none, as the native scan reads every row).
 
 Apply (iceberg and glue, `--apply`, on by default at 10,000): on a fresh server each time, N
 tables are created by a 16-thread native loop and by `lance-sync apply --auto-approve`, into
@@ -225,6 +226,10 @@ class Glue(Backend):
 
 class Hms(Backend):
     name = "hms"
+    #: the listing of the catalog's databases (which finds owned namespaces that left the
+    #: manifest; Iceberg's native read lists its namespaces too), then one get per database:
+    #: HMS has no bulk read of database properties
+    plan_namespace_reads = staticmethod(lambda namespaces: 1 + namespaces)
     #: HMS's metastore.batch.retrieve.max default
     batch = 300
 
