@@ -294,27 +294,34 @@ def write_manifest(path: Path, owner: str, namespace: str, data: Path,
     return manifest
 
 
+def set_up_faults_estate(servers: dict[str, RunningServer], proxies: dict[str, FaultProxy], tmp_path: Path,
+                         prefix: str, tables_count: int = TABLES
+                         ) -> tuple[str, str, Path, dict[str, Any], dict[str, str]]:
+    """A fresh namespace holding foreign objects in every backend, and a manifest that registers
+    `tables_count` tables in all three through their proxies, every retry setting at its
+    default (what a user gets): (owner, namespace, manifest path, manifest, CLI environment)."""
+    ensure_glue_catalog(servers["glue"])
+    ensure_catalog(servers["uc"], UNITY_CATALOG)
+    owner = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    namespace = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    data = tmp_path / "data"
+    data.mkdir()
+    make_foreign_objects(servers, namespace, data)
+    backends = {"ice": iceberg_backend(proxies["ice"].server, tmp_path),
+                "glue": glue_backend(proxies["glue"].server),
+                "uc": unity_backend(proxies["uc"].server, tmp_path)}
+    manifest_path = tmp_path / "lance-sync.yaml"
+    manifest = write_manifest(manifest_path, owner, namespace, data, backends, servers, tables_count)
+    return owner, namespace, manifest_path, manifest, cli_env(**glue_env(servers["glue"]))
+
+
 def test_apply_converges_under_faults_in_iceberg_glue_and_unity(
         iceberg_server: RunningServer, glue_server: RunningServer, unity_server: RunningServer,
         iceberg_proxy: FaultProxy, glue_proxy: FaultProxy, unity_proxy: FaultProxy, tmp_path: Path):
     servers = {"ice": iceberg_server, "glue": glue_server, "uc": unity_server}
     proxies = {"ice": iceberg_proxy, "glue": glue_proxy, "uc": unity_proxy}
-    ensure_glue_catalog(glue_server)
-    ensure_catalog(unity_server, UNITY_CATALOG)
-    owner = f"faults-{uuid.uuid4().hex[:8]}"
-    namespace = f"faults_{uuid.uuid4().hex[:8]}"
-    data = tmp_path / "data"
-    data.mkdir()
-    make_foreign_objects(servers, namespace, data)
+    owner, namespace, manifest_path, manifest, env = set_up_faults_estate(servers, proxies, tmp_path, "faults")
     foreign_before = foreign_snapshot(servers, namespace)
-
-    # every retry setting at its default: what a user gets
-    backends = {"ice": iceberg_backend(iceberg_proxy.server, tmp_path),
-                "glue": glue_backend(glue_proxy.server),
-                "uc": unity_backend(unity_proxy.server, tmp_path)}
-    manifest_path = tmp_path / "lance-sync.yaml"
-    manifest = write_manifest(manifest_path, owner, namespace, data, backends, servers)
-    env = cli_env(**glue_env(glue_server))
     for proxy in proxies.values():
         proxy.configure(rate=FAULT_RATE, seed=FAULT_SEED, kinds=ALL_KINDS)
 
@@ -426,19 +433,7 @@ def test_writes_whose_answers_are_lost_are_never_misjudged(
     or call such a failure final: each says that a re-run converges, and one does."""
     servers = {"ice": iceberg_server, "glue": glue_server, "uc": unity_server}
     proxies = {"ice": iceberg_proxy, "glue": glue_proxy, "uc": unity_proxy}
-    ensure_glue_catalog(glue_server)
-    ensure_catalog(unity_server, UNITY_CATALOG)
-    owner = f"lost-{uuid.uuid4().hex[:8]}"
-    namespace = f"lost_{uuid.uuid4().hex[:8]}"
-    data = tmp_path / "data"
-    data.mkdir()
-    make_foreign_objects(servers, namespace, data)
-    backends = {"ice": iceberg_backend(iceberg_proxy.server, tmp_path),
-                "glue": glue_backend(glue_proxy.server),
-                "uc": unity_backend(unity_proxy.server, tmp_path)}
-    manifest_path = tmp_path / "lance-sync.yaml"
-    write_manifest(manifest_path, owner, namespace, data, backends, servers, tables_count=31)
-    env = cli_env(**glue_env(glue_server))
+    _, _, manifest_path, _, env = set_up_faults_estate(servers, proxies, tmp_path, "lost", tables_count=31)
     for proxy in proxies.values():
         proxy.configure(rate=1.0, seed=FAULT_SEED, kinds=["dropped", "truncated", "reset"],
                         methods=["POST", "PUT", "PATCH", "DELETE"], max_faults_per_request=2)
