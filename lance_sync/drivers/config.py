@@ -125,6 +125,12 @@ def default_root() -> str:
     return os.getcwd()
 
 
+def root_field() -> Any:
+    """The `root` setting of the catalog backends, whose specs share it."""
+    return Field(default_factory=default_root,
+                 description="Storage root for tables declared without a location (default: cwd)")
+
+
 class RenamedKey(NamedTuple):
     """A setting's new key, and how a value of the old one converts to it."""
 

@@ -6,7 +6,7 @@ import re
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
-from lance_sync.drivers.config import BackendConfig, BackendRules, Identifier, default_root
+from lance_sync.drivers.config import BackendConfig, BackendRules, Identifier, root_field
 from lance_sync.drivers.config_types import ThriftUri
 
 #: what manifests may name a catalog or database: HMS folds case and refuses other characters
@@ -25,8 +25,7 @@ class Hive3Config(BackendConfig):
         3, alias="client.max-retries",
         description="Times a read is sent again after a broken or garbled answer, and any call "
                     "after a failed connect (lance-sync's addition)")
-    root: str = Field(default_factory=default_root,
-                      description="Storage root for tables declared without a location (default: cwd)")
+    root: str = root_field()
 
 
 class Hive3Rules(BackendRules):

@@ -12,7 +12,7 @@ from lance_sync.drivers.config import (
     HttpTimeoutsConfig,
     Identifier,
     RenamedKey,
-    default_root,
+    root_field,
 )
 from lance_sync.drivers.config_types import HttpUrl
 
@@ -35,8 +35,7 @@ class IcebergConfig(HttpTimeoutsConfig):
     read_timeout: PositiveInt = Field(30000, description="Read timeout, milliseconds (the spec's key; in a "
                                       "manifest write read_timeout_seconds)", json_schema_extra={"deprecated": True})
     max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
-    root: str = Field(default_factory=default_root,
-                      description="Storage root for tables declared without a location (default: cwd)")
+    root: str = root_field()
 
     @field_validator("credential")
     @classmethod
