@@ -55,3 +55,35 @@ def test_registering_the_drivers_imports_lance_namespace_only_then(tmp_path):
                    "import lance_namespace\n"
                    f"ns = lance_namespace.connect('lance-sync-dir', {{'root': {str(tmp_path)!r}}})\n"
                    "assert type(ns).__name__ == 'DirNamespace', type(ns)")
+
+
+def test_a_driver_loads_the_rest_client_s_models_and_not_its_api_classes(tmp_path):
+    """The generated REST client's API classes take most of a second to import and no driver
+    calls them: lance_sync defers its package body (lance_sync._deferred)."""
+    imported_after("import sys\n"
+                   "from lance_sync.drivers import connect\n"
+                   f"connect('dir', {{'root': {str(tmp_path)!r}}})\n"
+                   "assert 'lance_namespace' in sys.modules\n"
+                   "api = [m for m in sys.modules if m.startswith('lance_namespace_urllib3_client.api')]\n"
+                   "assert not api, api")
+
+
+def test_the_deferred_rest_client_still_answers_every_name():
+    """Other users of the package (lancedb, a REST namespace) get the whole package when they
+    ask for a name of it, by attribute, by `from ... import`, or by `dir()`."""
+    imported_after("import lance_sync, lance_namespace\n"
+                   "import lance_namespace_urllib3_client as client\n"
+                   "assert 'TableApi' in dir(client)\n"
+                   "from lance_namespace_urllib3_client import ApiClient, Configuration, TableApi\n"
+                   "assert client.__version__ and client.ApiClient is ApiClient\n"
+                   "assert client.models.CreateNamespaceRequest is lance_namespace.CreateNamespaceRequest\n"
+                   "import lancedb.namespace")
+
+
+def test_a_package_imported_before_lance_sync_is_left_as_it_is():
+    imported_after("import lance_namespace_urllib3_client as client\n"
+                   "body = client.__dict__.copy()\n"
+                   "import lance_sync\n"
+                   "import sys\n"
+                   "assert sys.modules['lance_namespace_urllib3_client'] is client\n"
+                   "assert '__getattr__' not in client.__dict__ and client.__dict__.keys() == body.keys()")
