@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from typing import TypeVar
 
 from lance_namespace.errors import (
@@ -28,7 +28,13 @@ from lance_namespace.errors import (
     UnsupportedOperationError,
 )
 
-from lance_sync.drivers.base import Identifier, NamespaceInfo, SyncNamespace, TableInfo
+from lance_sync.drivers.base import (
+    CatalogSnapshot,
+    Identifier,
+    NamespaceInfo,
+    SyncNamespace,
+    TableInfo,
+)
 from lance_sync.drivers.retry import with_retries
 from lance_sync.errors import LanceSyncError
 from lance_sync.lease import is_lease_namespace
@@ -77,13 +83,22 @@ class Observer:
     def observe(self) -> LiveState:
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="observe") as pool:
             self.pool = pool
+            self._read_snapshots()
             self._list_namespaces()
             self._describe_unlisted_namespaces()
             self._list_tables()
         self.live.complete = self.scan_all
         return self.live
 
-    # --- the three passes --------------------------------------------------------------------
+    # --- the passes --------------------------------------------------------------------------
+
+    def _read_snapshots(self) -> None:
+        """One read of each backend that keeps everything in one place (`snapshot_reads`); the
+        passes below take such a backend's listings from its snapshot."""
+        reads = [((backend, ()), driver.snapshot) for backend, driver in self.drivers.items()
+                 if driver.snapshot_reads and backend in self.state.backends]
+        self.snapshots = {backend: snapshot for (backend, _), snapshot in self._run(reads)
+                          if snapshot is not None}
 
     def _list_namespaces(self) -> None:
         """List children of each scope parent; descend into owned namespaces."""
@@ -102,7 +117,7 @@ class Observer:
                         pending.add(key)
 
     def _describe_unlisted_namespaces(self) -> None:
-        wanted = {(b, ns) for b, ids in self._table_namespaces().items() for ns in ids}
+        wanted = {(b, ns) for b, ids in self._table_namespaces.items() for ns in ids}
         wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
         wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
         unknown = sorted(k for k in wanted if k not in self.live.namespaces and not self._parent_listed(k))
@@ -117,6 +132,10 @@ class Observer:
         the first namespace it reads)."""
         reads: list[tuple[ObjectKey, Callable[[], list[NamespaceInfo | None]]]] = []
         for backend, ids in _by_backend(keys).items():
+            snapshot = self.snapshots.get(backend)
+            if snapshot is not None:
+                reads.append(((backend, ids[0]), partial(_from_snapshot, snapshot, ids)))
+                continue
             driver = self.drivers[backend]
             groups = [ids] if driver.bulk_namespace_reads else [[id] for id in ids]
             reads += [((backend, group[0]), partial(driver.get_namespace_infos, group)) for group in groups]
@@ -125,25 +144,18 @@ class Observer:
     def _list_tables(self) -> None:
         owned = {k for k, info in self.live.namespaces.items()
                  if self.scan_all or owner_of(info.properties) == self.state.owner}
-        wanted = {(b, ns) for b, ids in self._table_namespaces().items() for ns in ids}
+        wanted = {(b, ns) for b, ids in self._table_namespaces.items() for ns in ids}
         wanted |= {(ns.backend, ns.id) for ns in self.state.namespaces}
         wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
         existing = sorted(k for k in wanted | owned if k in self.live.namespaces)
-        bulk = [k for k in existing if self.drivers[k[0]].bulk_table_reads]
-        listed = self._in_parts(self._table_parts, [k for k in existing if k not in bulk])
-        for key, tables in listed + self._bulk_table_reads(bulk):
+        listed = self._in_parts(self._table_parts, existing)
+        for key, tables in listed:
             self.live.scanned.add(key)
             for info in tables:
                 location = normalize_location(info.location) if info.location else None
-                self.live.tables[(key[0], info.id)] = TableInfo(info.id, location, info.properties, info.is_lance,
-                                                                info.columns)
-
-    def _bulk_table_reads(self, keys: list[ObjectKey]) -> list[tuple[ObjectKey, list[TableInfo]]]:
-        """One read per backend whose driver reads many namespaces' tables at once."""
-        reads = [((backend, ids[0]), partial(self.drivers[backend].table_infos_of, ids))
-                 for backend, ids in _by_backend(keys).items()]
-        return [((backend, id), tables) for (backend, _first), found in self._run(reads)
-                for id, tables in found.items()]
+                if location != info.location:
+                    info = replace(info, location=location)
+                self.live.tables[(key[0], info.id)] = info
 
     # --- scope ---------------------------------------------------------------------------------
 
@@ -152,7 +164,7 @@ class Observer:
         parents: dict[str, set[Identifier]] = {b: set(spec.scope) for b, spec in self.state.backends.items()}
         for ns in self.state.namespaces:
             parents[ns.backend].add(ns.id[:-1])
-        for backend, namespaces in self._table_namespaces().items():
+        for backend, namespaces in self._table_namespaces.items():
             if self.scan_all:
                 parents[backend] |= {()} | {ns[:1] for ns in namespaces | parents[backend] if ns}
             elif not parents[backend] and not namespaces:
@@ -169,6 +181,7 @@ class Observer:
         backend, id = key
         return (backend, id[:-1]) in self._listed
 
+    @cached_property
     def _table_namespaces(self) -> dict[str, set[Identifier]]:
         namespaces: dict[str, set[Identifier]] = {b: set() for b in self.state.backends}
         for table in self.state.tables:
@@ -180,6 +193,9 @@ class Observer:
 
     def _children(self, key: ObjectKey) -> list[Callable[[], list[NamespaceInfo]]]:
         backend, parent = key
+        snapshot = self.snapshots.get(backend)
+        if snapshot is not None:
+            return [partial(snapshot.children, parent)]
         self.on_progress(f"listing namespaces in {backend}:{self._format(backend, parent)}")
         try:
             return self.drivers[backend].namespace_info_parts(parent)
@@ -197,6 +213,9 @@ class Observer:
 
     def _table_parts(self, key: ObjectKey) -> list[Callable[[], list[TableInfo]]]:
         backend, namespace = key
+        snapshot = self.snapshots.get(backend)
+        if snapshot is not None:
+            return [partial(snapshot.tables_in, namespace)]
         self.on_progress(f"listing tables in {backend}:{self._format(backend, namespace)}")
         try:
             return self.drivers[backend].table_info_parts(namespace)
@@ -238,6 +257,10 @@ def _by_backend(keys: list[ObjectKey]) -> dict[str, list[Identifier]]:
     for backend, id in keys:
         by_backend.setdefault(backend, []).append(id)
     return by_backend
+
+
+def _from_snapshot(snapshot: CatalogSnapshot, ids: list[Identifier]) -> list[NamespaceInfo | None]:
+    return [snapshot.namespaces.get(id) for id in ids]
 
 
 def _unless_gone(part: Callable[[], list[T]]) -> list[T]:

@@ -11,7 +11,9 @@ can use it directly) plus what a reconciler needs beyond that interface:
   own pool (`namespace_info_parts`, `table_info_parts`);
 - point reads (`get_namespace_info`, `get_table_info`) that answer None for "absent", and
   `get_namespace_infos` for many namespaces at once where the backend reads them in fewer
-  calls than one each (`bulk_namespace_reads`).
+  calls than one each (`bulk_namespace_reads`);
+- `snapshot()`, where the backend keeps every namespace and table in one place that one call
+  reads (`snapshot_reads`: the `dir` manifest table): a plan then reads nothing else.
 
 Requests are accepted as the generated models (pylance) or as any mapping of their fields
 (lancedb's core passes dicts): every public operation is wrapped once, here, by
@@ -48,6 +50,7 @@ the flat string properties `lance_namespace.connect(name, properties)` passes
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -157,6 +160,35 @@ class TableInfo:
     columns: list[dict] | None = None
 
 
+@dataclass(frozen=True)
+class CatalogSnapshot:
+    """Every namespace and table of a backend, read at once: one version of the catalog."""
+
+    namespaces: dict[Identifier, NamespaceInfo]
+    tables: dict[Identifier, list[TableInfo]]
+
+    def children(self, parent: Identifier) -> list[NamespaceInfo]:
+        """What `list_namespace_infos(parent)` answers."""
+        self._check_exists(parent)
+        return self._children.get(parent, [])
+
+    @functools.cached_property
+    def _children(self) -> dict[Identifier, list[NamespaceInfo]]:
+        children: dict[Identifier, list[NamespaceInfo]] = {}
+        for id, info in self.namespaces.items():
+            children.setdefault(id[:-1], []).append(info)
+        return children
+
+    def tables_in(self, namespace: Identifier) -> list[TableInfo]:
+        """What `list_table_infos(namespace)` answers."""
+        self._check_exists(namespace)
+        return self.tables.get(namespace, [])
+
+    def _check_exists(self, id: Identifier) -> None:
+        if id and id not in self.namespaces:
+            raise NamespaceNotFoundError(f"Namespace not found: {list(id)}")
+
+
 class SyncNamespace(BackendRules, LanceNamespace):
     """A Lance Namespace driver that lance-sync can plan and apply against; its backend's
     rules (configuration model, identifiers) come from `BackendRules`."""
@@ -166,8 +198,8 @@ class SyncNamespace(BackendRules, LanceNamespace):
     #: get_namespace_infos reads many namespaces in fewer calls than one each (so a caller
     #: sends it all the namespaces it wants at once, instead of one point read each)
     bulk_namespace_reads: ClassVar[bool] = False
-    #: table_infos_of reads the tables of many namespaces in fewer calls than one listing each
-    bulk_table_reads: ClassVar[bool] = False
+    #: snapshot() reads every namespace and table in one call
+    snapshot_reads: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -358,15 +390,11 @@ class SyncNamespace(BackendRules, LanceNamespace):
         bulk read."""
         return [lambda: list(self.list_table_infos(namespace))]
 
-    def table_infos_of(self, namespaces: list[Identifier]) -> dict[Identifier, list[TableInfo]]:
-        """`list_table_infos` of each namespace; a namespace that is gone has none."""
-        found: dict[Identifier, list[TableInfo]] = {}
-        for namespace in namespaces:
-            try:
-                found[namespace] = list(self.list_table_infos(namespace))
-            except NamespaceNotFoundError:
-                found[namespace] = []
-        return found
+    def snapshot(self) -> CatalogSnapshot | None:
+        """Every namespace and table in one call, where `snapshot_reads` says the backend keeps
+        them in one place; None when there is nothing to read them from that way (then the
+        listings answer)."""
+        return None
 
     def get_namespace_info(self, id: Identifier) -> NamespaceInfo | None:
         try:

@@ -76,6 +76,7 @@ from lance_namespace.errors import (
 
 from lance_sync.drivers.base import (
     Capabilities,
+    CatalogSnapshot,
     Identifier,
     NamespaceInfo,
     SyncNamespace,
@@ -88,7 +89,10 @@ from lance_sync.locations import is_local, join_location, normalize_location, re
 
 ROOT = "root"
 MANIFEST_TABLE = "__manifest"
-_MANIFEST_COLUMNS = frozenset({"object_id", "object_type", "location", "metadata"})
+_ROW_COLUMNS = ("object_id", "object_type", "location", "metadata")
+_MANIFEST_COLUMNS = frozenset(_ROW_COLUMNS)
+#: manifest rows as columns (pyarrow's to_pydict), the _ROW_COLUMNS of each row at one index
+_Rows = dict[str, list[Any]]
 
 #: tries of one manifest write (the first included) while other processes' commits conflict
 #: with it; the waits between them follow retry.backoff_seconds (up to about 30 s in all)
@@ -114,8 +118,8 @@ T = TypeVar("T")
 
 class DirNamespace(DirRules, SyncNamespace):
     config: DirConfig
-    #: the manifest table holds every table row: one scan reads them all
-    bulk_table_reads = True
+    #: the manifest table holds every namespace and table row: one scan reads them all
+    snapshot_reads = True
 
     def __init__(self, config: DirConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
@@ -313,12 +317,10 @@ class DirNamespace(DirRules, SyncNamespace):
         if rows is None:
             yield from super().list_namespace_infos(parent)
             return
-        if parent and not any(tuple(r["object_id"].split(DELIMITER)) == parent for r in rows):
+        namespaces = {info.id: info for info in self._namespace_infos(rows)}
+        if parent and parent not in namespaces:
             raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(parent)}")
-        for row in rows:
-            child = tuple(row["object_id"].split(DELIMITER))
-            if child[:-1] == parent:
-                yield NamespaceInfo(child, _metadata(row))
+        yield from (info for id, info in namespaces.items() if id[:-1] == parent)
 
     def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
         rows = self._manifest_rows("table", within=DELIMITER.join(namespace) + DELIMITER if namespace else None)
@@ -327,26 +329,29 @@ class DirNamespace(DirRules, SyncNamespace):
             return
         if namespace and not self._namespace_exists(list(namespace)):
             raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(namespace)}")
-        for info in self._table_infos(rows):
-            if info.id[:-1] == namespace:
-                yield info
+        yield from (info for info in self._table_infos(rows) if info.id[:-1] == namespace)
 
-    def table_infos_of(self, namespaces: list[Identifier]) -> dict[Identifier, list[TableInfo]]:
-        """Every table row in one scan, grouped by namespace (a plan reads all of them)."""
-        rows = self._manifest_rows("table")
+    def snapshot(self) -> CatalogSnapshot | None:
+        """Every namespace and table row in one scan of one manifest version."""
+        rows = self._manifest_rows("namespace", "table")
         if rows is None:
-            return super().table_infos_of(namespaces)
-        found: dict[Identifier, list[TableInfo]] = {namespace: [] for namespace in namespaces}
+            return None
+        namespaces = {info.id: info for info in self._namespace_infos(rows)}
+        tables: dict[Identifier, list[TableInfo]] = {}
         for info in self._table_infos(rows):
-            tables = found.get(info.id[:-1])
-            if tables is not None:
-                tables.append(info)
-        return found
+            tables.setdefault(info.id[:-1], []).append(info)
+        return CatalogSnapshot(namespaces, tables)
 
-    def _table_infos(self, rows: list[dict[str, Any]]) -> Iterator[TableInfo]:
-        for row in rows:
-            location = join_location(self.root, row["location"]) if row["location"] else None
-            yield TableInfo(tuple(row["object_id"].split(DELIMITER)), location, _metadata(row))
+    def _namespace_infos(self, rows: _Rows) -> Iterator[NamespaceInfo]:
+        for object_id, object_type, _location, properties in _parsed(rows):
+            if object_type == "namespace":
+                yield NamespaceInfo(tuple(object_id.split(DELIMITER)), properties)
+
+    def _table_infos(self, rows: _Rows) -> Iterator[TableInfo]:
+        for object_id, object_type, location, properties in _parsed(rows):
+            if object_type == "table":
+                yield TableInfo(tuple(object_id.split(DELIMITER)),
+                                join_location(self.root, location) if location else None, properties)
 
     # --- writing the manifest ------------------------------------------------------------------
 
@@ -425,7 +430,7 @@ class DirNamespace(DirRules, SyncNamespace):
                 columns=["metadata"], filter=_row_filter(object_type, id)).to_pylist()
             if not rows:
                 raise _missing(object_type, id)
-            current = _metadata(rows[0])
+            current = _properties(rows[0]["metadata"])
             patched = patch(current)
             if patched == current:
                 return None
@@ -491,16 +496,17 @@ class DirNamespace(DirRules, SyncNamespace):
             return None
         return dataset if _MANIFEST_COLUMNS.issubset(dataset.schema.names) else None
 
-    def _manifest_rows(self, object_type: str, within: str | None = None) -> list[dict[str, Any]] | None:
-        """All manifest rows of one type (whose object id starts with `within`, filtered by Lance
-        in the scan), in one scan of one version; None when there is no usable manifest."""
+    def _manifest_rows(self, *object_types: str, within: str | None = None) -> _Rows | None:
+        """The manifest rows of these object types (whose object id starts with `within`, filtered
+        by Lance in the scan), as columns, in one scan of one version; None when there is no
+        usable manifest."""
         dataset = self._manifest()
         if dataset is None:
             return None
-        condition = f"object_type = {_sql_string(object_type)}"
+        condition = f"object_type IN ({', '.join(map(_sql_string, object_types))})"
         if within:
             condition += f" AND starts_with(object_id, {_sql_string(within)})"
-        return dataset.to_table(columns=["object_id", "location", "metadata"], filter=condition).to_pylist()
+        return dataset.to_table(columns=list(_ROW_COLUMNS), filter=condition).to_pydict()
 
 
 class _Raced(Exception):
@@ -562,8 +568,20 @@ class _Counted:
         return counted
 
 
-def _metadata(row: dict[str, Any]) -> dict[str, str]:
-    return dict(json.loads(row["metadata"])) if row.get("metadata") else {}
+def _parsed(rows: _Rows) -> Iterator[tuple[str, str, str | None, dict[str, str]]]:
+    """Each row's object id, type, location and properties. Many rows carry the same metadata
+    text (the same properties and owner mark), so each distinct text is parsed once; every row
+    still gets its own dict."""
+    parsed: dict[str, dict[str, str]] = {}
+    for object_id, object_type, location, metadata in zip(*(rows[c] for c in _ROW_COLUMNS), strict=True):
+        if metadata not in parsed:
+            parsed[metadata] = _properties(metadata)
+        yield object_id, object_type, location, dict(parsed[metadata])
+
+
+def _properties(metadata: str | None) -> dict[str, str]:
+    """A manifest row's properties, from its metadata column (JSON text)."""
+    return dict(json.loads(metadata)) if metadata else {}
 
 
 def _sql_string(value: str) -> str:

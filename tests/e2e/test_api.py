@@ -50,6 +50,8 @@ def test_apply_a_manifest_then_nothing_is_left(project: Project):
     assert project.tables("sales") == ["orders", "returns"]
     again = api.apply(state)
     assert again.status == "no_changes" and again.report is None
+    # one manifest scan reads every namespace (the nested one too) and table of the root
+    assert api.plan(state).api_calls == {"lake": 1}
 
 
 def test_dry_run_and_a_cancelled_confirmation_change_nothing(project: Project):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import lance
+import pytest
 import lance_namespace as ln
 from lance_namespace import DeclareTableRequest, DescribeTableRequest
 from lance_namespace.errors import (
@@ -92,16 +93,30 @@ def test_a_table_in_a_root_with_nothing_yet_is_absent(tmp_path):
     assert ln.connect("lance-sync-dir", {"root": str(tmp_path)}).get_table_info(("sales", "orders")) is None
 
 
-def test_the_tables_of_many_namespaces_come_from_one_scan(tmp_path):
-    """A plan reads the tables of every namespace it needs in one manifest scan, not one each."""
+def test_a_snapshot_reads_every_namespace_and_table_in_one_scan(tmp_path):
+    """A plan reads a dir root with one manifest scan, and the snapshot answers what the
+    listings answer."""
     driver = ln.connect("lance-sync-dir", {"root": str(tmp_path)})
-    for ns in ("a", "b", "c"):
-        driver.create_namespace(ln.CreateNamespaceRequest(id=[ns]))
-        driver.declare_tables([DeclareTableRequest(id=[ns, f"t{i}"], location=str(tmp_path / ns / f"t{i}"))
-                               for i in range(3)])
+    for id in (["a"], ["b"], ["a", "inner"]):
+        driver.create_namespace(ln.CreateNamespaceRequest(id=id, properties={"team": id[-1]}))
+    for ns in (("a",), ("a", "inner")):
+        driver.declare_tables([DeclareTableRequest(id=[*ns, f"t{i}"], location=str(tmp_path / "/".join(ns) / f"t{i}"),
+                                                   properties={"tier": "gold"}) for i in range(3)])
     calls = driver.api_calls
-    found = driver.table_infos_of([("a",), ("c",), ("gone",)])
+    snapshot = driver.snapshot()
     assert driver.api_calls - calls == 1
-    assert {ns: sorted(i.id[-1] for i in infos) for ns, infos in found.items()} == {
-        ("a",): ["t0", "t1", "t2"], ("c",): ["t0", "t1", "t2"], ("gone",): []}
-    assert found[("a",)] == list(driver.list_table_infos(("a",)))
+    for parent in ((), ("a",), ("b",), ("a", "inner")):
+        assert snapshot.children(parent) == list(driver.list_namespace_infos(parent))
+        assert snapshot.tables_in(parent) == list(driver.list_table_infos(parent))
+    assert [t.id for t in snapshot.tables_in(("a",))] == [("a", "t0"), ("a", "t1"), ("a", "t2")]
+    assert snapshot.tables_in(("a",))[0].properties == {"tier": "gold"}
+    assert snapshot.tables_in(("a",))[0].properties is not snapshot.tables_in(("a",))[1].properties
+    with pytest.raises(NamespaceNotFoundError):
+        snapshot.tables_in(("gone",))
+    with pytest.raises(NamespaceNotFoundError):
+        snapshot.children(("gone",))
+
+
+def test_a_root_without_a_manifest_has_no_snapshot(tmp_path):
+    """Then the plan reads it through the listings, which answer for a fresh root."""
+    assert ln.connect("lance-sync-dir", {"root": str(tmp_path)}).snapshot() is None
