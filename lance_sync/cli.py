@@ -8,6 +8,7 @@ stderr. Exit codes: 0 done or no changes; 1 error; 2 changes present (plan with
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import logging
 import os
@@ -116,7 +117,16 @@ def load(paths: list[str], policy_file: str | None = None, allow_unset: bool = F
     state = load_manifest(paths, policy_file=policy_file, allow_unset=allow_unset)
     for notice in state.notices:
         click.echo(f"Warning: {notice}", err=True)
+    _keep_out_of_collections()
     return state
+
+
+@functools.cache
+def _keep_out_of_collections() -> None:
+    """Once per process: what exists by now (modules, the first manifest's state) lives as
+    long as the command, so the cyclic garbage collector stops scanning it again with every
+    full collection; on a 10,000-table plan that is a tenth of a second."""
+    gc.freeze()
 
 
 def manifest_option(command: Callable) -> Callable:
