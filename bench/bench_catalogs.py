@@ -13,7 +13,9 @@ exactly as lance-sync declares it, and a manifest declaring every table is writt
 - native read: the fewest calls of the native client that give every table's location and
   properties (a listing per namespace, then loads or batches), 16 threads;
 - lance-sync read: the read phase of build_plan (observe), in a fresh process, which also
-  reports the time of the other phases (load and validate, inspect locations, compare);
+  reports the time of the other phases (imports, load and validate, connect: the drivers'
+  own imports and clients, as the native clients are built before their read is timed;
+  inspect locations, compare);
 - plan process: `python -m lance_sync plan` as a user runs it: wall, CPU (user+sys), peak RSS;
 - calls: counted by the server (for dir: by the client). "minimum" is the native read's calls
   plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages; Iceberg: one
@@ -434,6 +436,7 @@ def child_read(manifest: list[str]) -> None:
     state = load_manifest(manifest)
     lap("load")
     drivers = connect_backends(state.backends)
+    lap("connect")
     live = observe(state, drivers)
     lap("read")
     datasets = inspect_datasets(state, live, drivers)
