@@ -418,8 +418,8 @@ def lance_sync_read(manifest: list[Path], backend: Backend) -> Measure:
 def child_read(manifest: list[str]) -> None:
     """In a fresh process: each phase of build_plan, timed; prints JSON."""
     began = time.perf_counter()
+    from lance_sync.cli import load
     from lance_sync.drivers import connect_backends
-    from lance_sync.manifest import load_manifest
     from lance_sync.observe import observe
     from lance_sync.plan.compare import compare
     from lance_sync.plan.planner import inspect_datasets
@@ -433,7 +433,7 @@ def child_read(manifest: list[str]) -> None:
         phases[name] = now - mark
         mark = now
 
-    state = load_manifest(manifest)
+    state = load(manifest)  # as the CLI loads a manifest (which also readies the garbage collector)
     lap("load")
     drivers = connect_backends(state.backends)
     lap("connect")
