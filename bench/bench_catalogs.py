@@ -32,6 +32,7 @@ Nothing here is part of the test suite; the machine's load average is printed wi
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -418,8 +419,8 @@ def lance_sync_read(manifest: list[Path], backend: Backend) -> Measure:
 def child_read(manifest: list[str]) -> None:
     """In a fresh process: each phase of build_plan, timed; prints JSON."""
     began = time.perf_counter()
-    from lance_sync.cli import load
     from lance_sync.drivers import connect_backends
+    from lance_sync.manifest import load_manifest
     from lance_sync.observe import observe
     from lance_sync.plan.compare import compare
     from lance_sync.plan.planner import inspect_datasets
@@ -433,7 +434,8 @@ def child_read(manifest: list[str]) -> None:
         phases[name] = now - mark
         mark = now
 
-    state = load(manifest)  # as the CLI loads a manifest (which also readies the garbage collector)
+    gc.disable()  # as lance-sync's commands run (lance_sync.cli._pause_collections)
+    state = load_manifest(manifest)
     lap("load")
     drivers = connect_backends(state.backends)
     lap("connect")

@@ -117,16 +117,7 @@ def load(paths: list[str], policy_file: str | None = None, allow_unset: bool = F
     state = load_manifest(paths, policy_file=policy_file, allow_unset=allow_unset)
     for notice in state.notices:
         click.echo(f"Warning: {notice}", err=True)
-    _keep_out_of_collections()
     return state
-
-
-@functools.cache
-def _keep_out_of_collections() -> None:
-    """Once per process: what exists by now (modules, the first manifest's state) lives as
-    long as the command, so the cyclic garbage collector stops scanning it again with every
-    full collection; on a 10,000-table plan that is a tenth of a second."""
-    gc.freeze()
 
 
 def manifest_option(command: Callable) -> Callable:
@@ -179,10 +170,27 @@ def render(plan: Plan, output_format: str) -> str:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lance-sync")
-def main() -> None:
+@click.pass_context
+def main(context: click.Context) -> None:
     """Declarative catalog sync for Lance tables: plan and apply a manifest across catalogs."""
     # thrift logs every failed connection attempt at ERROR; the driver's own error says it once
     logging.getLogger("thrift").setLevel(logging.CRITICAL)
+    if context.invoked_subcommand not in LONG_RUNNING_COMMANDS:
+        _pause_collections(context)
+
+
+#: commands that run until stopped, and so keep the cyclic garbage collector running
+LONG_RUNNING_COMMANDS = {"reconcile"}
+
+
+def _pause_collections(context: click.Context) -> None:
+    """Pause the cyclic garbage collector until the command ends. A command builds large
+    structures without cycles (the manifest's state, the live state, the plan) and ends soon;
+    each full collection rescanned all of them, which was 0.27 s of the 0.6 s a plan takes to
+    read 100,000 dir tables."""
+    if gc.isenabled():
+        gc.disable()
+        context.call_on_close(gc.enable)
 
 
 @main.command()
