@@ -8,10 +8,12 @@ can declare (a Unity catalog, an Iceberg warehouse). With `scan_all`, every name
 every backend is listed, to find owned objects that left the manifest anywhere. Tables are
 listed in every existing namespace of that scope; where a driver loads tables one by one,
 the loads run as parts on this observer's pool (`SyncNamespace.table_info_parts`), which is
-the only one: `parallelism` is the number of catalog calls in flight. Lists are followed to
-their last page by the drivers; any failure stops the plan: a backend that could not be
-read is never taken for an empty one. Apply leases (lance_sync.lease) are lance-sync's bookkeeping and are
-never part of the live state.
+the only one: `parallelism` is the number of catalog calls in flight. A backend that keeps
+every namespace and table in one place (`SyncNamespace.snapshot_reads`: a `dir` root's
+manifest table) is read once, and every listing of it comes from that snapshot. Lists are
+followed to their last page by the drivers; any failure stops the plan: a backend that
+could not be read is never taken for an empty one. Apply leases (lance_sync.lease) are
+lance-sync's bookkeeping and are never part of the live state.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class Observer:
         self.live = LiveState()
         #: namespaces whose children were listed: a child not found there does not exist
         self._listed: set[ObjectKey] = set()
+        #: the snapshot of each backend read in one call (`_read_snapshots`)
+        self.snapshots: dict[str, CatalogSnapshot] = {}
 
     def observe(self) -> LiveState:
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="observe") as pool:
