@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import lance
-import pytest
 import lance_namespace as ln
+import pytest
 from lance_namespace import DeclareTableRequest, DescribeTableRequest
 from lance_namespace.errors import (
     InvalidInputError,
