@@ -131,6 +131,13 @@ def root_field() -> Any:
                  description="Storage root for tables declared without a location (default: cwd)")
 
 
+def spec_timeout_field(default: float, description: str, renamed_to: str) -> Any:
+    """A timeout under the key its backend's spec names, kept for `connect()` properties;
+    manifests write the key it was renamed to (`BackendRules.renamed_keys`)."""
+    return Field(default, description=f"{description} (the spec's key; in a manifest write {renamed_to})",
+                 json_schema_extra={"deprecated": True})
+
+
 class RenamedKey(NamedTuple):
     """A setting's new key, and how a value of the old one converts to it."""
 

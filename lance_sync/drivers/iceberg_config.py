@@ -13,6 +13,7 @@ from lance_sync.drivers.config import (
     Identifier,
     RenamedKey,
     root_field,
+    spec_timeout_field,
 )
 from lance_sync.drivers.config_types import HttpUrl
 
@@ -29,11 +30,8 @@ class IcebergConfig(HttpTimeoutsConfig):
         None, description="OAuth2 client credentials 'client_id:client_secret'; only from ${VAR}")
     SPEC_TIMEOUT_UNIT = 0.001
 
-    connect_timeout: PositiveInt = Field(10000, description="Connect timeout, milliseconds (the spec's key; "
-                                         "in a manifest write connect_timeout_seconds)",
-                                         json_schema_extra={"deprecated": True})
-    read_timeout: PositiveInt = Field(30000, description="Read timeout, milliseconds (the spec's key; in a "
-                                      "manifest write read_timeout_seconds)", json_schema_extra={"deprecated": True})
+    connect_timeout: PositiveInt = spec_timeout_field(10000, "Connect timeout, milliseconds", "connect_timeout_seconds")
+    read_timeout: PositiveInt = spec_timeout_field(30000, "Read timeout, milliseconds", "read_timeout_seconds")
     max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
     root: str = root_field()
 

@@ -13,6 +13,7 @@ from lance_sync.drivers.config import (
     Identifier,
     RenamedKey,
     root_field,
+    spec_timeout_field,
 )
 from lance_sync.drivers.config_types import HttpUrl, NonEmpty
 
@@ -26,11 +27,8 @@ class UnityConfig(HttpTimeoutsConfig):
     catalog: NonEmpty = Field(description="The Unity catalog this backend manages (the first identifier level)")
     api_path: str = Field(DEFAULT_API_PATH, description="API path prefix")
     auth_token: SecretStr | None = Field(None, description="Bearer token; only from ${VAR}")
-    connect_timeout: PositiveFloat = Field(10, description="HTTP connect timeout, seconds (the spec's key; "
-                                           "in a manifest write connect_timeout_seconds)",
-                                           json_schema_extra={"deprecated": True})
-    read_timeout: PositiveFloat = Field(60, description="HTTP read timeout, seconds (the spec's key; in a "
-                                        "manifest write read_timeout_seconds)", json_schema_extra={"deprecated": True})
+    connect_timeout: PositiveFloat = spec_timeout_field(10, "HTTP connect timeout, seconds", "connect_timeout_seconds")
+    read_timeout: PositiveFloat = spec_timeout_field(60, "HTTP read timeout, seconds", "read_timeout_seconds")
     max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
     root: str = root_field()
 
