@@ -4,8 +4,11 @@ Before anything changes, one set of guards runs for every plan, whatever it came
 fresh plan, a saved one, a rollback): blocked actions and destruction without its flag
 are refused (`check_flags`), and every action is checked against the live object it will
 touch (`check_live`): it must still match the plan's fingerprint (a dataset's version
-included), must not have become protected, and must still be this owner's. Apply holds
-the backends' leases (lance_sync.lease) while it checks and runs.
+included), must not have become protected, and must still be this owner's. Data is deleted
+or rewritten only when the dataset carries this owner's record (lance-sync created it) and
+nothing else registered, in any namespace of any backend the plan names, points at or into
+its location: every registration is read again for that. Apply holds the backends' leases
+(lance_sync.lease) while it checks and runs.
 
 Then the `Scheduler` runs actions in parallel as soon as the actions they depend on have
 succeeded, skipping what depends on a failure; the `ActionRunner` says how each (kind,
@@ -28,7 +31,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -44,10 +47,10 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.arrow_types import schema_from_columns
-from lance_sync.drivers.base import SyncNamespace
+from lance_sync.drivers.base import Identifier, SyncNamespace, TableInfo
 from lance_sync.drivers.retry import backoff_seconds, is_transient
 from lance_sync.errors import ExitCode, GuardRefusal, PlanError
-from lance_sync.locations import normalize_location
+from lance_sync.locations import LocationIndex, normalize_location, overlap_relation
 from lance_sync.marks import TABLE_TYPE_KEY, is_protected, owner_of
 from lance_sync.plan.model import (
     Action,
@@ -59,6 +62,11 @@ from lance_sync.plan.model import (
     fingerprint,
     project,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from lance_sync.data.locations import LocationReport
 
 Status = Literal["succeeded", "failed", "skipped"]
 
@@ -155,6 +163,8 @@ def check_live(plan: Plan, drivers: dict[str, SyncNamespace], *, include_creates
     checked = [a for a in plan.actions if include_creates or a.verb != Verb.CREATE]
     with ThreadPoolExecutor(max(1, parallelism)) as pool:
         problems = list(pool.map(lambda a: _live_problem(a, drivers, plan.owner), checked))
+    shared = _shared_data(plan, drivers, parallelism)
+    problems = [p if p not in (None, STALE) else shared.get(a.key, p) for a, p in zip(checked, problems, strict=True)]
     stale = [(a, None) for a, p in zip(checked, problems, strict=True) if p == STALE]
     forbidden = [(a, p) for a, p in zip(checked, problems, strict=True) if p not in (None, STALE)]
     if forbidden:
@@ -172,6 +182,10 @@ def _live_problem(action: Action, drivers: dict[str, SyncNamespace], owner: str)
             info = drivers[address.backend].get_table_info(tuple(address.id))
             if info is not None and is_protected(info.properties):
                 return f"registration {address.backend}: {list(address.id)} is protected"
+        report = _inspected(action.location, driver) if action.destroys == Destruction.DATA else None
+        if report is not None and report.status == "valid" and report.owner != owner:  # else: stale
+            made_by = f"records owner '{report.owner}'" if report.owner else "carries no lance-sync owner record"
+            return f"the dataset {made_by}; lance-sync deletes and rewrites only the datasets it created for '{owner}'"
     else:
         live = _read_object(action, driver)
         properties = live[1] if live else {}
@@ -218,6 +232,11 @@ def _read_object(action: Action, driver: SyncNamespace) -> tuple[str | None, dic
 
 def dataset_version(location: str | None, driver: SyncNamespace) -> int | None:
     """The Lance version at a location; None when there is no dataset. Unreadable storage raises."""
+    report = _inspected(location, driver)
+    return report.version if report is not None and report.status == "valid" else None
+
+
+def _inspected(location: str | None, driver: SyncNamespace) -> LocationReport | None:
     if not location:
         return None
     from lance_sync.data.locations import inspect_location
@@ -225,7 +244,55 @@ def dataset_version(location: str | None, driver: SyncNamespace) -> int | None:
     report = inspect_location(location, driver.storage_options() or None)
     if report.status == "unreachable":
         raise GuardRefusal(f"cannot read {location} to check the plan against it: {report.error}")
-    return report.version if report.status == "valid" else None
+    return report
+
+
+def _shared_data(plan: Plan, drivers: dict[str, SyncNamespace], parallelism: int) -> dict[str, str]:
+    """For each action that deletes or rewrites data: why it is forbidden when a registration
+    that is not the action's own points at, into or around its location. Every registration of
+    every backend the plan names is read again, in every namespace (only when the plan
+    destroys data)."""
+    from lance_sync.observe import read_every_registration
+
+    destroying = [a for a in plan.actions if a.kind == Kind.DATASET and a.destroys == Destruction.DATA]
+    if not destroying:
+        return {}
+    named = {name: drivers[name] for name in plan.backends if name in drivers}
+    found = read_every_registration(named, _containers(plan, named), parallelism)
+    index = LocationIndex((info.location, key) for key, info in found.tables.items() if info.location)
+    problems = {}
+    for action in destroying:
+        own = {(r.backend, tuple(r.id)) for r in action.registrations}
+        location = action.location or ""
+        others = sorted(key for key in index.overlapping(location) if key not in own)
+        if others:
+            texts = "; ".join(_registration_text(location, key, found.tables[key], drivers) for key in others[:3])
+            more = f"; and {len(others) - 3} more" if len(others) > 3 else ""
+            problems[action.key] = f"one asset per path: the location {texts}{more}"
+    return problems
+
+
+def _containers(plan: Plan, drivers: dict[str, SyncNamespace]) -> dict[str, set[Identifier]]:
+    """The first-level namespaces the plan names per backend (an Iceberg warehouse, a catalog),
+    for backends whose root cannot be listed."""
+    containers: dict[str, set[Identifier]] = defaultdict(set)
+    for backend, ids in touched_ids(plan).items():
+        containers[backend] |= {id[:1] for id in ids if id}
+    for scope in plan.scope:
+        if scope.backend in drivers:
+            for namespace in scope.namespaces:
+                if namespace != "(root)":
+                    containers[scope.backend].add(drivers[scope.backend].parse_identifier(namespace)[:1])
+    return containers
+
+
+def _registration_text(location: str, key: tuple[str, Identifier], info: TableInfo,
+                       drivers: dict[str, SyncNamespace]) -> str:
+    backend, id = key
+    owner = owner_of(info.properties)
+    whose = f"owner '{owner}'" if owner else "no lance-sync owner mark"
+    return (f"{overlap_relation(location, info.location or '')} the location of "
+            f"{drivers[backend].format_identifier(id)} in backend '{backend}' ({whose})")
 
 
 def _listed(items: Sequence[tuple[Action, str | None]]) -> str:
@@ -241,10 +308,12 @@ def _listed(items: Sequence[tuple[Action, str | None]]) -> str:
 class ActionRunner:
     """The backend calls of each (kind, verb); a retried write checked against the live object."""
 
-    def __init__(self, plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions):
+    def __init__(self, plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions, apply: str = ""):
         self.plan = plan
         self.drivers = drivers
         self.options = options
+        #: this apply, as its journal names it: recorded in the intent record of each dataset it writes
+        self.apply = apply
         self._bulk_backends: dict[str, bool] = {}
         self._handlers: dict[tuple[Kind, Verb], Callable[[Action, SyncNamespace], int | None]] = {
             (Kind.NAMESPACE, Verb.CREATE): self._create_namespace,
@@ -374,35 +443,41 @@ class ActionRunner:
         driver.deregister_table(DeregisterTableRequest(id=action.id))
 
     def _write_data(self, action: Action, driver: SyncNamespace) -> int:
-        """Write the dataset (create, or overwrite on a schema mismatch); returns its new version."""
-        import lance
+        """Write the dataset all or nothing (create, or overwrite on a schema mismatch, see
+        lance_sync.data.datasets); returns its new version."""
+        from lance_sync.data.datasets import write_dataset
 
         location = _dataset_location(action)
         after = _after(action)
         mode: Literal["create", "overwrite"] = "overwrite" if action.verb == Verb.REPLACE else "create"
         options = driver.storage_options() or None
         schema = schema_from_columns(after.columns) if after.columns else None
-        if after.source:
-            from lance_sync.data.materialize import materialize
-            from lance_sync.data.spark import SPARK_LOG, resolve_spark_settings
-
-            settings = resolve_spark_settings(self.options.spark, self.plan.spark,
-                                              log_file=self.options.state_dir / SPARK_LOG)
-            materialize(after.source, location, schema, mode, settings, storage_options=options)
-        elif schema is not None:
-            lance.write_dataset(schema.empty_table(), location, mode=mode, storage_options=options)
-        else:
+        if not after.source and schema is None:
             raise PlanError(f"{action.name} {location}: the plan gives neither a schema nor a source")
-        return lance.dataset(location, storage_options=options).version
+        source = after.source
+
+        def write(at: str, write_mode: Literal["create", "overwrite"], target: pa.Schema | None) -> None:
+            if source:
+                from lance_sync.data.materialize import materialize
+                from lance_sync.data.spark import SPARK_LOG, resolve_spark_settings
+
+                settings = resolve_spark_settings(self.options.spark, self.plan.spark,
+                                                  log_file=self.options.state_dir / SPARK_LOG)
+                materialize(source, at, target, write_mode, settings, storage_options=options, owner=self.plan.owner)
+            else:
+                import lance
+
+                assert target is not None
+                lance.write_dataset(target.empty_table(), at, mode=write_mode, storage_options=options)
+
+        return write_dataset(location, mode=mode, owner=self.plan.owner, apply=self.apply, schema=schema,
+                             write=write, storage_options=options)
 
     def _delete_data(self, action: Action, driver: SyncNamespace) -> None:
-        from lance_sync.data.storage import open_storage
+        from lance_sync.data.datasets import delete_dataset
 
-        location = _dataset_location(action)
-        storage = open_storage(location, driver.storage_options() or None)
-        path = storage.path(normalize_location(location))
-        if storage.info(path).type.name != "NotFound":
-            storage.filesystem.delete_dir(path)
+        delete_dataset(_dataset_location(action), owner=self.plan.owner,
+                       storage_options=driver.storage_options() or None)
 
 
 def _declare_request(action: Action) -> DeclareTableRequest:
@@ -550,7 +625,7 @@ def execute(plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions
             on_done(outcome)
 
     try:
-        Scheduler(plan.actions, options.parallelism).run(ActionRunner(plan, drivers, options), finish, stop)
+        Scheduler(plan.actions, options.parallelism).run(ActionRunner(plan, drivers, options, stamp), finish, stop)
     finally:
         journal.write("end", succeeded=len(report.with_status("succeeded")),
                       failed=len(report.with_status("failed")), skipped=len(report.with_status("skipped")))

@@ -5,13 +5,17 @@ for `file:///x`; both are `/x` here.
 
 from __future__ import annotations
 
+import bisect
 import os
 import posixpath
 import re
+from collections.abc import Iterable, Iterator
+from typing import Generic, TypeVar
 from urllib.parse import unquote
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+T = TypeVar("T")
 
 
 def scheme(location: str) -> str | None:
@@ -94,6 +98,54 @@ def is_within(location: str, root: str) -> bool:
     """True when `location` is `root` or lies below it (both already normalized)."""
     root = root.rstrip("/")
     return location == root or location.startswith(root + "/")
+
+
+def overlap(first: str, second: str) -> bool:
+    """Equal, or one inside the other (both normalized): one asset per path forbids it."""
+    return is_within(first, second) or is_within(second, first)
+
+
+def overlap_relation(location: str, other: str) -> str:
+    """How `location` overlaps `other`, in words: 'is', 'lies inside' or 'contains'."""
+    if location.rstrip("/") == other.rstrip("/"):
+        return "is"
+    return "lies inside" if is_within(location, other) else "contains"
+
+
+class LocationIndex(Generic[T]):
+    """Items by normalized location, to find those at, inside or around a location without
+    comparing it with every other one (a plan holds up to hundreds of thousands)."""
+
+    def __init__(self, items: Iterable[tuple[str, T]]):
+        self._at: dict[str, list[T]] = {}
+        for location, item in items:
+            self._at.setdefault(location.rstrip("/") or "/", []).append(item)
+        self._sorted = sorted(self._at)
+
+    def overlapping(self, location: str) -> list[T]:
+        """The items at `location`, inside it, or at a location that contains it."""
+        location = location.rstrip("/") or "/"
+        found = list(self._at.get(location, []))
+        prefix = location + "/" if location != "/" else "/"
+        start = bisect.bisect_left(self._sorted, prefix)
+        for inside in self._sorted[start:]:
+            if not inside.startswith(prefix):
+                break
+            found += self._at[inside]
+        for ancestor in _ancestors(location):
+            found += self._at.get(ancestor, [])
+        return found
+
+
+def _ancestors(location: str) -> Iterator[str]:
+    """`/a/b/c` -> `/a/b`, `/a`, `/`; `s3://bucket/a/b` -> `s3://bucket/a`, `s3://bucket`."""
+    match = _SCHEME.match(location)
+    head, rest = (location[:match.end()], location[match.end():]) if match else ("", location)
+    while "/" in rest.strip("/"):
+        rest = rest.rstrip("/").rsplit("/", 1)[0]
+        yield head + rest
+    if not head and location != "/":
+        yield "/"
 
 
 

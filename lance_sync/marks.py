@@ -10,6 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 OWNER_KEY = "lance_sync.owner"
+#: the same key in a Lance dataset's schema metadata: the owner whose apply created the dataset,
+#: written in the commit that creates it. lance-sync deletes or rewrites only datasets that carry
+#: its owner's record (a catalog property alone, which anyone with catalog write access can set,
+#: never decides that data is deleted).
+DATASET_OWNER_KEY = OWNER_KEY
 PROTECT_KEY = "lance_sync.protect"
 ON_REMOVE_KEY = "lance_sync.on_remove"
 MANAGED_KEYS = (OWNER_KEY, PROTECT_KEY, ON_REMOVE_KEY)
@@ -41,6 +46,12 @@ def is_protected(properties: Mapping[str, str]) -> bool:
 
 def drops_data(properties: Mapping[str, str]) -> bool:
     return properties.get(ON_REMOVE_KEY) == "drop"
+
+
+def dataset_owner(schema_metadata: Mapping[bytes, bytes] | None) -> str | None:
+    """The owner recorded in a Lance dataset's schema metadata, or None."""
+    value = (schema_metadata or {}).get(DATASET_OWNER_KEY.encode())
+    return value.decode("utf-8", errors="replace") if value is not None else None
 
 
 def is_lance_table(properties: Mapping[str, str]) -> bool:

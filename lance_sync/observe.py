@@ -67,6 +67,9 @@ class LiveState:
     #: every namespace was listed (scan_all)
     complete: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: tables seen outside the scanned namespaces (a backend read in one snapshot shows all of
+    #: them): never planned, only checked against the manifest's locations (one asset per path)
+    beyond_scope: dict[ObjectKey, TableInfo] = field(default_factory=dict)
 
 
 class Observer:
@@ -92,6 +95,7 @@ class Observer:
             self._describe_unlisted_namespaces()
             self._list_tables()
         self.live.complete = self.scan_all
+        self._tables_beyond_scope()
         return self.live
 
     # --- the passes --------------------------------------------------------------------------
@@ -156,10 +160,15 @@ class Observer:
         for key, tables in listed:
             self.live.scanned.add(key)
             for info in tables:
-                location = normalize_location(info.location) if info.location else None
-                if location != info.location:
-                    info = replace(info, location=location)
-                self.live.tables[(key[0], info.id)] = info
+                self.live.tables[(key[0], info.id)] = _normalized(info)
+
+    def _tables_beyond_scope(self) -> None:
+        for backend, snapshot in self.snapshots.items():
+            for tables in snapshot.tables.values():
+                for info in tables:
+                    key = (backend, info.id)
+                    if key not in self.live.tables:
+                        self.live.beyond_scope[key] = _normalized(info)
 
     # --- scope ---------------------------------------------------------------------------------
 
@@ -267,6 +276,12 @@ def _from_snapshot(snapshot: CatalogSnapshot, ids: list[Identifier]) -> list[Nam
     return [snapshot.namespaces.get(id) for id in ids]
 
 
+def _normalized(info: TableInfo) -> TableInfo:
+    """The table with its location in the one spelling every comparison uses."""
+    location = normalize_location(info.location) if info.location else None
+    return info if location == info.location else replace(info, location=location)
+
+
 def _unless_gone(part: Callable[[], list[T]]) -> list[T]:
     """A part of a namespace's children or tables; none when it was dropped meanwhile."""
     try:
@@ -279,3 +294,109 @@ def observe(state: DesiredState, drivers: dict[str, SyncNamespace],
             parallelism: int = DEFAULT_PARALLELISM, on_progress: Callable[[str], None] | None = None,
             scan_all: bool = False) -> LiveState:
     return Observer(state, drivers, parallelism, on_progress, scan_all).observe()
+
+
+@dataclass
+class Registrations:
+    """Every table registered in some backends (`read_every_registration`)."""
+
+    tables: dict[ObjectKey, TableInfo]
+    #: backends whose root cannot be listed (Iceberg REST has no warehouse listing): read from
+    #: the containers named instead, and what those were
+    from_containers: dict[str, list[Identifier]] = field(default_factory=dict)
+
+
+def read_every_registration(drivers: dict[str, SyncNamespace], containers: dict[str, set[Identifier]],
+                            parallelism: int = DEFAULT_PARALLELISM) -> Registrations:
+    """Every table of every namespace of each backend, read now: what apply checks before it
+    deletes data, so that nothing else points at the location (one asset per path). A backend
+    whose root cannot be listed is read from `containers` (its first-level namespaces a plan
+    names). Any failure is an ObserveError: an incomplete read never lets data be deleted."""
+    return _RegistrationWalk(drivers, parallelism).run(containers)
+
+
+class _RegistrationWalk:
+    def __init__(self, drivers: dict[str, SyncNamespace], parallelism: int):
+        self.drivers = drivers
+        self.parallelism = max(1, parallelism)
+        self.found = Registrations({})
+
+    def run(self, containers: dict[str, set[Identifier]]) -> Registrations:
+        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="registrations") as pool:
+            self.pool = pool
+            walked = []
+            for backend, driver in self.drivers.items():
+                snapshot = self._call(backend, (), driver.snapshot) if driver.snapshot_reads else None
+                if snapshot is None:
+                    walked.append(backend)
+                    continue
+                for tables in snapshot.tables.values():
+                    self._add(backend, tables)
+            root_calls: list[tuple[ObjectKey, Callable[[], list[NamespaceInfo] | None]]] = [
+                ((b, ()), partial(self._children, b, ())) for b in walked]
+            roots = self._in_parallel(root_calls)
+            pending: list[ObjectKey] = []
+            for (backend, _root), children in roots:
+                if children is None:  # the root cannot be listed: start from the containers named
+                    starts = sorted(c for c in containers.get(backend, set()) if c)
+                    self.found.from_containers[backend] = starts
+                    pending += [(backend, c) for c in starts]
+                else:
+                    pending += [(backend, info.id) for info in children if not is_lease_namespace(info.id)]
+            self._walk(pending)
+        return self.found
+
+    def _walk(self, pending: list[ObjectKey]) -> None:
+        seen: set[ObjectKey] = set()
+        while pending:
+            wave = sorted(set(pending) - seen)
+            seen |= set(wave)
+            pending = []
+            table_calls: list[tuple[ObjectKey, Callable[[], list[TableInfo]]]] = [
+                (key, partial(self._tables, *key)) for key in wave if self._holds_tables(*key)]
+            child_calls: list[tuple[ObjectKey, Callable[[], list[NamespaceInfo] | None]]] = [
+                (key, partial(self._children, *key)) for key in wave if self._holds_namespaces(*key)]
+            for (backend, _id), tables in self._in_parallel(table_calls):
+                self._add(backend, tables)
+            for (backend, _id), children in self._in_parallel(child_calls):
+                pending += [(backend, info.id) for info in children or [] if not is_lease_namespace(info.id)]
+
+    def _holds_tables(self, backend: str, id: Identifier) -> bool:
+        low, high = self.drivers[backend].table_namespace_levels
+        return low <= len(id) and (high is None or len(id) <= high)
+
+    def _holds_namespaces(self, backend: str, id: Identifier) -> bool:
+        high = self.drivers[backend].namespace_levels[1]
+        return high is None or len(id) < high
+
+    def _children(self, backend: str, parent: Identifier) -> list[NamespaceInfo] | None:
+        try:
+            return list(self.drivers[backend].list_namespace_infos(parent))
+        except NamespaceNotFoundError:
+            return []
+        except UnsupportedOperationError:
+            if parent:
+                raise
+            return None
+
+    def _tables(self, backend: str, namespace: Identifier) -> list[TableInfo]:
+        try:
+            return list(self.drivers[backend].list_table_infos(namespace))
+        except NamespaceNotFoundError:
+            return []
+
+    def _add(self, backend: str, tables: list[TableInfo]) -> None:
+        for info in tables:
+            self.found.tables[(backend, info.id)] = _normalized(info)
+
+    def _in_parallel(self, calls: Sequence[tuple[ObjectKey, Callable[[], R]]]) -> list[tuple[ObjectKey, R]]:
+        futures = [(key, self.pool.submit(self._call, key[0], key[1], call)) for key, call in calls]
+        return [(key, future.result()) for key, future in futures]
+
+    def _call(self, backend: str, id: Identifier, call: Callable[[], R]) -> R:
+        try:
+            return with_retries(call, READ_RETRIES)
+        except LanceNamespaceError as error:
+            where = self.drivers[backend].format_identifier(id) or "(root)"
+            raise ObserveError(f"backend '{backend}': reading {where} to find every registration failed: "
+                               f"{type(error).__name__}: {error}") from error

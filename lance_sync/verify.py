@@ -135,6 +135,8 @@ def _problems(item: LocationFinding,
         problems.append("the location holds data that is not a Lance dataset")
     elif item.status == "corrupt":
         problems.append(f"corrupt Lance dataset: {item.error}")
+    elif item.status == "interrupted":
+        problems.append(f"{item.error}: the owner's next apply finishes it")
     elif item.status == "unreachable":
         problems.append(f"storage unreachable: {item.error}")
     if item.status == "valid":

@@ -68,16 +68,22 @@ COMMIT_RETRIES = 20
 ABORT_SWEEPS = 4
 ABORT_SWEEP_SECONDS = 0.5
 SCHEMA_OPTION = "schema"
+#: the target schema's metadata (JSON), which the columns of SCHEMA_OPTION do not carry
+SCHEMA_METADATA_OPTION = "schema_metadata"
 STORAGE_OPTION_PREFIX = "storage."
 
 
 def lance_options(
     target_schema: pa.Schema | None = None, storage_options: dict | None = None
 ) -> dict[str, str]:
-    """Spark options for the lance format: the target schema and the storage options."""
+    """Spark options for the lance format: the target schema (with its metadata, such as
+    lance-sync's owner record) and the storage options."""
     options = {f"{STORAGE_OPTION_PREFIX}{k}": str(v) for k, v in (storage_options or {}).items()}
     if target_schema is not None:
         options[SCHEMA_OPTION] = json.dumps(columns_from_schema(target_schema))
+        if target_schema.metadata:
+            options[SCHEMA_METADATA_OPTION] = json.dumps(
+                {k.decode(): v.decode() for k, v in target_schema.metadata.items()})
     return options
 
 
@@ -159,7 +165,9 @@ class LanceDataSource(DataSource):
         self, schema: StructType, existing: lance.LanceDataset | None, overwrite: bool
     ) -> pa.Schema:
         if SCHEMA_OPTION in self.options:
-            return schema_from_columns(json.loads(self.options[SCHEMA_OPTION]))
+            target = schema_from_columns(json.loads(self.options[SCHEMA_OPTION]))
+            metadata = json.loads(self.options.get(SCHEMA_METADATA_OPTION) or "{}")
+            return target.with_metadata(metadata) if metadata else target
         if existing is not None and not overwrite:
             return existing.schema
         return spark_arrow_schema(schema)

@@ -8,9 +8,15 @@ filesystem is asked first):
 - not_lance:   a file, or a non-empty directory without `_versions/`;
 - corrupt:     `_versions/` exists but pylance cannot open the dataset, or a data file the
                latest version references is gone;
-- valid:       opens, with its version, row count and columns;
+- valid:       opens, with its version, row count, columns and the owner recorded in its
+               schema metadata (see lance_sync.marks.DATASET_OWNER_KEY);
+- interrupted: a lance-sync write that did not commit: an intent record and nothing Lance
+               committed (see lance_sync.data.intents);
 - unreachable: the storage itself failed (permissions, network): nothing is known about the
                location, so callers must not treat it as missing.
+
+A valid dataset may still hold the intent record of the write that made it (the write was cut
+off after its commit); the report carries any intent record it finds.
 
 Many locations often share a parent (a table per directory of one root): `inspect_locations`
 then lists each such parent once and knows every location absent from the listing to be
@@ -34,11 +40,14 @@ import pyarrow as pa
 from pyarrow import fs as pafs
 
 from lance_sync.arrow_types import columns_from_schema
+from lance_sync.data.intents import INTENT_FILE, read_intent
 from lance_sync.data.spark import SparkSettings, get_spark
 from lance_sync.data.storage import Storage, open_storage
 from lance_sync.locations import normalize_location
+from lance_sync.marks import dataset_owner
+from lance_sync.plan.model import WriteIntent
 
-Status = Literal["valid", "missing", "not_lance", "corrupt", "unreachable"]
+Status = Literal["valid", "missing", "not_lance", "corrupt", "interrupted", "unreachable"]
 Engine = Literal["auto", "threads", "spark"]
 
 DEFAULT_SPARK_THRESHOLD = 2000
@@ -58,6 +67,10 @@ class LocationReport:
     row_count: int | None = None
     columns: list[dict] | None = None  # arrow_types.columns_from_schema form
     error: str | None = None
+    #: the lance-sync owner recorded in a valid dataset's schema metadata
+    owner: str | None = None
+    #: the intent record at the location: an interrupted write's, or a finished one's not cleared
+    intent: WriteIntent | None = None
 
 
 def inspect_location(uri: str, storage_options: dict | None = None) -> LocationReport:
@@ -65,27 +78,33 @@ def inspect_location(uri: str, storage_options: dict | None = None) -> LocationR
     try:
         location = normalize_location(uri)
         storage = open_storage(location, storage_options)
-        status, reason = _classify(storage, storage.path(location))
+        status, reason, intent = _classify(storage, storage.path(location))
     except Exception as e:  # any storage failure: report it, never guess "missing"
         return LocationReport(uri, "unreachable", error=_describe(e))
     if status is not None:
-        return LocationReport(uri, status, error=reason)
-    return _open_dataset(uri, location, storage, storage_options)
+        return LocationReport(uri, status, error=reason, intent=intent)
+    report = _open_dataset(uri, location, storage, storage_options)
+    report.intent = intent
+    return report
 
 
-def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None]:
-    """What the filesystem says: a status and why, or (None, None) if pylance must judge."""
+def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None, WriteIntent | None]:
+    """What the filesystem says: a status, why, and the intent record at the location; the
+    status is None if pylance must judge."""
     kind = storage.info(path).type
     if kind == pafs.FileType.NotFound:
-        return "missing", None
+        return "missing", None, None
     if kind == pafs.FileType.File:
-        return "not_lance", "a file, not a directory"
+        return "not_lance", "a file, not a directory", None
     entries = storage.list_dir(path)
+    intent = read_intent(storage, path) if any(e.base_name == INTENT_FILE for e in entries) else None
     if any(entry.base_name == "_versions" and entry.type == pafs.FileType.Directory for entry in entries):
-        return None, None
+        return None, None, intent
+    if intent is not None:
+        return "interrupted", f"a lance-sync write that did not finish ({intent.describe()})", intent
     if not entries:
-        return "missing", None
-    return "not_lance", "a directory without _versions/"
+        return "missing", None, None
+    return "not_lance", "a directory without _versions/", None
 
 
 def _open_dataset(
@@ -105,6 +124,7 @@ def _open_dataset(
             version=dataset.version,
             row_count=dataset.count_rows(),
             columns=columns_from_schema(dataset.schema),
+            owner=dataset_owner(dataset.schema.metadata),
         )
     except Exception as e:
         return LocationReport(uri, "corrupt", error=_describe(e))
@@ -207,11 +227,13 @@ _REPORT_SCHEMA = pa.schema(
         ("row_count", pa.int64()),
         ("columns", pa.string()),  # JSON
         ("error", pa.string()),
+        ("owner", pa.string()),
+        ("intent", pa.string()),  # JSON
     ]
 )
 _REPORT_DDL = (
     "position long, uri string, status string, version long, row_count long, "
-    "columns string, error string"
+    "columns string, error string, owner string, intent string"
 )
 
 
@@ -239,7 +261,8 @@ def _inspect_batches(
         uris = batch.column("uri").to_pylist()
         reports = _inspect_with_threads(uris, storage_options, max_workers)
         rows = [
-            {**asdict(report), "position": position, "columns": json.dumps(report.columns)}
+            {**asdict(report), "position": position, "columns": json.dumps(report.columns),
+             "intent": report.intent.model_dump_json() if report.intent else None}
             for position, report in zip(batch.column("position").to_pylist(), reports, strict=True)
         ]
         yield pa.RecordBatch.from_pylist(rows, schema=_REPORT_SCHEMA)
@@ -248,4 +271,5 @@ def _inspect_batches(
 def _report_from_row(row: dict) -> LocationReport:
     fields = {k: v for k, v in row.items() if k != "position"}
     fields["columns"] = json.loads(row["columns"])
+    fields["intent"] = WriteIntent.model_validate_json(row["intent"]) if row.get("intent") else None
     return LocationReport(**fields)

@@ -62,22 +62,28 @@ def materialize(
     mode: Mode,
     settings: SparkSettings,
     storage_options: dict | None = None,
+    owner: str | None = None,
 ) -> MaterializeResult:
     """Write the source's rows as the Lance dataset at `location` and report what was committed.
 
-    mode "create" needs an empty location; "overwrite" replaces a dataset (or creates one).
+    mode "create" needs an empty location (or one holding only `owner`'s intent record, see
+    lance_sync.data.datasets, which calls this); "overwrite" replaces a dataset (or creates
+    one). With `owner`, the dataset carries that owner's record.
     """
+    from lance_sync.data.datasets import with_owner_record
     from lance_sync.data.lance_source import FORMAT, lance_options
 
     if mode not in _WRITABLE:
         raise ValueError(f"mode must be create or overwrite, not {mode!r}")
     location = normalize_location(location)
-    _check_location(location, mode, storage_options)
+    _check_location(location, mode, storage_options, owner)
     with spark_errors(settings, f"cannot write {location} from {source['format']} {source['path']}"):
         frame = _read_source(get_spark(settings), source, storage_options)
         casts = _casts(source, frame.columns)
         if target_schema is None:
             target_schema = _dataset_schema(frame, source, casts, storage_options)
+            if owner is not None:
+                target_schema = with_owner_record(target_schema, owner)
         frame = _apply_casts(frame, casts)
         _check_columns(frame.columns, target_schema)
         (
@@ -90,8 +96,10 @@ def materialize(
     return MaterializeResult(dataset.version, dataset.count_rows(), dataset.schema)
 
 
-def _check_location(location: str, mode: Mode, storage_options: dict | None) -> None:
+def _check_location(location: str, mode: Mode, storage_options: dict | None, owner: str | None) -> None:
     report = inspect_location(location, storage_options)
+    if report.status == "interrupted" and report.intent is not None and report.intent.owner == owner:
+        return  # the intent record of this very write
     if report.status not in _WRITABLE[mode]:
         detail = f": {report.error}" if report.error else ""
         raise MaterializeError(

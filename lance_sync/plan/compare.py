@@ -10,8 +10,14 @@ operation objects; rendering and execution live elsewhere. Rules, in short:
 - a table whose backend cannot change it in place is replaced: a new table, shown as such;
 - a dataset with columns beyond the declared ones is fine (a writer evolved it); a declared
   column that is missing or of another type is an error, or a rewrite with on_mismatch;
-- data is deleted only when no remaining table of the manifest uses it, and always before
-  its registrations are forgotten, so a failure in between is planned again.
+- one asset per path: a create, adopt or move of a table whose location equals, lies inside or
+  contains the location of any registration that is not this table's (another owner's, an
+  unmarked one, one outside the plan's scope) is blocked, naming that registration;
+- a table is never registered on a location that holds something other than a Lance dataset
+  (or another owner's unfinished write); this owner's unfinished write is written again;
+- data is deleted only when it carries this owner's record (lance-sync created it), no table of
+  the manifest uses the location, nothing else registered points at or into it, and always
+  before its registrations are forgotten, so a failure in between is planned again.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from lance_sync.arrow_types import (
 )
 from lance_sync.drivers.base import Capabilities, Identifier, TableInfo
 from lance_sync.errors import PlanError
+from lance_sync.locations import LocationIndex, overlap_relation
 from lance_sync.manifest.desired import DesiredState, DesiredTable
 from lance_sync.marks import (
     MANAGED_KEYS,
@@ -55,6 +62,8 @@ from lance_sync.plan.model import (
 )
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
+#: what a location may hold for a table to be registered there
+_NOT_A_DATASET = ("not_lance", "corrupt", "interrupted")
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,14 @@ class Comparer:
         self.datasets = datasets
         self.result = Comparison()
         self.created_namespaces: set[ObjectKey] = set()
+        wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
+        #: every registration the plan saw, by location; those that stay after this plan and are
+        #: not the manifest's are the ones a manifest table's location may not overlap
+        seen = {**live.beyond_scope, **live.tables}
+        self.registrations = LocationIndex((info.location, key) for key, info in seen.items() if info.location)
+        self.staying_foreign = {key for key, info in seen.items() if key not in wanted and (
+            key in live.beyond_scope or owner_of(info.properties) != desired.owner)}
+        self.manifest_locations = LocationIndex((t.location, t.name) for t in desired.tables)
 
     def compare(self, strict: bool = True) -> Comparison:
         """The actions; with `strict`, a PlanError when anything conflicts (drift reads them)."""
@@ -132,6 +149,27 @@ class Comparer:
     def _left_alone(self, kind: Kind, backend: str, id: Identifier, reason: str) -> None:
         self.result.left_alone.append(LeftAlone(kind=kind, backend=backend, id=list(id),
                                                 display_id=self._display(backend, id), reason=reason))
+
+    def _overlapping(self, location: str, keys: list[ObjectKey]) -> str:
+        """'is the location of ops$mine in backend 'lake' (owner 'team-a'); ...' for up to three."""
+        texts = []
+        for key in keys[:3]:
+            backend, id = key
+            info = self.live.tables.get(key) or self.live.beyond_scope[key]
+            owner = owner_of(info.properties)
+            texts.append(f"{overlap_relation(location, info.location or '')} the location of "
+                         f"{self._display(backend, id)} in backend '{backend}' "
+                         f"({f'owner {owner!r}' if owner else 'no lance-sync owner mark'})")
+        return "; ".join(texts) + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+    def _location_conflict(self, table: DesiredTable) -> str | None:
+        """Why a create, adopt or move of `table` is refused: another registration at, inside or
+        around its location that stays after this plan (one asset per path)."""
+        others = sorted(key for key in self.registrations.overlapping(table.location)
+                        if key in self.staying_foreign)
+        if not others:
+            return None
+        return f"one asset per path: {table.location} {self._overlapping(table.location, others)}"
 
     def _owner_conflict(self, kind: Kind, backend: str, id: Identifier, owner: str) -> None:
         self.result.conflicts.append(Conflict(
@@ -178,7 +216,9 @@ class Comparer:
     def _tables(self) -> None:
         for table in self.desired.tables:
             status = self.datasets.get(table.location)
-            writes = self._dataset(table, status) is not None
+            overlap = self._location_conflict(table)
+            made_before = len(self.result.actions)
+            writes = self._dataset(table, status, overlap) is not None
             for registration in table.registrations:
                 key = (registration.backend, registration.id)
                 namespace = (registration.backend, registration.id[:-1])
@@ -188,30 +228,42 @@ class Comparer:
                         f"backend '{registration.backend}' and is not declared under namespaces:",
                         "namespace", table.name, registration.backend, registration.id))
                     continue
-                self._table(table, key, status, writes)
+                self._table(table, key, status, writes, overlap)
+            if overlap and len(self.result.actions) == made_before:
+                self.result.warnings.append(f"table '{table.name}': {overlap}")
 
-    def _dataset(self, table: DesiredTable, status: DatasetStatus | None) -> Action | None:
-        """Write the table's data when it is missing, or rewrite it when on_mismatch says so."""
+    def _dataset(self, table: DesiredTable, status: DatasetStatus | None, overlap: str | None) -> Action | None:
+        """Write the table's data when it is missing (or this owner's write of it was cut off),
+        or rewrite it when on_mismatch says so."""
         writer = table.registrations[0].backend if table.registrations else None
         if writer is None:
             return None
+        data = bool(table.columns or table.source)
         missing = status is None or status.status == "missing"
-        if missing and not (table.columns or table.source):
+        if missing and not data:
             return None  # declared without data: nothing to write (most tables of a large plan)
         declared = _declared_columns(table)
         registrations = [Address(backend=r.backend, id=list(r.id), display_id=self._display(r.backend, r.id))
                          for r in table.registrations]
         after = ObjectState(location=table.location, columns=declared, source=table.source)
-        common: dict[str, Any] = {"table": table.name, "dataset": status, "registrations": registrations}
+        common: dict[str, Any] = {"table": table.name, "dataset": status, "registrations": registrations,
+                                  "blocked": overlap}
         if missing:
             return self._action(Verb.CREATE, Kind.DATASET, Reason.ABSENT, writer, (), before=None,
                                 after=after, detail=f"no dataset at the location: write it {_origin(table)}",
                                 **common)
         assert status is not None
-        if status.status == "unreachable" and (table.columns or table.source):
+        unfinished = self._unfinished_write(table, status)
+        if unfinished is not None:
+            before = ObjectState(location=table.location, version=status.version) if status.version else None
+            return self._action(Verb.CREATE, Kind.DATASET, Reason.ABSENT, writer, (), before=before, after=after,
+                                detail=unfinished, **common)
+        if status.status == "unreachable" and data:
             self.result.conflicts.append(Conflict(
                 f"table '{table.name}': cannot tell whether {table.location} holds data: {status.error}",
                 "storage", table.name))
+        if status.status in _NOT_A_DATASET and data:
+            self.result.conflicts.append(self._not_a_dataset(table, status))
         if status.status != "valid" or declared is None:
             return None
         drift = column_drift(declared, status.columns or [])
@@ -226,10 +278,13 @@ class Comparer:
             protected = table.protect or any(
                 is_protected(self.live.tables[(r.backend, r.id)].properties)
                 for r in table.registrations if (r.backend, r.id) in self.live.tables)
+            if protected:
+                common["blocked"] = PROTECTED
+            elif status.owner != self.desired.owner:
+                common["blocked"] = _not_created_here(table.location, status, self.desired.owner)
             return self._action(Verb.REPLACE, Kind.DATASET, Reason.SCHEMA_MISMATCH, writer, (), before=before,
                                 after=after, detail=f"{'; '.join(drift.problems())}: rewrite it {_origin(table)} "
-                                "(on_mismatch: overwrite; the current data is lost)",
-                                blocked=PROTECTED if protected else None, **common)
+                                "(on_mismatch: overwrite; the current data is lost)", **common)
         self.result.conflicts.extend(
             Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name)
             for problem in drift.problems())
@@ -238,7 +293,32 @@ class Comparer:
             "schema, or set source.on_mismatch: overwrite to rewrite the data (destroys it)", "schema", table.name))
         return None
 
-    def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool) -> None:
+    def _unfinished_write(self, table: DesiredTable, status: DatasetStatus) -> str | None:
+        """What finishing this owner's cut-off write of the dataset means, when the location holds
+        one: its intent record, without a committed version or (the record not cleared yet) with
+        one that carries this owner's record. None otherwise."""
+        intent = status.intent
+        if intent is None or intent.owner != self.desired.owner or not (table.columns or table.source):
+            return None
+        if status.status == "interrupted":
+            return (f"apply {intent.apply} of this owner did not finish writing the dataset: remove what it "
+                    f"left and write it {_origin(table)}")
+        if status.status == "valid" and status.owner == self.desired.owner:
+            return (f"apply {intent.apply} of this owner committed the dataset but did not finish: check it "
+                    "and clear its intent record")
+        return None
+
+    def _not_a_dataset(self, table: DesiredTable, status: DatasetStatus) -> Conflict:
+        what = {"not_lance": "holds data that is not a Lance dataset",
+                "corrupt": f"holds a Lance dataset that cannot be read ({status.error or 'corrupt'})",
+                "interrupted": f"holds an unfinished lance-sync write of "
+                               f"{status.intent.describe() if status.intent else 'another owner'}"}[status.status]
+        return Conflict(f"table '{table.name}': {table.location} {what}; lance-sync registers a table only on a "
+                        "Lance dataset and never deletes what it did not write: move that data away or point "
+                        "the table at another location", "storage", table.name)
+
+    def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool,
+               overlap: str | None) -> None:
         backend, id = key
         want_properties = {**table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
         live = self.live.tables.get(key)
@@ -250,9 +330,15 @@ class Comparer:
         want = ObjectState(location=table.location, properties=want_properties)
         common: dict[str, Any] = {"keys": keys, "table": table.name, "dataset": status,
                   "warnings": [] if writes else _dataset_warnings(table, status)}
+        moves = live is None or live.location != table.location
+        if moves and not writes and status is not None and status.status in _NOT_A_DATASET:
+            conflict = self._not_a_dataset(table, status)
+            if conflict.message not in {c.message for c in self.result.conflicts}:
+                self.result.conflicts.append(conflict)
+            return
         if live is None:
             self._action(Verb.CREATE, Kind.TABLE, Reason.ABSENT, backend, id, before=None, after=want,
-                         detail="declared in the manifest, absent", **common)
+                         detail="declared in the manifest, absent", blocked=overlap, **common)
             return
         if not live.is_lance:
             self.result.conflicts.append(Conflict(
@@ -281,20 +367,22 @@ class Comparer:
             self._action(Verb.UPDATE, Kind.TABLE, Reason.ADOPT if adopting else Reason.CHANGED, backend, id,
                          before=have, after=want,
                          detail=("exists without an owner mark: adopt it (stamp the mark in place); "
-                                 if adopting else "") + _diff_detail(have, want), **common)
+                                 if adopting else "") + _diff_detail(have, want),
+                         blocked=overlap if adopting or have.location != want.location else None, **common)
             return
         why = ("its location differs and the backend cannot move a table in place"
                if have.location != want.location else "the backend cannot update table properties in place")
+        blocked = PROTECTED if _stays_protected(live.properties, want) else None
+        if have.location != want.location:
+            blocked = blocked or overlap
         self._action(Verb.REPLACE, Kind.TABLE, Reason.CHANGED, backend, id, before=have, after=want,
                      detail=f"{_diff_detail(have, want)}; {why}: deregister and declare again "
-                     "(data untouched; the table gets a new id and loses its grants)",
-                     blocked=PROTECTED if _stays_protected(live.properties, want) else None, **common)
+                     "(data untouched; the table gets a new id and loses its grants)", blocked=blocked, **common)
 
     # --- removals --------------------------------------------------------------------------------
 
     def _table_removals(self) -> None:
         wanted = {(r.backend, r.id) for t in self.desired.tables for r in t.registrations}
-        kept_locations = {t.location for t in self.desired.tables}
         leaving: dict[str | None, list[tuple[ObjectKey, TableInfo]]] = defaultdict(list)
         for key in sorted(self.live.tables):
             info = self.live.tables[key]
@@ -307,18 +395,21 @@ class Comparer:
                 continue
             leaving[info.location].append((key, info))
         for location, tables in leaving.items():
-            self._remove_location(location, tables, kept_locations)
+            self._remove_location(location, tables)
 
-    def _remove_location(self, location: str | None, tables: list[tuple[ObjectKey, TableInfo]],
-                         kept_locations: set[str]) -> None:
-        """Forget every leaving registration of a location; delete its data first when asked to."""
+    def _remove_location(self, location: str | None, tables: list[tuple[ObjectKey, TableInfo]]) -> None:
+        """Forget every leaving registration of a location; delete its data first when asked to
+        and when it is this owner's to delete (see `_kept_data`)."""
         status = self.datasets.get(location) if location else None
         version = status.version if status is not None else None
         delete = None
-        wants_drop = any(drops_data(info.properties) for _, info in tables)
-        if wants_drop and location and location not in kept_locations and status is not None \
+        kept = None
+        if any(drops_data(info.properties) for _, info in tables) and location and status is not None \
                 and status.status == "valid":
+            kept = self._kept_data(location, status)
+        if kept == "":
             protected = [self._display(*key) for key, info in tables if is_protected(info.properties)]
+            assert location is not None
             delete = self._action(
                 Verb.DELETE, Kind.DATASET, Reason.LEFT_MANIFEST, tables[0][0][0], (),
                 before=ObjectState(location=location, version=version), after=None,
@@ -326,20 +417,39 @@ class Comparer:
                 registrations=[Address(backend=key[0], id=list(key[1]), display_id=self._display(*key))
                                for key, _ in tables],
                 dataset=status, blocked=f"registered as {', '.join(protected)}, which is {PROTECTED}"
-                if protected else None)
+                if protected else self._shared_location(location, {key for key, _ in tables}))
         for (backend, id), info in tables:
             keys = sorted(info.properties)
             before = project(info.properties, info.location, keys)
             before.version = version
             detail = "left the manifest; deregistered, data kept"
-            if wants_drop and location in kept_locations:
-                detail += " (another table of the manifest uses this location)"
+            if kept:
+                detail += f" ({kept})"
             elif delete is not None:
                 detail = "left the manifest; deregistered after its data is deleted"
             self._action(Verb.FORGET, Kind.TABLE, Reason.LEFT_MANIFEST, backend, id, before=before, after=None,
                          keys=keys, detail=detail, dataset=status,
                          depends_on=[delete.key] if delete is not None else [],
                          blocked=PROTECTED if is_protected(info.properties) else None)
+
+    def _kept_data(self, location: str, status: DatasetStatus) -> str:
+        """Why on_remove: drop keeps the data at `location`, or "" when it may be deleted."""
+        users = self.manifest_locations.overlapping(location)
+        if users:
+            return f"table '{users[0]}' of the manifest uses this location"
+        if status.owner != self.desired.owner:
+            reason = _not_created_here(location, status, self.desired.owner)
+            self.result.warnings.append(f"{location}: data kept although on_remove is drop: {reason}")
+            return reason
+        return ""
+
+    def _shared_location(self, location: str, leaving: set[ObjectKey]) -> str | None:
+        """Why deleting the data at `location` is refused: another registration the plan saw at,
+        inside or around it (apply checks every registration of every backend again)."""
+        others = sorted(key for key in self.registrations.overlapping(location) if key not in leaving)
+        if not others:
+            return None
+        return f"one asset per path: {location} {self._overlapping(location, others)}; its data is not deleted"
 
     def _namespace_removals(self) -> None:
         wanted = {(ns.backend, ns.id) for ns in self.desired.namespaces}
@@ -435,6 +545,13 @@ def _diff_detail(have: ObjectState, want: ObjectState) -> str:
     return "changed: " + "; ".join(parts) if parts else "changed"
 
 
+def _not_created_here(location: str, status: DatasetStatus, owner: str) -> str:
+    """Why a dataset is not this owner's to delete or rewrite."""
+    made_by = f"records owner '{status.owner}'" if status.owner else "carries no lance-sync owner record"
+    return (f"the dataset at {location} {made_by}, so lance-sync did not create it for '{owner}' "
+            "(lance-sync deletes and rewrites only the datasets it created)")
+
+
 def _declared_columns(table: DesiredTable) -> list[dict] | None:
     """The declared schema in its canonical spelling, or None when the manifest declares none."""
     if table.columns:
@@ -462,8 +579,8 @@ def _dataset_warnings(table: DesiredTable, status: DatasetStatus | None) -> list
     if status.status == "missing":
         return [f"no Lance dataset at {table.location} yet (declare only: the table is registered "
                 "before its data exists)"]
-    if status.status == "not_lance":
-        return [f"{table.location} holds data that is not a Lance dataset"]
+    if status.status in _NOT_A_DATASET:
+        return []  # a registration is never made there (a conflict says why)
     if status.status == "unreachable":
         return [f"could not look at {table.location}: {status.error}"]
     return [f"the Lance dataset at {table.location} looks corrupt: {status.error or 'unreadable'}"]

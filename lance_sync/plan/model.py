@@ -104,14 +104,35 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class WriteIntent(_Model):
+    """The intent record of a dataset write lance-sync began (see lance_sync.data.intents)."""
+
+    #: None: the record cannot be read
+    owner: str | None = None
+    #: the apply that wrote it (its journal's stamp)
+    apply: str | None = None
+    started: str | None = None
+
+    def describe(self) -> str:
+        if self.owner is None:
+            return "an unreadable lance-sync intent record"
+        return f"owner '{self.owner}', apply {self.apply or '?'}, started {self.started or '?'}"
+
+
 class DatasetStatus(_Model):
     """What the planner found at a table location."""
 
-    status: Literal["valid", "missing", "not_lance", "corrupt", "unreachable"]
+    #: interrupted: a lance-sync write that did not commit (an intent record, no version)
+    status: Literal["valid", "missing", "not_lance", "corrupt", "interrupted", "unreachable"]
     version: int | None = None
     row_count: int | None = None
     columns: list[dict[str, Any]] | None = None
     error: str | None = None
+    #: the lance-sync owner recorded in the dataset itself (its schema metadata): the owner whose
+    #: apply created it. Only a dataset with this plan's owner is ever deleted or rewritten
+    owner: str | None = None
+    #: an intent record at the location: an interrupted write's, or a finished one's not cleared
+    intent: WriteIntent | None = None
 
 
 class ObjectState(_Model):

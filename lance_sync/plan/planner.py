@@ -7,6 +7,7 @@ import datetime
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lance_sync import __version__
 from lance_sync.drivers.base import Capabilities, SyncNamespace
@@ -17,6 +18,9 @@ from lance_sync.plan.compare import Comparison, compare, removal_locations
 from lance_sync.plan.model import DatasetStatus, Plan, Scope
 from lance_sync.plan.select import parse_targets, select_targets
 from lance_sync.policy import declared_subjects, enforce
+
+if TYPE_CHECKING:
+    from lance_sync.data.locations import LocationReport
 
 Progress = Callable[[str], None]
 
@@ -71,16 +75,20 @@ def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]],
         locations = sorted(location_set)
         reports = inspect_locations(locations, storage_options=dict(option_items) or None, engine="threads")
         for location, report in zip(locations, reports, strict=True):
-            if report.status != "valid":
+            if report.status != "valid" and report.intent is None:
                 key = (report.status, report.error)
                 if key not in simple:
                     simple[key] = DatasetStatus(status=report.status, error=report.error)
                 statuses[location] = simple[key]
                 continue
-            statuses[location] = DatasetStatus(status=report.status, version=report.version,
-                                               row_count=report.row_count, columns=report.columns,
-                                               error=report.error)
+            statuses[location] = dataset_status(report)
     return statuses
+
+
+def dataset_status(report: LocationReport) -> DatasetStatus:
+    """The plan's form of what inspecting a location found."""
+    return DatasetStatus(status=report.status, version=report.version, row_count=report.row_count,
+                         columns=report.columns, error=report.error, owner=report.owner, intent=report.intent)
 
 
 @dataclass

@@ -226,10 +226,13 @@ def _changes(before: ObjectState, after: ObjectState) -> Iterator[str]:
 def describe_dataset(status: DatasetStatus) -> str:
     if status.status == "valid":
         rows = f"{status.row_count:,} rows" if status.row_count is not None else "rows unknown"
-        return f"Lance dataset, version {status.version}, {rows}"
+        made = f", created by lance-sync for '{status.owner}'" if status.owner else ""
+        return f"Lance dataset, version {status.version}, {rows}{made}"
     return {"missing": "no dataset at the location",
             "not_lance": "the location holds data that is not Lance",
             "corrupt": f"corrupt Lance dataset ({status.error or 'unreadable'})",
+            "interrupted": "an unfinished lance-sync write ("
+                           f"{status.intent.describe() if status.intent else 'no intent record'})",
             "unreachable": f"storage unreachable ({status.error or 'unknown error'})"}[status.status]
 
 

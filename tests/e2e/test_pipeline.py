@@ -114,19 +114,25 @@ def test_schema_mismatch_is_a_plan_error_unless_overwrite_is_asked(pipeline: Pat
 
 
 def broken_locations(project: Path) -> dict[str, str]:
-    """A manifest table at a valid, a missing, a non-Lance and a corrupt location, all registered."""
+    """Locations for a manifest table each: a valid dataset, nothing, nothing yet (non-Lance data
+    later, see `break_locations`) and a dataset (corrupt later)."""
     lake = project / "lake"
     valid = lake / "valid.lance"
     lance.write_dataset(pa.table({"x": [1, 2]}), str(valid))
-    gone = lake / "gone.lance"
-    not_lance = lake / "plain"
-    not_lance.mkdir(parents=True)
-    pq.write_table(pa.table({"x": [1]}), not_lance / "part-0.parquet")
     corrupt = lake / "corrupt.lance"
     lance.write_dataset(pa.table({"x": [1, 2]}), str(corrupt))
-    for data_file in (corrupt / "data").iterdir():
+    return {"valid": str(valid), "gone": str(lake / "gone.lance"), "plain": str(lake / "plain"),
+            "corrupt": str(corrupt)}
+
+
+def break_locations(locations: dict[str, str]) -> None:
+    """After they are registered (lance-sync registers no table on what is not a Lance dataset):
+    non-Lance data at one, data files of the other gone."""
+    plain = Path(locations["plain"])
+    plain.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1]}), plain / "part-0.parquet")
+    for data_file in (Path(locations["corrupt"]) / "data").iterdir():
         data_file.unlink()
-    return {"valid": str(valid), "gone": str(gone), "plain": str(not_lance), "corrupt": str(corrupt)}
 
 
 @pytest.mark.parametrize("engine", ["threads", pytest.param("spark", marks=pytest.mark.spark)])
@@ -142,6 +148,7 @@ def test_verify_classifies_every_location(tmp_path: Path, engine: str, request: 
     path = tmp_path / "lance-sync.yaml"
     path.write_text(yaml.safe_dump(manifest, sort_keys=False))
     assert run("apply", "-f", str(path), "--auto-approve").exit_code == 0
+    break_locations(locations)
     result = run("verify", "-f", str(path), "--engine", engine, "--format", "json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)

@@ -18,7 +18,7 @@ from lance_sync.manifest.desired import (
 )
 from lance_sync.observe import LiveState
 from lance_sync.plan.compare import compare
-from lance_sync.plan.model import DatasetStatus, Destruction, Kind, Reason, Verb
+from lance_sync.plan.model import DatasetStatus, Destruction, Kind, Reason, Verb, WriteIntent
 
 OWNER = "me"
 MARK = {"lance_sync.owner": OWNER}
@@ -36,6 +36,10 @@ class Case:
     capabilities: Capabilities = field(default_factory=Capabilities)
     dataset: DatasetStatus | None = None
     declared: bool = True                    # False: the table left the manifest
+    #: other registrations the plan sees: (namespace, name) -> (location, properties)
+    others: dict = field(default_factory=dict)
+    #: registrations seen outside the plan's scope (a dir root's snapshot): same form
+    beyond_scope: dict = field(default_factory=dict)
 
 
 def state(case: Case) -> DesiredState:
@@ -54,6 +58,9 @@ def live(case: Case) -> LiveState:
     found.scanned.add(("b", ("ns",)))
     if case.live_table is not None:
         found.tables[("b", ("ns", "t"))] = TableInfo(("ns", "t"), case.live_location, case.live_table)
+    for where, registrations in ((found.tables, case.others), (found.beyond_scope, case.beyond_scope)):
+        for id, (location, properties) in registrations.items():
+            where[("b", id)] = TableInfo(id, location, properties)
     return found
 
 
@@ -67,6 +74,8 @@ def verbs(case: Case) -> list[tuple[str, str, str]]:
 
 
 VALID = DatasetStatus(status="valid", version=3, row_count=1, columns=INT64)
+#: created by this owner's lance-sync: its record is in the dataset
+OWNED = VALID.model_copy(update={"owner": OWNER})
 MISSING = DatasetStatus(status="missing")
 NO_UPDATES = Capabilities(update_table_properties=False)
 
@@ -101,7 +110,7 @@ CASES = {
     "left the manifest: forgotten": (Case(live_table={"tier": "gold", **MARK}, declared=False),
                                      [("forget", "table", "left_manifest")]),
     "left with on_remove drop: data deleted, then forgotten": (
-        Case(live_table={"lance_sync.on_remove": "drop", **MARK}, declared=False, dataset=VALID),
+        Case(live_table={"lance_sync.on_remove": "drop", **MARK}, declared=False, dataset=OWNED),
         [("delete", "dataset", "left_manifest"), ("forget", "table", "left_manifest")]),
     "left with on_remove drop, data already gone: forgotten": (
         Case(live_table={"lance_sync.on_remove": "drop", **MARK}, declared=False, dataset=MISSING),
@@ -119,7 +128,7 @@ def test_rules(case: Case, expected: list):
 def test_replace_destroys_identity_and_drops_destroy_data():
     replace = plan(Case(live_table={"tier": "silver", **MARK}, capabilities=NO_UPDATES)).actions[0]
     assert replace.destroys == Destruction.IDENTITY and "new id" in replace.detail
-    dropped = plan(Case(live_table={"lance_sync.on_remove": "drop", **MARK}, declared=False, dataset=VALID))
+    dropped = plan(Case(live_table={"lance_sync.on_remove": "drop", **MARK}, declared=False, dataset=OWNED))
     delete, forget = dropped.actions
     assert delete.destroys == Destruction.DATA and forget.destroys is None
     assert forget.depends_on == [delete.key]
@@ -128,7 +137,7 @@ def test_replace_destroys_identity_and_drops_destroy_data():
 
 def test_protected_removals_are_blocked():
     protected = {"lance_sync.protect": "true", "lance_sync.on_remove": "drop", **MARK}
-    result = plan(Case(live_table=protected, declared=False, dataset=VALID))
+    result = plan(Case(live_table=protected, declared=False, dataset=OWNED))
     assert all(a.blocked for a in result.actions)
     replace = plan(Case(live_table={"lance_sync.protect": "true", "tier": "x", **MARK}, capabilities=NO_UPDATES,
                         table={"protect": True}))
@@ -169,3 +178,103 @@ def test_a_replace_that_lifts_protection_is_allowed():
     protected = {"lance_sync.protect": "true", "tier": "gold", **MARK}
     lifting = plan(Case(live_table=protected, capabilities=NO_UPDATES))
     assert lifting.actions[0].verb == Verb.REPLACE and not lifting.actions[0].blocked
+
+
+# --- one asset per path, data lance-sync created, locations that hold no Lance dataset -----------
+
+THEIRS = {"lance_sync.owner": "other"}
+DROP = {"lance_sync.on_remove": "drop", **MARK}
+
+
+@pytest.mark.parametrize("location, relation", [
+    (LOCATION, "is the location of"), (f"{LOCATION}/inner.lance", "contains the location of"),
+    ("/data", "lies inside the location of")])
+def test_a_create_over_another_registration_is_blocked_and_names_it(location, relation):
+    result = plan(Case(others={("ns2", "x"): (location, THEIRS)}))
+    [create] = result.actions
+    assert create.verb == Verb.CREATE and create.blocked
+    assert f"one asset per path: {LOCATION} {relation} ns2$x in backend 'b' (owner 'other')" in create.blocked
+
+
+def test_registrations_outside_the_scope_and_without_a_mark_count_too():
+    result = plan(Case(beyond_scope={("far", "y"): (LOCATION, {})}, table={"columns": INT64}, dataset=MISSING))
+    assert [a.blocked is not None for a in result.actions] == [True, True]  # the data is not written either
+    assert "far$y in backend 'b' (no lance-sync owner mark)" in result.actions[0].blocked
+
+
+def test_adopting_onto_a_shared_location_is_blocked_but_an_in_sync_table_only_warns():
+    adopt = plan(Case(live_table={"tier": "gold"}, others={("ns2", "x"): (LOCATION, THEIRS)}))
+    assert adopt.actions[0].reason == Reason.ADOPT and adopt.actions[0].blocked
+    in_sync = plan(Case(live_table={"tier": "gold", **MARK}, others={("ns2", "x"): (LOCATION, THEIRS)}))
+    assert not in_sync.actions and any("one asset per path" in w for w in in_sync.warnings)
+
+
+def test_a_registration_of_this_owner_that_leaves_does_not_block_its_successor():
+    renamed = plan(Case(others={("ns", "old"): (LOCATION, MARK)}))
+    assert [(a.verb, a.blocked) for a in renamed.actions] == [(Verb.CREATE, None), (Verb.FORGET, None)]
+
+
+def test_on_remove_drop_keeps_data_lance_sync_did_not_create():
+    result = plan(Case(live_table=DROP, declared=False, dataset=VALID))
+    assert verbs_of(result) == [("forget", "table", "left_manifest")]
+    assert "carries no lance-sync owner record" in result.actions[0].detail
+    assert any("data kept although on_remove is drop" in w for w in result.warnings)
+    theirs = plan(Case(live_table=DROP, declared=False, dataset=VALID.model_copy(update={"owner": "other"})))
+    assert verbs_of(theirs) == [("forget", "table", "left_manifest")]
+    assert "records owner 'other'" in theirs.actions[0].detail
+
+
+def test_on_remove_drop_is_blocked_while_another_registration_points_at_the_data():
+    result = plan(Case(live_table=DROP, declared=False, dataset=OWNED,
+                       others={("ns2", "x"): (f"{LOCATION}/inner.lance", THEIRS)}))
+    delete, forget = result.actions
+    assert delete.verb == Verb.DELETE and "contains the location of ns2$x" in (delete.blocked or "")
+    assert forget.depends_on == [delete.key]
+
+
+def test_on_remove_drop_keeps_data_a_manifest_table_lies_inside():
+    case = Case(live_table=DROP, declared=False, dataset=OWNED)
+    desired = state(case)
+    desired.tables = [DesiredTable("inner", f"{LOCATION}/inner.lance", (Registration("b", ("ns", "inner")),), {})]
+    result = compare(desired, live(case), {"b": case.capabilities}, {LOCATION: OWNED})
+    assert [a.verb for a in result.actions if a.key.startswith("dataset")] == []
+    assert "table 'inner' of the manifest uses this location" in result.actions[-1].detail
+
+
+def test_an_overwrite_of_data_lance_sync_did_not_create_is_blocked():
+    result = plan(Case(live_table={"tier": "gold", **MARK}, dataset=VALID,
+                       table={"columns": [{"name": "id", "type": "string"}],
+                              "source": {"format": "csv", "path": "/x", "on_mismatch": "overwrite"}}))
+    assert "carries no lance-sync owner record" in (result.actions[0].blocked or "")
+
+
+@pytest.mark.parametrize("status", ["not_lance", "corrupt"])
+@pytest.mark.parametrize("table", [{"columns": INT64}, {}], ids=["with a schema", "declared only"])
+def test_a_table_is_never_registered_on_what_is_not_a_lance_dataset(status, table):
+    with pytest.raises(PlanError, match=rf"{LOCATION} holds .*never deletes what it did not write"):
+        plan(Case(table=table, dataset=DatasetStatus(status=status, error="x")))
+
+
+INTENT = {"owner": OWNER, "apply": "20261125T000000Z", "started": "2026-11-25T00:00:00+00:00"}
+
+
+def test_this_owners_unfinished_write_is_written_again_and_another_owners_is_left_alone():
+    mine = DatasetStatus(status="interrupted", intent=INTENT)
+    result = plan(Case(table={"columns": INT64}, dataset=mine))
+    assert verbs_of(result) == [("create", "dataset", "absent"), ("create", "table", "absent")]
+    assert "did not finish writing" in result.actions[0].detail
+    theirs = DatasetStatus(status="interrupted", intent={**INTENT, "owner": "other"})
+    with pytest.raises(PlanError, match="unfinished lance-sync write of owner 'other'"):
+        plan(Case(table={"columns": INT64}, dataset=theirs))
+
+
+def test_a_write_committed_before_its_apply_was_cut_off_is_finished():
+    committed = OWNED.model_copy(update={"intent": WriteIntent(**INTENT)})
+    result = plan(Case(table={"columns": INT64}, dataset=committed))
+    dataset = result.actions[0]
+    assert (dataset.verb, dataset.kind) == (Verb.CREATE, Kind.DATASET) and "clear its intent record" in dataset.detail
+    assert dataset.before is not None and dataset.before.version == 3  # its fingerprint matches the live dataset
+
+
+def verbs_of(result) -> list[tuple[str, str, str]]:
+    return [(a.verb.value, a.kind.value, a.reason.value) for a in result.actions]

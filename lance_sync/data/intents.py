@@ -1,0 +1,99 @@
+"""Intent records: what makes lance-sync's dataset writes all or nothing.
+
+Before the first byte of a dataset it creates, lance-sync writes an intent record into the
+location (`_lance_sync_intent.json`: the owner, the apply, when it started). Lance commits a
+dataset's first version in one step, so a location holding an intent record is either:
+
+- an interrupted write (no committed version): only the intent record and what Lance writes
+  before it commits (data files, transaction files). The owner's next apply removes exactly
+  those and writes again; anyone else's apply leaves the location alone and says whose it is;
+- a finished write whose record was not cleared yet (a committed version): the next apply
+  checks the dataset and clears the record.
+
+A location holding anything else besides (files lance-sync did not write) is never cleaned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+
+from pyarrow import fs as pafs
+
+from lance_sync.data.storage import Storage
+from lance_sync.plan.model import WriteIntent
+
+INTENT_FILE = "_lance_sync_intent.json"
+#: what an interrupted Lance write may leave at a location (Lance's own layout)
+LANCE_LAYOUT = frozenset({"data", "_transactions", "_versions", "_deletions", "_indices", "_refs"})
+
+
+class IntentError(RuntimeError):
+    """A location holds a write that is not this owner's, or more than an interrupted write left."""
+
+
+def new_intent(owner: str, apply: str) -> WriteIntent:
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return WriteIntent(owner=owner, apply=apply, started=now)
+
+
+def intent_path(path: str) -> str:
+    return f"{path.rstrip('/')}/{INTENT_FILE}"
+
+
+def read_intent(storage: Storage, path: str) -> WriteIntent | None:
+    """The intent record at a location's filesystem path, or None when there is none."""
+    try:
+        with storage.filesystem.open_input_stream(intent_path(path)) as stream:
+            raw = stream.read()
+    except FileNotFoundError:
+        return None
+    try:
+        values = json.loads(raw)
+        owner = values["owner"]
+        if not isinstance(owner, str):
+            raise TypeError("owner is not a string")
+        return WriteIntent(owner=owner, apply=_text(values.get("apply")), started=_text(values.get("started")))
+    except (ValueError, TypeError, KeyError):
+        return WriteIntent(owner=None)
+
+
+def write_intent(storage: Storage, path: str, intent: WriteIntent) -> None:
+    """Write the intent record (the location's folder is created where folders exist)."""
+    if not storage.scheme:
+        storage.filesystem.create_dir(path, recursive=True)
+    with storage.filesystem.open_output_stream(intent_path(path)) as stream:
+        stream.write(intent.model_dump_json().encode())
+
+
+def clear_intent(storage: Storage, path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        storage.filesystem.delete_file(intent_path(path))
+
+
+def clean_interrupted(storage: Storage, path: str, owner: str) -> None:
+    """Remove what this owner's interrupted write left at the location: Lance's own layout and
+    the intent record, nothing else. IntentError when the write is another owner's or the
+    location holds anything an interrupted write does not leave."""
+    intent = read_intent(storage, path)
+    if intent is None or intent.owner != owner:
+        whose = intent.describe() if intent is not None else "no intent record"
+        raise IntentError(f"{storage.uri(path)} is not an interrupted write of owner '{owner}' ({whose})")
+    entries = storage.list_dir(path)
+    foreign = sorted(e.base_name for e in entries
+                     if e.base_name != INTENT_FILE and not (e.base_name in LANCE_LAYOUT
+                                                            and e.type == pafs.FileType.Directory))
+    if foreign:
+        raise IntentError(f"{storage.uri(path)} holds files lance-sync did not write "
+                          f"({', '.join(foreign[:5])}); it is left as it is")
+    for entry in entries:
+        if entry.type == pafs.FileType.Directory:
+            storage.filesystem.delete_dir(entry.path)
+    clear_intent(storage, path)
+    if not storage.scheme:
+        storage.filesystem.delete_dir(path)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
