@@ -8,7 +8,9 @@ dataset's first version in one step, so a location holding an intent record is e
   before it commits (data files, transaction files). The owner's next apply removes exactly
   those and writes again; anyone else's apply leaves the location alone and says whose it is;
 - a finished write whose record was not cleared yet (a committed version): the next apply
-  checks the dataset and clears the record.
+  checks the dataset and clears the record;
+- a record that cannot be read and nothing beside it: the write was cut off while it wrote the
+  record (before its first byte of data), so the location counts as empty.
 
 A location holding anything else besides (files lance-sync did not write) is never cleaned.
 """

@@ -100,6 +100,10 @@ def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None, W
     intent = read_intent(storage, path) if any(e.base_name == INTENT_FILE for e in entries) else None
     if any(entry.base_name == "_versions" and entry.type == pafs.FileType.Directory for entry in entries):
         return None, None, intent
+    if intent is not None and intent.owner is None and len(entries) == 1:
+        # cut off while the record itself was written, so before the write's first byte: nothing
+        # is there yet (the next write of the dataset writes the record again)
+        return "missing", None, intent
     if intent is not None:
         return "interrupted", f"a lance-sync write that did not finish ({intent.describe()})", intent
     if not entries:
