@@ -15,6 +15,7 @@ Each dataset is read back with pylance, the catalogs with pyiceberg and boto3.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from lance_namespace import CreateNamespaceRequest, DeclareTableRequest
 from lance_sync.drivers.dir import DirNamespace
 from lance_sync.drivers.iceberg import IcebergNamespace
 from tests.e2e.test_faults import (
+    LANCE_SYNC,
     cli_env,
     describe,
     glue_backend,
@@ -159,3 +161,26 @@ def test_across_catalogs_apply_reads_every_registration_before_it_deletes_data(
                       env=env)
     assert applied.returncode == 0, describe(applied)
     assert rows(their_data) == 3 and "forged" not in glue_tables(glue_server, account, database)[0]
+
+
+def test_saved_and_rollback_plans_pass_the_same_guards(tmp_path: Path):
+    manifest = write(dir_manifest("team-a", "ops", [{"name": "t", "location": "./lh/data/t.lance", "schema": SCHEMA,
+                                                     "on_remove": "drop"}]), tmp_path / "a.yaml")
+    created = run_cli(manifest, "apply", "--auto-approve", env=cli_env())
+    assert created.returncode == 0, describe(created)
+    rollback = next((tmp_path / ".lance-sync" / "journal").glob("*.rollback.json"))
+    gone = write(dir_manifest("team-a", "ops", []), tmp_path / "gone.yaml")
+    saved = tmp_path / "drop.plan.json"
+    assert run_cli(gone, "plan", "-o", str(saved), env=cli_env()).returncode == 0
+    # after both plans were made, another owner registers a table inside the data
+    lake = DirNamespace(root=str(tmp_path / "lh"))
+    lake.create_namespace(CreateNamespaceRequest(id=["b"], properties={MARK: "team-b"}))
+    lake.declare_table(DeclareTableRequest(id=["b", "inside"], location="data/t.lance/inside.lance",
+                                           properties={MARK: "team-b"}))
+    for plan_file in (saved, rollback):
+        refused = subprocess.run([LANCE_SYNC, "apply", str(plan_file), "--auto-approve", "--allow-drop"],
+                                 capture_output=True, text=True, env=cli_env(), cwd=tmp_path)
+        assert refused.returncode == 4, describe(refused)
+        assert "contains the location of b$inside in backend 'lake' (owner 'team-b')" in refused.stderr
+    assert rows(tmp_path / "lh" / "data" / "t.lance") == 0
+    assert lake.get_table_info(("ops", "t")) is not None
