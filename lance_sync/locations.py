@@ -122,16 +122,18 @@ class LocationIndex(Generic[T]):
             self._at.setdefault(location.rstrip("/") or "/", []).append(item)
         self._sorted = sorted(self._at)
 
+    def __bool__(self) -> bool:
+        return bool(self._at)
+
     def overlapping(self, location: str) -> list[T]:
         """The items at `location`, inside it, or at a location that contains it."""
         location = location.rstrip("/") or "/"
         found = list(self._at.get(location, []))
         prefix = location + "/" if location != "/" else "/"
-        start = bisect.bisect_left(self._sorted, prefix)
-        for inside in self._sorted[start:]:
-            if not inside.startswith(prefix):
-                break
-            found += self._at[inside]
+        index = bisect.bisect_left(self._sorted, prefix)
+        while index < len(self._sorted) and self._sorted[index].startswith(prefix):
+            found += self._at[self._sorted[index]]
+            index += 1
         for ancestor in _ancestors(location):
             found += self._at.get(ancestor, [])
         return found

@@ -22,6 +22,7 @@ operation objects; rendering and execution live elsewhere. Rules, in short:
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -111,13 +112,12 @@ class Comparer:
         self.result = Comparison()
         self.created_namespaces: set[ObjectKey] = set()
         wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
-        #: every registration the plan saw, by location; those that stay after this plan and are
-        #: not the manifest's are the ones a manifest table's location may not overlap
-        seen = {**live.beyond_scope, **live.tables}
-        self.registrations = LocationIndex((info.location, key) for key, info in seen.items() if info.location)
-        self.staying_foreign = {key for key, info in seen.items() if key not in wanted and (
-            key in live.beyond_scope or owner_of(info.properties) != desired.owner)}
-        self.manifest_locations = LocationIndex((t.location, t.name) for t in desired.tables)
+        #: registrations that stay after this plan and are not the manifest's, by location: a
+        #: manifest table's location may not overlap theirs (usually there are none)
+        self.foreign = LocationIndex(
+            (info.location, key) for key, info in (*live.tables.items(), *live.beyond_scope.items())
+            if info.location and key not in wanted
+            and (key in live.beyond_scope or owner_of(info.properties) != desired.owner))
 
     def compare(self, strict: bool = True) -> Comparison:
         """The actions; with `strict`, a PlanError when anything conflicts (drift reads them)."""
@@ -162,11 +162,20 @@ class Comparer:
                          f"({f'owner {owner!r}' if owner else 'no lance-sync owner mark'})")
         return "; ".join(texts) + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
 
+    @functools.cached_property
+    def registrations(self) -> LocationIndex[ObjectKey]:
+        """Every registration the plan saw, by location (for data deletions only)."""
+        seen = {**self.live.beyond_scope, **self.live.tables}
+        return LocationIndex((info.location, key) for key, info in seen.items() if info.location)
+
+    @functools.cached_property
+    def manifest_locations(self) -> LocationIndex[str]:
+        return LocationIndex((t.location, t.name) for t in self.desired.tables)
+
     def _location_conflict(self, table: DesiredTable) -> str | None:
         """Why a create, adopt or move of `table` is refused: another registration at, inside or
         around its location that stays after this plan (one asset per path)."""
-        others = sorted(key for key in self.registrations.overlapping(table.location)
-                        if key in self.staying_foreign)
+        others = sorted(self.foreign.overlapping(table.location)) if self.foreign else []
         if not others:
             return None
         return f"one asset per path: {table.location} {self._overlapping(table.location, others)}"
