@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from lance_sync.drivers.config_types import TextValue
 from lance_sync.errors import ConfigError
 
 Identifier = tuple[str, ...]
@@ -43,7 +44,7 @@ class BackendConfig(BaseModel):
     #: fields the manifest adds to a backend entry that are not driver properties
     MANIFEST_ONLY_FIELDS: ClassVar[frozenset[str]] = frozenset({"type", "scope"})
 
-    storage: dict[str, str] = Field(
+    storage: dict[str, TextValue] = Field(
         default_factory=dict,
         description="Storage options for reading and writing table data (the spec's `storage.*` "
         "properties), e.g. {region: us-west-2}. Keys that look secret must come from ${VAR}.",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, WithJsonSchema
 
 
 def _http_url(value: str) -> str:
@@ -32,3 +32,6 @@ HttpUrl = Annotated[str, AfterValidator(_http_url), Field(json_schema_extra={"pa
 ThriftUri = Annotated[str, AfterValidator(_thrift_uri),
                       Field(json_schema_extra={"pattern": THRIFT_URI.pattern})]
 NonEmpty = Annotated[str, Field(min_length=1)]
+#: A value of a free-form text map (catalog properties, storage options): the manifest loader
+#: keeps it as written, so an unquoted number or boolean is text too, and the schema says so
+TextValue = Annotated[str, WithJsonSchema({"type": ["string", "number", "boolean"]})]

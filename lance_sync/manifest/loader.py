@@ -6,6 +6,11 @@ written with `${VAR}`. `merge_documents` lays overlays over a base the way the m
 reference describes. Positions survive both, so later stages can name the line of a
 problem in any of the files.
 
+Plain scalars are typed by YAML 1.2's core schema (`yaml_core`), not PyYAML's YAML 1.1: `no`
+is text, `010` is refused by every typed field. The values of free-form text maps
+(`TEXT_MAPS`: catalog properties and the like) are kept exactly as written, whatever YAML
+would make of them; only a null there (`~`, empty) stays None, for validation to refuse.
+
 `load_plain_document` reads the same data and templates without positions, from libyaml's
 event stream instead of a tree of YAML nodes: many times faster and without the node tree
 in memory, which is what a manifest of 100,000 tables needs. It takes plain documents only
@@ -16,7 +21,6 @@ raises `NotPlain` for anything else or any problem: the caller then loads the fi
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -40,6 +44,7 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from lance_sync.errors import ManifestError, Position
+from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value
 from lance_sync.variables import REFERENCE
 
 #: A path into the data: mapping keys and list indices.
@@ -55,13 +60,40 @@ MAX_NODES = 200_000
 BYTES_PER_VALUE = 4
 MAX_DEPTH = 64
 
-#: libyaml's loader when pyyaml was built with it (about 20x faster), else the pure-Python one
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: The mappings whose values are free-form text, kept as written: catalog properties, a table
+#: source's reader options, Spark settings, a backend's storage options. In a pattern, `int`
+#: stands for any list index and `str` for any mapping key.
+TEXT_MAPS: tuple[tuple[str | type, ...], ...] = (
+    ("namespaces", int, "properties"),
+    ("tables", int, "properties"),
+    ("tables", int, "source", "options"),
+    ("spark", "conf"),
+    ("backends", str, "storage"),
+)
+#: TEXT_MAPS by the length, first and last element of their paths (each is told apart by these)
+_TEXT_MAPS_BY_ENDS: dict[tuple[int, object, object], tuple[str | type, ...]] = {
+    (len(pattern), pattern[0], pattern[-1]): pattern for pattern in TEXT_MAPS}
+
 _MERGE_KEY_TAG = "tag:yaml.org,2002:merge"
 _STRING_TAG = "tag:yaml.org,2002:str"
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
-#: the tags YAML 1.1 gives plain scalars, by first character (PyYAML's SafeLoader's table)
-_IMPLICIT_TAGS = yaml.SafeLoader.yaml_implicit_resolvers
+#: what the loader tags a plain scalar with: `_Builder` types it (`yaml_core.plain_value`)
+_PLAIN_TAG = "tag:lance-sync.dev,2026:plain"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+#: explicit tags that `yaml_core` reads: what each names, and the types of value it takes
+_CORE_TAGS: dict[str, tuple[str, tuple[type, ...]]] = {
+    _NULL_TAG: ("null", (type(None),)), "tag:yaml.org,2002:bool": ("a boolean", (bool,)),
+    "tag:yaml.org,2002:int": ("an integer", (int, LeadingZero)), _FLOAT_TAG: ("a float", (float, int)),
+}
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's loader when pyyaml was built with it (about 20x faster), else the pure-Python
+    one, that leaves plain scalars untyped (`_PLAIN_TAG`) but for merge keys (`<<`)."""
+
+    yaml_implicit_resolvers = {"<": [(_MERGE_KEY_TAG, re.compile(r"<<\Z"))],
+                               None: [(_PLAIN_TAG, re.compile(""))]}
 
 
 @dataclass
@@ -77,6 +109,9 @@ class Document:
     #: values whose variables are not set (read with allow_unset): path -> variable names; the
     #: value keeps the references as written
     unset: dict[DataPath, list[str]] = field(default_factory=dict)
+    #: the text, as written, of each value YAML typed as something else than text (null, a
+    #: boolean, a number): messages quote it back, e.g. "write it in quotes: '010'"
+    written: dict[DataPath, str] = field(default_factory=dict)
 
     def position(self, path: DataPath) -> Position | None:
         """The position of the value at `path`, or of its nearest enclosing value."""
@@ -102,7 +137,7 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
     name = str(path)
     text = _read_text(Path(path), name)
     try:
-        root = yaml.compose(text, Loader=_YAML_LOADER)
+        root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         problem = error.problem or error.context or "invalid YAML"
@@ -113,7 +148,8 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
         raise ManifestError("the file is empty; a manifest needs at least 'version: 1'", Position(name, 1, 1))
     builder = _Builder(name, os.environ if environ is None else environ, allow_unset, _node_limit(text))
     data = builder.build(root, ())
-    return Document(data, builder.positions, builder.key_positions, builder.templates, [name], builder.unset)
+    return Document(data, builder.positions, builder.key_positions, builder.templates, [name], builder.unset,
+                    builder.written)
 
 
 class NotPlain(Exception):
@@ -166,6 +202,19 @@ def _position(name: str, mark: yaml.Mark | None) -> Position:
     return Position(name, mark.line + 1, mark.column + 1)
 
 
+def is_text_map(path: DataPath) -> bool:
+    """Whether the mapping at `path` is one of TEXT_MAPS, whose values are kept as written
+    (asked of every mapping a manifest holds: a dictionary lookup for nearly all)."""
+    pattern = _TEXT_MAPS_BY_ENDS.get((len(path), path[0], path[-1])) if path else None
+    if pattern is None:
+        return False
+    for expected, element in zip(pattern, path, strict=True):
+        matches = isinstance(element, expected) if isinstance(expected, type) else element == expected
+        if not matches:
+            return False
+    return True
+
+
 class _Builder:
     """Turns a composed YAML node tree into data, recording positions as it goes."""
 
@@ -179,10 +228,11 @@ class _Builder:
         self.key_positions: dict[DataPath, Position] = {}
         self.templates: dict[DataPath, str] = {}
         self.unset: dict[DataPath, list[str]] = {}
+        self.written: dict[DataPath, str] = {}
         self.nodes_built = 0
-        self.constructor = yaml.SafeLoader("")
 
-    def build(self, node: Node, path: DataPath) -> Any:
+    def build(self, node: Node, path: DataPath, as_text: bool = False) -> Any:
+        """The data of `node`; with `as_text` (a value of a text map) a scalar as written."""
         self.nodes_built += 1
         if self.nodes_built > self.max_nodes:
             raise ManifestError(f"the document expands to more than {self.max_nodes} values "
@@ -194,6 +244,8 @@ class _Builder:
             return self.mapping(node, path)
         if isinstance(node, SequenceNode):
             return [self.build(item, (*path, index)) for index, item in enumerate(node.value)]
+        if as_text and (node.tag in (_PLAIN_TAG, _STRING_TAG) or node.tag in _CORE_TAGS):
+            return self.text(node, path)
         return self.scalar(node, path)
 
     def at(self, node: Node | Event) -> Position:
@@ -201,6 +253,7 @@ class _Builder:
 
     def mapping(self, node: MappingNode, path: DataPath) -> dict[str, Any]:
         result: dict[str, Any] = {}
+        as_text = is_text_map(path)
         for key_node, value_node in self.entries(node):
             if not isinstance(key_node, ScalarNode):
                 raise ManifestError("mapping keys must be plain strings", self.at(key_node))
@@ -209,7 +262,7 @@ class _Builder:
                 raise ManifestError(f"duplicate key '{key}'", self.at(key_node))
             key_path = (*path, key)
             self.key_positions[key_path] = self.at(key_node)
-            result[key] = self.build(value_node, key_path)
+            result[key] = self.build(value_node, key_path, as_text)
         return result
 
     def entries(self, node: MappingNode) -> Iterator[tuple[Node, Node]]:
@@ -232,20 +285,46 @@ class _Builder:
                 yield key_node, value_node
 
     def scalar(self, node: ScalarNode, path: DataPath) -> Any:
-        if node.tag != _STRING_TAG:
-            try:
-                value = self.constructor.construct_object(node, deep=True)
-            except yaml.YAMLError as error:
-                problem = getattr(error, "problem", None) or str(error)
-                raise ManifestError(f"invalid YAML: {problem}", self.at(node), _field(path)) from None
-            # dates and times stay as written: manifests hold catalog strings, not Python dates
-            return node.value if isinstance(value, datetime.date | datetime.datetime) else value
-        if "$" not in node.value:
-            return node.value
-        substituted = self.interpolate(node, path)
-        if not node.style and substituted is not None:  # plain scalar (libyaml says "", PyYAML None)
-            return _resolve_plain(substituted)
-        return substituted
+        text = node.value
+        if node.tag == _PLAIN_TAG:
+            value = plain_value(text)
+            if value is not text:
+                self.written[path] = text
+                return value
+            return text if "$" not in text else _resolve_plain(self.interpolate(node, path))
+        if node.tag == _STRING_TAG:
+            return text if "$" not in text else self.interpolate(node, path)
+        if node.tag in _CORE_TAGS:
+            return self.tagged(node, path)
+        if node.tag in (_TIMESTAMP_TAG, _MERGE_KEY_TAG):
+            return text  # a date stays as written (manifests hold catalog strings), and `<<` as a value
+        try:
+            return yaml.SafeLoader("").construct_object(node, deep=True)
+        except yaml.YAMLError as error:
+            problem = getattr(error, "problem", None) or str(error)
+            raise ManifestError(f"invalid YAML: {problem}", self.at(node), _field(path)) from None
+
+    def tagged(self, node: ScalarNode, path: DataPath) -> Any:
+        """A scalar with an explicit core tag (`!!int 5`), read as YAML 1.2 reads its text."""
+        value = plain_value(node.value)
+        name, types = _CORE_TAGS[node.tag]
+        if type(value) not in types:
+            raise ManifestError(f"invalid YAML: {node.value!r} is not {name} in YAML 1.2", self.at(node),
+                                _field(path))
+        self.written[path] = node.value
+        return float(value) if node.tag == _FLOAT_TAG else value
+
+    def text(self, node: ScalarNode, path: DataPath) -> str | None:
+        """A value of a text map: its text as written (after ${VAR}); None for a YAML null."""
+        text = node.value
+        if node.tag == _NULL_TAG:
+            return self.tagged(node, path)  # None, or not null at all
+        if node.tag == _PLAIN_TAG and text in NULLS:
+            self.written[path] = text
+            return None
+        if "$" in text and node.tag in (_PLAIN_TAG, _STRING_TAG):
+            return self.interpolate(node, path)
+        return text
 
     def interpolate(self, node: ScalarNode | ScalarEvent, path: DataPath) -> str:
         text = node.value
@@ -302,13 +381,13 @@ class _PlainBuilder:
         if type(next(self.events)) is not kind:
             raise NotPlain(f"expected {kind.__name__}")
 
-    def node(self, event: Event, path: DataPath) -> Any:
+    def node(self, event: Event, path: DataPath, as_text: bool = False) -> Any:
         self.nodes_built += 1
         if self.nodes_built > self.max_nodes or len(path) > MAX_DEPTH:
             raise NotPlain("too big or too deep")
         kind = type(event)
         if kind is ScalarEvent:
-            return self.scalar(event, path)
+            return self.text(event, path) if as_text else self.scalar(event, path)
         if kind not in (MappingStartEvent, SequenceStartEvent) or event.anchor is not None \
                 or event.tag not in (None, "!"):
             raise NotPlain("an alias, an anchor or a tag")
@@ -319,34 +398,41 @@ class _PlainBuilder:
                     return items
                 items.append(self.node(item, (*path, len(items))))
         result: dict[str, Any] = {}
+        values_as_text = is_text_map(path)
         for key in self.events:
             if type(key) is MappingEndEvent:
                 return result
             if type(key) is not ScalarEvent or key.anchor is not None or key.tag not in (None, "!") \
                     or (key.implicit[0] and key.value == "<<") or key.value in result:
                 raise NotPlain("a key that is not a plain string, a merge key, or a duplicate")
-            result[key.value] = self.node(next(self.events), (*path, key.value))
+            result[key.value] = self.node(next(self.events), (*path, key.value), values_as_text)
         raise NotPlain("the document ended inside a mapping")
 
     def scalar(self, event: ScalarEvent, path: DataPath) -> Any:
         if event.anchor is not None or event.tag not in (None, "!"):
             raise NotPlain("an anchor or a tag")
-        value = event.value
-        tag = _implicit_tag(value) if event.implicit[0] else _STRING_TAG
-        if tag != _STRING_TAG:
-            if tag == _TIMESTAMP_TAG:
-                return value  # dates and times stay as written, as in load_document
-            return self.interpolator.constructor.construct_object(ScalarNode(tag, value), deep=True)
-        if "$" not in value:
-            return value
-        substituted = self.interpolator.interpolate(event, path)  # an event has a node's value and marks
-        return substituted if event.style else _resolve_plain(substituted)
+        text = event.value
+        if event.implicit[0]:  # plain
+            value = plain_value(text)
+            if value is not text or "$" not in text:
+                return value
+            return _resolve_plain(self.interpolator.interpolate(event, path))  # an event has a node's marks
+        return text if "$" not in text else self.interpolator.interpolate(event, path)
+
+    def text(self, event: ScalarEvent, path: DataPath) -> str | None:
+        """A value of a text map, as `_Builder.text` reads it."""
+        if event.anchor is not None or event.tag not in (None, "!"):
+            raise NotPlain("an anchor or a tag")
+        text = event.value
+        if event.implicit[0] and text in NULLS:
+            return None
+        return text if "$" not in text else self.interpolator.interpolate(event, path)
 
 
 def _events(text: str) -> Iterator[Event]:
     """libyaml's events, one after the other (yaml.parse, without asking each time whether
     there is one more: the stream ends with StreamEndEvent)."""
-    next_event = _YAML_LOADER(text).get_event
+    next_event = _Loader(text).get_event
     while True:
         event = next_event()
         if event is None:
@@ -354,20 +440,11 @@ def _events(text: str) -> Iterator[Event]:
         yield event
 
 
-def _implicit_tag(value: str) -> str:
-    """The tag YAML 1.1 gives a plain scalar (as PyYAML's Resolver.resolve does)."""
-    for tag, pattern in _IMPLICIT_TAGS.get(value[:1] if value else "", ()):
-        if pattern.match(value):
-            return tag
-    return _STRING_TAG
-
-
 def _resolve_plain(text: str) -> Any:
-    """Type an interpolated unquoted value as YAML would have typed it (8080 -> int)."""
-    tag = yaml.SafeLoader.resolve(yaml.SafeLoader, ScalarNode, text, (True, False))
-    if tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool"):
-        return yaml.safe_load(text)
-    return text
+    """Type an interpolated unquoted value as YAML 1.2 types a plain scalar (8080 -> int),
+    except that it is never null: an empty variable gives empty text."""
+    value = plain_value(text)
+    return text if value is None else value
 
 
 def _field(path: DataPath) -> str:
@@ -486,3 +563,5 @@ def _copy_position(source: Document, source_path: DataPath, path: DataPath, out:
         out.templates[path] = source.templates[source_path]
     if source_path in source.unset:
         out.unset[path] = source.unset[source_path]
+    if source_path in source.written:
+        out.written[path] = source.written[source_path]

@@ -11,10 +11,11 @@ import copy
 import functools
 from typing import Annotated, Any, Literal, Protocol, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 from lance_sync.arrow_types import TypeSyntaxError, parse_type
 from lance_sync.drivers import available_drivers, backend_rules
+from lance_sync.drivers.config_types import TextValue
 from lance_sync.plan.model import ActionType
 
 SCHEMA_ID = "https://lance-sync.dev/schemas/manifest.schema.json"
@@ -24,18 +25,9 @@ NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
 OWNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@/-]*$"
 
 
-def _stringify(value: Any) -> Any:
-    """Catalog properties are strings; YAML numbers and booleans are written as such."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return value
-
-
-PropertyValue = Annotated[
-    str, BeforeValidator(_stringify), WithJsonSchema({"type": ["string", "number", "boolean"]})
-]
+#: catalog properties, reader options and Spark settings are text: the loader keeps each value
+#: as written (`loader.TEXT_MAPS`), `010` as "010" and `off` as "off"
+PropertyValue = TextValue
 Properties = Annotated[
     dict[str, PropertyValue],
     Field(description="Properties to set; only these keys are compared with the live object"),

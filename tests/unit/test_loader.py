@@ -51,7 +51,7 @@ def test_overlay_merges_mappings_and_keyed_lists_and_keeps_positions(tmp_path):
     merged = merge_documents([base, overlay])
     assert merged.data["owner"] == "b"
     assert [t["name"] for t in merged.data["tables"]] == ["t", "u", "v"]
-    assert merged.data["tables"][0]["properties"] == {"p": 1}
+    assert merged.data["tables"][0]["properties"] == {"p": "1"}  # a property is text, as written
     assert merged.data["tables"][1]["location"] == "/z"
     assert merged.position(("tables", 1, "location")).file.endswith("prod.yaml")
     assert merged.position(("tables", 0, "location")).file.endswith("base.yaml")
