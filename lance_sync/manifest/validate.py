@@ -3,6 +3,10 @@
 Every problem becomes a ManifestError at the file, line and column of the offending
 value. Values that came from `${VAR}` are never quoted back: they may be secrets.
 
+A value YAML typed otherwise than its field expects gets a hint saying what to write, from
+its text as the file has it (`Document.written`, or the `${VAR}` reference): quotes around a
+number given for text (`'010'`), true or false for a yes, a number without its leading zero.
+
 A value whose variable is not set (a document read with `allow_unset`) is not checked: a
 backend setting gets a stand-in its backend accepts, so that the rest of the manifest is
 checked as usual, and problems at any other such value are left out.
@@ -19,7 +23,8 @@ from __future__ import annotations
 
 import difflib
 import functools
-from typing import cast
+from collections.abc import Collection
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
@@ -38,6 +43,7 @@ from lance_sync.manifest.models import (
     manifest_model,
     policy_json_schema,
 )
+from lance_sync.manifest.yaml_core import LeadingZero, yaml_1_1_value
 
 #: tried in turn in place of a backend setting whose variable is not set; the first one the
 #: backend's model accepts stands in (a name, a URL, a Thrift address, client_id:secret, a number)
@@ -47,7 +53,12 @@ STAND_INS: tuple[str | int, ...] = ("unset", "http://unset.invalid", "thrift://u
 _SCHEMA_TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str,
                                                      "boolean": bool, "integer": int, "number": float}
 _JSON_TYPES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
-               int: "a number", float: "a number", type(None): "empty"}
+               int: "a number", float: "a number", type(None): "empty",
+               LeadingZero: "a number with a leading zero"}
+#: the JSON Schema type a pydantic error type says the field expects
+_MODEL_EXPECTS = {"string_type": "string", "bool_type": "boolean", "bool_parsing": "boolean",
+                  "int_type": "integer", "int_parsing": "integer", "int_from_float": "integer",
+                  "float_type": "number", "float_parsing": "number"}
 
 
 @functools.cache
@@ -161,21 +172,21 @@ def _explain(error: SchemaError, document: Document) -> list[ManifestError]:
         return [problem(f"unknown field '{k}'{_did_you_mean(k, allowed)}", (*path, k), key=True)
                 for k in extras]
     if error.validator == "type":
-        expected = error.validator_value
-        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         got = "" if templated else f", got {_JSON_TYPES.get(type(instance), type(instance).__name__)}"
-        return [problem(f"must be {_article(expected)}{got}")]
+        return [problem(f"must be {_article(' or '.join(types))}{got}{_hint(document, path, instance, types)}")]
     if error.validator in ("enum", "const"):
         options = error.validator_value if error.validator == "enum" else [error.validator_value]
         got = "" if templated else f" (got {instance!r})"
-        return [problem(f"must be {' or '.join(repr(o) for o in options)}{got}")]
+        hint = _hint(document, path, instance, {_json_type(option) for option in options})
+        return [problem(f"must be {' or '.join(repr(o) for o in options)}{got}{hint}")]
     if error.validator == "pattern":
         got = "this value" if templated else repr(instance)
         return [problem(f"{got} does not match the required pattern {error.validator_value}")]
     if error.validator in ("minItems", "minLength", "minProperties"):
         return [problem("must not be empty")]
     if error.validator == "anyOf":
-        return _explain_branch(error, document) or [problem(_any_of_message(error, templated))]
+        return _explain_branch(error, document) or [problem(_any_of_message(error, document))]
     message = error.message if not templated else f"invalid value ({error.validator})"
     return [problem(message)]
 
@@ -211,15 +222,61 @@ def _explain_branch(error: SchemaError, document: Document) -> list[ManifestErro
     return []
 
 
-def _any_of_message(error: SchemaError, templated: bool) -> str:
-    kinds = []
-    for option in error.validator_value:
-        if "type" in option:
-            kinds.append(_article(option["type"]))
-        elif "$ref" in option:
-            kinds.append("a mapping")
-    got = "" if templated else f", got {_JSON_TYPES.get(type(error.instance), 'something else')}"
-    return f"must be {' or '.join(dict.fromkeys(kinds)) or 'a valid value'}{got}"
+def _any_of_message(error: SchemaError, document: Document) -> str:
+    path: DataPath = tuple(error.absolute_path)
+    types = ["object" if "$ref" in option else option.get("type", "") for option in error.validator_value]
+    kinds = [_article(t) for t in types if t]
+    got = "" if path in document.templates else f", got {_JSON_TYPES.get(type(error.instance), 'something else')}"
+    return (f"must be {' or '.join(dict.fromkeys(kinds)) or 'a valid value'}{got}"
+            f"{_hint(document, path, error.instance, types)}")
+
+
+def _hint(document: Document, path: DataPath, value: Any, expected: Collection[str]) -> str:
+    """What to write instead of a value YAML typed otherwise than the field's `expected` JSON
+    types, to append to the message ("" when there is nothing to say). A value is quoted
+    back only as the file writes it: a `${VAR}` value by its reference, never its own text."""
+    template = document.templates.get(path)
+    written = template or document.written.get(path)
+    null = f"YAML reads {written or 'an empty value'} as null"
+    if "string" in expected:
+        if value is None:
+            return f"; {null}: " + (f"quote it, {_quoted(written)}, if you mean the text" if written
+                                    else "write '' for empty text")
+        if isinstance(value, bool | int | float | LeadingZero) and written:
+            return f"; write it in quotes: {_quoted(written)}"
+        return ""
+    reading = yaml_1_1_value(value) if isinstance(value, str) and not template else None
+    if "boolean" in expected:
+        if value is None:
+            return f"; {null}: use true or false"
+        if isinstance(reading, bool):
+            return f"; {_quoted(value)} is text in YAML 1.2: use true or false"
+        return "; use true or false"
+    if not {"integer", "number"} & set(expected):
+        return ""
+    if value is None:
+        return f"; {null}: write a number"
+    if isinstance(value, LeadingZero):
+        if template:
+            return ("; the value has a leading zero, which YAML 1.1 reads as octal and YAML 1.2 as "
+                    "decimal: write it without the zero")
+        octal = yaml_1_1_value(value.text)
+        old = f"octal {octal}" if isinstance(octal, int) else "text"
+        return (f"; a leading zero is ambiguous (YAML 1.1 reads {value.text} as {old}, YAML 1.2 as "
+                f"{value.decimal}): write {value.decimal}")
+    if isinstance(reading, int | float) and not isinstance(reading, bool):
+        return f"; {_quoted(value)} is text in YAML 1.2: write {reading}"
+    return ""
+
+
+def _quoted(text: str) -> str:
+    """`text` as a single-quoted YAML scalar."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _json_type(value: Any) -> str:
+    """The JSON Schema type of a value of the schema (an enum option)."""
+    return next((name for name, python_type in _SCHEMA_TYPES.items() if isinstance(value, python_type)), "null")
 
 
 def _article(json_type: str) -> str:
@@ -257,4 +314,7 @@ def _model_problem(error: ErrorDetails, document: Document) -> ManifestError | N
     if _is_unset(document, tuple(path)):
         return None
     message = error["msg"].removeprefix("Value error, ")
+    expected = _MODEL_EXPECTS.get(error["type"])
+    if expected is not None:  # a type error, at `data`
+        message += _hint(document, tuple(path), data, {expected})
     return ManifestError(message, document.position(tuple(path)), format_path(tuple(path)))
