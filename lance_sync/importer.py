@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
 from lance_namespace.errors import NamespaceNotFoundError
 
 from lance_sync.drivers.base import STORAGE_PREFIX, Identifier, SyncNamespace
 from lance_sync.errors import LanceSyncError
 from lance_sync.lease import is_lease_namespace
 from lance_sync.locations import is_local, manifest_relative, normalize_location
+from lance_sync.manifest.yaml_core import dump_yaml
 from lance_sync.marks import is_protected, owner_of, unmanaged
 
 Progress = Callable[[str], None]
@@ -85,7 +85,7 @@ def import_manifest(backend_name: str, driver: SyncNamespace, template: dict[str
               "# `lance-sync plan` on this file shows one adopt per object and no other change.\n")
     if left_out:
         header += f"# Left out, managed by another owner: {', '.join(left_out)}\n"
-    text = header + yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True, width=120)
+    text = header + dump_yaml(manifest, sort_keys=False, allow_unicode=True, width=120)
     return Imported(text, left_out)
 
 

@@ -18,8 +18,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from lance_sync.arrow_types import (
     column_drift,
     columns_from_schema,
@@ -30,6 +28,7 @@ from lance_sync.drivers.base import SyncNamespace
 from lance_sync.locations import manifest_relative, normalize_location
 from lance_sync.manifest import STATE_DIRECTORY
 from lance_sync.manifest.desired import DesiredState
+from lance_sync.manifest.yaml_core import dump_yaml
 from lance_sync.observe import observe
 
 if TYPE_CHECKING:
@@ -221,7 +220,7 @@ def render_discovered(locations: list[str], state: DesiredState) -> str:
                        "register": [{"backend": backend, "namespace": "NAMESPACE"}]})
     header = (f"# {len(locations)} Lance dataset(s) that no backend of the manifest registers.\n"
               "# Paste under `tables:` and set each `register` entry's namespace (and backend).\n")
-    return header + yaml.safe_dump({"tables": tables}, sort_keys=False, allow_unicode=True)
+    return header + dump_yaml({"tables": tables}, sort_keys=False, allow_unicode=True)
 
 
 def _table_name(location: str, used: set[str]) -> str:
