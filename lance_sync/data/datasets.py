@@ -70,7 +70,7 @@ def write_dataset(location: str, *, mode: Mode, owner: str, apply: str, schema: 
         _checked(location, owner, schema, storage_options)
         clear_intent(storage, path)
         return finished
-    write_intent(storage, path, new_intent(owner, apply))
+    write_intent(storage, path, new_intent(owner, location, apply))
     try:
         write(location, mode, target)
     except BaseException:
@@ -101,8 +101,7 @@ def _prepare(location: str, owner: str, storage_options: dict[str, str] | None) 
     """Make the location ready for a new dataset: nothing there, or this owner's cut-off write
     (its leftovers removed). Returns the version when that write had committed already."""
     report = inspect_location(location, storage_options)
-    intent = report.intent
-    ours = intent is not None and intent.owner == owner
+    ours = report.intent is not None and report.intent.is_for(owner, location)
     if report.status == "missing":
         return None
     if report.status == "interrupted" and ours:

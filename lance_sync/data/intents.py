@@ -35,9 +35,9 @@ class IntentError(RuntimeError):
     """A location holds a write that is not this owner's, or more than an interrupted write left."""
 
 
-def new_intent(owner: str, apply: str) -> WriteIntent:
+def new_intent(owner: str, location: str, apply: str) -> WriteIntent:
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    return WriteIntent(owner=owner, apply=apply, started=now)
+    return WriteIntent(owner=owner, location=location, apply=apply, started=now)
 
 
 def intent_path(path: str) -> str:
@@ -56,7 +56,8 @@ def read_intent(storage: Storage, path: str) -> WriteIntent | None:
         owner = values["owner"]
         if not isinstance(owner, str):
             raise TypeError("owner is not a string")
-        return WriteIntent(owner=owner, apply=_text(values.get("apply")), started=_text(values.get("started")))
+        return WriteIntent(owner=owner, location=_text(values.get("location")), apply=_text(values.get("apply")),
+                           started=_text(values.get("started")))
     except (ValueError, TypeError, KeyError):
         return WriteIntent(owner=None)
 
@@ -79,9 +80,9 @@ def clean_interrupted(storage: Storage, path: str, owner: str) -> None:
     the intent record, nothing else. IntentError when the write is another owner's or the
     location holds anything an interrupted write does not leave."""
     intent = read_intent(storage, path)
-    if intent is None or intent.owner != owner:
+    if intent is None or not intent.is_for(owner, storage.uri(path)):
         whose = intent.describe() if intent is not None else "no intent record"
-        raise IntentError(f"{storage.uri(path)} is not an interrupted write of owner '{owner}' ({whose})")
+        raise IntentError(f"{storage.uri(path)} is not an interrupted write of owner '{owner}' there ({whose})")
     entries = storage.list_dir(path)
     foreign = sorted(e.base_name for e in entries
                      if e.base_name != INTENT_FILE and not (e.base_name in LANCE_LAYOUT

@@ -98,7 +98,8 @@ def materialize(
 
 def _check_location(location: str, mode: Mode, storage_options: dict | None, owner: str | None) -> None:
     report = inspect_location(location, storage_options)
-    if report.status == "interrupted" and report.intent is not None and report.intent.owner == owner:
+    if report.status == "interrupted" and report.intent is not None and owner is not None \
+            and report.intent.is_for(owner, location):
         return  # the intent record of this very write
     if report.status not in _WRITABLE[mode]:
         detail = f": {report.error}" if report.error else ""

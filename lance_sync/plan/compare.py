@@ -307,7 +307,8 @@ class Comparer:
         one: its intent record, without a committed version or (the record not cleared yet) with
         one that carries this owner's record. None otherwise."""
         intent = status.intent
-        if intent is None or intent.owner != self.desired.owner or not (table.columns or table.source):
+        if intent is None or not intent.is_for(self.desired.owner, table.location) \
+                or not (table.columns or table.source):
             return None
         if status.status == "interrupted":
             return (f"apply {intent.apply} of this owner did not finish writing the dataset: remove what it "

@@ -109,14 +109,21 @@ class WriteIntent(_Model):
 
     #: None: the record cannot be read
     owner: str | None = None
+    #: the location it was written for: a record found anywhere else was copied or moved there
+    location: str | None = None
     #: the apply that wrote it (its journal's stamp)
     apply: str | None = None
     started: str | None = None
 
+    def is_for(self, owner: str, location: str) -> bool:
+        """Written by `owner`'s apply for this very location."""
+        return self.owner == owner and self.location == location
+
     def describe(self) -> str:
         if self.owner is None:
             return "an unreadable lance-sync intent record"
-        return f"owner '{self.owner}', apply {self.apply or '?'}, started {self.started or '?'}"
+        return (f"owner '{self.owner}', for {self.location or '?'}, apply {self.apply or '?'}, "
+                f"started {self.started or '?'}")
 
 
 class DatasetStatus(_Model):

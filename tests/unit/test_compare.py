@@ -255,7 +255,7 @@ def test_a_table_is_never_registered_on_what_is_not_a_lance_dataset(status, tabl
         plan(Case(table=table, dataset=DatasetStatus(status=status, error="x")))
 
 
-INTENT = {"owner": OWNER, "apply": "20261125T000000Z", "started": "2026-11-25T00:00:00+00:00"}
+INTENT = {"owner": OWNER, "location": LOCATION, "apply": "20261125T000000Z", "started": "2026-11-25T00:00:00+00:00"}
 
 
 def test_this_owners_unfinished_write_is_written_again_and_another_owners_is_left_alone():
@@ -266,6 +266,9 @@ def test_this_owners_unfinished_write_is_written_again_and_another_owners_is_lef
     theirs = DatasetStatus(status="interrupted", intent={**INTENT, "owner": "other"})
     with pytest.raises(PlanError, match="unfinished lance-sync write of owner 'other'"):
         plan(Case(table={"columns": INT64}, dataset=theirs))
+    copied = DatasetStatus(status="interrupted", intent={**INTENT, "location": "/data/elsewhere.lance"})
+    with pytest.raises(PlanError, match=f"{LOCATION} holds an unfinished lance-sync write of owner 'me'"):
+        plan(Case(table={"columns": INT64}, dataset=copied))  # a record copied or moved here is not this write
 
 
 def test_a_write_committed_before_its_apply_was_cut_off_is_finished():
