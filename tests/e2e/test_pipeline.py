@@ -81,6 +81,10 @@ def test_sources_are_materialized_with_their_declared_types(pipeline: Path):
     parquet = lance.dataset(str(lake / "parquet.lance"))
     assert parquet.schema.field("embedding").type == VECTOR
     assert parquet.schema.field("id").type == pa.uint32()
+    owner = yaml.safe_load(pipeline.read_text())["owner"]
+    for name in ("csv.lance", "json.lance", "parquet.lance"):  # written by Spark, with the owner's record
+        assert lance.dataset(str(lake / name)).schema.metadata == {b"lance_sync.owner": owner.encode()}, name
+        assert not (lake / name / "_lance_sync_intent.json").exists()
 
 
 @pytest.mark.spark

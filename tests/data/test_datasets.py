@@ -1,0 +1,106 @@
+"""Creating, rewriting and deleting datasets: all or nothing, and only what lance-sync created."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import lance
+import pyarrow as pa
+import pytest
+
+from lance_sync.data.datasets import DatasetWriteError, delete_dataset, write_dataset
+from lance_sync.data.intents import INTENT_FILE
+from lance_sync.data.locations import inspect_location
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def empty(at: str, mode: str, target: pa.Schema | None) -> None:
+    lance.write_dataset(target.empty_table(), at, mode=mode)
+
+
+def create(location: Path, owner: str = "me", write=empty) -> int:
+    return write_dataset(str(location), mode="create", owner=owner, apply="a1", schema=SCHEMA, write=write)
+
+
+def test_a_created_dataset_carries_its_owners_record_and_no_intent(tmp_path: Path):
+    location = tmp_path / "t.lance"
+    assert create(location) == 1
+    report = inspect_location(str(location))
+    assert (report.status, report.owner, report.intent) == ("valid", "me", None)
+
+
+def test_a_failed_write_leaves_the_location_as_it_was(tmp_path: Path):
+    def fails(at: str, mode: str, target: pa.Schema | None) -> None:
+        lance.fragment.write_fragments(pa.table({"id": [1]}), at, schema=target)  # data files, no commit
+        raise RuntimeError("the source went away")
+
+    location = tmp_path / "t.lance"
+    with pytest.raises(RuntimeError, match="source went away"):
+        create(location, write=fails)
+    assert not location.exists()
+
+
+def test_this_owners_cut_off_write_is_cleaned_and_written_again(tmp_path: Path):
+    location = tmp_path / "t.lance"
+    lance.fragment.write_fragments(pa.table({"id": [1]}), str(location), schema=SCHEMA)
+    (location / INTENT_FILE).write_text(json.dumps({"owner": "me", "location": str(location), "apply": "a0"}))
+    assert inspect_location(str(location)).status == "interrupted"
+    assert create(location) == 1
+    assert lance.dataset(str(location)).count_rows() == 0  # the cut-off write's rows are gone
+
+
+@pytest.mark.parametrize("record", [{"owner": "other"}, {"owner": "me", "location": "/elsewhere.lance"}],
+                         ids=["another owner's", "copied from elsewhere"])
+def test_a_write_that_is_not_this_owners_here_is_left_alone(tmp_path: Path, record: dict):
+    location = tmp_path / "t.lance"
+    lance.fragment.write_fragments(pa.table({"id": [1]}), str(location), schema=SCHEMA)
+    (location / INTENT_FILE).write_text(json.dumps({"location": str(location), **record}))
+    with pytest.raises(DatasetWriteError, match="the location is not empty"):
+        create(location)
+    assert len(list((location / "data").iterdir())) == 1
+
+
+def test_files_lance_sync_did_not_write_stop_the_cleaning(tmp_path: Path):
+    location = tmp_path / "t.lance"
+    location.mkdir()
+    (location / INTENT_FILE).write_text(json.dumps({"owner": "me", "location": str(location)}))
+    (location / "notes.txt").write_text("someone else's")
+    with pytest.raises(DatasetWriteError, match=r"holds files lance-sync did not write \(notes.txt\)"):
+        create(location)
+    assert (location / "notes.txt").read_text() == "someone else's"
+
+
+def test_a_half_written_intent_record_alone_is_an_empty_location(tmp_path: Path):
+    location = tmp_path / "t.lance"
+    location.mkdir()
+    (location / INTENT_FILE).write_text('{"own')
+    assert inspect_location(str(location)).status == "missing"
+    assert create(location) == 1
+
+
+def test_a_written_dataset_without_the_declared_columns_is_not_done(tmp_path: Path):
+    def other_columns(at: str, mode: str, target: pa.Schema | None) -> None:
+        lance.write_dataset(pa.schema([("name", pa.string())]).with_metadata(target.metadata).empty_table(), at)
+
+    location = tmp_path / "t.lance"
+    with pytest.raises(DatasetWriteError, match="does not have the declared columns"):
+        create(location, write=other_columns)
+    assert inspect_location(str(location)).intent is not None  # the next apply sees an unfinished write
+
+
+def test_only_datasets_this_owner_created_are_deleted_or_rewritten(tmp_path: Path):
+    theirs, mine = tmp_path / "theirs.lance", tmp_path / "mine.lance"
+    lance.write_dataset(pa.table({"id": [1]}), str(theirs))
+    create(mine)
+    with pytest.raises(DatasetWriteError, match="carries no lance-sync owner record"):
+        delete_dataset(str(theirs), owner="me")
+    with pytest.raises(DatasetWriteError, match="records owner 'me'"):
+        delete_dataset(str(mine), owner="other")
+    with pytest.raises(DatasetWriteError, match="refusing to rewrite"):
+        write_dataset(str(theirs), mode="overwrite", owner="me", apply="a2", schema=SCHEMA, write=empty)
+    assert lance.dataset(str(theirs)).count_rows() == 1
+    delete_dataset(str(mine), owner="me")
+    delete_dataset(str(mine), owner="me")  # nothing there: deleted already
+    assert not mine.exists()
