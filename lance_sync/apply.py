@@ -51,7 +51,7 @@ from lance_sync.drivers.base import Identifier, SyncNamespace, TableInfo
 from lance_sync.drivers.retry import backoff_seconds, is_transient
 from lance_sync.errors import ExitCode, GuardRefusal, PlanError
 from lance_sync.locations import LocationIndex, normalize_location, overlap_relation
-from lance_sync.marks import TABLE_TYPE_KEY, is_protected, owner_of
+from lance_sync.marks import TABLE_TYPE_KEY, describe_dataset_owner, is_protected, owner_of
 from lance_sync.plan.model import (
     Action,
     Destruction,
@@ -184,8 +184,8 @@ def _live_problem(action: Action, drivers: dict[str, SyncNamespace], owner: str)
                 return f"registration {address.backend}: {list(address.id)} is protected"
         report = _inspected(action.location, driver) if action.destroys == Destruction.DATA else None
         if report is not None and report.status == "valid" and report.owner != owner:  # else: stale
-            made_by = f"records owner '{report.owner}'" if report.owner else "carries no lance-sync owner record"
-            return f"the dataset {made_by}; lance-sync deletes and rewrites only the datasets it created for '{owner}'"
+            return (f"the dataset {describe_dataset_owner(report.owner)}; lance-sync deletes and rewrites only the "
+                    f"datasets it created for '{owner}'")
     else:
         live = _read_object(action, driver)
         properties = live[1] if live else {}

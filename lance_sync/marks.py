@@ -54,6 +54,11 @@ def dataset_owner(schema_metadata: Mapping[bytes, bytes] | None) -> str | None:
     return value.decode("utf-8", errors="replace") if value is not None else None
 
 
+def describe_dataset_owner(recorded: str | None) -> str:
+    """What a dataset says of its creator: "records owner 'x'" or that it carries no record."""
+    return f"records owner '{recorded}'" if recorded else "carries no lance-sync owner record"
+
+
 def is_lance_table(properties: Mapping[str, str]) -> bool:
     """The specs' test of the table-type marker: `table_type=lance` in any case."""
     return str(properties.get(TABLE_TYPE_KEY, "")).lower() == LANCE_TABLE_TYPE

@@ -31,7 +31,7 @@ from lance_sync.data.intents import (
 from lance_sync.data.locations import inspect_location
 from lance_sync.data.storage import open_storage
 from lance_sync.locations import normalize_location
-from lance_sync.marks import DATASET_OWNER_KEY, dataset_owner
+from lance_sync.marks import DATASET_OWNER_KEY, dataset_owner, describe_dataset_owner
 
 Mode = Literal["create", "overwrite"]
 #: writes the dataset at a location, in a mode, with a target schema that carries the owner's
@@ -126,9 +126,8 @@ def _check_owned(location: str, owner: str, storage_options: dict[str, str] | No
     if status != "valid":
         raise DatasetWriteError(f"refusing to {what} {location}: it holds no readable Lance dataset ({status})")
     if recorded != owner:
-        made_by = f"records owner '{recorded}'" if recorded else "carries no lance-sync owner record"
-        raise DatasetWriteError(f"refusing to {what} {location}: the dataset {made_by}; lance-sync {what}s "
-                                f"only datasets it created for '{owner}'")
+        raise DatasetWriteError(f"refusing to {what} {location}: the dataset {describe_dataset_owner(recorded)}; "
+                                f"lance-sync {what}s only datasets it created for '{owner}'")
 
 
 def _checked(location: str, owner: str, schema: pa.Schema | None,

@@ -41,6 +41,7 @@ from lance_sync.manifest.desired import DesiredState, DesiredTable
 from lance_sync.marks import (
     MANAGED_KEYS,
     OWNER_KEY,
+    describe_dataset_owner,
     drops_data,
     is_protected,
     marks,
@@ -417,17 +418,13 @@ class Comparer:
         if any(drops_data(info.properties) for _, info in tables) and location and status is not None \
                 and status.status == "valid":
             kept = self._kept_data(location, status)
-        if kept == "":
-            protected = [self._display(*key) for key, info in tables if is_protected(info.properties)]
-            assert location is not None
-            delete = self._action(
+            delete = None if kept else self._action(
                 Verb.DELETE, Kind.DATASET, Reason.LEFT_MANIFEST, tables[0][0][0], (),
                 before=ObjectState(location=location, version=version), after=None,
                 detail="left the manifest; on_remove: drop deletes its data",
                 registrations=[Address(backend=key[0], id=list(key[1]), display_id=self._display(*key))
                                for key, _ in tables],
-                dataset=status, blocked=f"registered as {', '.join(protected)}, which is {PROTECTED}"
-                if protected else self._shared_location(location, {key for key, _ in tables}))
+                dataset=status, blocked=self._deletion_blocked(location, tables))
         for (backend, id), info in tables:
             keys = sorted(info.properties)
             before = project(info.properties, info.location, keys)
@@ -442,20 +439,25 @@ class Comparer:
                          depends_on=[delete.key] if delete is not None else [],
                          blocked=PROTECTED if is_protected(info.properties) else None)
 
-    def _kept_data(self, location: str, status: DatasetStatus) -> str:
-        """Why on_remove: drop keeps the data at `location`, or "" when it may be deleted."""
+    def _kept_data(self, location: str, status: DatasetStatus) -> str | None:
+        """Why on_remove: drop keeps the data at `location`; None when it is deleted."""
         users = self.manifest_locations.overlapping(location)
         if users:
             return f"table '{users[0]}' of the manifest uses this location"
         if status.owner != self.desired.owner:
-            reason = _not_created_here(location, status, self.desired.owner)
-            self.result.warnings.append(f"{location}: data kept although on_remove is drop: {reason}")
-            return reason
-        return ""
+            self.result.warnings.append(f"{location}: data kept although on_remove is drop: lance-sync did not "
+                                        f"create it for '{self.desired.owner}'")
+            return _not_created_here(location, status, self.desired.owner)
+        return None
 
-    def _shared_location(self, location: str, leaving: set[ObjectKey]) -> str | None:
-        """Why deleting the data at `location` is refused: another registration the plan saw at,
-        inside or around it (apply checks every registration of every backend again)."""
+    def _deletion_blocked(self, location: str, tables: list[tuple[ObjectKey, TableInfo]]) -> str | None:
+        """Why deleting the data at `location` is refused: a protected registration leaving with
+        it, or another registration the plan saw at, inside or around it (apply checks every
+        registration of every backend again)."""
+        protected = [self._display(*key) for key, info in tables if is_protected(info.properties)]
+        if protected:
+            return f"registered as {', '.join(protected)}, which is {PROTECTED}"
+        leaving = {key for key, _ in tables}
         others = sorted(key for key in self.registrations.overlapping(location) if key not in leaving)
         if not others:
             return None
@@ -557,9 +559,8 @@ def _diff_detail(have: ObjectState, want: ObjectState) -> str:
 
 def _not_created_here(location: str, status: DatasetStatus, owner: str) -> str:
     """Why a dataset is not this owner's to delete or rewrite."""
-    made_by = f"records owner '{status.owner}'" if status.owner else "carries no lance-sync owner record"
-    return (f"the dataset at {location} {made_by}, so lance-sync did not create it for '{owner}' "
-            "(lance-sync deletes and rewrites only the datasets it created)")
+    return (f"the dataset at {location} {describe_dataset_owner(status.owner)}, so lance-sync did not create "
+            f"it for '{owner}' (lance-sync deletes and rewrites only the datasets it created)")
 
 
 def _declared_columns(table: DesiredTable) -> list[dict] | None:
