@@ -44,7 +44,8 @@ Configuration: each driver has a pydantic `config_model` (a `BackendConfig`) who
 names are the spec's property names. A driver is built from a configuration validated
 already (`Driver(config)`: the manifest's, see `lance_sync.drivers.connect_backends`) or from
 the flat string properties `lance_namespace.connect(name, properties)` passes
-(`storage.region`, `client.pool-size`), which it validates with the same model.
+(`storage.region`, `client.pool-size`), which it validates with the same model. Its secret
+values are registered for masking (`lance_sync.secrets`) as it is built.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ from lance_namespace.errors import (
     UnsupportedOperationError,
 )
 from pydantic import SecretStr
+
+from lance_sync import secrets
 
 # the configuration and identifier rules live in a module that validation imports without
 # the Lance Namespace client; drivers import them from here too
@@ -215,6 +218,8 @@ class SyncNamespace(BackendRules, LanceNamespace):
             raise TypeError(f"{type(self).__name__} takes a {self.config_model.__name__}, "
                             f"not a {type(config).__name__}")
         self.config = config
+        secrets.register(*config.secret_values())
+        secrets.register_environment()
         self._call_lock = threading.Lock()
         self._calls_made = 0
 

@@ -25,6 +25,7 @@ from pydantic import (
 
 from lance_sync.drivers.config_types import TextValue
 from lance_sync.errors import ConfigError
+from lance_sync.secrets import SECRET_KEY, url_password
 
 Identifier = tuple[str, ...]
 
@@ -73,6 +74,15 @@ class BackendConfig(BaseModel):
                 f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in error.errors()
             )
             raise ConfigError(f"invalid {cls.__name__} configuration: {problems}") from None
+
+    def secret_values(self) -> list[str]:
+        """What lance-sync masks of this configuration (`lance_sync.secrets`): the secret
+        fields, the storage options whose keys look secret, and the password of an endpoint
+        URL's userinfo."""
+        values = [value.get_secret_value() for value in self.__dict__.values() if isinstance(value, SecretStr)]
+        values += [value for key, value in self.storage.items() if SECRET_KEY.search(key)]
+        values += [url_password(value) or "" for value in self.__dict__.values() if isinstance(value, str)]
+        return [value for value in values if value]
 
     def to_properties(self) -> dict[str, str]:
         """The flat string properties `lance_namespace.connect()` takes (secrets revealed)."""

@@ -25,6 +25,11 @@ botocore's model (types everywhere; the members of `REQUIRED_ANSWER_MEMBERS` pre
 reaches botocore's parser, which would read it as an empty answer. It is a `BadAnswerError`;
 reads send it again (`BAD_ANSWER_RETRIES`), writes do not.
 
+Secrets: the credentials botocore resolved (configured, from the environment or a profile),
+those of an assumed role, and the session token header of each request sent are registered
+for masking (`lance_sync.secrets`), and an error answer's body is masked before botocore
+parses it, so a server that echoes the request cannot put them into a message.
+
 Errors are translated at the boundary (`_translate`): AccessDenied is PermissionDenied (15),
 bad or expired credentials Unauthenticated (16), throttling after botocore's retries
 Throttling (21), 5xx and connection failures ServiceUnavailable (17). Messages start with
@@ -51,6 +56,7 @@ from botocore.credentials import (
     CredentialProvider,
     CredentialResolver,
     DeferredRefreshableCredentials,
+    RefreshableCredentials,
 )
 from botocore.exceptions import (
     BotoCoreError,
@@ -101,6 +107,7 @@ from lance_namespace.errors import (
     UnsupportedOperationError,
 )
 
+from lance_sync import secrets
 from lance_sync.drivers.answers import describe_body, html_summary, one_line
 from lance_sync.drivers.base import (
     Capabilities,
@@ -211,7 +218,9 @@ class GlueNamespace(GlueRules, SyncNamespace):
             self._glue = self._session.client("glue", endpoint_url=config.endpoint, config=client_config)
         except NoRegionError:
             raise ConfigError("glue: no region: set `region` or AWS_REGION") from None
+        _register_resolved_credentials(self._session)
         self._glue.meta.events.register("before-send.glue", lambda **_: self.count_call())
+        self._glue.meta.events.register("before-send.glue", _register_session_token)
         self._glue.meta.events.register("before-parse.glue", _check_answer)
         #: waits between sends of a read whose answer was garbled (tests replace it)
         self._sleep: Callable[[float], None] = time.sleep
@@ -700,8 +709,25 @@ class _FixedCredentialProvider(CredentialProvider):
 def _sts_client(session: boto3.Session, region: str | None) -> Any:
     client = session.client("sts", region_name=region,
                             config=Config(retries={"mode": "standard"}, user_agent_extra="lance-sync"))
+    client.meta.events.register("before-send.sts", _register_session_token)
     client.meta.events.register("before-parse.sts", _check_xml_answer)
     return client
+
+
+def _register_resolved_credentials(session: boto3.Session) -> None:
+    """Register the credentials botocore resolved when it made the client (configured, from
+    the environment or a profile). Credentials it refreshes (an assumed role, instance or
+    container credentials) are registered as they come: `_session`'s role fetch, and the
+    session token each request carries (`_register_session_token`)."""
+    credentials = session.get_credentials()
+    if credentials is not None and not isinstance(credentials, RefreshableCredentials):
+        secrets.register(credentials.access_key, credentials.secret_key, credentials.token)
+
+
+def _register_session_token(request: Any, **_: Any) -> None:
+    """botocore `before-send` hook: register the session token the signed request carries."""
+    token = request.headers.get("X-Amz-Security-Token")
+    secrets.register(token.decode() if isinstance(token, bytes) else token)
 
 
 def _session(config: GlueConfig) -> boto3.Session:
@@ -730,6 +756,7 @@ def _session(config: GlueConfig) -> boto3.Session:
         if not all(credentials.get(key) for key in ASSUMED_ROLE_CREDENTIALS):
             raise BadAnswerError(f"glue: AssumeRole on {subject} answered without Credentials "
                                  f"({', '.join(ASSUMED_ROLE_CREDENTIALS)})")
+        secrets.register(credentials["AccessKeyId"], credentials["SecretAccessKey"], credentials["SessionToken"])
         return {"access_key": credentials["AccessKeyId"], "secret_key": credentials["SecretAccessKey"],
                 "token": credentials["SessionToken"],
                 "expiry_time": credentials["Expiration"].isoformat()}
@@ -798,6 +825,7 @@ def _check_answer(operation_model: OperationModel, response_dict: dict[str, Any]
         cut = _cut_short(body, response_dict["headers"])
         if cut is not None:
             raise _UnfitAnswer(f"{status} with {cut} (body: {_body_picture(body)})")
+        response_dict["body"] = _masked(body)
         return
     problem = _answer_problem(body, response_dict["headers"], operation_model.output_shape,
                               REQUIRED_ANSWER_MEMBERS.get(operation_model.name, frozenset()))
@@ -809,7 +837,10 @@ def _check_xml_answer(operation_model: OperationModel, response_dict: dict[str, 
                       **_: Any) -> None:
     """botocore `before-parse` hook for STS (AWS query protocol, XML): raise _UnfitAnswer for a
     2xx answer without its result element, on which botocore's parser fails with KeyError."""
-    if response_dict["status_code"] >= 300 or operation_model.output_shape is None:
+    if response_dict["status_code"] >= 300:
+        response_dict["body"] = _masked(response_dict["body"] or b"")
+        return
+    if operation_model.output_shape is None:
         return
     body: bytes = response_dict["body"] or b""
     wrapper = operation_model.output_shape.serialization.get("resultWrapper")
@@ -951,8 +982,13 @@ def _json_kind(value: Any) -> str:
 
 def _body_picture(body: bytes) -> str:
     """A garbled body in one short line: an HTML page by its title, anything else cut short."""
-    text = body.decode("utf-8", errors="replace")
+    text = secrets.mask(body.decode("utf-8", errors="replace"))
     return html_summary(text) or describe_body(text or None)
+
+
+def _masked(body: bytes) -> bytes:
+    """An answer's body with any secret it echoes masked (bytes that are not UTF-8 kept)."""
+    return secrets.mask(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
 def _with_bad_answer_retries(send: Callable[[], Any], sleep: Callable[[float], None]) -> Any:

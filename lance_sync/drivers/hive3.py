@@ -111,6 +111,7 @@ from thrift.Thrift import TApplicationException, TException, TMessageType, TType
 from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TTransportException
 
+from lance_sync import secrets
 from lance_sync.drivers.base import (
     Capabilities,
     Identifier,
@@ -283,7 +284,8 @@ class MetastoreUnreachableError(TransientError):
 # --- errors ----------------------------------------------------------------------------------
 
 def _message(error: BaseException) -> str:
-    return getattr(error, "message", None) or str(error) or type(error).__name__
+    """A metastore error's text, with any secret it echoes masked (`lance_sync.secrets`)."""
+    return secrets.mask(getattr(error, "message", None) or str(error) or type(error).__name__)
 
 
 def _translate(error: TException) -> LanceNamespaceError:

@@ -19,7 +19,10 @@ an earlier attempt may have reached the server counts as done: that attempt dele
 After the last attempt the error names the backend, the method and the URL path, what was
 wrong and how many attempts were made, e.g. "iceberg: GET /v1/p/namespaces answered a body
 cut short (1200 of 4096 bytes) after 4 attempts". Headers (tokens) never appear in a message,
-nor does the userinfo of an endpoint URL. A raw urllib3 exception never leaves this module.
+nor does the userinfo of an endpoint URL. A server's text is masked (`lance_sync.secrets`)
+before anything reads it, so a server that echoes the request cannot put a token into a
+message; the credential of every Authorization header sent is registered for that. A raw
+urllib3 exception never leaves this module.
 
 Requests go straight to a urllib3 connection pool for the endpoint: a catalog read costs a
 few hundred microseconds of client CPU, and at thousands of loads per plan the client, not
@@ -58,7 +61,7 @@ from urllib3.exceptions import (
 )
 from urllib3.util import make_headers
 
-from lance_sync import __version__
+from lance_sync import __version__, secrets
 from lance_sync.drivers.answers import describe_body, one_line, parse_answer
 from lance_sync.drivers.retry import BadAnswerError, ServerError, TransientError, backoff_seconds
 
@@ -173,6 +176,7 @@ class HttpClient:
                  content_type: str | None, ok: tuple[int, ...], expect: type[BaseModel] | None,
                  attempts: int, deleted_before: bool) -> Any:
         headers = {**self._base_headers, **self.headers()}
+        secrets.register_authorization(headers.get("Authorization"))
         if content_type:
             headers["Content-Type"] = content_type
         try:
@@ -223,7 +227,7 @@ class HttpClient:
             if not checked:
                 return None
             raise self._bad(f"{self.backend}: {call} answered a body that is not JSON "
-                            f"({answer.content_type()}: {describe_body(answer.text())})",
+                            f"({answer.content_type()}: {describe_body(answer.masked_text())})",
                             carried_out=True) from None
         if expect is None:
             return body
@@ -365,20 +369,22 @@ class _Answer:
     headers: Any
     content: bytes
 
-    def text(self) -> str:
-        return self.content.decode("utf-8", errors="replace")
+    def masked_text(self) -> str:
+        """The body as text, with any secret it echoes masked."""
+        return secrets.mask(self.content.decode("utf-8", errors="replace"))
 
     def content_type(self) -> str:
         return (self.headers.get("Content-Type") or "no content type").split(";")[0]
 
     def error_body(self) -> Any:
-        """An error answer's body for the translator: its JSON, else its text, None when empty."""
+        """An error answer's body for the translator, masked: its JSON, else its text, None when empty."""
         if not self.content:
             return None
+        text = self.masked_text()
         try:
-            return jsonlib.loads(self.content)
+            return jsonlib.loads(text)
         except ValueError:
-            return self.text()
+            return text
 
 
 def _encoded_body(json: Any, data: dict[str, str] | None) -> tuple[bytes | None, str | None]:

@@ -67,6 +67,7 @@ from pydantic import (
     StrictStr,
 )
 
+from lance_sync import secrets
 from lance_sync.drivers.answers import Answer, one_line
 from lance_sync.drivers.base import (
     Capabilities,
@@ -577,6 +578,7 @@ class _ClientCredentials:
     def __init__(self, credential: SecretStr, http: HttpClient,
                  clock: Callable[[], float] = time.monotonic):
         self._client_id, self._secret = credential.get_secret_value().split(":", 1)
+        secrets.register(self._secret)  # sent on its own in the token request's form
         self._http = http
         self.clock = clock
         self._lock = threading.Lock()
@@ -603,6 +605,7 @@ class _ClientCredentials:
         answer = self._http.request("POST", TOKEN_PATH, data=form, expect=OAuthTokenAnswer, retry_safe=True)
         lifetime = answer.expires_in
         renew_at = self.clock() + lifetime * TOKEN_RENEW_AT if lifetime else None
+        secrets.register(answer.access_token)
         return answer.access_token, renew_at
 
 

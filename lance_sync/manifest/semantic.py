@@ -47,10 +47,8 @@ from lance_sync.policy import (
     RequiredProperties,
     Rule,
 )
+from lance_sync.secrets import SECRET_KEY
 from lance_sync.variables import is_whole_reference
-
-#: storage option keys that carry credentials and so must come from ${VAR}
-_SECRET_KEY = re.compile(r"secret|token|password|credential|access_key|account_key|sas|private", re.I)
 
 
 class _Checker:
@@ -166,7 +164,7 @@ def _check_secrets(checker: _Checker, secrets: list[str], path: DataPath) -> Non
             checker.fail("secrets are only taken from the environment: write ${VARIABLE_NAME}", field_path)
     storage = _value_at(data.data, (*path, "storage")) or {}
     for key in storage:
-        if _SECRET_KEY.search(key) and not _from_variable(data, (*path, "storage", key)):
+        if SECRET_KEY.search(key) and not _from_variable(data, (*path, "storage", key)):
             checker.fail(f"storage option '{key}' looks like a credential: write ${{VARIABLE_NAME}}",
                          (*path, "storage", key))
 
@@ -186,7 +184,7 @@ def _template(checker: _Checker, backend_type: str, secrets: list[str], path: Da
             template[field] = templates[field_path]
     storage = dict(template.get("storage") or {})
     for key in storage:
-        if _SECRET_KEY.search(key):
+        if SECRET_KEY.search(key):
             key_path = (*path, "storage", key)
             storage[key] = templates[key_path]
     if storage:
