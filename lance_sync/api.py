@@ -14,6 +14,7 @@ owner and backend), the same guards for fresh, saved and rollback plans, the sam
 rollback plan. A failure raises a `lance_sync.errors.LanceSyncError` whose `exit_code` is the
 CLI's: `GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; catalog errors
 are `lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
+No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.secrets`).
 
 Each function builds the drivers it needs from the manifest (or the saved plan), or uses the
 `drivers` given, as `connect` returns them.
@@ -21,11 +22,12 @@ Each function builds the drivers it needs from the manifest (or the saved plan),
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -45,6 +47,7 @@ from lance_sync.lease import Leases, lease_stores
 from lance_sync.manifest import load_manifest
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
+from lance_sync.secrets import mask, mask_exception
 
 if TYPE_CHECKING:
     from lance_sync.data.locations import Engine
@@ -53,9 +56,25 @@ if TYPE_CHECKING:
 Drivers = dict[str, SyncNamespace]
 Progress = Callable[[str], None]
 ApplyStatus = Literal["no_changes", "dry_run", "applied", "partly_failed"]
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "load", "load_plan", "plan",
            "render", "save_plan", "verify"]
+
+
+def _masking_errors(function: F) -> F:
+    """Errors leave `function` with every registered secret masked in their text (a driver
+    masks what servers send; this also covers errors raised by the libraries underneath)."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:
+            mask_exception(error)
+            raise
+
+    return wrapper  # type: ignore[return-value]
 
 
 def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | None = None) -> DesiredState:
@@ -67,6 +86,7 @@ def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | Non
                          policy_file=str(policy_file) if policy_file is not None else None)
 
 
+@_masking_errors
 def connect(source: DesiredState | Plan) -> Drivers:
     """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
     from the environment)."""
@@ -75,6 +95,7 @@ def connect(source: DesiredState | Plan) -> Drivers:
     return connect_backends(source.backends)
 
 
+@_masking_errors
 def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = False, parallelism: int = 8,
          drivers: Drivers | None = None, on_progress: Progress | None = None) -> Plan:
     """What apply would change (`lance-sync plan`), checked against the manifest's policy:
@@ -86,21 +107,22 @@ def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = F
 
 
 def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str:
-    """The plan as `lance-sync plan --format text|json|markdown` prints it."""
+    """The plan as `lance-sync plan --format text|json|markdown` prints it (masked)."""
     from lance_sync.plan.render import render_json, render_markdown, render_text
 
     if output_format == "json":
-        return render_json(plan)
+        return mask(render_json(plan))
     if output_format == "markdown":
-        return render_markdown(plan)
+        return mask(render_markdown(plan))
     if output_format == "text":
-        return render_text(plan, colour=colour)
+        return mask(render_text(plan, colour=colour))
     raise ValueError(f"unknown plan format '{output_format}' (text, json or markdown)")
 
 
 def save_plan(plan: Plan, path: str | Path) -> None:
-    """Save a plan for a later `apply` (`lance-sync plan --out`); secrets stay `${VAR}`."""
-    Path(path).write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    """Save a plan for a later `apply` (`lance-sync plan --out`); secrets stay `${VAR}`, and
+    any other text that holds one is masked."""
+    Path(path).write_text(mask(plan.model_dump_json(indent=2)) + "\n", encoding="utf-8")
 
 
 def load_plan(path: str | Path, policy_file: str | Path | None = None) -> Plan:
@@ -167,6 +189,7 @@ class ApplyResult:
         return self.report.exit_code if self.report is not None else ExitCode.OK
 
 
+@_masking_errors
 def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replace: bool = False,
           dry_run: bool = False, lock_timeout: float = 0, targets: Sequence[str] = (), scan_all: bool = False,
           parallelism: int = 8, spark: str | None = None, state_dir: str | Path | None = None,
@@ -235,6 +258,7 @@ class _Run:
         return ApplyResult(plan, "applied" if report.exit_code == ExitCode.OK else "partly_failed", report)
 
 
+@_masking_errors
 def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = None, parallelism: int = 8,
            drivers: Drivers | None = None, on_progress: Progress | None = None) -> VerifyReport:
     """Check every table location in scope (`lance-sync verify`): `report.broken` lists what is not
@@ -244,6 +268,7 @@ def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = 
     return run_verify(state, drivers or connect(state), engine, spark, parallelism, on_progress)
 
 
+@_masking_errors
 def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: str | None = None,
              storage_options: dict[str, str] | None = None, parallelism: int = 8,
              drivers: Drivers | None = None, on_progress: Progress | None = None) -> list[str]:

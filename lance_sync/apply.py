@@ -62,6 +62,7 @@ from lance_sync.plan.model import (
     fingerprint,
     project,
 )
+from lance_sync.secrets import mask
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -587,7 +588,7 @@ class Scheduler:
 # --- journal and rollback --------------------------------------------------------------------------
 
 class Journal:
-    """Append-only JSON lines: one per action start and end."""
+    """Append-only JSON lines: one per action start and end, masked (`lance_sync.secrets`)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -601,7 +602,7 @@ class Journal:
             record.update(verb=action.verb.value, kind=action.kind.value, backend=action.backend,
                           id=action.id, display_id=action.display_id)
         with self._lock:
-            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.write(mask(json.dumps(record, ensure_ascii=False)) + "\n")
             self._file.flush()
 
     def close(self) -> None:
@@ -667,10 +668,11 @@ def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
 
 
 def write_rollback(plan: Plan, report: ApplyReport, path: Path) -> Path | None:
+    """The rollback plan, masked like a saved plan (its secrets are `${VAR}` references)."""
     rollback = rollback_plan(plan, report)
     if not rollback.actions and not rollback.warnings:
         return None
-    path.write_text(rollback.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    path.write_text(mask(rollback.model_dump_json(indent=2)) + "\n", encoding="utf-8")
     return path
 
 

@@ -1,8 +1,9 @@
 """The `lance-sync` command line.
 
 Data (plans, reports, manifests, schemas) goes to stdout; progress and diagnostics to
-stderr. Exit codes: 0 done or no changes; 1 error; 2 changes present (plan with
---detailed-exitcode); 3 apply partly failed; 4 refused by a guard.
+stderr; both are masked, so no registered secret (`lance_sync.secrets`) is written. Exit
+codes: 0 done or no changes; 1 error; 2 changes present (plan with --detailed-exitcode);
+3 apply partly failed; 4 refused by a guard.
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
 from lance_sync.locations import shown_path, with_manifest_relative_paths
 from lance_sync.manifest import DEFAULT_MANIFEST, STATE_DIRECTORY, load_manifest
+from lance_sync.secrets import (
+    SECRET_KEY,
+    mask,
+    masked_standard_streams,
+    register,
+    register_environment,
+)
 from lance_sync.variables import resolve_references
 
 if TYPE_CHECKING:
@@ -78,10 +86,17 @@ def handle_errors(command: Callable) -> Callable:
 
 class _Group(click.Group):
     """Usage errors (an unknown option, a bad value) exit 1 like any error: exit 2 means
-    "changes present" to CI scripts."""
+    "changes present" to CI scripts. Everything written to stdout and stderr while a command
+    runs is masked."""
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        register_environment()
+        with masked_standard_streams():
+            return self._main(args, prog_name, complete_var, **extra)
+
+    def _main(self, args: Sequence[str] | None, prog_name: str | None, complete_var: str | None,
+              **extra: Any) -> Any:
         try:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
@@ -681,7 +696,7 @@ def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None,
     for item in imported.left_out:
         click.echo(f"Left out: {item}", err=True)
     if output:
-        Path(output).write_text(imported.text, encoding="utf-8")
+        Path(output).write_text(mask(imported.text), encoding="utf-8")
         click.echo(f"Wrote {output}", err=True)
     else:
         click.echo(imported.text, nl=False)
@@ -755,6 +770,7 @@ def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | Non
     state = load(manifest_files(files))
     drivers = connect_backends(state.backends)
     options = resolve_references(storage, os.environ, "--storage")
+    register(*(value for key, value in options.items() if SECRET_KEY.search(key)))
     found = run_discover(state, drivers, root, engine, spark, options or None, parallelism, progress)
     _end_progress()
     click.echo(render_discovered(found, state), nl=False)

@@ -22,7 +22,8 @@ it. A stop (SIGTERM) wakes the wait at once; a cycle that is planning ends befor
 applies, one that is applying starts nothing more and ends once the running actions are
 done and journalled; then the leases are released.
 
-Metrics are served in the Prometheus text format on a loopback address only.
+Metrics are served in the Prometheus text format on a loopback address only. The JSON lines
+(through the CLI's masked stdout) and the metrics page are masked (`lance_sync.secrets`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from lance_sync.plan.model import Action, Destruction, OmittedAction, Plan, Poli
 from lance_sync.plan.planner import build_plan
 from lance_sync.plan.select import leave_out
 from lance_sync.policy import enforce
+from lance_sync.secrets import mask
 
 Outcome = Literal["applied", "in_sync", "pending", "partly_failed", "refused", "lease_held", "error", "stopped"]
 OUTCOMES: tuple[Outcome, ...] = ("applied", "in_sync", "pending", "partly_failed", "refused", "lease_held",
@@ -391,7 +393,7 @@ def _handler(metrics: Metrics) -> type[BaseHTTPRequestHandler]:
             if self.path.split("?", 1)[0] != "/metrics":
                 self.send_error(404, "only /metrics is served")
                 return
-            body = metrics.render().encode()
+            body = mask(metrics.render()).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))

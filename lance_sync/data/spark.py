@@ -11,6 +11,11 @@ No line of Spark's or the JVM's reaches the user's terminal: a classic session's
 embedded one included) is started with its stdout and stderr sent to a log file
 (`SparkSettings.log_file`; the CLI puts it at `.lance-sync/spark.log` next to the manifest),
 and Spark's log4j configuration writes there too. Errors from Spark name that file.
+
+The JVM writes into a pipe, not into the file: a daemon thread copies each line into the
+log with every registered secret masked (`lance_sync.secrets`), and Spark's own redaction
+(REDACTION_CONF) hides the values of secret-looking options and settings in the plans and
+configuration it prints.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ import contextlib
 import os
 import shutil
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from lance_sync.secrets import SECRET_KEY, copy_masked, mask
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,6 +59,15 @@ appender.stderr.layout.pattern = %d{yyyy-MM-dd HH:mm:ss} %p %c{1}: %m%n%ex
 #: Applied to every session unless the user's conf sets the same key. UTC keeps timestamps
 #: read from text sources independent of the machine's time zone.
 DEFAULT_CONF = {"spark.sql.session.timeZone": "UTC"}
+
+#: Applied to classic sessions unless the user's conf sets the same key: Spark redacts the
+#: values of settings and of DataFrame options whose names look secret wherever it prints
+#: them (the storage options a Lance read or write carries among them), with the names
+#: lance-sync itself takes for secrets.
+REDACTION_CONF = {
+    "spark.redaction.regex": f"(?i){SECRET_KEY.pattern}|access[.]key",
+    "spark.sql.redaction.options.regex": f"(?i){SECRET_KEY.pattern}|url",
+}
 
 #: Applied to embedded (local-mode) sessions only: loopback only, no UI, no progress bars.
 LOCAL_CONF = {
@@ -195,25 +212,50 @@ def _start_classic(settings: SparkSettings) -> SparkSession:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log4j = log_path.with_name("spark-log4j2.properties")
     log4j.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
-    conf = {**DEFAULT_CONF, **(LOCAL_CONF if settings.is_local else {}), **settings.conf}
+    conf = {**DEFAULT_CONF, **REDACTION_CONF, **(LOCAL_CONF if settings.is_local else {}), **settings.conf}
     java_options = conf.get("spark.driver.extraJavaOptions", "")
     conf["spark.driver.extraJavaOptions"] = f"{java_options} -Dlog4j.configurationFile={log4j.as_uri()}".strip()
     spark_conf = SparkConf().setMaster(settings.effective_master).setAppName("lance-sync").setAll(
         list(conf.items()))
-    with warnings.catch_warnings(), open(log_path, "ab") as log:
+    with log_path.open("ab") as log:
+        log.write(f"--- lance-sync starts Spark ({settings.effective_master})\n".encode())
+    with warnings.catch_warnings():
         # pylance warns before any fork; launching the JVM is fork + exec, which is safe.
         warnings.filterwarnings("ignore", message="lance is not fork-safe")
-        log.write(f"--- lance-sync starts Spark ({settings.effective_master})\n".encode())
-        log.flush()
         try:
             # a JVM this process started before (for a session since stopped) is used again
-            gateway = SparkContext._gateway or launch_gateway(spark_conf, popen_kwargs={"stdout": log,
-                                                                                        "stderr": log})
+            gateway = SparkContext._gateway or _launch_gateway(launch_gateway, spark_conf, log_path)
             SparkContext(conf=spark_conf, gateway=gateway)
         except Exception as error:
             raise SparkUnavailableError(f"Spark did not start: {_first_line(error)} (Spark's log: "
                                         f"{_shown(log_path)})") from error
     return pyspark_sql.SparkSession.builder.getOrCreate()
+
+
+def _launch_gateway(launch_gateway: Any, spark_conf: Any, log_path: Path) -> Any:
+    """PySpark's `launch_gateway`, with the JVM's stdout and stderr sent to `masked_log_pipe`."""
+    output, _ = masked_log_pipe(log_path)
+    try:
+        return launch_gateway(spark_conf, popen_kwargs={"stdout": output, "stderr": output})
+    finally:
+        os.close(output)  # the JVM holds its own copy: the pipe ends when the JVM does
+
+
+def masked_log_pipe(log_path: Path) -> tuple[int, threading.Thread]:
+    """The write end of a pipe whose every line a daemon thread copies, masked, to the end of
+    `log_path` (`lance_sync.secrets.copy_masked`) until the last writer closes it; and the
+    thread. The JVM writes its stdout and stderr there from its first line (a JVM that fails
+    to start explains why in the log) to its last."""
+    read_end, write_end = os.pipe()
+    source, log = os.fdopen(read_end, "rb"), log_path.open("ab")
+
+    def copy() -> None:
+        with source, log:
+            copy_masked(source, log)
+
+    thread = threading.Thread(target=copy, name="spark-log", daemon=True)
+    thread.start()
+    return write_end, thread
 
 
 @contextlib.contextmanager
@@ -227,7 +269,7 @@ def spark_errors(settings: SparkSettings, doing: str) -> Iterator[None]:
             raise
         log = _session_logs.get(settings.key(), settings.log_path)
         where = "" if settings.is_connect else f" (Spark's log: {_shown(log)})"
-        raise SparkJobError(f"{doing}: {_first_line(error)}{where}") from error
+        raise SparkJobError(mask(f"{doing}: {_first_line(error)}{where}")) from error
 
 
 class SparkJobError(RuntimeError):
