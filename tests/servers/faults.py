@@ -105,6 +105,10 @@ class ProxyEvent:
     outcome: str  #: "forwarded", a fault kind or "override"
 
 
+#: builds an answer's headers and body from the request: (method, target, headers, body)
+Responder = Callable[[str, str, list[tuple[str, str]], bytes], tuple[list[tuple[str, str]], bytes]]
+
+
 @dataclass
 class _Override:
     method: str
@@ -115,6 +119,7 @@ class _Override:
     truncate_to: int | None
     forward: bool
     times: int | None
+    respond: Responder | None = None
 
 
 class FaultProxy:
@@ -224,7 +229,7 @@ class FaultProxy:
                  body: bytes | str | dict | list | None = b'{"hello":"world"}',
                  content_type: str = "application/json", truncate_to: int | None = None, *,
                  forward: bool | None = None, headers: dict[str, str] | None = None,
-                 times: int | None = None) -> None:
+                 times: int | None = None, respond: Responder | None = None) -> None:
         """Answer matching requests with a canned answer instead of the upstream's.
 
         method: an HTTP method or "*". path_regex: searched in the path (query excluded), so
@@ -236,6 +241,8 @@ class FaultProxy:
         most all but one), then close; it implies forwarding unless `forward=False`.
         forward: whether the upstream receives (and carries out) the request first.
         times: how many matching requests it answers (None: until `clear_overrides`).
+        respond: builds the answer's headers and body from each request instead (an answer
+        that echoes the request: tests/servers/echo.py); `status` is still the status.
         The latest override wins; overrides take precedence over random faults."""
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
@@ -248,7 +255,7 @@ class FaultProxy:
         extra = [("Content-Type", content_type)] if body is not None and content_type else []
         extra += list((headers or {}).items())
         rule = _Override(method.upper(), re.compile(path_regex), status, body, extra,
-                         truncate_to, forward, times)
+                         truncate_to, forward, times, respond)
         with self._lock:
             self._overrides.insert(0, rule)
 
@@ -534,7 +541,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._answer(status, reason, _end_to_end(headers), data, truncate_to=len(data) // 2)
             return
         if rule is not None:
-            if rule.body is None:
+            if rule.respond is not None:
+                status, reason = rule.status, _reason(rule.status)
+                headers, data = rule.respond(method, target, list(self.headers.items()), body)
+            elif rule.body is None:
                 status, reason, headers, data = upstream
                 headers = _end_to_end(headers)
             else:
