@@ -2,8 +2,10 @@
 """The GitHub Action's step (action.yml): validate, then plan or apply, with GitHub's environment.
 
 - A pull request: validate, plan with --format markdown, and post the plan as ONE comment on
-  the pull request. Each run edits the comment the last run posted (found by a hidden marker
-  naming the manifests), so a pull request never collects a comment per push.
+  the pull request. Each run edits the comment the last run posted: one that carries the
+  hidden marker naming the manifests AND was written by the account the token authenticates
+  as (`GitHub.viewer`). Anyone else's comment is never edited, marker or not; when the
+  account cannot be told, a new comment is posted (with a warning).
 - A push to the repository's default branch: validate and apply with --auto-approve.
 - Anything else (a push to another branch, a manual run): validate and plan.
 `mode: plan` or `mode: apply` forces one. The plan also goes to the job summary.
@@ -17,12 +19,22 @@ GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, GITHUB_SE
 GITHUB_RUN_ID, GITHUB_SHA) and the token in GITHUB_TOKEN. Only the standard library is used,
 and the GitHub API is reached only at GITHUB_API_URL.
 
+Secrets: lance-sync masks the secrets it knows in everything it writes; this step masks on
+its own side too, in the comment, the job summary and everything it writes to the log: the
+values of environment variables whose names look secret (`SECRET_VARIABLE`: a part TOKEN,
+SECRET, PASSWORD, PASSWD, PASS, CREDENTIAL, KEY, PRIVATE or SAS, such as UC_TOKEN or
+AWS_SECRET_ACCESS_KEY; GITHUB_TOKEN among them), in the forms lance-sync masks (exact, URL-,
+JSON- and HTML-encoded, base64 at any offset). The masking itself is lance-sync's
+`lance_sync/secrets.py`, loaded from this action's own source (it uses the standard library
+only), so the two never differ in what a form is.
+
 Exit status: lance-sync's (plan: 0 no changes or changes, 1 error, 4 blocked; apply: its own).
 Step outputs: exitcode, has-changes (true/false), comment-url.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -33,6 +45,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 #: lance-sync's exit codes (see the README)
@@ -41,6 +54,29 @@ OK, ERROR, CHANGES, REFUSED = 0, 1, 2, 4
 COMMENT_LIMIT = 65_536
 PAGE_SIZE = 100
 UNSET_VARIABLE = re.compile(r"environment variable '([A-Za-z_][A-Za-z0-9_]*)' is not set")
+#: environment variables whose values are masked: a name with one of these parts
+SECRET_VARIABLE = re.compile(r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIAL|KEY|PRIVATE|SAS)S?(?:_|$)",
+                             re.IGNORECASE)
+VIEWER_QUERY = "query { viewer { login databaseId } }"
+
+
+def _load_masking() -> ModuleType:
+    """lance-sync's masking (lance_sync/secrets.py, standard library only) from this action's
+    source, without importing the lance_sync package."""
+    path = Path(__file__).resolve().parents[1] / "lance_sync" / "secrets.py"
+    spec = importlib.util.spec_from_file_location("lance_sync_action_secrets", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+masking = _load_masking()
+
+
+def register_secret_variables(environ: dict[str, str]) -> None:
+    """Mask the values of the environment variables whose names look secret."""
+    masking.register(*(value for name, value in environ.items() if SECRET_VARIABLE.search(name)))
 
 
 @dataclass
@@ -74,6 +110,21 @@ class Run:
     stderr: str
 
 
+@dataclass(frozen=True)
+class Identity:
+    """The account a token authenticates as: a user, or a GitHub App's bot (github-actions[bot]
+    for the workflow's GITHUB_TOKEN)."""
+
+    login: str
+    id: int | None
+
+    def wrote(self, comment: dict[str, Any]) -> bool:
+        author = comment.get("user") or {}
+        if self.id is not None and isinstance(author.get("id"), int):
+            return author["id"] == self.id
+        return str(author.get("login") or "").lower() == self.login.lower()
+
+
 class GitHub:
     """What the step knows of the run, and the few REST calls it makes."""
 
@@ -83,6 +134,7 @@ class GitHub:
         path = environ.get("GITHUB_EVENT_PATH")
         self.event: dict[str, Any] = json.loads(Path(path).read_text()) if path and Path(path).is_file() else {}
         self.api = environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+        self.graphql = environ.get("GITHUB_GRAPHQL_URL") or _graphql_url(self.api)
         self.repository = environ.get("GITHUB_REPOSITORY", "")
         self.token = environ.get("GITHUB_TOKEN", "")
 
@@ -103,21 +155,45 @@ class GitHub:
         return " · ".join(part for part in (f"commit {sha}" if sha else "", run) if part)
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """A REST call (`path` under the API URL) or, given a whole URL, any call."""
+        url = path if "://" in path else f"{self.api}{path}"
         request = urllib.request.Request(
-            f"{self.api}{path}", method=method, data=json.dumps(body).encode() if body is not None else None,
+            url, method=method, data=json.dumps(body).encode() if body is not None else None,
             headers={"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
                      "Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
                      "User-Agent": "lance-sync-action"})
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read() or b"null")
 
+    def viewer(self) -> Identity | None:
+        """The account the token authenticates as: GET /user answers for a personal or OAuth
+        token; an installation token (the workflow's GITHUB_TOKEN, a GitHub App's) gets 403
+        there, and GraphQL's `viewer` answers for both. None when neither says."""
+        try:
+            user = self.request("GET", "/user")
+            return Identity(str(user["login"]), user.get("id"))
+        except (urllib.error.URLError, OSError, KeyError, TypeError, ValueError):
+            pass
+        try:
+            viewer = self.request("POST", self.graphql, {"query": VIEWER_QUERY})["data"]["viewer"]
+            return Identity(str(viewer["login"]), viewer.get("databaseId"))
+        except (urllib.error.URLError, OSError, KeyError, TypeError, ValueError):
+            return None
+
     def upsert_comment(self, number: int, marker: str, body: str) -> str:
-        """Edit the comment that carries `marker`, or post one; its URL."""
+        """Edit this account's comment that carries `marker`, or post one; its URL. Another
+        account's comment is never edited; when the token's account is unknown, a new comment
+        is posted."""
         issue = f"/repos/{self.repository}/issues/{number}"
+        me = self.viewer()
+        if me is None:
+            print("::warning::could not tell which account the token belongs to (GET /user and GraphQL's "
+                  "viewer both failed), so no earlier comment is edited: posting a new one")
+            return self.request("POST", f"{issue}/comments", {"body": body})["html_url"]
         page = 1
         while True:
             comments = self.request("GET", f"{issue}/comments?per_page={PAGE_SIZE}&page={page}")
-            found = next((c for c in comments if marker in (c.get("body") or "")), None)
+            found = next((c for c in comments if marker in (c.get("body") or "") and me.wrote(c)), None)
             if found is not None:
                 return self.request("PATCH", f"/repos/{self.repository}/issues/comments/{found['id']}",
                                     {"body": body})["html_url"]
@@ -126,15 +202,31 @@ class GitHub:
             page += 1
 
 
-def lance_sync(settings: Settings, *args: str, capture: bool = True) -> Run:
+def _graphql_url(api: str) -> str:
+    """GitHub's GraphQL endpoint beside its REST API: api.github.com/graphql, or on GitHub
+    Enterprise Server HOST/api/graphql beside HOST/api/v3."""
+    return api.removesuffix("/v3") + "/graphql" if api.endswith("/api/v3") else f"{api}/graphql"
+
+
+def lance_sync(settings: Settings, *args: str, live: bool = False) -> Run:
+    """Run lance-sync; its output goes to the log (masked, as everything this step writes),
+    all at the end, or `live` line by line as it comes (stderr merged into stdout)."""
     command = [*settings.command, *args]
     print(f"$ lance-sync {shlex.join(args)}", flush=True)
-    result = subprocess.run(command, capture_output=capture, text=True, stdin=subprocess.DEVNULL)
-    if capture:
-        sys.stdout.write(result.stdout)
-        sys.stderr.write(result.stderr)
-        sys.stdout.flush()
-    return Run(result.returncode, result.stdout or "", result.stderr or "")
+    if live:
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              stdin=subprocess.DEVNULL) as process:
+            lines = []
+            for line in process.stdout or []:
+                lines.append(line)
+                sys.stdout.write(line)
+                sys.stdout.flush()
+        return Run(process.returncode, "".join(lines), "")
+    result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    sys.stdout.flush()
+    return Run(result.returncode, result.stdout, result.stderr)
 
 
 def marker(settings: Settings) -> str:
@@ -163,7 +255,7 @@ def plan_comment(settings: Settings, validated: Run, plan: Run | None, github: G
     else:
         text = f"### lance-sync plan failed\n\n{fenced(plan.stderr or plan.stdout)}\n"
     footer = f"\n<sub>{github.run_link()}</sub>\n" if github.run_link() else ""
-    body = f"{marker(settings)}\n{text}{footer}"
+    body = f"{marker(settings)}\n{masking.mask(text)}{footer}"
     return body if len(body) <= COMMENT_LIMIT else body[:COMMENT_LIMIT - 200] + "\n\n_(cut to fit a comment)_\n"
 
 
@@ -178,11 +270,17 @@ def write_summary(environ: dict[str, str], text: str) -> None:
     path = environ.get("GITHUB_STEP_SUMMARY")
     if path:
         with open(path, "a", encoding="utf-8") as summary:
-            summary.write(text + "\n")
+            summary.write(masking.mask(text) + "\n")
 
 
 def main() -> int:
     environ = dict(os.environ)
+    register_secret_variables(environ)
+    with masking.masked_standard_streams():
+        return run_step(environ)
+
+
+def run_step(environ: dict[str, str]) -> int:
     settings = Settings.from_environment(environ)
     github = GitHub(environ)
     mode = settings.mode
@@ -192,7 +290,7 @@ def main() -> int:
     validated = lance_sync(settings, "validate", *settings.file_args())
     if mode == "apply" and validated.code == OK:
         applied = lance_sync(settings, "apply", *settings.file_args(), "--auto-approve", "--lock-timeout",
-                             settings.lock_timeout, *settings.extra_args, capture=False)
+                             settings.lock_timeout, *settings.extra_args, live=True)
         write_summary(environ, f"### lance-sync apply\n\nExit code {applied.code} "
                                f"({'done' if applied.code == OK else 'see the log'}).")
         write_outputs(environ, exitcode=str(applied.code), **{"has-changes": "false", "comment-url": ""})

@@ -2,8 +2,11 @@
 
 Each test runs the script as GitHub would (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_OUTPUT,
 GITHUB_STEP_SUMMARY, ...) on a copy of the quickstart (the embedded `dir` backend), with
-GITHUB_API_URL pointing at a fake GitHub REST API on 127.0.0.1 that keeps the pull request's
-comments and records every call. Nothing leaves the machine.
+GITHUB_API_URL and GITHUB_GRAPHQL_URL pointing at a fake GitHub API on 127.0.0.1 that keeps the
+pull request's comments, records every call and knows which account each token is: a personal
+token (GET /user answers), an installation token like the workflow's GITHUB_TOKEN (GET /user
+answers 403 "Resource not accessible by integration", GraphQL's `viewer` answers
+github-actions[bot]), or a token neither tells about. Nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ import lance_namespace as ln
 import pytest
 import yaml
 
+from lance_sync.drivers import register
+from tests.servers.echo import EchoServer, assert_no_leak
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "ci_action.py"
 QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
@@ -31,9 +37,19 @@ REPOSITORY = "acme/catalogs"
 PULL_REQUEST = 7
 MARKER = "<!-- lance-sync plan: catalog/lance-sync.yaml -->"
 
+register()  # `tables` reads with lance_namespace.connect("lance-sync-dir", ...), also when this file runs alone
+#: a personal token, the workflow's GITHUB_TOKEN (an installation token) and one nobody knows
+PERSONAL_TOKEN = "test-token"
+INSTALLATION_TOKEN = "ghs_installation-token-for-tests"
+ANONYMOUS_TOKEN = "token-of-an-unknown-kind"
+CI_USER = {"login": "ci-bot", "id": 5001, "type": "User"}
+ACTIONS_BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+SOMEONE_ELSE = {"login": "mallory", "id": 6660, "type": "User"}
+
 
 class FakeGitHub:
-    """Issue comments of one pull request, with GitHub's paging; 403 for writes when read_only."""
+    """Issue comments of one pull request, with GitHub's paging; 403 for writes when read_only.
+    Each comment records its author, the account of the token that posted it."""
 
     def __init__(self) -> None:
         self.comments: list[dict[str, Any]] = []
@@ -53,9 +69,21 @@ class FakeGitHub:
             def handle_call(self) -> None:
                 url = urlsplit(self.path)
                 fake.calls.append((self.command, url.path))
-                assert self.headers["Authorization"] == "Bearer test-token"
+                token = self.headers["Authorization"].removeprefix("Bearer ")
+                assert token in (PERSONAL_TOKEN, INSTALLATION_TOKEN, ANONYMOUS_TOKEN), token
+                account = {PERSONAL_TOKEN: CI_USER, INSTALLATION_TOKEN: ACTIONS_BOT}.get(token)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"null")
                 issue = f"/repos/{REPOSITORY}/issues/{PULL_REQUEST}/comments"
+                if self.command == "GET" and url.path == "/user":
+                    if token != PERSONAL_TOKEN:
+                        return self.reply(403, {"message": "Resource not accessible by integration"})
+                    return self.reply(200, account)
+                if self.command == "POST" and url.path == "/graphql":
+                    assert "viewer" in body["query"]
+                    if account is None:
+                        return self.reply(200, {"data": None, "errors": [{"message": "Resource not accessible"}]})
+                    return self.reply(200, {"data": {"viewer": {"login": account["login"],
+                                                                "databaseId": account["id"]}}})
                 if self.command != "GET" and fake.read_only:
                     return self.reply(403, {"message": "Resource not accessible by integration"})
                 if self.command == "GET" and url.path == issue:
@@ -63,7 +91,7 @@ class FakeGitHub:
                     size, page = int(query["per_page"][0]), int(query["page"][0])
                     return self.reply(200, fake.comments[(page - 1) * size:page * size])
                 if self.command == "POST" and url.path == issue:
-                    comment = {"id": 1000 + len(fake.comments), "body": body["body"]}
+                    comment = {"id": 1000 + len(fake.comments), "body": body["body"], "user": account}
                     comment["html_url"] = f"https://github.test/{REPOSITORY}/pull/7#issuecomment-{comment['id']}"
                     fake.comments.append(comment)
                     return self.reply(201, comment)
@@ -85,6 +113,10 @@ class FakeGitHub:
 
     def plan_comments(self) -> list[dict[str, Any]]:
         return [c for c in self.comments if MARKER in c["body"]]
+
+    def writes(self) -> list[tuple[str, str]]:
+        """The calls that change comments."""
+        return [call for call in self.calls if call[0] in ("POST", "PATCH") and call[1] != "/graphql"]
 
 
 @pytest.fixture
@@ -109,7 +141,7 @@ class Step:
     """One run of the action's step; its outputs, summary and log."""
 
     def __init__(self, workspace: Path, github: FakeGitHub, event_name: str, event: dict[str, Any],
-                 ref: str = "refs/heads/main", **inputs: str):
+                 ref: str = "refs/heads/main", env: dict[str, str] | None = None, **inputs: str):
         self.workspace = workspace
         event_path = workspace.parent / "event.json"
         event_path.write_text(json.dumps(event))
@@ -122,12 +154,14 @@ class Step:
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
             "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": str(event_path),
             "GITHUB_REF": ref, "GITHUB_REPOSITORY": REPOSITORY, "GITHUB_API_URL": github.url,
+            "GITHUB_GRAPHQL_URL": f"{github.url}/graphql",
             "GITHUB_SERVER_URL": "https://github.test", "GITHUB_RUN_ID": "42", "GITHUB_SHA": "0123456789abcdef",
             "GITHUB_WORKSPACE": str(workspace), "GITHUB_OUTPUT": str(self.output_file),
-            "GITHUB_STEP_SUMMARY": str(self.summary_file), "GITHUB_TOKEN": "test-token", "NO_COLOR": "1",
+            "GITHUB_STEP_SUMMARY": str(self.summary_file), "GITHUB_TOKEN": PERSONAL_TOKEN, "NO_COLOR": "1",
             "LANCE_SYNC_FILES": "lance-sync.yaml", "LANCE_SYNC_COMMAND": f"{sys.executable} -m lance_sync",
         }
         environ.update({f"LANCE_SYNC_{key.upper()}": value for key, value in inputs.items()})
+        environ.update(env or {})
         self.result = subprocess.run([sys.executable, str(SCRIPT)], cwd=workspace / "catalog", env=environ,
                                      capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
         self.log = self.result.stdout + self.result.stderr
@@ -145,9 +179,9 @@ class Step:
         return self.summary_file.read_text()
 
 
-def pull_request(workspace: Path, github: FakeGitHub, **inputs: str) -> Step:
+def pull_request(workspace: Path, github: FakeGitHub, env: dict[str, str] | None = None, **inputs: str) -> Step:
     event = {"pull_request": {"number": PULL_REQUEST}, "repository": {"default_branch": "main"}}
-    return Step(workspace, github, "pull_request", event, ref=f"refs/pull/{PULL_REQUEST}/merge", **inputs)
+    return Step(workspace, github, "pull_request", event, ref=f"refs/pull/{PULL_REQUEST}/merge", env=env, **inputs)
 
 
 def push(workspace: Path, github: FakeGitHub, branch: str = "main") -> Step:
@@ -163,7 +197,8 @@ def tables(workspace: Path) -> list[str]:
 
 
 def test_a_pull_request_gets_the_plan_as_one_comment_edited_on_each_push(workspace: Path, github: FakeGitHub):
-    github.comments = [{"id": i, "body": f"someone else's comment {i}", "html_url": ""} for i in range(150)]
+    github.comments = [{"id": i, "body": f"someone else's comment {i}", "html_url": "", "user": SOMEONE_ELSE}
+                       for i in range(150)]
     first = pull_request(workspace, github)
     assert first.code == 0, first.log
     assert first.outputs == {"exitcode": "2", "has-changes": "true",
@@ -183,9 +218,8 @@ def test_a_pull_request_gets_the_plan_as_one_comment_edited_on_each_push(workspa
     assert second.code == 0, second.log
     [comment] = github.plan_comments()  # the same comment, edited
     assert comment["id"] == 1150 and "Plan: 4 to create" in comment["body"]
-    assert [call for call in github.calls if call[0] != "GET"] == [
-        ("POST", f"/repos/{REPOSITORY}/issues/{PULL_REQUEST}/comments"),
-        ("PATCH", f"/repos/{REPOSITORY}/issues/comments/1150")]
+    assert github.writes() == [("POST", f"/repos/{REPOSITORY}/issues/{PULL_REQUEST}/comments"),
+                               ("PATCH", f"/repos/{REPOSITORY}/issues/comments/1150")]
     assert len(github.comments) == 151
 
 
@@ -258,3 +292,99 @@ def test_the_example_workflow_uses_the_action_with_inputs_it_declares():
     assert len(uses) == 2
     for step in uses:
         assert set(step["with"]) <= inputs
+
+
+# --- only its own comment is edited ---------------------------------------------------------------
+
+
+def comment_by(author: dict[str, Any], id: int, text: str) -> dict[str, Any]:
+    return {"id": id, "body": f"{MARKER}\n{text}", "html_url": f"https://github.test/c/{id}", "user": author}
+
+
+def test_another_accounts_comment_with_the_marker_is_never_edited(workspace: Path, github: FakeGitHub):
+    github.comments = [comment_by(SOMEONE_ELSE, 1, "a copy of an old plan, quoted by a reviewer")]
+    step = pull_request(workspace, github)
+    assert step.code == 0, step.log
+    assert github.comments[0]["body"].endswith("quoted by a reviewer")
+    assert github.writes() == [("POST", f"/repos/{REPOSITORY}/issues/{PULL_REQUEST}/comments")]
+    assert github.comments[1]["user"] == CI_USER and "Plan: 7 to create" in github.comments[1]["body"]
+
+
+def test_its_own_earlier_comment_is_edited_and_no_one_elses(workspace: Path, github: FakeGitHub):
+    github.comments = [comment_by(SOMEONE_ELSE, 1, "someone's"), comment_by(CI_USER, 2, "an old plan")]
+    step = pull_request(workspace, github)
+    assert step.code == 0, step.log
+    assert github.writes() == [("PATCH", f"/repos/{REPOSITORY}/issues/comments/2")]
+    assert github.comments[0]["body"].endswith("someone's") and "Plan: 7 to create" in github.comments[1]["body"]
+
+
+def test_the_workflow_token_finds_its_own_comment_through_graphql(workspace: Path, github: FakeGitHub):
+    """GITHUB_TOKEN is an installation token: GET /user answers 403; GraphQL's viewer is
+    github-actions[bot], whose comment is edited (not the one of a user who took its name)."""
+    impostor = {**ACTIONS_BOT, "id": 777}  # the same login, another account
+    github.comments = [comment_by(impostor, 1, "not ours"), comment_by(ACTIONS_BOT, 2, "an old plan")]
+    step = pull_request(workspace, github, env={"GITHUB_TOKEN": INSTALLATION_TOKEN})
+    assert step.code == 0, step.log
+    assert ("GET", "/user") in github.calls and ("POST", "/graphql") in github.calls
+    assert github.writes() == [("PATCH", f"/repos/{REPOSITORY}/issues/comments/2")]
+    assert github.comments[0]["body"].endswith("not ours")
+
+
+def test_without_a_known_account_a_new_comment_is_posted_and_said(workspace: Path, github: FakeGitHub):
+    github.comments = [comment_by(ACTIONS_BOT, 1, "an old plan")]
+    step = pull_request(workspace, github, env={"GITHUB_TOKEN": ANONYMOUS_TOKEN})
+    assert step.code == 0, step.log
+    assert "::warning::could not tell which account the token belongs to" in step.log
+    assert github.writes() == [("POST", f"/repos/{REPOSITORY}/issues/{PULL_REQUEST}/comments")]
+    assert github.comments[0]["body"].endswith("an old plan")
+
+
+# --- no secret in the comment, the summary or the log ---------------------------------------------
+
+UC_TOKEN = "uc-token-for-the-action-7Hq/x+Zz=Rw2"
+
+
+def test_a_server_that_echoes_the_token_puts_it_in_no_comment(workspace: Path, github: FakeGitHub):
+    manifest = {"version": 1, "owner": "quickstart",
+                "backends": {"uc": {"type": "unity", "endpoint": "ECHO", "catalog": "main",
+                                    "auth_token": "${UC_TOKEN}", "max_retries": 0}},
+                "namespaces": [{"backend": "uc", "id": "main$sales"}]}
+    with EchoServer(status=401, style="text") as echo:
+        manifest["backends"]["uc"]["endpoint"] = echo.endpoint
+        (workspace / "catalog" / "lance-sync.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+        step = pull_request(workspace, github, env={"UC_TOKEN": UC_TOKEN})
+    assert step.code == 1, step.log
+    [comment] = github.plan_comments()
+    for where, text in (("the comment", comment["body"]), ("the summary", step.summary), ("the log", step.log)):
+        assert_no_leak(where, text, UC_TOKEN, PERSONAL_TOKEN)
+    assert "lance-sync plan failed" in comment["body"] and "Bearer ***" in comment["body"]
+
+
+FAKE_LANCE_SYNC = '''
+import base64, os, sys
+from urllib.parse import quote
+secret, token = os.environ["DEPLOY_TOKEN"], os.environ["GITHUB_TOKEN"]
+if sys.argv[1] == "validate":
+    print("lance-sync.yaml: valid")
+    sys.exit(0)
+basic = base64.b64encode(f"deployer:{secret}".encode()).decode()
+print(f"### lance-sync plan\\n\\nthe server said: Bearer {secret}, Basic {basic}, ?token={quote(secret, safe='')}")
+print(f"and {token}; the region is {os.environ['DEPLOY_REGION']}")
+sys.exit(2)
+'''
+
+
+def test_the_action_masks_secret_variables_on_its_own(workspace: Path, github: FakeGitHub):
+    """Whatever the command prints (here a stand-in for lance-sync that prints secrets), the
+    values of variables with secret-looking names stay out of the comment, summary and log;
+    other variables are left alone."""
+    script = workspace / "fake_lance_sync.py"
+    script.write_text(FAKE_LANCE_SYNC)
+    secret = "deploy-token-Qm8/zt+Lp=Vc4"
+    step = pull_request(workspace, github, env={"DEPLOY_TOKEN": secret, "DEPLOY_REGION": "eu-north-1"},
+                        command=f"{sys.executable} {script}")
+    assert step.code == 0, step.log
+    [comment] = github.plan_comments()
+    for where, text in (("the comment", comment["body"]), ("the summary", step.summary), ("the log", step.log)):
+        assert_no_leak(where, text, secret, PERSONAL_TOKEN)
+    assert "the server said: Bearer ***, Basic " in comment["body"] and "region is eu-north-1" in comment["body"]
