@@ -47,7 +47,7 @@ from lance_sync.policy import (
     RequiredProperties,
     Rule,
 )
-from lance_sync.secrets import SECRET_KEY
+from lance_sync.secrets import SECRET_KEY, url_password
 from lance_sync.variables import is_whole_reference
 
 
@@ -167,6 +167,16 @@ def _check_secrets(checker: _Checker, secrets: list[str], path: DataPath) -> Non
         if SECRET_KEY.search(key) and not _from_variable(data, (*path, "storage", key)):
             checker.fail(f"storage option '{key}' looks like a credential: write ${{VARIABLE_NAME}}",
                          (*path, "storage", key))
+    for field in _settings_with_url_password(data.data, path):
+        if not _from_variable(data, (*path, field)):
+            checker.fail("a URL with a password holds a secret: write the whole value as ${VARIABLE_NAME}",
+                         (*path, field))
+
+
+def _settings_with_url_password(data: Any, path: DataPath) -> list[str]:
+    """The backend settings whose value is a URL with a password (http://user:password@host)."""
+    entry = _value_at(data, path)
+    return [key for key, value in (entry or {}).items() if isinstance(value, str) and url_password(value)]
 
 
 def _from_variable(document: Document, path: DataPath) -> bool:
@@ -178,7 +188,7 @@ def _template(checker: _Checker, backend_type: str, secrets: list[str], path: Da
     """The backend as a saved plan stores it: each secret replaced by its ${VAR} reference."""
     template = {"type": backend_type, **values}
     templates = checker.document.templates
-    for field in secrets:
+    for field in [*secrets, *_settings_with_url_password(checker.document.data, path)]:
         if field in template:
             field_path = (*path, field)
             template[field] = templates[field_path]

@@ -69,7 +69,7 @@ GLUE_SESSION_TOKEN = _secret("glue-session-token")
 SECRETS = (ICE_TOKEN, ICE_CLIENT_SECRET, ICE_ISSUED_TOKEN, UC_TOKEN, UC_PASSWORD, GLUE_ACCESS_KEY, GLUE_SECRET_KEY,
            GLUE_SESSION_TOKEN)
 ENVIRONMENT = {"LS_SECRET_ICE_TOKEN": ICE_TOKEN, "LS_SECRET_ICE_CREDENTIAL": f"lance-sync-client:{ICE_CLIENT_SECRET}",
-               "LS_SECRET_UC_TOKEN": UC_TOKEN, "LS_SECRET_UC_PASSWORD": UC_PASSWORD,
+               "LS_SECRET_UC_TOKEN": UC_TOKEN,
                "LS_SECRET_GLUE_KEY": GLUE_ACCESS_KEY, "LS_SECRET_GLUE_SECRET": GLUE_SECRET_KEY,
                "LS_SECRET_GLUE_SESSION": GLUE_SESSION_TOKEN}
 INT64 = [{"name": "id", "type": "int64"}]
@@ -92,7 +92,6 @@ class Case:
 def echo_cases(endpoint: str, root: Path) -> dict[str, Case]:
     """Every HTTP backend and way to authenticate, each with one status and style (together
     they cover 400, 401, 403 and 500, JSON, text and HTML)."""
-    userinfo = endpoint.replace("http://", "http://svc:${LS_SECRET_UC_PASSWORD}@")
     glue = {"type": "glue", "endpoint": endpoint, "catalog_id": "123456789012", "region": "us-east-1",
             "access_key_id": "${LS_SECRET_GLUE_KEY}", "secret_access_key": "${LS_SECRET_GLUE_SECRET}",
             "session_token": "${LS_SECRET_GLUE_SESSION}"}
@@ -115,7 +114,8 @@ def echo_cases(endpoint: str, root: Path) -> dict[str, Case]:
         Case("unity-token-400", {"type": "unity", "endpoint": endpoint, "catalog": "main", "root": str(root),
                                  "auth_token": "${LS_SECRET_UC_TOKEN}", "max_retries": 0}, ["main", "sales"], 400,
              "json", (UC_TOKEN,)),
-        Case("unity-url-password", {"type": "unity", "endpoint": userinfo, "catalog": "main", "root": str(root),
+        Case("unity-url-password", {"type": "unity", "endpoint": "${LS_SECRET_UC_ENDPOINT}", "catalog": "main",
+                                    "root": str(root),
                                     "max_retries": 0}, ["main", "sales"], 401, "html", (UC_PASSWORD,)),
         Case("glue-keys", glue, ["123456789012", "sales"], 403, "json", (GLUE_ACCESS_KEY, GLUE_SESSION_TOKEN)),
         Case("glue-keys-400", glue, ["123456789012", "sales"], 400, "text", (GLUE_ACCESS_KEY, GLUE_SESSION_TOKEN)),
@@ -150,10 +150,13 @@ def check(where: str, text: str, echoed: bool = True) -> None:
 
 
 @pytest.fixture
-def echo_case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Case, Path]]:
-    """(the case, its manifest) with an EchoServer of the case's status and style running."""
+def echo_case(request: pytest.FixtureRequest, tmp_path: Path,
+              monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Case, Path]]:
+    """(the case, its manifest) with an EchoServer of the case's status and style running; an
+    endpoint with a password is a secret, so the manifest takes it whole from the environment."""
     template = echo_cases("http://127.0.0.1:1", tmp_path)[request.param]
     with EchoServer(template.status, template.style, template.tokens) as echo:
+        monkeypatch.setenv("LS_SECRET_UC_ENDPOINT", echo.endpoint.replace("http://", f"http://svc:{UC_PASSWORD}@"))
         case = echo_cases(echo.endpoint, tmp_path / "lake")[template.name]
         yield case, write_manifest(tmp_path / "lance-sync.yaml", case.backend, case.namespace, tmp_path / "data")
 

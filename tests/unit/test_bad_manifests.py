@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from lance_sync.cli import main
+from lance_sync.manifest import load_manifest
 
 GOOD_HEAD = "version: 1\nowner: team\nbackends:\n  lake: {type: dir, root: ./lake}\n"
 
@@ -53,6 +54,9 @@ CASES: list[tuple[str, str | bytes, str, int]] = [
      "    catalog: main\n    auth_token: dapi-0123456789\n", "secrets are only taken from the environment", 8),
     ("inline-storage-secret", "version: 1\nowner: t\nbackends:\n  lake:\n    type: dir\n    root: ./lake\n"
      "    storage: {aws_secret_access_key: abc}\n", "looks like a credential", 7),
+    ("inline-url-password", "version: 1\nowner: t\nbackends:\n  uc:\n    type: unity\n"
+     "    endpoint: http://admin:hunter22@uc.example:8080\n    catalog: main\n",
+     "a URL with a password holds a secret: write the whole value as ${VARIABLE_NAME}", 6),
     ("unknown-backend-reference", GOOD_HEAD + "namespaces:\n  - {backend: warehouse, id: sales}\n",
      "unknown backend 'warehouse'", 6),
     ("duplicate-namespace", GOOD_HEAD + "namespaces:\n  - {backend: lake, id: sales}\n"
@@ -133,3 +137,12 @@ def test_secret_value_is_never_echoed(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["validate", "-f", str(path)], catch_exceptions=False)
     assert result.exit_code == 1
     assert "s3cr3t-value" not in result.output
+
+
+def test_a_url_with_a_password_stays_a_variable_in_saved_plans(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANCE_SYNC_TEST_UC", "http://admin:hunter22@uc.example:8080")
+    path = tmp_path / "m.yaml"
+    path.write_text("version: 1\nowner: t\nbackends:\n  uc: {type: unity, endpoint: '${LANCE_SYNC_TEST_UC}', "
+                    "catalog: main}\n")
+    state = load_manifest([str(path)])
+    assert state.backends["uc"].template["endpoint"] == "${LANCE_SYNC_TEST_UC}"
