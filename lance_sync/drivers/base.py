@@ -14,6 +14,8 @@ can use it directly) plus what a reconciler needs beyond that interface:
   calls than one each (`bulk_namespace_reads`);
 - `snapshot()`, where the backend keeps every namespace and table in one place that one call
   reads (`snapshot_reads`: the `dir` manifest table): a plan then reads nothing else.
+- `lease_register()`: where an apply lease lives, with the best compare-and-swap the backend
+  has (lance_sync.drivers.leases).
 
 Requests are accepted as the generated models (pylance) or as any mapping of their fields
 (lancedb's core passes dicts): every public operation is wrapped once, here, by
@@ -97,6 +99,7 @@ from lance_sync.drivers.config import (  # noqa: F401 - re-exported
     Identifier,
     default_root,
 )
+from lance_sync.drivers.leases import LeaseRegister, NamespaceLeaseRegister
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.drivers.requests import OPERATIONS, accepting_mappings, unsupported
 
@@ -334,9 +337,11 @@ class SyncNamespace(BackendRules, LanceNamespace):
         manifest creates something in it. See lance_sync.lease."""
         return sorted({tuple(id[:1]) for id in touched if id})
 
-    def lease_directory(self) -> str | None:
-        """A local directory that holds apply leases as files, for backends without a catalog."""
-        return None
+    def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
+        """Where the apply lease `name` of `owner` under `parent` lives, with the best
+        compare-and-swap the backend has (lance_sync.drivers.leases). By default a namespace of
+        that name whose takeovers are made exclusive by claim namespaces."""
+        return NamespaceLeaseRegister(self, (*parent, name))
 
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:

@@ -24,16 +24,27 @@ conflicts persist, ConcurrentModificationError names the operation and the root.
 
 Writes within one process go through one lock per driver: local directories gain nothing
 from concurrent commits to one table.
+
+Apply leases (lance_sync.lease) live at the root: for a local root, as files under
+`_lance_sync_leases/` swapped under an exclusive file lock (`FileLeaseRegister`); for an
+object-store root, as a namespace row of the manifest table swapped by a conditional row update
+(`ManifestRowLeaseRegister`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import functools
+import hashlib
 import json
+import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import lance
@@ -68,6 +79,7 @@ from lance_namespace.errors import (
     InternalError,
     InvalidInputError,
     LanceNamespaceError,
+    NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
     TableAlreadyExistsError,
     TableNotFoundError,
@@ -84,11 +96,14 @@ from lance_sync.drivers.base import (
     patched_properties,
 )
 from lance_sync.drivers.dir_config import DELIMITER, DirConfig, DirRules
+from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, not_a_lease
 from lance_sync.drivers.retry import backoff_seconds
 from lance_sync.locations import is_local, join_location, normalize_location, relative_to
 
 ROOT = "root"
 MANIFEST_TABLE = "__manifest"
+#: where a local root keeps its apply leases, one `<lease name>.json` each
+LEASE_DIRECTORY = "_lance_sync_leases"
 _ROW_COLUMNS = ("object_id", "object_type", "location", "metadata")
 _MANIFEST_COLUMNS = frozenset(_ROW_COLUMNS)
 #: manifest rows as columns (pyarrow's to_pydict), the _ROW_COLUMNS of each row at one index
@@ -129,6 +144,9 @@ class DirNamespace(DirRules, SyncNamespace):
         native_properties.update({f"storage.{k}": v for k, v in self.config.storage.items()})
         self._native = _Counted(DirectoryNamespace(**native_properties), self.count_call)
         self._write_lock = threading.Lock()
+        #: apply leases as files (a local root) or as manifest rows (an object store); tests of
+        #: the row register set this on a local root
+        self.leases_as_files = is_local(self.root)
         #: tries of a conflicting manifest write, and how to wait between them (tests shorten both)
         self.commit_attempts = COMMIT_ATTEMPTS
         self.sleep: Callable[[float], None] = time.sleep
@@ -142,10 +160,14 @@ class DirNamespace(DirRules, SyncNamespace):
     def capabilities(self) -> Capabilities:
         return Capabilities(update_table_location=False, bulk_declare=True)
 
-    def lease_directory(self) -> str | None:
-        """A local root holds apply leases as files (lance_sync.lease); an object-store root
-        keeps them as namespaces."""
-        return self.root if is_local(self.root) else None
+    def lease_parents(self, touched: list[Identifier]) -> list[Identifier]:
+        """One lease per root, at the root (which exists before anything else)."""
+        return [()]
+
+    def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
+        if self.leases_as_files:
+            return FileLeaseRegister(Path(self.root) / LEASE_DIRECTORY, name)
+        return ManifestRowLeaseRegister(self, (*parent, name))
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -460,6 +482,46 @@ class DirNamespace(DirRules, SyncNamespace):
         if result["num_rows_updated"] != 1:  # the row changed or went since it was read
             raise _Raced(f"the {object_type} {_text(id)} changed since it was read")
 
+    def _row_metadata(self, object_type: str, id: list[str]) -> str | None:
+        """The metadata text of a row as stored ("" when null); None when there is no such row."""
+        dataset = self._writable_manifest()
+        if dataset is None:
+            return None
+        return _metadata_of(dataset, object_type, id)
+
+    def _swap_metadata(self, object_type: str, id: list[str], expected: str,
+                       properties: dict[str, str]) -> str | None:
+        """Set the row's properties if its metadata is still `expected`, in one commit; the new
+        metadata text, or None when the row changed or went. Only conflicts with other writers'
+        commits are tried again (on a fresh read, so the condition is checked again)."""
+
+        def attempt() -> str | None:
+            dataset = self._writable_manifest()
+            if dataset is None or _metadata_of(dataset, object_type, id) != expected:
+                return None
+            try:
+                self._replace_metadata(object_type, id, properties, expected=expected or None,
+                                       dataset=dataset)
+            except _Raced:
+                return None
+            return json.dumps(properties)
+
+        return self._committed(f"swap {object_type} properties of {_text(id)}", attempt)
+
+    def _delete_row(self, object_type: str, id: list[str], expected: str) -> bool:
+        """Remove the row (a namespace without children, a table's registration) if its metadata
+        is still `expected`, in one commit; False when it changed or went."""
+
+        def attempt() -> bool:
+            dataset = self._writable_manifest()
+            if dataset is None or _metadata_of(dataset, object_type, id) != expected:
+                return False
+            self.count_call()
+            condition = f"{_row_filter(object_type, id)} AND metadata = {_sql_string(expected)}"
+            return dataset.delete(condition, conflict_retries=0)["num_deleted_rows"] == 1
+
+        return self._committed(f"remove {object_type} {_text(id)}", attempt)
+
     def _compact_if_fragmented(self, written: lance.LanceDataset) -> None:
         """Best effort: fold the manifest's small fragments together once there are many (as
         counted in `written`, the version a write was made on), so that scans stay fast. A
@@ -511,6 +573,12 @@ class DirNamespace(DirRules, SyncNamespace):
 
 class _Raced(Exception):
     """Another writer changed what an attempt read before the attempt could commit."""
+
+
+def _metadata_of(dataset: lance.LanceDataset, object_type: str, id: list[str]) -> str | None:
+    """A row's metadata text in this version of the manifest ("" when null); None without the row."""
+    rows = dataset.to_table(columns=["metadata"], filter=_row_filter(object_type, id)).to_pylist()
+    return (rows[0]["metadata"] or "") if rows else None
 
 
 def _is_commit_conflict(error: BaseException) -> bool:
@@ -586,3 +654,148 @@ def _properties(metadata: str | None) -> dict[str, str]:
 
 def _sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+# --- apply leases ----------------------------------------------------------------------------------
+
+
+def _file_errors(method: Callable[..., T]) -> Callable[..., T]:
+    """A file system failure (permissions, no flock() where the root lives) as InternalError
+    naming the lease file, never a raw OSError."""
+
+    @functools.wraps(method)
+    def call(self: FileLeaseRegister, *args: Any) -> T:
+        try:
+            return method(self, *args)
+        except OSError as error:
+            raise InternalError(f"dir: the apply lease {self.path}: {_short(error)}") from error
+
+    return call
+
+
+class FileLeaseRegister(LeaseRegister):
+    """An apply lease as the file `<directory>/<name>.json` of a local root.
+
+    Creating it is exclusive: the record is written whole beside it, then linked to its name
+    (link() fails when the name exists). A swap or a removal reads the file, compares it and
+    writes (os.replace) or unlinks it while holding an exclusive flock() on the directory, which
+    every swap and removal takes first, in every thread and process of the host: so each is
+    atomic among them. The version is a digest of the file's bytes.
+    """
+
+    def __init__(self, directory: Path, name: str):
+        self.path = directory / f"{name}.json"
+        super().__init__(f"file {self.path}", str(self.path))
+
+    @_file_errors
+    def create(self, record: LeaseRecord) -> StoredLease | None:
+        text = record.to_json()
+        temporary = self._written(text)
+        try:
+            os.link(temporary, self.path)
+        except FileExistsError:
+            return None
+        finally:
+            temporary.unlink()
+        return StoredLease(record, _digest(text))
+
+    @_file_errors
+    def read(self) -> StoredLease | None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        record = LeaseRecord.from_json(text)
+        if record is None:
+            raise not_a_lease(self.label)
+        return StoredLease(record, _digest(text))
+
+    @_file_errors
+    def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
+        text = record.to_json()
+        with self._locked():
+            if not self._still(expected):
+                return None
+            os.replace(self._written(text), self.path)
+        return StoredLease(record, _digest(text))
+
+    @_file_errors
+    def remove(self, expected: StoredLease) -> bool:
+        with self._locked():
+            if not self._still(expected):
+                return False
+            self.path.unlink()
+        return True
+
+    def _still(self, expected: StoredLease) -> bool:
+        current = self.read()
+        return current is not None and current.version == expected.version
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive flock() on the leases directory itself (so that no lock file is left)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)  # closing releases the lock
+
+    def _written(self, text: str) -> Path:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        temporary.write_text(text, encoding="utf-8")
+        return temporary
+
+
+class ManifestRowLeaseRegister(LeaseRegister):
+    """An apply lease as a namespace row of the manifest table of an object-store root (no file
+    lock reaches there): a swap is one conditional row update, a removal one conditional row
+    delete, each committed against the version it read and tried again on a fresh read while it
+    conflicts with other writers' commits (see the module docstring). The version is the row's
+    metadata text."""
+
+    def __init__(self, driver: DirNamespace, id: Identifier):
+        super().__init__(f"{driver.namespace_id()} {list(id)}", _text(id))
+        self.driver = driver
+        self.id = list(id)
+
+    def create(self, record: LeaseRecord) -> StoredLease | None:
+        request = CreateNamespaceRequest(id=self.id, mode="Create", properties=record.to_properties())
+        try:
+            self.driver.create_namespace(request)
+        except NamespaceAlreadyExistsError:
+            return None
+        return StoredLease(record, "")  # as pylance wrote it: read before the first swap
+
+    def read(self) -> StoredLease | None:
+        text = self.driver._row_metadata("namespace", self.id)
+        if text is None:
+            return None
+        record = LeaseRecord.from_properties(_properties(text))
+        if record is None:
+            raise not_a_lease(self.label)
+        return StoredLease(record, text)
+
+    def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
+        text = self._version(expected)
+        if text is None:
+            return None
+        written = self.driver._swap_metadata("namespace", self.id, text, record.to_properties())
+        return StoredLease(record, written) if written is not None else None
+
+    def remove(self, expected: StoredLease) -> bool:
+        text = self._version(expected)
+        return text is not None and self.driver._delete_row("namespace", self.id, text)
+
+    def _version(self, expected: StoredLease) -> str | None:
+        """The version to swap from; read when unknown (None: the lease is not `expected` now)."""
+        if expected.version:
+            return expected.version
+        current = self.read()
+        return current.version if current is not None and current.record == expected.record else None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -15,8 +15,9 @@ from click.testing import CliRunner
 
 from lance_sync.apply import ApplyOptions
 from lance_sync.cli import main
+from lance_sync.drivers.dir import DirNamespace
 from lance_sync.errors import LanceSyncError
-from lance_sync.lease import FileLeaseStore, Leases
+from lance_sync.lease import Leases, lease_stores
 from lance_sync.reconcile import (
     CycleReport,
     Metrics,
@@ -211,7 +212,8 @@ def test_a_rule_about_the_whole_plan_refuses_the_cycle(lake: Lake):
 
 def test_another_apply_holding_the_lease_is_waited_for_by_the_next_cycle(lake: Lake):
     lake.cycle()
-    holder = Leases([FileLeaseStore(str(lake.root / "lake"), "reconcile-test", "lake")], "reconcile-test")
+    stores = lease_stores({"lake": DirNamespace(root=str(lake.root / "lake"))}, {"lake": [()]}, "reconcile-test")
+    holder = Leases(stores, "reconcile-test")
     with holder.holding():
         held = lake.cycle()
     assert held.outcome == "lease_held" and "another apply holds" in (held.error or "")
