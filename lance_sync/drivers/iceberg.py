@@ -14,6 +14,10 @@ naming the call, retried like a 5xx for reads, never an empty listing.
 
 Errors are translated at one place (`_send`): what a 404 or 409 means depends on the call
 (a missing table, a missing namespace, a name taken), the rest by status (see `_STATUS_ERRORS`).
+
+Apply leases (`IcebergLeaseRegister`) are a small Iceberg table inside the lease namespace:
+every change of the lease is a table commit whose requirements make the catalog refuse it
+(409) if another commit came first.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from lance_namespace import (
+    CreateNamespaceRequest,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -90,7 +95,9 @@ from lance_sync.drivers.iceberg_config import (
     IcebergRules,
     name_problem,
 )
+from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, not_a_lease
 from lance_sync.drivers.paging import follow_pages
+from lance_sync.drivers.retry import with_retries
 from lance_sync.locations import normalize_location
 from lance_sync.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
@@ -109,6 +116,11 @@ LOAD_PARALLELISM = 16
 LOADS_PER_PART = 25
 #: a token is renewed once this share of its lifetime has passed
 TOKEN_RENEW_AT = 0.9
+#: the Iceberg table that holds an apply lease, in the lease namespace
+LEASE_TABLE = "lease"
+#: every lease swap is a commit: keep only the current metadata file of the lease table
+LEASE_TABLE_PROPERTIES = {"write.metadata.delete-after-commit.enabled": "true",
+                          "write.metadata.previous-versions-max": "1"}
 
 #: what an error status means when the call gives it no meaning of its own
 _STATUS_ERRORS: dict[int, type[LanceNamespaceError]] = {
@@ -196,6 +208,23 @@ class CommitTableAnswer(Answer):
     metadata: TableMetadata
 
 
+class LeaseTableMetadata(Answer):
+    """The members of a lease table's TableMetadata that its register reads."""
+
+    table_uuid: StrictStr = Field(alias="table-uuid")
+    current_schema_id: StrictInt = Field(alias="current-schema-id")
+    properties: StringMap = Field(default_factory=dict)
+
+    def version(self) -> str:
+        return f"{self.table_uuid}/{self.current_schema_id}"
+
+
+class LeaseTableAnswer(Answer):
+    """LoadTableResult (a load, a create) and CommitTableResponse (a commit) of the lease table."""
+
+    metadata: LeaseTableMetadata
+
+
 class UpdateNamespacePropertiesAnswer(Answer):
     """UpdateNamespacePropertiesResponse."""
 
@@ -244,6 +273,9 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
 
     def capabilities(self) -> Capabilities:
         return Capabilities(creatable_namespace_levels=(2, None))
+
+    def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
+        return IcebergLeaseRegister(self, (*parent, name))
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -538,6 +570,115 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
         """{root}/{warehouse}/{namespace levels}/{table}; '/' and '%' in names percent-encoded."""
         parts = [_path_part(part) for part in (warehouse, *levels, name)]
         return "/".join([normalize_location(self.config.root).rstrip("/"), *parts])
+
+
+class IcebergLeaseRegister(LeaseRegister):
+    """An apply lease as the table `lease` of the lease namespace, its properties the record.
+
+    Every swap is one commit with the requirements `assert-table-uuid` (the same table, not one
+    dropped and created again) and `assert-current-schema-id` (no commit since the lease was
+    read): each swap adds a new schema (ids only grow), makes it current and removes the old
+    one, so the catalog answers 409 CommitFailed to any commit made against an older read. The
+    version is the table uuid and current schema id. A released lease stays, marked released
+    (dropping a table is not conditional in the REST API).
+
+    A namespace of that name holding a record in its properties is a lease of lance-sync before
+    this register (no table): it is read as the lease, and replacing it creates the table.
+    """
+
+    keeps_released = True
+
+    def __init__(self, driver: IcebergNamespace, namespace: Identifier):
+        self.driver = driver
+        self.namespace = namespace
+        self.table = (*namespace, LEASE_TABLE)
+        super().__init__(f"{driver.namespace_id()} {list(self.table)}", _display(self.table))
+
+    def create(self, record: LeaseRecord) -> StoredLease | None:
+        warehouse, levels = _split_namespace(self.namespace)
+        body = {"name": LEASE_TABLE, "schema": _lease_schema(0), "stage-create": False,
+                "properties": {**LEASE_TABLE_PROPERTIES, **record.to_properties()}}
+        tables = self.driver._namespace_path(warehouse, levels) + "/tables"
+        meanings = {404: NamespaceNotFoundError, 409: TableAlreadyExistsError}
+        for _ in range(2):
+            try:
+                # sent again after a lost answer: a create that landed then answers 409, and the
+                # lease protocol reads the lease back and finds its own record
+                created = self.driver._send("POST", tables, json=body, expect=LeaseTableAnswer,
+                                            meanings=meanings, retry_safe=True)
+            except TableAlreadyExistsError:
+                return None
+            except NamespaceNotFoundError:  # the first lease of this owner here
+                request = CreateNamespaceRequest(id=list(self.namespace), mode="ExistOk")
+                with_retries(functools.partial(self.driver.create_namespace, request), self.driver.config.max_retries)
+                continue
+            return StoredLease(record, created.metadata.version())
+        raise NamespaceNotFoundError(f"iceberg: the lease namespace {_display(self.namespace)} "
+                                     "was dropped each time its table was created")
+
+    def read(self) -> StoredLease | None:
+        try:
+            loaded = self.driver._send("GET", self.driver._table_path(self.table), expect=LeaseTableAnswer,
+                                       meanings={404: TableNotFoundError})
+        except TableNotFoundError:
+            return self._previous_format()
+        record = LeaseRecord.from_properties(loaded.metadata.properties)
+        if record is None:
+            raise not_a_lease(self.label)
+        return StoredLease(record, loaded.metadata.version())
+
+    def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
+        if expected.version == PREVIOUS_FORMAT:
+            return self._replace_previous_format(expected, record)
+        table_uuid, _, schema_id = expected.version.rpartition("/")
+        current = int(schema_id)
+        properties = record.to_properties()
+        updates: list[dict[str, Any]] = [
+            {"action": "add-schema", "schema": _lease_schema(current + 1)},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "remove-schemas", "schema-ids": [current]},
+            {"action": "set-properties", "updates": properties},
+        ]
+        gone = [key for key in expected.record.to_properties() if key not in properties]
+        if gone:
+            updates.append({"action": "remove-properties", "removals": gone})
+        commit = {"requirements": [{"type": "assert-table-uuid", "uuid": table_uuid},
+                                   {"type": "assert-current-schema-id", "current-schema-id": current}],
+                  "updates": updates}
+        try:
+            # conditional, so sending it again is safe: a resend after it landed fails the requirements
+            committed = self.driver._send("POST", self.driver._table_path(self.table), json=commit,
+                                          expect=LeaseTableAnswer, retry_safe=True,
+                                          meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
+        except (TableNotFoundError, ConcurrentModificationError):
+            return None
+        return StoredLease(record, committed.metadata.version())
+
+    def _previous_format(self) -> StoredLease | None:
+        """A lease namespace without the table: a record in its properties is an older lease."""
+        info = self.driver.get_namespace_info(self.namespace)
+        record = LeaseRecord.from_properties(info.properties) if info is not None else None
+        return StoredLease(record, PREVIOUS_FORMAT) if record is not None else None
+
+    def _replace_previous_format(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
+        """Creating the table is exclusive among the applies replacing the older lease; the winner
+        then removes the older record from the namespace."""
+        created = self.create(record)
+        if created is not None:
+            self.driver.update_namespace_properties(self.namespace, {},
+                                                    list(expected.record.to_properties()))
+        return created
+
+
+#: the version of a lease of the format before lease tables (a record in namespace properties)
+PREVIOUS_FORMAT = "namespace-properties"
+
+
+def _lease_schema(schema_id: int) -> dict[str, Any]:
+    """The lease table's schema number `schema_id`: one optional string column named after it, so
+    that each schema differs from the one before (an equal schema would be reused, not added)."""
+    return {"type": "struct", "schema-id": schema_id,
+            "fields": [{"id": 1, "name": f"lease_{schema_id}", "type": "string", "required": False}]}
 
 
 def _in_parts(load: Callable[[Identifier], R | None], ids: list[Identifier]) -> list[Callable[[], list[R]]]:
