@@ -30,6 +30,9 @@ those of an assumed role, and the session token header of each request sent are 
 for masking (`lance_sync.secrets`), and an error answer's body is masked before botocore
 parses it, so a server that echoes the request cannot put them into a message.
 
+Apply leases (`GlueLeaseRegister`) are a table in the lease database whose every change is an
+UpdateTable conditional on the VersionId that was read.
+
 Errors are translated at the boundary (`_translate`): AccessDenied is PermissionDenied (15),
 bad or expired credentials Unauthenticated (16), throttling after botocore's retries
 Throttling (21), 5xx and connection failures ServiceUnavailable (17). Messages start with
@@ -73,6 +76,7 @@ from botocore.model import OperationModel, Shape
 from botocore.parsers import ResponseParserError
 from botocore.utils import parse_timestamp
 from lance_namespace import (
+    CreateNamespaceRequest,
     DeclareTableRequest,
     DeclareTableResponse,
     DeregisterTableRequest,
@@ -119,6 +123,7 @@ from lance_sync.drivers.base import (
     secret_value,
 )
 from lance_sync.drivers.glue_config import ACCOUNT_ID, CATALOG_ID_SEPARATORS, GlueConfig, GlueRules
+from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, not_a_lease
 from lance_sync.drivers.paging import follow_pages, page_of_names
 from lance_sync.drivers.retry import BadAnswerError, with_retries
 from lance_sync.errors import ConfigError
@@ -136,6 +141,8 @@ DEFAULT_ROLE_SESSION_NAME = "lance-sync"
 OBJECT_PAGE_SIZE = 100
 CATALOG_PAGE_SIZE = 1000
 MAX_POOL_CONNECTIONS = 32
+#: the Glue table that holds an apply lease, in the lease database
+LEASE_TABLE = "lease"
 
 #: Members an answer must carry to mean anything (`[]`: in every item of the list). botocore's
 #: model requires only DatabaseList, CatalogList and each object's Name; it leaves the rest
@@ -241,6 +248,9 @@ class GlueNamespace(GlueRules, SyncNamespace):
         catalogs_creatable = root is None or ACCOUNT_ID.fullmatch(root) is not None
         return Capabilities(update_table_location=True,
                             creatable_namespace_levels=(1 if catalogs_creatable else 2, None))
+
+    def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
+        return GlueLeaseRegister(self, (*parent, name))
 
     # --- namespaces ----------------------------------------------------------------------------
 
@@ -676,6 +686,106 @@ class GlueNamespace(GlueRules, SyncNamespace):
     def _as_input(self, described: dict[str, Any], input_shape: str) -> dict[str, Any]:
         """A Get answer reduced to what the matching *Input shape accepts (for Update calls)."""
         return _project(described, self._service_model.shape_for(input_shape))
+
+
+class GlueLeaseRegister(LeaseRegister):
+    """An apply lease as the table `lease` of the lease database, its Parameters the record.
+
+    Every swap is one UpdateTable with the VersionId that was read: Glue refuses it with
+    ConcurrentModificationException when the table changed since (optimistic locking, as
+    Iceberg's GlueCatalog commits). SkipArchive keeps the table's archived versions, which Glue
+    limits per table, from growing with every renewal. UpdateTable does not answer the new
+    VersionId, so a swap is preceded by a GetTable unless the lease was just read. A released
+    lease stays, marked released (DeleteTable is not conditional).
+
+    A lease database whose Parameters hold a record is a lease of lance-sync before this
+    register (no table): it is read as the lease, and replacing it creates the table.
+    """
+
+    keeps_released = True
+
+    def __init__(self, driver: GlueNamespace, database_id: Identifier):
+        self.driver = driver
+        self.database_id = database_id
+        self.table_id = (*database_id, LEASE_TABLE)
+        super().__init__(f"{driver.namespace_id()} {list(self.table_id)}", driver.format_identifier(self.table_id))
+
+    def create(self, record: LeaseRecord) -> StoredLease | None:
+        database = self._database()
+        for _ in range(2):
+            try:
+                self.driver._call("CreateTable", self.label, missing=NamespaceNotFoundError,
+                                  duplicate=TableAlreadyExistsError, CatalogId=database.catalog_id,
+                                  DatabaseName=database.name,
+                                  TableInput={"Name": LEASE_TABLE, "Parameters": record.to_properties()})
+            except TableAlreadyExistsError:
+                return None
+            except NamespaceNotFoundError:  # the first lease of this owner here
+                self.driver.create_namespace(CreateNamespaceRequest(id=list(self.database_id), mode="ExistOk"))
+                continue
+            return StoredLease(record, "")  # its VersionId is read before the first swap
+        raise NamespaceNotFoundError(f"glue: the lease database of {self.label} was dropped each time "
+                                     "its table was created")
+
+    def read(self) -> StoredLease | None:
+        database = self._database()
+        found = self.driver._call("GetTable", self.label, missing=None, CatalogId=database.catalog_id,
+                                  DatabaseName=database.name, Name=LEASE_TABLE)
+        if found is None:
+            return self._previous_format()
+        table = found["Table"]
+        record = LeaseRecord.from_properties(_parameters(table))
+        if record is None:
+            raise not_a_lease(self.label)
+        if not table.get("VersionId"):
+            raise BadAnswerError(f"glue: GetTable on {self.label} answered a table without VersionId, "
+                                 "which the lease needs for its conditional updates")
+        return StoredLease(record, table["VersionId"])
+
+    def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
+        if expected.version == PREVIOUS_FORMAT:
+            return self._replace_previous_format(expected, record)
+        version = expected.version or self._version_of(expected)
+        if version is None:
+            return None
+        database = self._database()
+        try:
+            self.driver._call("UpdateTable", self.label, missing=TableNotFoundError,
+                              CatalogId=database.catalog_id, DatabaseName=database.name,
+                              TableInput={"Name": LEASE_TABLE, "Parameters": record.to_properties()},
+                              VersionId=version, SkipArchive=True)
+        except (ConcurrentModificationError, TableNotFoundError):
+            return None
+        return StoredLease(record, "")
+
+    def _version_of(self, expected: StoredLease) -> str | None:
+        """The VersionId of `expected`, read now; None when the lease is another record."""
+        current = self.read()
+        return current.version if current is not None and current.record == expected.record else None
+
+    def _database(self) -> _DatabaseRef:
+        database = self.driver._namespace_refs(self.database_id)[0]
+        if database is None:
+            raise InvalidInputError(f"glue: {self.label} cannot hold a lease: its parent is not a catalog")
+        return database
+
+    def _previous_format(self) -> StoredLease | None:
+        info = self.driver.get_namespace_info(self.database_id)
+        record = LeaseRecord.from_properties(info.properties) if info is not None else None
+        return StoredLease(record, PREVIOUS_FORMAT) if record is not None else None
+
+    def _replace_previous_format(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
+        """Creating the table is exclusive among the applies replacing the older lease; the winner
+        then removes the older record from the database."""
+        created = self.create(record)
+        if created is not None:
+            self.driver.update_namespace_properties(self.database_id, {},
+                                                    list(expected.record.to_properties()))
+        return created
+
+
+#: the version of a lease of the format before lease tables (a record in database Parameters)
+PREVIOUS_FORMAT = "database-parameters"
 
 
 # --- credentials ---------------------------------------------------------------------------------

@@ -336,6 +336,50 @@ def test_names_fold_to_lower_case_and_may_hold_unicode_and_spaces(
 # Paging
 
 
+def test_update_table_at_a_stale_version_id_is_refused(glue: Any, scratch: Scratch) -> None:
+    """UpdateTable with VersionId is optimistic locking: only an update at the current version
+    lands; SkipArchive replaces that version instead of archiving it."""
+    database = scratch.database("versions")
+    glue.create_table(DatabaseName=database, TableInput=lance_table("t", "file:///x", step="0"))
+    read = glue.get_table(DatabaseName=database, Name="t")["Table"]["VersionId"]
+    glue.update_table(DatabaseName=database, TableInput=lance_table("t", "file:///x", step="1"),
+                      VersionId=read, SkipArchive=True)
+    with glue_error("ConcurrentModificationException"):  # a second writer that read the same version
+        glue.update_table(DatabaseName=database, TableInput=lance_table("t", "file:///x", step="2"),
+                          VersionId=read)
+    table = glue.get_table(DatabaseName=database, Name="t")["Table"]
+    assert table["Parameters"]["step"] == "1" and table["VersionId"] != read
+    glue.update_table(DatabaseName=database, TableInput=lance_table("t", "file:///x", step="3"),
+                      VersionId=table["VersionId"])
+    versions = glue.get_table_versions(DatabaseName=database, TableName="t")["TableVersions"]
+    assert read not in {version["VersionId"] for version in versions}  # skipped from the archive
+
+
+def test_fifty_simultaneous_updates_at_one_version_id_one_lands(glue_server: RunningServer,
+                                                                scratch: Scratch) -> None:
+    """50 boto3 clients update one table at the VersionId they all read: exactly one succeeds."""
+    glue = glue_client(glue_server, retries=NO_RETRIES)
+    database = scratch.database("race")
+    glue.create_table(DatabaseName=database, TableInput=lance_table("t", "file:///x", writer="none"))
+    read = glue.get_table(DatabaseName=database, Name="t")["Table"]["VersionId"]
+    clients = [glue_client(glue_server, retries=NO_RETRIES) for _ in range(50)]
+
+    def update(writer: int) -> str:
+        try:
+            clients[writer].update_table(DatabaseName=database, VersionId=read, SkipArchive=True,
+                                         TableInput=lance_table("t", "file:///x", writer=str(writer)))
+        except ClientError as error:
+            return error.response["Error"]["Code"]
+        return "updated"
+
+    with ThreadPoolExecutor(50) as pool:
+        outcomes = list(pool.map(update, range(50)))
+    assert sorted(set(outcomes)) == ["ConcurrentModificationException", "updated"]
+    assert outcomes.count("updated") == 1
+    winner = str(outcomes.index("updated"))
+    assert glue.get_table(DatabaseName=database, Name="t")["Table"]["Parameters"]["writer"] == winner
+
+
 def test_get_tables_pages_of_at_most_100(
     glue_server: RunningServer, glue: Any, scratch: Scratch
 ) -> None:

@@ -17,7 +17,7 @@ from moto.glue.models import GlueBackend
 from moto.glue.responses import GlueResponse
 
 from tests.servers.glue_server.catalogs import Catalog, CatalogTree
-from tests.servers.glue_server.errors import invalid_input
+from tests.servers.glue_server.errors import GlueError, invalid_input
 from tests.servers.glue_server.paging import Item, page
 from tests.servers.glue_server.validation import glue_model
 
@@ -119,6 +119,31 @@ class CatalogScopedGlueResponse(GlueResponse):
         return self._listing(
             "CatalogList", [self._describe(catalog) for catalog in selected], token
         )
+
+    # Tables: what moto's UpdateTable ignores
+
+    def update_table(self) -> ActionResult:
+        """moto's UpdateTable, made conditional and archive-aware as AWS documents it.
+
+        `VersionId` is "the version ID at which to update the table contents": when the table's
+        current version is another one, the update is refused with
+        ConcurrentModificationException (optimistic locking, on which Iceberg's GlueCatalog
+        relies). `SkipArchive` keeps the version being replaced from the archive (GetTableVersions);
+        the new version gets the next id either way. Checked and applied under the frontend's
+        lock, so two updates at the same VersionId cannot both pass.
+        """
+        database_name = self.parameters["DatabaseName"]
+        table = self.glue_backend.get_table(database_name, self.parameters["TableInput"]["Name"])
+        replaced = str(table._current_version)
+        expected = self.parameters.get("VersionId")
+        if expected is not None and expected != replaced:
+            raise GlueError("ConcurrentModificationException",
+                            f"Version {expected} of table {database_name}.{table.name} is not its current "
+                            f"version ({replaced}): the table was updated since it was read.")
+        result = super().update_table()
+        if self.parameters.get("SkipArchive"):
+            table.delete_version(replaced)
+        return result
 
     # Paged listings of moto's databases and tables
 
