@@ -36,13 +36,19 @@ could not connect at all is retried whatever it is. The last failure is a
 `lance_namespace.errors` error naming the call and the cause, never a Thrift exception.
 Metastore errors (the exceptions the Hive IDL declares) are translated to
 `lance_namespace.errors` in each operation, with `_translate` as the fallback at the boundary.
+
+Apply leases (`HiveLockLeaseRegister`) are locks of the metastore's own lock API: an EXCLUSIVE
+lock that the metastore grants to one requester at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
+import hashlib
 import inspect
+import re
 import struct
 import threading
 import time
@@ -85,8 +91,10 @@ from pymetastore.hive_metastore.ttypes import (
     AlreadyExistsException,
     AlterCatalogRequest,
     Catalog,
+    CheckLockRequest,
     CreateCatalogRequest,
     Database,
+    DataOperationType,
     DropCatalogRequest,
     GetCatalogRequest,
     GetCatalogResponse,
@@ -95,15 +103,27 @@ from pymetastore.hive_metastore.ttypes import (
     GetTableResult,
     GetTablesRequest,
     GetTablesResult,
+    HeartbeatRequest,
     InvalidObjectException,
     InvalidOperationException,
+    LockComponent,
+    LockLevel,
+    LockRequest,
+    LockResponse,
+    LockState,
+    LockType,
     MetaException,
+    NoSuchLockException,
     NoSuchObjectException,
     PrincipalType,
     SerDeInfo,
+    ShowLocksRequest,
+    ShowLocksResponse,
+    ShowLocksResponseElement,
     StorageDescriptor,
     Table,
     UnknownDBException,
+    UnlockRequest,
 )
 from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
 from thrift.protocol.TProtocol import TProtocolException
@@ -121,6 +141,7 @@ from lance_sync.drivers.base import (
     patched_properties,
 )
 from lance_sync.drivers.hive3_config import Hive3Config, Hive3Rules
+from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, iso_time
 from lance_sync.drivers.paging import check_page_limit, names_after, page_of_names
 from lance_sync.drivers.retry import BadAnswerError, TransientError, is_transient, with_retries
 from lance_sync.locations import is_local, join_location, normalize_location
@@ -151,6 +172,15 @@ CATALOG_FIELDS: tuple[str, ...] = (CATALOG_DESCRIPTION, CATALOG_LOCATION)
 
 #: where catalogs created without a location go, below `root`
 CATALOGS_DIRECTORY = "_catalogs"
+#: how a lease lock names its holder in `agentInfo` (the metastore keeps 128 characters)
+LEASE_AGENT = re.compile(r"lance-sync lease (?P<id>\w+) pid (?P<pid>\d+) since (?P<started>\S+) "
+                         r"for (?P<term>\d+)s")
+#: the metastore keeps 128 characters of a lock's user, host and agentInfo
+LOCK_TEXT_LIMIT = 128
+#: how often a queued lease lock looks whether the lock ahead of it has settled, and how many
+#: times before it gives up its place (see HiveLockLeaseRegister._settled)
+LOCK_POLL_SECONDS = 0.05
+LOCK_POLLS = 200
 #: tables per get_table_objects_by_name_req: HMS's own metastore.batch.retrieve.max default
 TABLE_BATCH_SIZE = 300
 #: most elements a list or map in an answer may claim (garbage claiming billions fails at once)
@@ -379,6 +409,10 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
 
     def namespace_id(self) -> str:
         return f"lance-sync hive3 {{ uri: 'thrift://{self._address}' }}"
+
+    def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
+        (catalog,) = _names(list(parent), "lease parent", 1, 1)
+        return HiveLockLeaseRegister(self, catalog, name, owner)
 
     def close(self) -> None:
         """Close the idle connections (calls after this open new ones)."""
@@ -905,6 +939,158 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         return TransientError(text)
 
 
+# --- apply leases ----------------------------------------------------------------------------
+
+
+class HiveLockLeaseRegister(LeaseRegister):
+    """An apply lease as an EXCLUSIVE lock of the metastore's lock API on the lease's name
+    (`lock`, `check_lock`, `heartbeat`, `unlock`, `show_locks`; no database of that name
+    needs to exist). The metastore grants a lock to one requester at a time, so creating and
+    taking over are atomic: a new lock is ACQUIRED, or WAITING behind the holder and then
+    given up. The version is the lock id.
+
+    The record is the lock's own fields: user (the holder), hostname, and `agentInfo` with the
+    lease id, pid, start and term. A lock cannot change them, so a renewal is a heartbeat and
+    the lease runs until the last heartbeat plus its term; a swap to another apply's record
+    unlocks the dead holder's lock (by its id: a lock that is gone already stays gone) and
+    locks again. Locks carry no catalog, so a catalog other than `hive` has its own lock name.
+
+    A database of the lease's name whose parameters hold a record is a lease of lance-sync
+    before this register: it is read as the lease when no lock is held, and taken over by
+    dropping it.
+    """
+
+    def __init__(self, driver: Hive3Namespace, catalog: str, name: str, owner: str):
+        self.driver = driver
+        self.owner = owner
+        self.database = (catalog, name)
+        suffix = "" if _is_default(catalog) else f"_{hashlib.sha256(catalog.lower().encode()).hexdigest()[:8]}"
+        self.lock_name = f"{name}{suffix}"
+        super().__init__(f"{driver.namespace_id()} lock {self.lock_name}",
+                         f"the lock {self.lock_name} of thrift://{driver._address}")
+
+    @_translated
+    def create(self, record: LeaseRecord) -> StoredLease | None:
+        answer = self._send("lock", LockRequest(
+            component=[LockComponent(type=LockType.EXCLUSIVE, level=LockLevel.DB, dbname=self.lock_name,
+                                     operationType=DataOperationType.NO_TXN, isTransactional=False)],
+            user=record.holder[:LOCK_TEXT_LIMIT], hostname=record.host[:LOCK_TEXT_LIMIT],
+            agentInfo=_lease_agent(record)))
+        if not isinstance(answer, LockResponse) or not isinstance(answer.lockid, int):
+            raise BadAnswerError(f"hive3: lock to the metastore at {self.driver._address} answered "
+                                 f"{_shown(answer)}, not a LockResponse with a lockid")
+        acquired = answer.state == LockState.ACQUIRED or (
+            answer.state == LockState.WAITING and self._settled(answer.lockid))
+        if acquired and self._previous_format() is not None:  # a live lease of the older format?
+            self._unlock(answer.lockid)  # let the protocol judge it (read() answers it)
+            return None
+        return StoredLease(record, str(answer.lockid)) if acquired else None
+
+    @_translated
+    def read(self) -> StoredLease | None:
+        locks = self._locks()
+        holding = [lock for lock in locks if lock.state == LockState.ACQUIRED] or locks
+        if holding:
+            return StoredLease(self._record(holding[0]), str(holding[0].lockid))
+        return self._previous_format()
+
+    @_translated
+    def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
+        if expected.version == PREVIOUS_FORMAT:
+            with contextlib.suppress(NamespaceNotFoundError):
+                self.driver._drop_database(*self.database, cascade=False)
+            return self.create(record)
+        lockid = int(expected.version)
+        if record.id == expected.record.id:  # a renewal: the holder keeps its lock alive
+            try:
+                self._send("heartbeat", HeartbeatRequest(lockid=lockid))
+            except NoSuchLockException:
+                return None
+            return StoredLease(record, expected.version)
+        self._unlock(lockid)
+        return self.create(record)
+
+    @_translated
+    def remove(self, expected: StoredLease) -> bool:
+        """Unlocking by lock id is conditional by nature: a lock another apply took over is gone."""
+        if expected.version == PREVIOUS_FORMAT:
+            self.driver._drop_database(*self.database, cascade=False)
+        else:
+            self._unlock(int(expected.version))
+        return True
+
+    def _settled(self, lockid: int) -> bool:
+        """A WAITING lock of ours until it is ACQUIRED (True), or given up (False) once another
+        lock holds the name. Locks ahead of it are other applies taking the lease at the same
+        moment: the first of them is granted the lock when it asks again, which its owner does
+        at once (this loop); one whose owner is dead is unlocked. After LOCK_POLLS looks without
+        progress, ours is given up too (the caller then names the lock ahead)."""
+        for _ in range(LOCK_POLLS):
+            locks = self._locks()
+            if not any(lock.lockid == lockid for lock in locks):
+                return False  # unlocked by another apply that took ours for dead
+            if any(lock.state == LockState.ACQUIRED and lock.lockid != lockid for lock in locks):
+                break
+            ahead = [lock for lock in locks if lock.lockid < lockid]
+            dead = [lock for lock in ahead if self._record(lock).is_dead()]
+            for lock in dead:
+                self._unlock(lock.lockid)
+            if len(dead) == len(ahead):
+                try:
+                    state = self._send("check_lock", CheckLockRequest(lockid=lockid)).state
+                except NoSuchLockException:
+                    return False  # unlocked meanwhile by another apply that took ours for dead
+                if state == LockState.ACQUIRED:
+                    return True
+                if state != LockState.WAITING:
+                    return False
+            else:
+                self.driver._sleep(LOCK_POLL_SECONDS)
+        self._unlock(lockid)
+        return False
+
+    def _locks(self) -> list[ShowLocksResponseElement]:
+        """The locks of the lease's name, oldest first."""
+        answer = self._send("show_locks", ShowLocksRequest(dbname=self.lock_name))
+        return sorted((lock for lock in answer.locks if _same(lock.dbname, self.lock_name)),
+                      key=lambda lock: lock.lockid)
+
+    def _record(self, lock: ShowLocksResponseElement) -> LeaseRecord:
+        agent = LEASE_AGENT.fullmatch(lock.agentInfo or "")
+        if agent is None:
+            raise InvalidInputError(f"hive3: {self.label} is held by {lock.user}@{lock.hostname} "
+                                    f"({lock.agentInfo!r}), not by lance-sync; unlock it by hand")
+        heartbeat = datetime.datetime.fromtimestamp(lock.lastheartbeat / 1000, datetime.timezone.utc)
+        expires = heartbeat + datetime.timedelta(seconds=int(agent["term"]))
+        return LeaseRecord(id=agent["id"], owner=self.owner, holder=lock.user, host=lock.hostname,
+                           pid=int(agent["pid"]), started=agent["started"], expires=iso_time(expires))
+
+    def _previous_format(self) -> StoredLease | None:
+        try:
+            database = self.driver._get_database(*self.database)
+        except NamespaceNotFoundError:
+            return None
+        record = LeaseRecord.from_properties(_database_properties(database))
+        return StoredLease(record, PREVIOUS_FORMAT) if record is not None else None
+
+    def _unlock(self, lockid: int) -> None:
+        with contextlib.suppress(NoSuchLockException):  # gone already
+            self._send("unlock", UnlockRequest(lockid=lockid))
+
+    def _send(self, call: str, *args: Any) -> Any:
+        return self.driver._send(call, *args)
+
+
+#: the version of a lease of the format before lease locks (a record in database parameters)
+PREVIOUS_FORMAT = "database-parameters"
+
+
+def _lease_agent(record: LeaseRecord) -> str:
+    started = datetime.datetime.fromisoformat(record.started)
+    term = round((datetime.datetime.fromisoformat(record.expires) - started).total_seconds())
+    return f"lance-sync lease {record.id} pid {record.pid} since {record.started} for {term}s"
+
+
 # --- request builders and readers ---------------------------------------------------------------
 
 def _names(id: list[str] | tuple[str, ...] | None, what: str, low: int, high: int) -> tuple[str, ...]:
@@ -1038,6 +1224,8 @@ STRUCT_FIELDS: dict[type[_ThriftStruct], tuple[tuple[str, ...], tuple[str, ...]]
     # for Lance tables only (_table_problem)
     Table: (("tableName", "dbName", "tableType", "parameters"), ("sd", "catName")),
     StorageDescriptor: ((), ("location",)),
+    ShowLocksResponse: (("locks",), ()),
+    ShowLocksResponseElement: (("lockid", "dbname", "state", "lastheartbeat"), ("user", "hostname", "agentInfo")),
 }
 PYTHON_TYPES = {TType.STRING: str, TType.BOOL: bool, TType.BYTE: int, TType.I16: int,
                 TType.I32: int, TType.I64: int, TType.DOUBLE: float}
@@ -1170,6 +1358,17 @@ def _check_tables_result(answer: Any, request: GetTablesRequest) -> str | None:
     return None
 
 
+def _check_locks(answer: Any, request: ShowLocksRequest) -> str | None:
+    problem = _struct_problem(answer, ShowLocksResponse, "ShowLocksResponse")
+    if problem is None and not isinstance(answer.locks, list):
+        problem = f"ShowLocksResponse.locks is {_shown(answer.locks)}, not a list"
+    for index, lock in enumerate(answer.locks if problem is None else []):
+        problem = _struct_problem(lock, ShowLocksResponseElement, f"ShowLocksResponse.locks[{index}]")
+        if problem:
+            break
+    return problem
+
+
 def _table_problem(table: Table, where: str, catalog: str | None, database: str | None,
                    names: set[str] | None) -> str | None:
     """A table's needed fields; that it is one asked for; that a Lance table has a location."""
@@ -1195,6 +1394,7 @@ ANSWER_CHECKS: dict[str, Callable[..., str | None]] = {
     "get_all_tables": _check_names,
     "get_table_req": _check_table_result,
     "get_table_objects_by_name_req": _check_tables_result,
+    "show_locks": _check_locks,
 }
 #: calls that change nothing, so sending them again is safe
 READ_CALLS = frozenset(ANSWER_CHECKS)

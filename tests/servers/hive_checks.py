@@ -24,21 +24,33 @@ from pymetastore.hive_metastore.ttypes import (
     AlreadyExistsException,
     AlterCatalogRequest,
     Catalog,
+    CheckLockRequest,
     CreateCatalogRequest,
     Database,
+    DataOperationType,
     DropCatalogRequest,
     FieldSchema,
     GetCatalogRequest,
     GetTableRequest,
     GetTablesRequest,
+    HeartbeatRequest,
     InvalidObjectException,
     InvalidOperationException,
+    LockComponent,
+    LockLevel,
+    LockRequest,
+    LockResponse,
+    LockState,
+    LockType,
     MetaException,
+    NoSuchLockException,
     NoSuchObjectException,
     SerDeInfo,
+    ShowLocksRequest,
     StorageDescriptor,
     Table,
     UnknownDBException,
+    UnlockRequest,
 )
 from thrift.Thrift import TApplicationException
 
@@ -300,6 +312,112 @@ def create_tables_concurrently(scratch: Scratch, database: str, names: list[str]
     return time.monotonic() - started
 
 
+# ---- the lock API (locks outside transactions), as lance-sync's leases use it -----------------
+
+def lock(client: Client, name: str, type: int = LockType.EXCLUSIVE, agent: str | None = None,
+         table: str | None = None, user: str = "lsync") -> LockResponse:
+    component = LockComponent(type=type, level=LockLevel.TABLE if table else LockLevel.DB, dbname=name,
+                              tablename=table, operationType=DataOperationType.NO_TXN, isTransactional=False)
+    return client.lock(LockRequest(component=[component], user=user, hostname="checks", agentInfo=agent))
+
+
+@contextmanager
+def unlocked_at_the_end(client: Client, name: str) -> Iterator[None]:
+    """Every lock of `name` is gone after the block, and no lock was left to the check after it."""
+    try:
+        yield
+    finally:
+        for held in client.show_locks(ShowLocksRequest(dbname=name)).locks:
+            client.unlock(UnlockRequest(lockid=held.lockid))
+    assert client.show_locks(ShowLocksRequest(dbname=name)).locks == []
+
+
+def check_exclusive_locks_queue(scratch: Scratch) -> None:
+    """One EXCLUSIVE lock of a name is granted; the others wait behind the nearest lock ahead,
+    and one is granted only when its owner asks again after the locks ahead are gone."""
+    name = unique_name("lsync_lock")
+    with scratch.client() as client, unlocked_at_the_end(client, name):
+        first, second, third = (lock(client, name, agent=f"agent {i}") for i in range(3))
+        assert (first.state, second.state, third.state) == (LockState.ACQUIRED, LockState.WAITING, LockState.WAITING)
+        shown = {held.lockid: held for held in client.show_locks(ShowLocksRequest(dbname=name)).locks}
+        assert sorted(shown) == [first.lockid, second.lockid, third.lockid]
+        assert {held.dbname for held in shown.values()} == {name}
+        assert [shown[i].agentInfo for i in sorted(shown)] == ["agent 0", "agent 1", "agent 2"]
+        assert {(held.user, held.hostname, held.type, held.txnid) for held in shown.values()} \
+            == {("lsync", "checks", LockType.EXCLUSIVE, 0)}
+        assert shown[first.lockid].acquiredat and shown[first.lockid].blockedByExtId is None
+        assert shown[second.lockid].acquiredat is None and shown[second.lockid].blockedByExtId == first.lockid
+        assert shown[third.lockid].blockedByExtId == second.lockid
+        client.heartbeat(HeartbeatRequest(lockid=first.lockid))
+        assert client.check_lock(CheckLockRequest(lockid=second.lockid)).state == LockState.WAITING
+        client.unlock(UnlockRequest(lockid=first.lockid))
+        assert client.check_lock(CheckLockRequest(lockid=third.lockid)).state == LockState.WAITING
+        assert client.check_lock(CheckLockRequest(lockid=second.lockid)).state == LockState.ACQUIRED
+        assert lock(client, name).state == LockState.WAITING
+        with pytest.raises(NoSuchLockException) as gone:
+            client.heartbeat(HeartbeatRequest(lockid=first.lockid))
+        assert gone.value.message == f"No such lock: lockid:{first.lockid}"
+        with pytest.raises(NoSuchLockException) as gone:
+            client.check_lock(CheckLockRequest(lockid=first.lockid))
+        assert gone.value.message == f"No such lock lockid:{first.lockid}"
+        client.unlock(UnlockRequest(lockid=first.lockid))  # a lock that is gone: unlocking succeeds
+
+
+def check_shared_and_table_locks(scratch: Scratch) -> None:
+    """Shared reads share, and one jumps over an EXCLUSIVE lock that waits; a table lock waits
+    behind an EXCLUSIVE lock of its database; other names are not in the way."""
+    name = unique_name("lsync_lock")
+    with scratch.client() as client, unlocked_at_the_end(client, name):
+        states = [lock(client, name, type).state for type in
+                  (LockType.SHARED_READ, LockType.SHARED_READ, LockType.EXCLUSIVE, LockType.SHARED_READ)]
+        assert states == [LockState.ACQUIRED, LockState.ACQUIRED, LockState.WAITING, LockState.ACQUIRED]
+        other = unique_name("lsync_lock")
+        with unlocked_at_the_end(client, other):
+            assert lock(client, other).state == LockState.ACQUIRED
+            assert lock(client, other, LockType.SHARED_READ, table="t").state == LockState.WAITING
+            assert client.show_locks(ShowLocksRequest(dbname=other, tablename="t")).locks[0].tablename == "t"
+
+
+def check_lock_text_limit(scratch: Scratch) -> None:
+    """HIVE_LOCKS keeps 128 characters of agentInfo (and user, host): more fails inside HMS."""
+    name = unique_name("lsync_lock")
+    with scratch.client() as client, unlocked_at_the_end(client, name):
+        assert lock(client, name, agent="a" * 128).state == LockState.ACQUIRED
+        for too_long in ({"agent": "a" * 129}, {"user": "u" * 129}):
+            with pytest.raises(TApplicationException) as raised:
+                lock(client, name, **too_long)
+            assert raised.value.type == TApplicationException.INTERNAL_ERROR
+
+
+def check_concurrent_exclusive_locks(scratch: Scratch) -> None:
+    """50 clients ask for one EXCLUSIVE lock at the same moment: exactly one is granted."""
+    name = unique_name("lsync_lock")
+    barrier = threading.Barrier(50)
+    states: list[int] = []
+
+    def ask() -> None:
+        with scratch.client() as client:
+            barrier.wait()
+            states.append(lock(client, name).state)
+
+    workers = [threading.Thread(target=ask) for _ in range(50)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    with scratch.client() as client, unlocked_at_the_end(client, name):
+        assert sorted(states) == [LockState.ACQUIRED] + [LockState.WAITING] * 49
+        assert [held.state for held in client.show_locks(ShowLocksRequest(dbname=name)).locks].count(
+            LockState.ACQUIRED) == 1
+
+
+LOCK_CHECKS: list[Callable[[Scratch], None]] = [
+    check_exclusive_locks_queue,
+    check_shared_and_table_locks,
+    check_lock_text_limit,
+    check_concurrent_exclusive_locks,
+]
+
 SHARED_CHECKS: list[Callable[[Scratch], None]] = [
     check_database_lifecycle,
     check_database_errors,
@@ -309,6 +427,7 @@ SHARED_CHECKS: list[Callable[[Scratch], None]] = [
     check_table_errors,
     check_missing_required_field,
     check_concurrent_clients,
+    *LOCK_CHECKS,
 ]
 
 

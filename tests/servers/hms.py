@@ -22,6 +22,8 @@ from tests.servers.hive_support import launch
 LAUNCHER_SOURCE = Path(__file__).parent / "java" / "LoopbackMetastore.java"
 LAUNCHER_CLASS = "LoopbackMetastore"
 STARTUP_TIMEOUT_SECONDS = 180
+#: connections of each of the metastore's JDBC pools (see write_configuration)
+LOCK_POOL_SIZE = 256
 #: Java 17 closes these packages; Hive 2.3 and DataNucleus reach into them.
 OPENED_PACKAGES = ("java.lang", "java.net", "java.util", "java.nio", "sun.nio.ch",
                    "java.lang.reflect", "java.util.concurrent", "java.io")
@@ -125,6 +127,10 @@ def write_configuration(workdir: Path) -> Path:
         "hive.metastore.warehouse.dir": (workdir / "warehouse").as_uri(),
         "hive.async.log.enabled": "false",  # else NoClassDefFoundError com/lmax/disruptor
         "datanucleus.connectionPoolingType": "HikariCP",  # BoneCP is not in the wheel
+        # also the size of the lock API's pool (TxnHandler): on Derby each lock call may hold two
+        # connections while it waits for the JVM-wide Derby lock, so 10 (the default) deadlock
+        # for 30 s as soon as a few dozen lock calls arrive at once
+        "datanucleus.connectionPool.maxPoolSize": str(LOCK_POOL_SIZE),
     }
     properties = "".join(
         f"  <property><name>{escape(name)}</name><value>{escape(value)}</value></property>\n"

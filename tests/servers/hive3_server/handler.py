@@ -21,6 +21,7 @@ from pymetastore.hive_metastore.ttypes import (
     AlreadyExistsException,
     AlterCatalogRequest,
     Catalog,
+    CheckLockRequest,
     CreateCatalogRequest,
     Database,
     DropCatalogRequest,
@@ -32,19 +33,26 @@ from pymetastore.hive_metastore.ttypes import (
     GetTableResult,
     GetTablesRequest,
     GetTablesResult,
+    HeartbeatRequest,
     InvalidObjectException,
     InvalidOperationException,
+    LockRequest,
+    LockResponse,
     MetaException,
     NoSuchObjectException,
     PrincipalType,
+    ShowLocksRequest,
+    ShowLocksResponse,
     SkewedInfo,
     Table,
     UnknownDBException,
+    UnlockRequest,
 )
 from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TApplicationException
 
 from tests.servers.hive3_server import files
+from tests.servers.hive3_server.locks import LockTable
 from tests.servers.hive3_server.names import (
     DEFAULT_CATALOG,
     DEFAULT_DATABASE,
@@ -84,6 +92,7 @@ class HiveMetastoreHandler:
         self._catalogs: dict[str, Catalog] = {}
         self._databases: dict[tuple[str, str], Database] = {}
         self._tables: dict[tuple[str, str, str], Table] = {}
+        self._lock_table = LockTable()
         root = qualify_location(warehouse.as_uri())
         files.make_directory(root)
         self._catalogs[DEFAULT_CATALOG] = Catalog(
@@ -92,6 +101,28 @@ class HiveMetastoreHandler:
             name=DEFAULT_DATABASE, description="Default Hive database", locationUri=root,
             parameters={}, ownerName="public", ownerType=PrincipalType.ROLE,
             catalogName=DEFAULT_CATALOG))
+
+    # ---- locks (locks.py) ------------------------------------------------------------
+
+    @_synchronized
+    def lock(self, rqst: LockRequest) -> LockResponse:
+        return self._lock_table.lock(rqst)
+
+    @_synchronized
+    def check_lock(self, rqst: CheckLockRequest) -> LockResponse:
+        return self._lock_table.check_lock(rqst)
+
+    @_synchronized
+    def unlock(self, rqst: UnlockRequest) -> None:
+        self._lock_table.unlock(rqst)
+
+    @_synchronized
+    def heartbeat(self, ids: HeartbeatRequest) -> None:
+        self._lock_table.heartbeat(ids)
+
+    @_synchronized
+    def show_locks(self, rqst: ShowLocksRequest) -> ShowLocksResponse:
+        return self._lock_table.show_locks(rqst)
 
     # ---- catalogs -------------------------------------------------------------------
 

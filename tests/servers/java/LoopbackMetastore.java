@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.hadoop.hive.conf.HiveConf;
 import org.apache.hadoop.hive.metastore.HiveMetaStore;
 import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
+import org.apache.hadoop.hive.metastore.txn.TxnDbUtil;
 import org.apache.thrift.TException;
 import org.apache.thrift.TProcessor;
 import org.apache.thrift.protocol.TBinaryProtocol;
@@ -31,7 +32,8 @@ import org.apache.thrift.transport.TTransport;
  * interface), and counts the Thrift calls it handles.
  *
  * <p>Usage: {@code LoopbackMetastore PORTS_FILE}. Configuration comes from hive-site.xml on the
- * classpath. Once both sockets are bound, writes "THRIFT_PORT COUNTER_PORT" to PORTS_FILE. The
+ * classpath. Before serving, Hive's own TxnDbUtil creates the transaction tables that the lock
+ * API needs (DataNucleus' autoCreateAll makes only the catalog's tables). Once both sockets are bound, writes "THRIFT_PORT COUNTER_PORT" to PORTS_FILE. The
  * counter port answers GET /requests with the number of calls served and POST /requests by
  * resetting it. The process exits when its standard input reaches end of file, so it never
  * outlives the test session that started it.
@@ -46,8 +48,10 @@ public final class LoopbackMetastore {
     exitWhenStdinCloses();
     InetAddress loopback = InetAddress.getByName("127.0.0.1");
 
+    HiveConf conf = new HiveConf();
+    TxnDbUtil.prepDb(conf);
     ThriftHiveMetastore.Iface handler =
-        HiveMetaStore.newRetryingHMSHandler("loopback-metastore", new HiveConf(), false);
+        HiveMetaStore.newRetryingHMSHandler("loopback-metastore", conf, false);
     ServerSocket thriftSocket = new ServerSocket(0, 128, loopback);
     HttpServer counter = HttpServer.create(new InetSocketAddress(loopback, 0), 0);
     counter.createContext("/requests", LoopbackMetastore::answerCounter);
