@@ -2,10 +2,11 @@
 
 A 500-table apply into an Iceberg REST catalog (one POST per table) runs as a subprocess;
 when about a third of the tables exist on the server, it is killed with SIGKILL. Its lease
-(a namespace in the warehouse naming its pid on this host) stays behind. A re-run with the
-default `--lock-timeout 0` must take that lease over (its holder is dead), exit 0, and leave
-exactly the manifest: 500 tables, each once, with its location, properties and owner mark,
-read with pyiceberg; `plan --detailed-exitcode` then exits 0 and no lease is left.
+(the lease table of a namespace in the warehouse, naming its pid on this host) stays held. A
+re-run with the default `--lock-timeout 0` must take that lease over (its holder is dead), exit
+0, and leave exactly the manifest: 500 tables, each once, with its location, properties and
+owner mark, read with pyiceberg; `plan --detailed-exitcode` then exits 0 and no lease is held
+(the lease table stays, marked released).
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ import yaml
 
 from tests.e2e.test_faults import (
     LANCE_SYNC,
-    LEASE_PREFIX,
     OWNER_KEY,
     cli_env,
     describe,
     iceberg_backend,
     iceberg_lance_tables,
-    iceberg_namespaces,
+    iceberg_leases_held,
     plain_path,
     pyiceberg,
     run_cli,
@@ -82,9 +82,7 @@ def test_a_killed_apply_is_taken_over_and_a_rerun_converges(iceberg_server: Runn
     assert process.returncode == -signal.SIGKILL
     at_kill = len(catalog.list_tables(namespace))
     assert KILL_AT <= at_kill < TABLES, f"{at_kill} tables when the apply was killed"
-    own = f"{LEASE_PREFIX}{owner.replace('-', '_')}_"
-    leases = [n for n in iceberg_namespaces(iceberg_server) if n.startswith(own)]
-    assert leases, "the killed apply's lease is not in the warehouse"
+    assert iceberg_leases_held(iceberg_server, owner), "the killed apply's lease is not held in the warehouse"
     print(f"\nkilled at {at_kill} of {TABLES} tables; its lease stayed behind")
 
     rerun = run_cli(path, "apply", "--auto-approve", env=cli_env())
@@ -103,5 +101,5 @@ def test_a_killed_apply_is_taken_over_and_a_rerun_converges(iceberg_server: Runn
 
     plan = run_cli(path, "plan", "--detailed-exitcode", env=cli_env())
     assert plan.returncode == 0, describe(plan)
-    left = [n for n in iceberg_namespaces(iceberg_server) if n.startswith(own)]
-    assert not left, f"leases left behind after the re-run: {left}"
+    left = iceberg_leases_held(iceberg_server, owner)
+    assert not left, f"leases left held after the re-run: {left}"

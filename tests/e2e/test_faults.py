@@ -33,6 +33,7 @@ import pytest
 import yaml
 from botocore.exceptions import ClientError
 from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from unitycatalog.client import (
@@ -223,6 +224,42 @@ def unity_schemas(server: RunningServer, catalog: str) -> list[str]:
     return run_sdk(server, listing)
 
 
+def own_lease_prefix(owner: str) -> str:
+    return f"{LEASE_PREFIX}{owner.replace('-', '_')}_"
+
+
+def iceberg_leases_held(server: RunningServer, owner: str) -> list[str]:
+    """The owner's leases that are held, read with pyiceberg: a lease is the table `lease` of a
+    lease namespace, which stays after release with `lance_sync.lease.released` set (a lease
+    namespace without that table is a lease of the older format: held)."""
+    catalog = pyiceberg(server)
+    held = []
+    for name in iceberg_namespaces(server):
+        if name.startswith(own_lease_prefix(owner)):
+            try:
+                properties = catalog.load_table((name, "lease")).properties
+            except NoSuchTableError:
+                properties = catalog.load_namespace_properties(name)
+            if not properties.get("lance_sync.lease.released"):
+                held.append(name)
+    return held
+
+
+def glue_leases_held(server: RunningServer, catalog_id: str, owner: str) -> list[str]:
+    """The same for Glue, read with boto3: the table `lease` of a lease database."""
+    glue = glue_client(server)
+    held = []
+    for name in glue_databases(server, catalog_id):
+        if name.startswith(own_lease_prefix(owner)):
+            try:
+                parameters = glue.get_table(CatalogId=catalog_id, DatabaseName=name, Name="lease")["Table"]["Parameters"]
+            except ClientError:
+                parameters = glue.get_database(CatalogId=catalog_id, Name=name)["Database"].get("Parameters", {})
+            if not parameters.get("lance_sync.lease.released"):
+                held.append(name)
+    return held
+
+
 def fault_summary(proxies: dict[str, FaultProxy]) -> dict[str, dict[str, int]]:
     keys = ("requests", "forwarded", "faults", *ALL_KINDS)
     return {name: {key: proxy.stats[key] for key in keys} for name, proxy in proxies.items()}
@@ -366,7 +403,6 @@ def test_apply_converges_under_faults_in_iceberg_glue_and_unity(
     # --- the state, read directly from each server with its own client ---
     expected = {t["name"]: (plain_path(t["location"]), {**t["properties"], OWNER_KEY: owner})
                 for t in manifest["tables"]}
-    lease_names = set()
 
     names, tables = iceberg_lance_tables(iceberg_server, namespace)
     assert sorted(names) == sorted([*expected, FOREIGN]) and len(names) == len(set(names))
@@ -378,7 +414,7 @@ def test_apply_converges_under_faults_in_iceberg_glue_and_unity(
     namespace_properties = pyiceberg(iceberg_server).load_namespace_properties(namespace)
     assert namespace_properties.get(OWNER_KEY) == owner and namespace_properties.get("team") == "faults"
     assert namespace_properties.get("origin") == "pyiceberg"  # adopting kept what was there
-    lease_names |= {n for n in iceberg_namespaces(iceberg_server) if n.startswith(LEASE_PREFIX)}
+    leases_held = iceberg_leases_held(iceberg_server, owner)
 
     catalog_id = glue_catalog_id(glue_server)
     names, tables = glue_tables(glue_server, catalog_id, namespace)
@@ -393,7 +429,7 @@ def test_apply_converges_under_faults_in_iceberg_glue_and_unity(
     database = glue_client(glue_server).get_database(CatalogId=catalog_id, Name=namespace)["Database"]
     assert database["Parameters"].get(OWNER_KEY) == owner and database["Parameters"].get("team") == "faults"
     assert database["Parameters"].get("origin") == "boto3"  # adopting kept what was there
-    lease_names |= {n for n in glue_databases(glue_server, catalog_id) if n.startswith(LEASE_PREFIX)}
+    leases_held += glue_leases_held(glue_server, catalog_id, owner)
 
     names, tables = unity_tables(unity_server, UNITY_CATALOG, namespace)
     assert sorted(names) == sorted([*expected, FOREIGN]) and len(names) == len(set(names))
@@ -407,11 +443,10 @@ def test_apply_converges_under_faults_in_iceberg_glue_and_unity(
     schema = run_sdk(unity_server, lambda client: SchemasApi(client).get_schema(f"{UNITY_CATALOG}.{namespace}"))
     assert (schema.properties or {}).get(OWNER_KEY) == owner and schema.properties.get("team") == "faults"
     assert schema.properties.get("origin") == "sdk"
-    lease_names |= {n for n in unity_schemas(unity_server, UNITY_CATALOG) if n.startswith(LEASE_PREFIX)}
+    leases_held += [n for n in unity_schemas(unity_server, UNITY_CATALOG) if n.startswith(own_lease_prefix(owner))]
 
     assert foreign_snapshot(servers, namespace) == foreign_before
-    own_lease = f"{LEASE_PREFIX}{owner.replace('-', '_')}_"
-    assert not {n for n in lease_names if n.startswith(own_lease)}, f"leases left behind: {lease_names}"
+    assert not leases_held, f"leases left held: {leases_held}"
     for table in manifest["tables"]:
         if "schema" in table:
             dataset = lance.dataset(table["location"])

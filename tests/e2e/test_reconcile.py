@@ -26,12 +26,11 @@ import yaml
 
 from tests.e2e.test_faults import (
     LANCE_SYNC,
-    LEASE_PREFIX,
     OWNER_KEY,
     cli_env,
     iceberg_backend,
     iceberg_lance_tables,
-    iceberg_namespaces,
+    iceberg_leases_held,
 )
 from tests.servers.base import RunningServer
 from tests.servers.faults import FaultProxy, proxy_fixture
@@ -178,5 +177,4 @@ def test_reconcile_converges_leaves_removals_survives_an_outage_and_stops_on_sig
     assert sorted(names) == ["a", "b", "c"]  # b left for approval
     assert {name: props["tier"] for name, (_, props) in tables.items()} == {"a": "silver", "b": "gold", "c": "bronze"}
     assert all(props[OWNER_KEY] == owner for _, props in tables.values())
-    own_lease = f"{LEASE_PREFIX}{owner.replace('-', '_')}_"
-    assert not [n for n in iceberg_namespaces(iceberg_server) if n.startswith(own_lease)]
+    assert not iceberg_leases_held(iceberg_server, owner)
