@@ -1,9 +1,9 @@
 """50 simultaneous takeovers of one dead apply lease, on every backend: exactly one holder.
 
-A lease whose holder is dead (its process is gone on this host) is seeded; 50 takers, each
-with its own driver, acquire it with `--lock-timeout 0` semantics. Every taker is held at its
-takeover swap by a barrier until all 50 have arrived there, so each has read the dead lease
-before any replaces it: the most adversarial interleaving, reached without any timing.
+A lease whose holder is dead (expired, and its process gone on this host) is seeded; 50
+takers, each with its own driver, acquire it with `--lock-timeout 0` semantics. Every taker is
+held at its takeover swap by a barrier until all 50 have arrived there, so each has read the
+dead lease before any replaces it: the most adversarial interleaving, reached without timing.
 
 On main before compare-and-swap, the same race (takeover = read, check, delete, create) left
 16 to 47 takers believing they held the lease (dir, local root; see the branch's report).
@@ -117,7 +117,10 @@ def dead_pid() -> int:
 
 
 def seed_dead_lease(site: Site, owner: str) -> StoredLease:
-    record = dataclasses.replace(LeaseRecord.new(owner, 120), pid=dead_pid(), holder="gone@here")
+    """A lease that expired long ago and whose process is gone from this host (a Hive lock runs
+    until its last heartbeat plus its term, so there the process is what makes it dead)."""
+    record = dataclasses.replace(LeaseRecord.new(owner, 120), pid=dead_pid(), holder="gone@here",
+                                 started="2020-01-01T00:00:00+00:00", expires="2020-01-01T00:02:00+00:00")
     seeded = store_of(site.driver(), site.touched, owner).register.create(record)
     assert seeded is not None, "the lease existed before the test"
     return seeded
