@@ -34,6 +34,7 @@ import itertools
 import json
 import os
 import socket
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -47,7 +48,7 @@ from lance_namespace.errors import (
     NamespaceAlreadyExistsError,
 )
 
-from lance_sync.drivers.retry import is_transient
+from lance_sync.drivers.retry import backoff_seconds, is_transient, with_retries
 
 if TYPE_CHECKING:
     from lance_sync.drivers.base import Identifier, SyncNamespace
@@ -59,6 +60,9 @@ CLAIM_INFIX = "_claim_"
 #: how long a claim lives (NamespaceLeaseRegister): a claim older than this, or whose process is
 #: gone from this host, is superseded
 CLAIM_SECONDS = 120.0
+#: times one write of a swap (a claim's create, the lease's write) is sent again after a
+#: transient failure, before the swap itself fails
+STEP_RETRIES = 3
 
 
 @dataclass(frozen=True)
@@ -256,7 +260,9 @@ class NamespaceLeaseRegister(LeaseRegister):
 
     def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
         def write() -> None:
-            self.driver._replace_namespace_properties(self.id, record.to_properties())
+            # a whole replacement: sending it again while the claim is held changes nothing more
+            with_retries(lambda: self.driver._replace_namespace_properties(self.id, record.to_properties()),
+                         STEP_RETRIES)
 
         return _stored(record) if self._under_claim(expected, record, write) else None
 
@@ -336,12 +342,25 @@ class NamespaceLeaseRegister(LeaseRegister):
         return LeaseRecord.from_properties(info.properties) if info is not None else None
 
     def _create_namespace(self, id: Identifier, record: LeaseRecord) -> bool:
-        try:
-            self.driver.create_namespace(CreateNamespaceRequest(id=list(id), mode="Create",
-                                                                properties=record.to_properties()))
-        except NamespaceAlreadyExistsError:
-            return False
-        return True
+        """Create the namespace holding `record`, exclusively: False when it exists. A create that
+        got no answer may have landed, so the namespace is read back (ours: created), and sent
+        again while it is absent; each step of a swap gets its retries, as each request does."""
+        attempt = 0
+        while True:
+            try:
+                self.driver.create_namespace(CreateNamespaceRequest(id=list(id), mode="Create",
+                                                                    properties=record.to_properties()))
+                return True
+            except NamespaceAlreadyExistsError:
+                return False
+            except LanceNamespaceError as error:
+                if not is_transient(error) or attempt >= STEP_RETRIES:
+                    raise
+            landed = self._claim_of(id)
+            if landed is not None:
+                return landed.id == record.id
+            time.sleep(backoff_seconds(attempt))
+            attempt += 1
 
     def _drop(self, id: Identifier) -> None:
         self.driver.drop_namespace(DropNamespaceRequest(id=list(id), mode="Skip", behavior="Restrict"))
