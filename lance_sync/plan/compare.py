@@ -23,6 +23,7 @@ operation objects; rendering and execution live elsewhere. Rules, in short:
 from __future__ import annotations
 
 import functools
+import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -112,13 +113,15 @@ class Comparer:
         self.datasets = datasets
         self.result = Comparison()
         self.created_namespaces: set[ObjectKey] = set()
-        wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
+        #: every registration the manifest declares
+        self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
         #: registrations that stay after this plan and are not the manifest's, by location: a
         #: manifest table's location may not overlap theirs (usually there are none)
-        self.foreign = LocationIndex(
-            (info.location, key) for key, info in (*live.tables.items(), *live.beyond_scope.items())
-            if info.location and key not in wanted
-            and (key in live.beyond_scope or owner_of(info.properties) != desired.owner))
+        self.foreign = LocationIndex(itertools.chain(
+            ((info.location, key) for key, info in live.tables.items()
+             if key not in self.wanted and info.location and owner_of(info.properties) != desired.owner),
+            ((info.location, key) for key, info in live.beyond_scope.items()
+             if info.location and key not in self.wanted)))
 
     def compare(self, strict: bool = True) -> Comparison:
         """The actions; with `strict`, a PlanError when anything conflicts (drift reads them)."""
@@ -393,11 +396,10 @@ class Comparer:
     # --- removals --------------------------------------------------------------------------------
 
     def _table_removals(self) -> None:
-        wanted = {(r.backend, r.id) for t in self.desired.tables for r in t.registrations}
         leaving: dict[str | None, list[tuple[ObjectKey, TableInfo]]] = defaultdict(list)
         for key in sorted(self.live.tables):
             info = self.live.tables[key]
-            if key in wanted or not info.is_lance:
+            if key in self.wanted or not info.is_lance:
                 continue
             owner = owner_of(info.properties)
             if owner != self.desired.owner:
