@@ -18,7 +18,6 @@ from typing import Literal
 
 import lance
 import pyarrow as pa
-from pyarrow import fs as pafs
 
 from lance_sync.arrow_types import column_drift, columns_from_schema
 from lance_sync.data.intents import (
@@ -28,7 +27,7 @@ from lance_sync.data.intents import (
     new_intent,
     write_intent,
 )
-from lance_sync.data.locations import inspect_location
+from lance_sync.data.locations import has_committed_version, inspect_location
 from lance_sync.data.storage import open_storage
 from lance_sync.locations import normalize_location
 from lance_sync.marks import DATASET_OWNER_KEY, dataset_owner, describe_dataset_owner
@@ -77,7 +76,7 @@ def write_dataset(location: str, *, mode: Mode, owner: str, apply: str, schema: 
         # nothing committed: leave the location as it was (if that fails too, the next apply
         # finds the interrupted write and finishes it)
         with contextlib.suppress(IntentError, OSError):
-            if storage.info(f"{path}/_versions").type == pafs.FileType.NotFound:
+            if not has_committed_version(storage, path):
                 clean_interrupted(storage, path, owner)
         raise
     version = _checked(location, owner, schema, storage_options).version

@@ -4,8 +4,9 @@ Before the first byte of a dataset it creates, lance-sync writes an intent recor
 location (`_lance_sync_intent.json`: the owner, the apply, when it started). Lance commits a
 dataset's first version in one step, so a location holding an intent record is either:
 
-- an interrupted write (no committed version): only the intent record and what Lance writes
-  before it commits (data files, transaction files). The owner's next apply removes exactly
+- an interrupted write (no committed version: no manifest in `_versions/`): only the intent
+  record and what Lance writes before it commits (data files, transaction files, an empty
+  `_versions/`). The owner's next apply removes exactly
   those and writes again; anyone else's apply leaves the location alone and says whose it is;
 - a finished write whose record was not cleared yet (a committed version): the next apply
   checks the dataset and clears the record;

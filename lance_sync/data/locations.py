@@ -98,7 +98,8 @@ def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None, W
         return "not_lance", "a file, not a directory", None
     entries = storage.list_dir(path)
     intent = read_intent(storage, path) if any(e.base_name == INTENT_FILE for e in entries) else None
-    if any(entry.base_name == "_versions" and entry.type == pafs.FileType.Directory for entry in entries):
+    if any(entry.base_name == "_versions" and entry.type == pafs.FileType.Directory for entry in entries) \
+            and (intent is None or has_committed_version(storage, path)):
         return None, None, intent
     if intent is not None and intent.owner is None and len(entries) == 1:
         # cut off while the record itself was written, so before the write's first byte: nothing
@@ -109,6 +110,12 @@ def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None, W
     if not entries:
         return "missing", None, None
     return "not_lance", "a directory without _versions/", None
+
+
+def has_committed_version(storage: Storage, path: str) -> bool:
+    """Whether Lance committed a version at a location: a manifest in `_versions/` (a write cut
+    off inside its commit may leave the folder without one)."""
+    return any(entry.base_name.endswith(".manifest") for entry in storage.list_dir(f"{path}/_versions"))
 
 
 def _open_dataset(

@@ -104,3 +104,25 @@ def test_only_datasets_this_owner_created_are_deleted_or_rewritten(tmp_path: Pat
     delete_dataset(str(mine), owner="me")
     delete_dataset(str(mine), owner="me")  # nothing there: deleted already
     assert not mine.exists()
+
+
+def test_a_write_cut_off_inside_its_commit_is_interrupted_not_committed(tmp_path: Path):
+    """Lance may have made `_versions/` but not yet its manifest: nothing was committed."""
+    location = tmp_path / "t.lance"
+    lance.fragment.write_fragments(pa.table({"id": [1]}), str(location), schema=SCHEMA)
+    (location / "_versions").mkdir()
+    (location / INTENT_FILE).write_text(json.dumps({"owner": "me", "location": str(location)}))
+    assert inspect_location(str(location)).status == "interrupted"
+    assert create(location) == 1
+
+
+def test_a_committed_dataset_that_breaks_is_never_cleaned_as_an_unfinished_write(tmp_path: Path):
+    location = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"id": [1, 2]}), str(location))
+    (location / INTENT_FILE).write_text(json.dumps({"owner": "me", "location": str(location)}))
+    for data_file in (location / "data").iterdir():
+        data_file.unlink()
+    assert inspect_location(str(location)).status == "corrupt"
+    with pytest.raises(DatasetWriteError, match="the location is not empty"):
+        create(location)
+    assert any((location / "_versions").iterdir())

@@ -6,8 +6,8 @@ and registers them. The apply runs in a subprocess whose write seams are wrapped
 clearing intent records, Lance's dataset write, the catalog's writes (namespaces, declares; for
 Iceberg each POST). Each call is two events, before and after; at the N-th event the process
 kills itself with SIGKILL. At a "before write_dataset" event it first writes uncommitted Lance
-fragments, so the kill leaves what a write cut off between its data files and its commit
-leaves. N is drawn from a seeded random generator over the events a whole apply makes, so each
+fragments (and, for half the locations, the empty `_versions/` of a commit cut off inside), so
+the kill leaves what a write cut off between its data files and its commit leaves. N is drawn from a seeded random generator over the events a whole apply makes, so each
 point is one the test chose, whatever the timing. After each kill a plain `apply` runs and must
 exit 0; then every table is registered exactly once at its location (read with pylance's own
 DirectoryNamespace, or pyiceberg), every location opens with pylance with the declared columns
@@ -47,7 +47,7 @@ KILL_TIMEOUT_SECONDS = 300
 #: runs `lance-sync ARGS` with the write seams wrapped; kills itself at event LS_KILL_AT (0: never)
 #: and, when it ends normally, writes how many events it saw to LS_EVENT_COUNT
 KILL_RUNNER = r"""
-import atexit, functools, os, signal, sys, threading
+import atexit, functools, os, signal, sys, threading, zlib
 import lance, pyarrow as pa
 from lance.fragment import write_fragments
 import lance_sync.cli, lance_sync.data.datasets as datasets
@@ -68,9 +68,12 @@ def event(before_kill=None):
         os.kill(os.getpid(), signal.SIGKILL)
 
 def uncommitted(data, uri, *args, **kwargs):
-    # what a write cut off before its commit leaves: data files, no _versions
+    # what a write cut off before its commit leaves: data files and no manifest; for half the
+    # locations (by a checksum of the path) also the _versions folder of a commit cut off inside
     row = pa.Table.from_pylist([{field.name: None for field in data.schema}], schema=data.schema)
     write_fragments(row, uri, schema=data.schema)
+    if zlib.crc32(str(uri).encode()) % 2:
+        os.makedirs(os.path.join(str(uri), "_versions"), exist_ok=True)
 
 def wrap(owner, name, before_kill=None, when=lambda *a, **k: True):
     original = getattr(owner, name)
