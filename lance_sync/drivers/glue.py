@@ -123,7 +123,14 @@ from lance_sync.drivers.base import (
     secret_value,
 )
 from lance_sync.drivers.glue_config import ACCOUNT_ID, CATALOG_ID_SEPARATORS, GlueConfig, GlueRules
-from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, not_a_lease
+from lance_sync.drivers.leases import (
+    PREVIOUS_FORMAT,
+    LeaseRecord,
+    LeaseRegister,
+    StoredLease,
+    TableLeaseRegister,
+    not_a_lease,
+)
 from lance_sync.drivers.paging import follow_pages, page_of_names
 from lance_sync.drivers.retry import BadAnswerError, with_retries
 from lance_sync.errors import ConfigError
@@ -688,7 +695,7 @@ class GlueNamespace(GlueRules, SyncNamespace):
         return _project(described, self._service_model.shape_for(input_shape))
 
 
-class GlueLeaseRegister(LeaseRegister):
+class GlueLeaseRegister(TableLeaseRegister):
     """An apply lease as the table `lease` of the lease database, its Parameters the record.
 
     Every swap is one UpdateTable with the VersionId that was read: Glue refuses it with
@@ -702,13 +709,12 @@ class GlueLeaseRegister(LeaseRegister):
     register (no table): it is read as the lease, and replacing it creates the table.
     """
 
-    keeps_released = True
+    driver: GlueNamespace
 
     def __init__(self, driver: GlueNamespace, database_id: Identifier):
-        self.driver = driver
-        self.database_id = database_id
         self.table_id = (*database_id, LEASE_TABLE)
-        super().__init__(f"{driver.namespace_id()} {list(self.table_id)}", driver.format_identifier(self.table_id))
+        super().__init__(driver, database_id, f"{driver.namespace_id()} {list(self.table_id)}",
+                         driver.format_identifier(self.table_id))
 
     def create(self, record: LeaseRecord) -> StoredLease | None:
         database = self._database()
@@ -721,7 +727,7 @@ class GlueLeaseRegister(LeaseRegister):
             except TableAlreadyExistsError:
                 return None
             except NamespaceNotFoundError:  # the first lease of this owner here
-                self.driver.create_namespace(CreateNamespaceRequest(id=list(self.database_id), mode="ExistOk"))
+                self.driver.create_namespace(CreateNamespaceRequest(id=list(self.namespace), mode="ExistOk"))
                 continue
             return StoredLease(record, "")  # its VersionId is read before the first swap
         raise NamespaceNotFoundError(f"glue: the lease database of {self.label} was dropped each time "
@@ -732,7 +738,7 @@ class GlueLeaseRegister(LeaseRegister):
         found = self.driver._call("GetTable", self.label, missing=None, CatalogId=database.catalog_id,
                                   DatabaseName=database.name, Name=LEASE_TABLE)
         if found is None:
-            return self._previous_format()
+            return self.previous_format()
         table = found["Table"]
         record = LeaseRecord.from_properties(_parameters(table))
         if record is None:
@@ -744,7 +750,7 @@ class GlueLeaseRegister(LeaseRegister):
 
     def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
         if expected.version == PREVIOUS_FORMAT:
-            return self._replace_previous_format(expected, record)
+            return self.replace_previous_format(expected, record)
         version = expected.version or self._version_of(expected)
         if version is None:
             return None
@@ -764,28 +770,11 @@ class GlueLeaseRegister(LeaseRegister):
         return current.version if current is not None and current.record == expected.record else None
 
     def _database(self) -> _DatabaseRef:
-        database = self.driver._namespace_refs(self.database_id)[0]
+        database = self.driver._namespace_refs(self.namespace)[0]
         if database is None:
             raise InvalidInputError(f"glue: {self.label} cannot hold a lease: its parent is not a catalog")
         return database
 
-    def _previous_format(self) -> StoredLease | None:
-        info = self.driver.get_namespace_info(self.database_id)
-        record = LeaseRecord.from_properties(info.properties) if info is not None else None
-        return StoredLease(record, PREVIOUS_FORMAT) if record is not None else None
-
-    def _replace_previous_format(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
-        """Creating the table is exclusive among the applies replacing the older lease; the winner
-        then removes the older record from the database."""
-        created = self.create(record)
-        if created is not None:
-            self.driver.update_namespace_properties(self.database_id, {},
-                                                    list(expected.record.to_properties()))
-        return created
-
-
-#: the version of a lease of the format before lease tables (a record in database Parameters)
-PREVIOUS_FORMAT = "database-parameters"
 
 
 # --- credentials ---------------------------------------------------------------------------------

@@ -95,7 +95,14 @@ from lance_sync.drivers.iceberg_config import (
     IcebergRules,
     name_problem,
 )
-from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, not_a_lease
+from lance_sync.drivers.leases import (
+    PREVIOUS_FORMAT,
+    LeaseRecord,
+    LeaseRegister,
+    StoredLease,
+    TableLeaseRegister,
+    not_a_lease,
+)
 from lance_sync.drivers.paging import follow_pages
 from lance_sync.drivers.retry import with_retries
 from lance_sync.locations import normalize_location
@@ -572,7 +579,7 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
         return "/".join([normalize_location(self.config.root).rstrip("/"), *parts])
 
 
-class IcebergLeaseRegister(LeaseRegister):
+class IcebergLeaseRegister(TableLeaseRegister):
     """An apply lease as the table `lease` of the lease namespace, its properties the record.
 
     Every swap is one commit with the requirements `assert-table-uuid` (the same table, not one
@@ -586,13 +593,11 @@ class IcebergLeaseRegister(LeaseRegister):
     this register (no table): it is read as the lease, and replacing it creates the table.
     """
 
-    keeps_released = True
+    driver: IcebergNamespace
 
     def __init__(self, driver: IcebergNamespace, namespace: Identifier):
-        self.driver = driver
-        self.namespace = namespace
         self.table = (*namespace, LEASE_TABLE)
-        super().__init__(f"{driver.namespace_id()} {list(self.table)}", _display(self.table))
+        super().__init__(driver, namespace, f"{driver.namespace_id()} {list(self.table)}", _display(self.table))
 
     def create(self, record: LeaseRecord) -> StoredLease | None:
         warehouse, levels = _split_namespace(self.namespace)
@@ -621,7 +626,7 @@ class IcebergLeaseRegister(LeaseRegister):
             loaded = self.driver._send("GET", self.driver._table_path(self.table), expect=LeaseTableAnswer,
                                        meanings={404: TableNotFoundError})
         except TableNotFoundError:
-            return self._previous_format()
+            return self.previous_format()
         record = LeaseRecord.from_properties(loaded.metadata.properties)
         if record is None:
             raise not_a_lease(self.label)
@@ -629,7 +634,7 @@ class IcebergLeaseRegister(LeaseRegister):
 
     def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
         if expected.version == PREVIOUS_FORMAT:
-            return self._replace_previous_format(expected, record)
+            return self.replace_previous_format(expected, record)
         table_uuid, _, schema_id = expected.version.rpartition("/")
         current = int(schema_id)
         properties = record.to_properties()
@@ -653,25 +658,6 @@ class IcebergLeaseRegister(LeaseRegister):
         except (TableNotFoundError, ConcurrentModificationError):
             return None
         return StoredLease(record, committed.metadata.version())
-
-    def _previous_format(self) -> StoredLease | None:
-        """A lease namespace without the table: a record in its properties is an older lease."""
-        info = self.driver.get_namespace_info(self.namespace)
-        record = LeaseRecord.from_properties(info.properties) if info is not None else None
-        return StoredLease(record, PREVIOUS_FORMAT) if record is not None else None
-
-    def _replace_previous_format(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
-        """Creating the table is exclusive among the applies replacing the older lease; the winner
-        then removes the older record from the namespace."""
-        created = self.create(record)
-        if created is not None:
-            self.driver.update_namespace_properties(self.namespace, {},
-                                                    list(expected.record.to_properties()))
-        return created
-
-
-#: the version of a lease of the format before lease tables (a record in namespace properties)
-PREVIOUS_FORMAT = "namespace-properties"
 
 
 def _lease_schema(schema_id: int) -> dict[str, Any]:

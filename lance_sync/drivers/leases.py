@@ -216,6 +216,38 @@ def not_a_lease(label: str) -> InvalidInputError:
     return InvalidInputError(f"{label} exists but is not a lance-sync lease; remove it by hand")
 
 
+#: the version token of a lease kept the way lance-sync kept leases before lease tables: a
+#: record in the properties of the lease namespace itself
+PREVIOUS_FORMAT = "namespace-properties"
+
+
+class TableLeaseRegister(LeaseRegister):
+    """A lease kept in a table inside the lease namespace (Iceberg, Glue), where the lease was
+    once the namespace itself, its properties the record. A record still there is read as the
+    lease (version PREVIOUS_FORMAT) and replaced by creating the table (exclusive among the
+    applies replacing it), then removed from the namespace."""
+
+    keeps_released = True
+
+    def __init__(self, driver: SyncNamespace, namespace: Identifier, where: str, label: str):
+        super().__init__(where, label)
+        self.driver = driver
+        #: the lease namespace (an Iceberg namespace, a Glue database) the table lives in
+        self.namespace = namespace
+
+    def previous_format(self) -> StoredLease | None:
+        """The lease as lance-sync kept it before lease tables, if there is one."""
+        info = self.driver.get_namespace_info(self.namespace)
+        record = LeaseRecord.from_properties(info.properties) if info is not None else None
+        return StoredLease(record, PREVIOUS_FORMAT) if record is not None else None
+
+    def replace_previous_format(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
+        created = self.create(record)
+        if created is not None:
+            self.driver.update_namespace_properties(self.namespace, {}, list(expected.record.to_properties()))
+        return created
+
+
 class NamespaceLeaseRegister(LeaseRegister):
     """A lease as a namespace whose properties are the record, for backends without any
     conditional write (Unity Catalog OSS; the default of every driver).

@@ -133,6 +133,14 @@ class Taker:
     refusal: str | None = None
 
 
+def take(taker: Taker) -> None:
+    """Acquire at once; a refusal is kept, naming the holder."""
+    try:
+        taker.leases.acquire(timeout=0)
+    except LeaseHeld as refused:
+        taker.refusal = str(refused)
+
+
 def race(site: Site, owner: str) -> list[Taker]:
     """TAKERS threads, each with its own driver, take over the lease at once."""
     barrier = threading.Barrier(TAKERS)
@@ -141,12 +149,6 @@ def race(site: Site, owner: str) -> list[Taker]:
         store = store_of(site.driver(), site.touched, owner)
         store.register = Together(store.register, barrier)
         takers.append(Taker(Leases([store], owner, sleep=lambda _: None), store.register))
-
-    def take(taker: Taker) -> None:
-        try:
-            taker.leases.acquire(timeout=0)
-        except LeaseHeld as refused:
-            taker.refusal = str(refused)
 
     run_together(take, takers)
     return takers
@@ -219,12 +221,6 @@ def _take_in_process(root: str, owner: str, barrier: Any, results: Any) -> None:
         store = store_of(DirNamespace(root=root), ("sales",), owner)
         store.register = Together(store.register, barrier)
         takers.append(Taker(Leases([store], owner, sleep=lambda _: None), store.register))
-
-    def take(taker: Taker) -> None:
-        try:
-            taker.leases.acquire(timeout=0)
-        except LeaseHeld as refused:
-            taker.refusal = str(refused)
 
     run_together(take, takers)
     for taker in takers:
