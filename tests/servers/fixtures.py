@@ -12,6 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.servers.base import STARTED, RunningServer, external_endpoint, log_tail
+from tests.servers.spark_cluster import SparkCluster
+from tests.servers.spark_cluster import start as start_spark_cluster
 
 #: fixture name -> (server module under tests/servers, environment variable for an external server)
 SERVERS = {
@@ -20,6 +22,7 @@ SERVERS = {
     "iceberg_server": ("iceberg_rest", "LANCE_SYNC_TEST_ICEBERG_ENDPOINT"),
     "glue_server": ("glue", "LANCE_SYNC_TEST_GLUE_ENDPOINT"),
     "unity_server": ("unity", "LANCE_SYNC_TEST_UNITY_ENDPOINT"),
+    "s3_server": ("s3", "LANCE_SYNC_TEST_S3_ENDPOINT"),
 }
 
 
@@ -66,6 +69,22 @@ def glue_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSer
 def unity_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """The project's Unity Catalog OSS API server."""
     yield from _serve("unity_server", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """moto's S3 server (tests/servers/s3.py); each test makes its own buckets."""
+    yield from _serve("s3_server", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    """A Spark standalone master and two workers on 127.0.0.1 (tests/servers/spark_cluster.py)."""
+    cluster = start_spark_cluster(tmp_path_factory.mktemp("spark-cluster"), workers=2)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.hookimpl(wrapper=True)
