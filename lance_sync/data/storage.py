@@ -1,13 +1,22 @@
-"""A pyarrow filesystem for a location (normalized by lance_sync.locations).
+"""Storage options as pylance resolves them, and a pyarrow filesystem for a location.
 
-Lance storage options (the object_store keys pylance takes, e.g. `aws_access_key_id`,
-`aws_endpoint`, `aws_region`, `allow_http`) are translated for pyarrow's S3 filesystem; other
-schemes use pyarrow's defaults (`FileSystem.from_uri` and the environment's credentials).
+A backend's storage options (the object_store keys pylance takes, e.g. `aws_access_key_id`,
+`aws_endpoint`, `aws_region`, `allow_http`) may leave settings to the standard environment,
+the way pylance does: for an S3 location it reads every `AWS_*` variable that names one of its
+settings (`AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, `AWS_REGION`, keys...). `effective_storage_options`
+folds those in under the explicit options, so that every other reader of a location (pyarrow's
+filesystem here, Spark executors that do not share this process's environment) sees the store
+pylance sees. Credentials neither give (profiles, instance roles) are left to each client's own
+AWS credential chain.
+
+The options are translated for pyarrow's S3 filesystem; other schemes use pyarrow's defaults
+(`FileSystem.from_uri` and the environment's credentials).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
@@ -24,6 +33,7 @@ _S3_OPTIONS = {
     "session_token": "session_token",
     "aws_token": "session_token",
     "aws_region": "region",
+    "aws_default_region": "region",
     "region": "region",
     "aws_endpoint": "endpoint_override",
     "endpoint": "endpoint_override",
@@ -31,6 +41,48 @@ _S3_OPTIONS = {
     "endpoint_url": "endpoint_override",
 }
 _TRUE = ("1", "true", "yes")
+
+#: The S3 settings pylance (object_store) takes from `AWS_<KEY>` environment variables, as
+#: the option key each becomes; explicit options win over them.
+_S3_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
+    "AWS_SESSION_TOKEN": "aws_session_token",
+    "AWS_REGION": "aws_region",
+    "AWS_DEFAULT_REGION": "aws_default_region",
+    "AWS_ENDPOINT": "aws_endpoint",
+    "AWS_ENDPOINT_URL": "aws_endpoint_url",
+    "AWS_ALLOW_HTTP": "allow_http",
+    "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "aws_virtual_hosted_style_request",
+    "AWS_SKIP_SIGNATURE": "aws_skip_signature",
+    "AWS_SERVER_SIDE_ENCRYPTION": "aws_server_side_encryption",
+    "AWS_SSE_KMS_KEY_ID": "aws_sse_kms_key_id",
+    "AWS_REQUEST_PAYER": "aws_request_payer",
+}
+#: option keys that name one setting (the first of each group is the one kept)
+_S3_SAME_SETTING = (("aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url"),
+                    ("aws_region", "region", "aws_default_region"))
+_S3_SCHEMES = ("s3", "s3a")
+
+
+def effective_storage_options(location: str, storage_options: dict | None = None) -> dict[str, str]:
+    """The storage options for `location` with what pylance would take from the environment
+    added where the options leave it unset (see the module docstring); for other locations,
+    the options as given."""
+    options = {str(k): str(v) for k, v in (storage_options or {}).items()}
+    if normalize_location(location).split("://", 1)[0] not in _S3_SCHEMES:
+        return options
+    given = {key.lower() for key in options}
+    for group in _S3_SAME_SETTING:
+        if given & set(group):
+            given |= set(group)
+    from_environment = {key: os.environ[variable] for variable, key in _S3_ENVIRONMENT.items()
+                        if os.environ.get(variable) and key not in given}
+    for group in _S3_SAME_SETTING:
+        present = [key for key in group if key in from_environment]
+        for key in present[1:]:
+            del from_environment[key]
+    return {**from_environment, **options}
 
 
 @dataclass(frozen=True)
@@ -66,7 +118,8 @@ def open_storage(location: str, storage_options: dict | None = None) -> Storage:
         return _LOCAL
     scheme = location.split("://", 1)[0]
     if scheme == "s3":
-        return _s3_storage(tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items())))
+        options = effective_storage_options(location, storage_options)
+        return _s3_storage(tuple(sorted(options.items())))
     filesystem, _ = pafs.FileSystem.from_uri(location)
     return Storage(filesystem, scheme)
 
