@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pyarrow import fs as pafs
 
 from lance_sync.locations import is_local, normalize_location
+from lance_sync.storage_options import layered
 
 #: Lance storage option -> pyarrow S3FileSystem argument (keys compared lower-case).
 _S3_OPTIONS = {
@@ -43,13 +44,14 @@ _S3_OPTIONS = {
 _TRUE = ("1", "true", "yes")
 
 #: The S3 settings pylance (object_store) takes from `AWS_<KEY>` environment variables, as
-#: the option key each becomes; explicit options win over them.
+#: the option key each becomes, lowest first (AWS_REGION wins over AWS_DEFAULT_REGION);
+#: explicit options win over them all.
 _S3_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "aws_access_key_id",
     "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
     "AWS_SESSION_TOKEN": "aws_session_token",
-    "AWS_REGION": "aws_region",
     "AWS_DEFAULT_REGION": "aws_default_region",
+    "AWS_REGION": "aws_region",
     "AWS_ENDPOINT": "aws_endpoint",
     "AWS_ENDPOINT_URL": "aws_endpoint_url",
     "AWS_ALLOW_HTTP": "allow_http",
@@ -59,9 +61,6 @@ _S3_ENVIRONMENT = {
     "AWS_SSE_KMS_KEY_ID": "aws_sse_kms_key_id",
     "AWS_REQUEST_PAYER": "aws_request_payer",
 }
-#: option keys that name one setting (the first of each group is the one kept)
-_S3_SAME_SETTING = (("aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url"),
-                    ("aws_region", "region", "aws_default_region"))
 _S3_SCHEMES = ("s3", "s3a")
 
 
@@ -72,17 +71,9 @@ def effective_storage_options(location: str, storage_options: dict | None = None
     options = {str(k): str(v) for k, v in (storage_options or {}).items()}
     if normalize_location(location).split("://", 1)[0] not in _S3_SCHEMES:
         return options
-    given = {key.lower() for key in options}
-    for group in _S3_SAME_SETTING:
-        if given & set(group):
-            given |= set(group)
-    from_environment = {key: os.environ[variable] for variable, key in _S3_ENVIRONMENT.items()
-                        if os.environ.get(variable) and key not in given}
-    for group in _S3_SAME_SETTING:
-        present = [key for key in group if key in from_environment]
-        for key in present[1:]:
-            del from_environment[key]
-    return {**from_environment, **options}
+    from_environment = layered(*({key: os.environ[variable]} for variable, key in _S3_ENVIRONMENT.items()
+                                 if os.environ.get(variable)))
+    return layered(from_environment, options)
 
 
 @dataclass(frozen=True)
