@@ -139,6 +139,8 @@ def _conf_value(value: Any) -> str:
 _sessions: dict[tuple, SparkSession] = {}
 #: the log file each classic session's JVM writes to (the first settings' log_file)
 _session_logs: dict[tuple, Path] = {}
+#: held while a session starts: apply's workers may ask for one at the same time
+_starting = threading.Lock()
 
 
 def get_spark(settings: SparkSettings | None = None) -> SparkSession:
@@ -146,18 +148,20 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
 
     The `lance` format is installed on it (`lance_sync.spark.install`). A process holds either
     one classic session or Spark Connect sessions (PySpark's Connect mode is process-wide);
-    asking for anything else raises SparkUnavailableError.
+    asking for anything else raises SparkUnavailableError. Threads asking at once get the
+    one session the first of them starts.
     """
     settings = settings or SparkSettings()
-    session = _sessions.get(settings.key())
-    if session is None:
-        _check_can_add(settings)
-        session = _connect(settings) if settings.is_connect else _start_classic(settings)
-        _session_logs[settings.key()] = settings.log_path
-        from lance_sync.data.lance_source import install_lance_format
+    with _starting:
+        session = _sessions.get(settings.key())
+        if session is None:
+            _check_can_add(settings)
+            session = _connect(settings) if settings.is_connect else _start_classic(settings)
+            _session_logs[settings.key()] = settings.log_path
+            from lance_sync.data.lance_source import install_lance_format
 
-        install_lance_format(session)
-        _sessions[settings.key()] = session
+            install_lance_format(session)
+            _sessions[settings.key()] = session
     if not settings.is_connect:
         activate_in_this_thread(session)
     return session

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,28 @@ def test_missing_pyspark_names_the_extra_to_install(monkeypatch):
         get_spark(SparkSettings("local[1]"))
     with pytest.raises(SparkUnavailableError, match=r"lance-sync\[connect\]"):
         get_spark(SparkSettings("sc://127.0.0.1:15002"))
+
+
+@pytest.mark.spark
+def test_threads_asking_at_once_share_the_session_the_first_one_starts(tmp_path: Path):
+    """apply's workers materialize several tables at once; in a process of its own (one
+    classic session per process), with no session yet."""
+    script = (
+        "import sys, threading\n"
+        "from lance_sync.data.spark import SparkSettings, get_spark\n"
+        "settings = SparkSettings('local[1]', log_file=sys.argv[1])\n"
+        "sessions, errors = [], []\n"
+        "def ask():\n"
+        "    try:\n"
+        "        sessions.append(get_spark(settings))\n"
+        "    except Exception as error:\n"
+        "        errors.append(repr(error))\n"
+        "threads = [threading.Thread(target=ask) for _ in range(3)]\n"
+        "[thread.start() for thread in threads]\n"
+        "[thread.join() for thread in threads]\n"
+        "print(len(sessions), len({id(session) for session in sessions}), errors)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "spark.log")], capture_output=True,
+                            text=True, env=environment, stdin=subprocess.DEVNULL)
+    assert result.stdout.strip() == "3 1 []", result.stdout + result.stderr
