@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 import threading
@@ -231,7 +232,7 @@ def _start_classic(settings: SparkSettings) -> SparkSession:
             gateway = SparkContext._gateway or _launch_gateway(launch_gateway, spark_conf, log_path)
             SparkContext(conf=spark_conf, gateway=gateway)
         except Exception as error:
-            raise SparkUnavailableError(f"Spark did not start: {_first_line(error)} (Spark's log: "
+            raise SparkUnavailableError(f"Spark did not start: {root_cause(error)} (Spark's log: "
                                         f"{_shown(log_path)})") from error
     return pyspark_sql.SparkSession.builder.getOrCreate()
 
@@ -273,16 +274,55 @@ def spark_errors(settings: SparkSettings, doing: str) -> Iterator[None]:
             raise
         log = _session_logs.get(settings.key(), settings.log_path)
         where = "" if settings.is_connect else f" (Spark's log: {_shown(log)})"
-        raise SparkJobError(mask(f"{doing}: {_first_line(error)}{where}")) from error
+        raise SparkJobError(mask(f"{doing}: {root_cause(error)}{where}")) from error
 
 
 class SparkJobError(RuntimeError):
     """A Spark job failed; the message is one line and names Spark's log."""
 
 
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
+#: Java causes followed at most (a cycle or a runaway chain ends there)
+MAX_CAUSES = 32
+_TRACEBACK = "Traceback (most recent call last):"
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
+
+
+def root_cause(error: BaseException) -> str:
+    """One line for a Spark error: the deepest message in the chain of Java throwables behind
+    it (Py4JJavaError.java_exception, or a captured PySpark error's origin, then each getCause),
+    else the error's own. A message holding a Python traceback (a failed Python worker) gives
+    the exception line of its last traceback."""
+    message = _summary(str(error)) or type(error).__name__
+    with contextlib.suppress(Exception):  # the JVM may be gone: keep what Python has
+        for throwable in _java_causes(error):
+            raw = throwable.getMessage() or ""
+            text = _summary(raw)
+            if not text:
+                continue
+            # Spark's error classes ([PATH_NOT_FOUND] ...) and Python exceptions name themselves
+            named = text.startswith("[") or _TRACEBACK in raw
+            message = text if named else f"{throwable.getClass().getSimpleName()}: {text}"
+    return message
+
+
+def _java_causes(error: BaseException) -> Iterator[Any]:
+    throwable = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
+    for _ in range(MAX_CAUSES):
+        if throwable is None:
+            return
+        yield throwable
+        throwable = throwable.getCause()
+
+
+def _summary(text: str) -> str:
+    """The exception line of the text's last Python traceback, else its first line; without
+    Spark's trailing SQLSTATE."""
+    if _TRACEBACK in text:
+        tail = text.rsplit(_TRACEBACK, 1)[1].splitlines()
+        lines = [line for line in tail if line.strip() and not line[0].isspace()]
+    else:
+        lines = [line for line in text.splitlines() if line.strip()]
+    return _SQLSTATE.sub("", lines[0].strip()) if lines else ""
 
 
 def _shown(path: Path) -> str:
