@@ -16,18 +16,26 @@ The JVM writes into a pipe, not into the file: a daemon thread copies each line 
 log with every registered secret masked (`lance_sync.secrets`), and Spark's own redaction
 (REDACTION_CONF) hides the values of secret-looking options and settings in the plans and
 configuration it prints.
+
+Spark's Python workers (the executors' and the driver's) run `worker_python`: the conf's
+`spark.pyspark.python`, else on a cluster $PYSPARK_PYTHON, else this interpreter. In local mode
+they inherit this process's PYTHONPATH, which gets lance_sync's parent directory; on a cluster
+the package itself is shipped (`SparkContext.addPyFile` of a zip of it) unless the conf says
+how executors import it (IMPORT_CONF). docs/spark.md says what executors need installed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import re
 import shutil
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,13 +78,23 @@ REDACTION_CONF = {
     "spark.sql.redaction.options.regex": f"(?i){SECRET_KEY.pattern}|url",
 }
 
+#: The driver on loopback: where a local session and a master on loopback reach it.
+LOOPBACK_DRIVER_CONF = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+
 #: Applied to embedded (local-mode) sessions only: loopback only, no UI, no progress bars.
 LOCAL_CONF = {
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.driver.host": "127.0.0.1",
+    **LOOPBACK_DRIVER_CONF,
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }
+
+#: The interpreter of Spark's Python workers (see worker_python)
+PYTHON_CONF = "spark.pyspark.python"
+#: Settings by which the user says how a cluster's executors import lance_sync; with neither,
+#: lance-sync ships its package to them (see ships_package)
+IMPORT_CONF = ("spark.submit.pyFiles", "spark.executorEnv.PYTHONPATH")
+#: the zip of the lance_sync package shipped to a cluster, next to Spark's log
+PACKAGE_ZIP = "lance_sync.zip"
 
 
 class SparkUnavailableError(RuntimeError):
@@ -211,13 +229,12 @@ def _start_classic(settings: SparkSettings) -> SparkSession:
             "Spark needs Java 17 or newer: install a JRE (for example the Debian package "
             "openjdk-17-jre-headless) or set JAVA_HOME"
         )
-    if settings.is_local:
-        _prepare_local_environment()
+    conf = session_conf(settings)
+    _prepare_environment(settings, conf)
     log_path = settings.log_path
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log4j = log_path.with_name("spark-log4j2.properties")
     log4j.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
-    conf = {**DEFAULT_CONF, **REDACTION_CONF, **(LOCAL_CONF if settings.is_local else {}), **settings.conf}
     java_options = conf.get("spark.driver.extraJavaOptions", "")
     conf["spark.driver.extraJavaOptions"] = f"{java_options} -Dlog4j.configurationFile={log4j.as_uri()}".strip()
     spark_conf = SparkConf().setMaster(settings.effective_master).setAppName("lance-sync").setAll(
@@ -230,11 +247,78 @@ def _start_classic(settings: SparkSettings) -> SparkSession:
         try:
             # a JVM this process started before (for a session since stopped) is used again
             gateway = SparkContext._gateway or _launch_gateway(launch_gateway, spark_conf, log_path)
-            SparkContext(conf=spark_conf, gateway=gateway)
+            context = SparkContext(conf=spark_conf, gateway=gateway)
+            if ships_package(settings):
+                context.addPyFile(str(package_zip(log_path.with_name(PACKAGE_ZIP))))
         except Exception as error:
             raise SparkUnavailableError(f"Spark did not start: {root_cause(error)} (Spark's log: "
                                         f"{_shown(log_path)})") from error
     return pyspark_sql.SparkSession.builder.getOrCreate()
+
+
+def session_conf(settings: SparkSettings, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The conf of a classic session: lance-sync's defaults, then the user's conf over them.
+
+    The driver binds to loopback in local mode and when the master is a standalone master on
+    loopback; the Python workers' interpreter is `worker_python`.
+    """
+    on_loopback = settings.is_local or is_loopback_master(settings.effective_master)
+    return {
+        **DEFAULT_CONF,
+        **REDACTION_CONF,
+        **(LOOPBACK_DRIVER_CONF if on_loopback else {}),
+        **(LOCAL_CONF if settings.is_local else {}),
+        PYTHON_CONF: worker_python(settings, environ),
+        **settings.conf,
+    }
+
+
+def worker_python(settings: SparkSettings, environ: Mapping[str, str] = os.environ) -> str:
+    """The interpreter of Spark's Python workers: the conf's spark.pyspark.python; else, on a
+    cluster, $PYSPARK_PYTHON; else this interpreter (which has lance-sync's dependencies; on a
+    cluster its path must exist on every host)."""
+    if PYTHON_CONF in settings.conf:
+        return settings.conf[PYTHON_CONF]
+    if not settings.is_local and environ.get("PYSPARK_PYTHON"):
+        return environ["PYSPARK_PYTHON"]
+    return sys.executable
+
+
+def ships_package(settings: SparkSettings) -> bool:
+    """Whether lance-sync ships its own package to the executors: on a cluster, unless the conf
+    says how they import it (IMPORT_CONF). Local workers import it from this process's path."""
+    return not settings.is_local and not any(key in settings.conf for key in IMPORT_CONF)
+
+
+def is_loopback_master(master: str) -> bool:
+    """Whether a master is a standalone master (`spark://host:port[,host:port...]`) whose
+    every host is a loopback address or localhost."""
+    if not master.startswith("spark://"):
+        return False
+    hosts = [address.rsplit(":", 1)[0].strip("[]") for address in master[len("spark://"):].split(",")]
+    return all(_is_loopback(host) for host in hosts)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def package_zip(target: Path) -> Path:
+    """A zip of the lance_sync package this process runs, at `target` (replaced whole, so that
+    a process shipping it meanwhile reads either the old zip or the new one)."""
+    package = Path(__file__).resolve().parents[1]
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(package.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                archive.write(path, path.relative_to(package.parent).as_posix())
+    os.replace(partial, target)
+    return target
 
 
 def _launch_gateway(launch_gateway: Any, spark_conf: Any, log_path: Path) -> Any:
@@ -333,10 +417,19 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _prepare_local_environment() -> None:
-    """Python workers run this interpreter and can import lance_sync; Spark binds to loopback."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+def _prepare_environment(settings: SparkSettings, conf: dict[str, str]) -> None:
+    """What the JVM and PySpark take from the environment: the Python workers' interpreter
+    (PySpark reads $PYSPARK_PYTHON, not the conf); SPARK_LOCAL_IP on loopback when the driver
+    binds there (Spark's other services, its UI among them, bind to that address); in local
+    mode, lance_sync's parent directory on PYTHONPATH (local workers inherit it)."""
+    os.environ["PYSPARK_PYTHON"] = conf[PYTHON_CONF]
+    if conf.get("spark.driver.bindAddress") == LOOPBACK_DRIVER_CONF["spark.driver.bindAddress"]:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if settings.is_local:
+        _put_package_on_python_path()
+
+
+def _put_package_on_python_path() -> None:
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if package_parent not in python_path:
