@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
 
-from lance_sync.locations import is_local, normalize_location
+from lance_sync.locations import is_local, normalize_location, scheme
 
 #: Lance storage option -> pyarrow S3FileSystem argument (keys compared lower-case).
 _S3_OPTIONS = {
@@ -83,6 +84,17 @@ def effective_storage_options(location: str, storage_options: dict | None = None
         for key in present[1:]:
             del from_environment[key]
     return {**from_environment, **options}
+
+
+def shipped_storage_options(locations: Iterable[str], storage_options: dict | None = None) -> dict[str, str]:
+    """The storage options to send, with these locations, to processes that do not share this
+    environment (Spark executors): `effective_storage_options` of the first location on S3
+    (the environment adds the same settings to every S3 location; other stores ignore them),
+    or the options as given when none is on S3."""
+    on_s3 = next((location for location in locations if scheme(location) in (*_S3_SCHEMES, "s3n")), None)
+    if on_s3 is None:
+        return {str(k): str(v) for k, v in (storage_options or {}).items()}
+    return effective_storage_options(on_s3, storage_options)
 
 
 @dataclass(frozen=True)
