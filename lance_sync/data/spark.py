@@ -145,11 +145,12 @@ def resolve_spark_settings(cli_value: str | None, manifest_block: dict | None,
     if not isinstance(conf, dict):
         raise ValueError("spark.conf must be a mapping of configuration keys to values")
     master = cli_value or os.environ.get(ENV_VARIABLE) or block.get("master") or None
-    return SparkSettings(master=master, conf={str(k): _conf_value(v) for k, v in conf.items()},
+    return SparkSettings(master=master, conf={str(k): spark_text(v) for k, v in conf.items()},
                          log_file=str(log_file) if log_file is not None else None)
 
 
-def _conf_value(value: Any) -> str:
+def spark_text(value: Any) -> str:
+    """A setting's or option's value as Spark spells it (booleans lower-case)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
