@@ -42,7 +42,7 @@ from pyarrow import fs as pafs
 from lance_sync.arrow_types import columns_from_schema
 from lance_sync.data.intents import INTENT_FILE, read_intent
 from lance_sync.data.spark import SparkSettings, get_spark
-from lance_sync.data.storage import Storage, open_storage
+from lance_sync.data.storage import Storage, open_storage, shipped_storage_options
 from lance_sync.locations import normalize_location
 from lance_sync.marks import dataset_owner
 from lance_sync.plan.model import WriteIntent
@@ -259,7 +259,8 @@ def _inspect_with_spark(
     spark = get_spark(settings)
     tasks = -(-len(uris) // LOCATIONS_PER_TASK)
     locations = spark.createDataFrame(pa.table({"position": range(len(uris)), "uri": uris}))
-    inspect = partial(_inspect_batches, storage_options=storage_options, max_workers=max_workers)
+    inspect = partial(_inspect_batches, storage_options=shipped_storage_options(uris, storage_options),
+                      max_workers=max_workers)
     rows = locations.repartition(tasks).mapInArrow(inspect, _REPORT_DDL).toArrow()
     return [_report_from_row(row) for row in sorted(rows.to_pylist(), key=lambda r: r["position"])]
 

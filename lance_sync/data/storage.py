@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
@@ -61,7 +62,11 @@ _S3_ENVIRONMENT = {
     "AWS_SSE_KMS_KEY_ID": "aws_sse_kms_key_id",
     "AWS_REQUEST_PAYER": "aws_request_payer",
 }
-_S3_SCHEMES = ("s3", "s3a")
+
+
+def _on_s3(location: str) -> bool:
+    """s3://, s3a:// and s3n:// (normalized to s3://) locations."""
+    return normalize_location(location).startswith("s3://")
 
 
 def effective_storage_options(location: str, storage_options: dict | None = None) -> dict[str, str]:
@@ -69,11 +74,22 @@ def effective_storage_options(location: str, storage_options: dict | None = None
     added where the options leave it unset (see the module docstring); for other locations,
     the options as given."""
     options = {str(k): str(v) for k, v in (storage_options or {}).items()}
-    if normalize_location(location).split("://", 1)[0] not in _S3_SCHEMES:
+    if not _on_s3(location):
         return options
     from_environment = layered(*({key: os.environ[variable]} for variable, key in _S3_ENVIRONMENT.items()
                                  if os.environ.get(variable)))
     return layered(from_environment, options)
+
+
+def shipped_storage_options(locations: Iterable[str], storage_options: dict | None = None) -> dict[str, str]:
+    """The storage options to send, with these locations, to processes that do not share this
+    environment (Spark executors): `effective_storage_options` of the first location on S3
+    (the environment adds the same settings to every S3 location; other stores ignore them),
+    or the options as given when none is on S3."""
+    on_s3 = next((location for location in locations if _on_s3(location)), None)
+    if on_s3 is None:
+        return {str(k): str(v) for k, v in (storage_options or {}).items()}
+    return effective_storage_options(on_s3, storage_options)
 
 
 @dataclass(frozen=True)
