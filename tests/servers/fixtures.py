@@ -26,14 +26,14 @@ SERVERS = {
 }
 
 
-def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory, **options: str) -> Iterator[RunningServer]:
     module_name, variable = SERVERS[fixture_name]
     endpoint = external_endpoint(variable)
     if endpoint:
         yield RunningServer(name=module_name, endpoint=endpoint, startup_seconds=0.0, external=True)
         return
     module = importlib.import_module(f"tests.servers.{module_name}")
-    server = module.start(tmp_path_factory.mktemp(module_name))
+    server = module.start(tmp_path_factory.mktemp(module_name), **options)
     STARTED.append(server)
     try:
         yield server
@@ -42,9 +42,9 @@ def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 @pytest.fixture(scope="session")
-def hms_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """Real Hive Metastore 2.3 from the pyspark jars."""
-    yield from _serve("hms_server", tmp_path_factory)
+def hms_server(tmp_path_factory: pytest.TempPathFactory, s3_server: RunningServer) -> Iterator[RunningServer]:
+    """Real Hive Metastore 2.3 from the pyspark jars; its s3:// locations are on `s3_server`."""
+    yield from _serve("hms_server", tmp_path_factory, s3_endpoint=s3_server.endpoint)
 
 
 @pytest.fixture(scope="session")
