@@ -25,8 +25,10 @@ from tests.servers.hive_support import launch
 
 LAUNCHER_SOURCE = Path(__file__).parent / "java" / "LoopbackMetastore.java"
 LAUNCHER_CLASS = "LoopbackMetastore"
-#: the metastore's Hadoop file system for s3:// and s3a:// (in place of hadoop-aws's S3A)
+#: the metastore's Hadoop file system for s3:// and s3a:// (in place of hadoop-aws's S3A), and
+#: the S3 client it shares with the Iceberg REST server
 S3_FILE_SYSTEM_SOURCE = Path(__file__).parent / "java" / "LoopbackS3FileSystem.java"
+S3_CLIENT_SOURCE = Path(__file__).parent / "java" / "s3" / "LoopbackS3Client.java"
 S3_FILE_SYSTEM_CLASS = "LoopbackS3FileSystem"
 STARTUP_TIMEOUT_SECONDS = 180
 #: connections of each of the metastore's JDBC pools (see write_configuration)
@@ -102,7 +104,7 @@ def pyspark_jars() -> Path:
 
 def compiled_launcher(javac: str, jars: Path) -> Path:
     """The launcher's class directory, compiled once per (sources, jar set)."""
-    sources = [LAUNCHER_SOURCE, S3_FILE_SYSTEM_SOURCE]
+    sources = [LAUNCHER_SOURCE, S3_FILE_SYSTEM_SOURCE, S3_CLIENT_SOURCE]
     key = hashlib.sha256(b"".join(source.read_bytes() for source in sources))
     key.update("\n".join(sorted(jar.name for jar in jars.glob("*.jar"))).encode())
     classes = CACHE_DIR / "hms-launcher" / key.hexdigest()[:16]
