@@ -99,5 +99,29 @@ def clean_interrupted(storage: Storage, path: str, owner: str) -> None:
         storage.filesystem.delete_dir(path)
 
 
+def lance_entries(storage: Storage, path: str) -> list[pafs.FileInfo]:
+    """What Lance and lance-sync write at a dataset's root: Lance's folders and the intent record."""
+    return [entry for entry in storage.list_dir(path)
+            if entry.base_name == INTENT_FILE
+            or (entry.base_name in LANCE_LAYOUT and entry.type == pafs.FileType.Directory)]
+
+
+def delete_lance_files(storage: Storage, path: str) -> list[str]:
+    """Delete what Lance and lance-sync wrote at a dataset's root and return the names of what
+    else is there, which stays: a catalog's own files (an Iceberg catalog keeps the table's
+    metadata in `<location>/metadata/` and needs it to deregister the table) or anyone's. The
+    root itself goes (a local folder, an object store's directory marker) when nothing stays."""
+    ours = lance_entries(storage, path)
+    for entry in ours:
+        if entry.type == pafs.FileType.Directory:
+            storage.filesystem.delete_dir(entry.path)
+        else:
+            storage.filesystem.delete_file(entry.path)
+    kept = sorted(entry.base_name for entry in storage.list_dir(path))
+    if not kept:
+        storage.filesystem.delete_dir(path)
+    return kept
+
+
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None

@@ -126,3 +126,21 @@ def test_a_committed_dataset_that_breaks_is_never_cleaned_as_an_unfinished_write
     with pytest.raises(DatasetWriteError, match="the location is not empty"):
         create(location)
     assert any((location / "_versions").iterdir())
+
+
+def test_deleting_a_dataset_leaves_the_files_lance_did_not_write(tmp_path: Path):
+    """An Iceberg catalog keeps the table's metadata in `<location>/metadata/`; apply deletes the
+    data first and deregisters after, so the catalog must still find its files."""
+    mine = tmp_path / "mine.lance"
+    create(mine)
+    (mine / "metadata").mkdir()
+    (mine / "metadata" / "00000-x.metadata.json").write_text("{}")
+    delete_dataset(str(mine), owner="me")
+    assert sorted(p.name for p in mine.iterdir()) == ["metadata"]
+    assert inspect_location(str(mine)).status == "not_lance"
+    delete_dataset(str(mine), owner="me")  # nothing of the dataset is left: deleted already
+    assert (mine / "metadata" / "00000-x.metadata.json").read_text() == "{}"
+    # a location holding Lance's folders but no readable dataset is not deleted
+    (mine / "data").mkdir()
+    with pytest.raises(DatasetWriteError, match="holds no readable Lance dataset"):
+        delete_dataset(str(mine), owner="me")
