@@ -3,7 +3,7 @@
 For each of the suite's catalog servers (Iceberg REST twice: on InMemoryCatalog, which keeps
 table metadata in memory, and on JdbcCatalog writing each table's metadata.json into its
 location on S3 as a real deployment does; Glue; Unity; the real Hive Metastore 2.3; the Hive
-3 server) one manifest puts its tables at `s3://<a bucket of the test's own>/lake/...` on the
+3 server), and for the directory backend with its root on S3, one manifest puts its tables at `s3://<a bucket of the test's own>/lake/...` on the
 session's moto S3 server (`s3_server`): two tables with a declared
 `schema` (lance-sync writes their empty datasets on S3) and one dataset pylance wrote there
 before, which apply registers. A dataset nobody registers sits beside them, its name
@@ -12,8 +12,9 @@ starting with one of theirs. Through the CLI (a subprocess, as a user runs it):
 - `apply` from scratch exits 0; `plan --detailed-exitcode` then finds nothing, `verify` says
   every location is ok, `drift` is clean, and `discover s3://<bucket>/lake` lists only the
   unregistered dataset;
-- each catalog's own client (pyiceberg, boto3, unitycatalog-client, pymetastore) reads the
-  registered location back as the `s3://` URI, and pylance opens the dataset there;
+- each catalog's own client (pyiceberg, boto3, unitycatalog-client, pymetastore, pylance's
+  DirectoryNamespace) reads the registered location back as the `s3://` URI, and pylance
+  opens the dataset there;
 - a registration removed with that client and a column added with pylance show in `drift`
   (exit 2) and `plan`; apply repairs the registration;
 - the tables leave the manifest with `on_remove: drop`: apply refuses without
@@ -50,9 +51,11 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import lance_namespace
 import pyarrow as pa
 import pytest
 import yaml
+from lance_namespace import DeregisterTableRequest, DescribeTableRequest, ListTablesRequest
 from pymetastore.hive_metastore.ttypes import (
     Database,
     GetTableRequest,
@@ -82,9 +85,9 @@ pytestmark = pytest.mark.servers
 
 #: iceberg: the suite's Iceberg REST server (InMemoryCatalog: table metadata stays in memory);
 #: iceberg_jdbc: the same on JdbcCatalog, writing metadata files into the table location on S3
-BACKENDS = ("iceberg", "iceberg_jdbc", "glue", "unity", "hms", "hive3")
+BACKENDS = ("dir", "iceberg", "iceberg_jdbc", "glue", "unity", "hms", "hive3")
 #: one backend of each family for the variant configured only through the AWS environment
-FAMILIES = ("iceberg", "glue", "unity", "hms")
+FAMILIES = ("dir", "iceberg", "glue", "unity", "hms")
 MARK = "lance_sync.owner"
 SCHEMA = [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"}]
 #: variables the `storage:` options name for their secrets
@@ -98,7 +101,7 @@ class Catalog:
     and its own client's view of a table's registration."""
 
     kind: str
-    server: RunningServer
+    server: RunningServer | None  # None: the directory backend, no server
     backend: dict[str, Any]
     namespace: list[str]
     env: dict[str, str] = field(default_factory=dict)
@@ -112,7 +115,7 @@ class Catalog:
         return ("." if self.kind.startswith("iceberg") else "$").join([*self.namespace, name])
 
 
-def iceberg_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path) -> Catalog:
+def iceberg_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path, store: Store) -> Catalog:
     client = pyiceberg(server)
 
     def registered(name: str) -> str | None:
@@ -125,7 +128,7 @@ def iceberg_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: 
                    deregister=lambda name: client.drop_table((namespace, name)))
 
 
-def glue_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path) -> Catalog:
+def glue_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path, store: Store) -> Catalog:
     glue, account = glue_client(server), server.extra["account_id"]
 
     def registered(name: str) -> str | None:
@@ -140,7 +143,7 @@ def glue_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Pat
                    deregister=lambda name: glue.delete_table(CatalogId=account, DatabaseName=namespace, Name=name))
 
 
-def unity_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path) -> Catalog:
+def unity_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path, store: Store) -> Catalog:
     ensure_catalog(server, UNITY_CATALOG)
     names = {name: f"{UNITY_CATALOG}.{namespace}.{name}" for name in ("orders", "events", "legacy")}
 
@@ -162,7 +165,7 @@ def unity_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Pa
                    [UNITY_CATALOG, namespace], registered=registered, deregister=deregister)
 
 
-def hive_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path) -> Catalog:
+def hive_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path, store: Store) -> Catalog:
     catalog = "hive" if kind == "hms" else Hive3Harness(server, tmp_path).parent_namespace()[0]
     database = namespace if kind == "hms" else f"@{catalog}#{namespace}"
 
@@ -182,8 +185,24 @@ def hive_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Pat
                    [catalog, namespace], registered=registered, deregister=deregister)
 
 
+def dir_catalog(kind: str, server: RunningServer | None, namespace: str, tmp_path: Path, store: Store) -> Catalog:
+    """The directory backend with its root on the store; pylance's own DirectoryNamespace is
+    the independent client."""
+    root = store.uri("lake")
+    client = lance_namespace.connect("dir", {"root": root, **{f"storage.{k}": v for k, v in store.options().items()}})
+
+    def registered(name: str) -> str | None:
+        if name not in client.list_tables(ListTablesRequest(id=[namespace])).tables:
+            return None
+        return client.describe_table(DescribeTableRequest(id=[namespace, name])).location
+
+    return Catalog(kind, server, {"type": "dir", "root": root}, [namespace], registered=registered,
+                   deregister=lambda name: client.deregister_table(DeregisterTableRequest(id=[namespace, name])))
+
+
 #: kind -> (server fixture, how the test's Catalog is made)
-KINDS: dict[str, tuple[str, Callable[[str, RunningServer, str, Path], Catalog]]] = {
+KINDS: dict[str, tuple[str | None, Callable[..., Catalog]]] = {
+    "dir": (None, dir_catalog),
     "iceberg": ("iceberg_server", iceberg_catalog),
     "iceberg_jdbc": ("iceberg_s3_server", iceberg_catalog),
     "glue": ("glue_server", glue_catalog),
@@ -193,9 +212,10 @@ KINDS: dict[str, tuple[str, Callable[[str, RunningServer, str, Path], Catalog]]]
 }
 
 
-def catalog_for(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Catalog:
+def catalog_for(kind: str, request: pytest.FixtureRequest, tmp_path: Path, store: Store) -> Catalog:
     fixture, make = KINDS[kind]
-    return make(kind, request.getfixturevalue(fixture), f"s3_{uuid.uuid4().hex[:10]}", tmp_path)
+    server = request.getfixturevalue(fixture) if fixture else None
+    return make(kind, server, f"s3_{uuid.uuid4().hex[:10]}", tmp_path, store)
 
 
 # --- the store ---------------------------------------------------------------------------------------
@@ -392,15 +412,15 @@ def check_round_trip(catalog: Catalog, store: Store, tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_tables_on_s3_through_the_backends_storage_options(kind: str, request: pytest.FixtureRequest,
                                                            s3_server: RunningServer, tmp_path: Path):
-    catalog = catalog_for(kind, request, tmp_path)
-    check_round_trip(catalog, new_store(s3_server, kind, through_options=True), tmp_path)
+    store = new_store(s3_server, kind, through_options=True)
+    check_round_trip(catalog_for(kind, request, tmp_path, store), store, tmp_path)
 
 
 @pytest.mark.parametrize("kind", FAMILIES)
 def test_tables_on_s3_through_the_aws_environment_only(kind: str, request: pytest.FixtureRequest,
                                                        s3_server: RunningServer, tmp_path: Path):
-    catalog = catalog_for(kind, request, tmp_path)
-    check_round_trip(catalog, new_store(s3_server, kind, through_options=False), tmp_path)
+    store = new_store(s3_server, kind, through_options=False)
+    check_round_trip(catalog_for(kind, request, tmp_path, store), store, tmp_path)
 
 
 def test_the_hive_metastore_reaches_the_store_itself(request: pytest.FixtureRequest, s3_server: RunningServer,
@@ -410,8 +430,8 @@ def test_the_hive_metastore_reaches_the_store_itself(request: pytest.FixtureRequ
     of hadoop-aws) and counts the files there for its statistics. A Hive user registers `legacy`
     at `s3a://` (as Spark writes it); the manifest says `s3://`: the same place, so apply adopts
     it in place and the metastore keeps its spelling."""
-    catalog = catalog_for("hms", request, tmp_path)
     store = new_store(s3_server, "hms-s3a", through_options=True)
+    catalog = catalog_for("hms", request, tmp_path, store)
     env = cli_environment(catalog, store)
     owner = f"s3-hms-{uuid.uuid4().hex[:8]}"
     seed(store)
@@ -452,8 +472,8 @@ def test_a_table_declared_before_its_data_on_s3(kind: str, request: pytest.Fixtu
     create_table; an Iceberg catalog writing metadata: its `metadata/` files); verify calls the
     registration dangling. Once the manifest gives it a schema, lance-sync writes the dataset
     there, beside the catalog's objects."""
-    catalog = catalog_for(kind, request, tmp_path)
     store = new_store(s3_server, kind, through_options=True)
+    catalog = catalog_for(kind, request, tmp_path, store)
     env = cli_environment(catalog, store)
     owner = f"s3-{kind.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
     tables: list[dict[str, Any]] = [{"name": "pending", "location": store.uri("lake/pending.lance")}]
