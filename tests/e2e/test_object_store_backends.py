@@ -138,14 +138,13 @@ def glue_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Pat
             return None
         return table["StorageDescriptor"]["Location"]
 
-    return Catalog("glue", server, glue_backend(server), [account, namespace], glue_env(server),
+    return Catalog(kind, server, glue_backend(server), [account, namespace], glue_env(server),
                    registered=registered,
                    deregister=lambda name: glue.delete_table(CatalogId=account, DatabaseName=namespace, Name=name))
 
 
 def unity_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Path, store: Store) -> Catalog:
     ensure_catalog(server, UNITY_CATALOG)
-    names = {name: f"{UNITY_CATALOG}.{namespace}.{name}" for name in ("orders", "events", "legacy")}
 
     def registered(name: str) -> str | None:
         async def listing(client: Any) -> list[Any]:
@@ -156,11 +155,11 @@ def unity_catalog(kind: str, server: RunningServer, namespace: str, tmp_path: Pa
 
     def deregister(name: str) -> None:
         async def delete(client: Any) -> None:
-            await TablesApi(client).delete_table(names[name])
+            await TablesApi(client).delete_table(f"{UNITY_CATALOG}.{namespace}.{name}")
 
         run_sdk(server, delete)
 
-    return Catalog("unity", server, {"type": "unity", "endpoint": server.endpoint, "catalog": UNITY_CATALOG,
+    return Catalog(kind, server, {"type": "unity", "endpoint": server.endpoint, "catalog": UNITY_CATALOG,
                                      "root": str(tmp_path)},
                    [UNITY_CATALOG, namespace], registered=registered, deregister=deregister)
 
