@@ -4,7 +4,9 @@
 filesystem is asked first):
 
 - missing:     nothing at the location (an empty directory counts as nothing, as on object
-               stores, where empty directories do not exist);
+               stores, where empty directories do not exist; so does an Iceberg catalog's
+               `metadata/` folder, which it writes into a table's location when the table is
+               registered: see lance_sync.data.intents);
 - not_lance:   a file, or a non-empty directory without `_versions/`;
 - corrupt:     `_versions/` exists but pylance cannot open the dataset, or a data file the
                latest version references is gone;
@@ -40,7 +42,7 @@ import pyarrow as pa
 from pyarrow import fs as pafs
 
 from lance_sync.arrow_types import columns_from_schema
-from lance_sync.data.intents import INTENT_FILE, read_intent
+from lance_sync.data.intents import INTENT_FILE, catalog_metadata, read_intent
 from lance_sync.data.spark import SparkSettings, get_spark
 from lance_sync.data.storage import Storage, open_storage, shipped_storage_options
 from lance_sync.locations import normalize_location
@@ -96,7 +98,8 @@ def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None, W
         return "missing", None, None
     if kind == pafs.FileType.File:
         return "not_lance", "a file, not a directory", None
-    entries = storage.list_dir(path)
+    # a catalog's table metadata (an Iceberg catalog's `metadata/`) is not the location's data
+    entries = [entry for entry in storage.list_dir(path) if not catalog_metadata(storage, entry)]
     intent = read_intent(storage, path) if any(e.base_name == INTENT_FILE for e in entries) else None
     if any(entry.base_name == "_versions" and entry.type == pafs.FileType.Directory for entry in entries) \
             and (intent is None or has_committed_version(storage, path)):
