@@ -93,18 +93,11 @@ def clean_interrupted(storage: Storage, path: str, owner: str) -> None:
         whose = intent.describe() if intent is not None else "no intent record"
         raise IntentError(f"{storage.uri(path)} is not an interrupted write of owner '{owner}' there ({whose})")
     entries = [entry for entry in storage.list_dir(path) if not catalog_metadata(storage, entry)]
-    foreign = sorted(e.base_name for e in entries
-                     if e.base_name != INTENT_FILE and not (e.base_name in LANCE_LAYOUT
-                                                            and e.type == pafs.FileType.Directory))
+    foreign = sorted(entry.base_name for entry in entries if not _written_by_lance(entry))
     if foreign:
         raise IntentError(f"{storage.uri(path)} holds files lance-sync did not write "
                           f"({', '.join(foreign[:5])}); it is left as it is")
-    for entry in entries:
-        if entry.type == pafs.FileType.Directory:
-            storage.filesystem.delete_dir(entry.path)
-    clear_intent(storage, path)
-    if not storage.scheme and not storage.list_dir(path):
-        storage.filesystem.delete_dir(path)
+    delete_lance_files(storage, path)
 
 
 def catalog_metadata(storage: Storage, entry: pafs.FileInfo) -> bool:
@@ -117,28 +110,28 @@ def catalog_metadata(storage: Storage, entry: pafs.FileInfo) -> bool:
                                 for item in inside)
 
 
+def _written_by_lance(entry: pafs.FileInfo) -> bool:
+    """Whether a dataset root's entry is Lance's (one of its folders) or the intent record."""
+    return entry.base_name == INTENT_FILE or (entry.base_name in LANCE_LAYOUT and entry.type == pafs.FileType.Directory)
+
+
 def lance_entries(storage: Storage, path: str) -> list[pafs.FileInfo]:
     """What Lance and lance-sync write at a dataset's root: Lance's folders and the intent record."""
-    return [entry for entry in storage.list_dir(path)
-            if entry.base_name == INTENT_FILE
-            or (entry.base_name in LANCE_LAYOUT and entry.type == pafs.FileType.Directory)]
+    return [entry for entry in storage.list_dir(path) if _written_by_lance(entry)]
 
 
-def delete_lance_files(storage: Storage, path: str) -> list[str]:
-    """Delete what Lance and lance-sync wrote at a dataset's root and return the names of what
-    else is there, which stays: a catalog's own files (an Iceberg catalog keeps the table's
-    metadata in `<location>/metadata/` and needs it to deregister the table) or anyone's. The
-    root itself goes (a local folder, an object store's directory marker) when nothing stays."""
-    ours = lance_entries(storage, path)
-    for entry in ours:
+def delete_lance_files(storage: Storage, path: str) -> None:
+    """Delete what Lance and lance-sync wrote at a dataset's root, the intent record last (a
+    deletion cut off midway is still an interrupted write the next apply cleans). Anything else
+    stays: a catalog's own files (an Iceberg catalog keeps the table's metadata in
+    `<location>/metadata/` and needs it to deregister the table) or anyone's. The root itself
+    goes (a local folder, an object store's directory marker) when nothing stays."""
+    for entry in lance_entries(storage, path):
         if entry.type == pafs.FileType.Directory:
             storage.filesystem.delete_dir(entry.path)
-        else:
-            storage.filesystem.delete_file(entry.path)
-    kept = sorted(entry.base_name for entry in storage.list_dir(path))
-    if not kept:
+    clear_intent(storage, path)
+    if not storage.list_dir(path):
         storage.filesystem.delete_dir(path)
-    return kept
 
 
 def _text(value: object) -> str | None:
