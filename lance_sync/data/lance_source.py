@@ -24,6 +24,12 @@ The target schema is the `schema` option (JSON list of manifest columns, see `la
 else the existing dataset's schema when appending, else the Arrow form of the DataFrame schema.
 Storage options travel as `storage.<key>` options (Spark lower-cases option keys).
 
+With the option `source_files=parquet` (and a `schema`), the DataFrame's rows are not data: each
+names Parquet files, or row-group slices of one, as JSON `[[path, slice, slices], ...]`, and the
+task reads them itself with pyarrow (columns by name, ignoring case, and null where a file lacks
+one, as Spark's reader does). Everything else (casts, commit, abort, save modes) is the same.
+`materialize` uses it for plain Parquet sources: their rows then never go through the JVM.
+
 Reading: one Spark partition per fragment, all at the version seen when the scan was planned.
 Types Spark lacks are widened (see arrow_spark.spark_compatible).
 """
@@ -38,6 +44,7 @@ from typing import TYPE_CHECKING
 
 import lance
 import pyarrow as pa
+import pyarrow.parquet as pq
 from lance.fragment import FragmentMetadata, write_fragments
 from pyarrow import fs as pafs
 from pyspark.sql.datasource import (
@@ -70,6 +77,11 @@ ABORT_SWEEP_SECONDS = 0.5
 SCHEMA_OPTION = "schema"
 #: the target schema's metadata (JSON), which the columns of SCHEMA_OPTION do not carry
 SCHEMA_METADATA_OPTION = "schema_metadata"
+#: the rows name Parquet file slices for the tasks to read (see the module docstring)
+SOURCE_FILES_OPTION = "source_files"
+SOURCE_FILES_PARQUET = "parquet"
+#: rows per batch read from a source Parquet file
+SOURCE_BATCH_ROWS = 65_536
 STORAGE_OPTION_PREFIX = "storage."
 
 
@@ -151,6 +163,11 @@ class LanceDataSource(DataSource):
             raise LanceDatasetExistsError(
                 f"a Lance dataset already exists at {target.uri} (save mode ErrorIfExists): "
                 "write with mode 'append' or 'overwrite', or 'ignore' to leave it as it is")
+        source_files = self.options.get(SOURCE_FILES_OPTION)
+        if source_files not in (None, SOURCE_FILES_PARQUET):
+            raise ValueError(f"{SOURCE_FILES_OPTION} must be {SOURCE_FILES_PARQUET}, not {source_files!r}")
+        if source_files and SCHEMA_OPTION not in self.options:
+            raise ValueError(f"the option {SOURCE_FILES_OPTION} needs the option {SCHEMA_OPTION}")
         return LanceWriter(
             target=target,
             schema=self._target_schema(schema, existing, overwrite),
@@ -159,6 +176,7 @@ class LanceDataSource(DataSource):
             location_existed=existing is not None or target.location_exists(),
             save_mode=save_mode,
             skip=existing is not None and save_mode == save_modes.IGNORE,
+            source_files=source_files is not None,
         )
 
     def _target_schema(
@@ -188,6 +206,7 @@ class LanceWriter(DataSourceArrowWriter):
         location_existed: bool,
         save_mode: str | None = None,
         skip: bool = False,
+        source_files: bool = False,
     ) -> None:
         self.target = target
         self.schema = schema
@@ -199,6 +218,8 @@ class LanceWriter(DataSourceArrowWriter):
         #: Ignore met a dataset: the job's tasks still run (Spark plans them before asking the
         #: source) but write and commit nothing
         self.skip = skip
+        #: the rows name Parquet file slices to read (SOURCE_FILES_OPTION), not data
+        self.source_files = source_files
 
     @property
     def appends(self) -> bool:
@@ -220,7 +241,10 @@ class LanceWriter(DataSourceArrowWriter):
         """Runs on the executors: cast each batch to the target schema and write fragments."""
         if self.skip:
             return LanceCommitMessage([])
-        batches = (conform_batch(batch, self.schema) for batch in iterator)
+        if self.source_files:
+            batches = read_parquet_slices(iterator, self.schema)
+        else:
+            batches = (conform_batch(batch, self.schema) for batch in iterator)
         fragments = write_fragments(
             pa.RecordBatchReader.from_batches(self.schema, batches),
             self.target.uri,
@@ -294,6 +318,35 @@ class LanceWriter(DataSourceArrowWriter):
                 time.sleep(ABORT_SWEEP_SECONDS)
             if storage.info(leftover).type == pafs.FileType.Directory:
                 storage.filesystem.delete_dir(leftover)
+
+
+def read_parquet_slices(rows: Iterator[pa.RecordBatch], target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The rows of the Parquet file slices each input row names (SOURCE_FILES_OPTION), cast to
+    `target` as `conform_batch` casts Spark's batches."""
+    for batch in rows:
+        for units in batch.column(0).to_pylist():
+            for path, index, count in json.loads(units):
+                yield from _read_parquet_slice(pq.ParquetFile(path), index, count, target)
+
+
+def _read_parquet_slice(
+    parquet: pq.ParquetFile, index: int, count: int, target: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """Slice `index` of `count` of a file: that share of its row groups, in order."""
+    groups = parquet.num_row_groups
+    row_groups = list(range(groups * index // count, groups * (index + 1) // count))
+    if not row_groups:
+        return
+    names = parquet.schema_arrow.names
+    by_lower = {name.lower(): name for name in reversed(names)}
+    # Spark's reader: columns by name, ignoring case (spark.sql.caseSensitive is off by default),
+    # and a column the file lacks reads as nulls
+    columns = {f.name: f.name if f.name in names else by_lower.get(f.name.lower()) for f in target}
+    present = [name for name in columns.values() if name is not None]
+    for data in parquet.iter_batches(SOURCE_BATCH_ROWS, row_groups=row_groups, columns=present):
+        arrays = [data.column(column).cast(f.type) if column is not None else pa.nulls(data.num_rows, f.type)
+                  for f, column in zip(target, columns.values(), strict=True)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
 class LanceReader(DataSourceReader):

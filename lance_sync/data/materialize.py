@@ -6,10 +6,20 @@ the lance format), casts the named columns, and writes with the target schema; t
 lacks (uint32, fixed_size_list<float32>[N], timestamp[ms], ...) are restored on the executors.
 Parquet/CSV/JSON sources on object stores are read by Spark's own filesystems, so the session
 needs their configuration (for example the s3a settings of a cluster).
+
+A plain Parquet source (local files, no reader options, no casts, no partition columns) on a
+classic session is read by the write tasks themselves: Spark lists the files and plans the job,
+and each task reads its share of the files with pyarrow and writes it (`source_files` in
+lance_source). Its rows never pass through the JVM, which otherwise costs more than the write
+(5M rows of 6 columns: 5.4 s through Spark's rows, 2.5 s read by the tasks, 2.2 s for one
+`lance.write_dataset`). Every other source is read by Spark.
 """
 
 from __future__ import annotations
 
+import heapq
+import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -19,9 +29,9 @@ import pyarrow.parquet as pq
 
 from lance_sync.arrow_types import parse_type
 from lance_sync.data.locations import inspect_location
-from lance_sync.data.spark import SparkSettings, get_spark, spark_errors
+from lance_sync.data.spark import SparkSettings, get_spark, is_connect_session, spark_errors
 from lance_sync.data.storage import open_storage
-from lance_sync.locations import normalize_location
+from lance_sync.locations import is_local, normalize_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -30,6 +40,9 @@ SOURCE_FORMATS = ("parquet", "csv", "json", "lance")
 Mode = Literal["create", "overwrite"]
 #: Location statuses (see locations.py) each mode may write to.
 _WRITABLE = {"create": ("missing",), "overwrite": ("missing", "valid")}
+#: Parquet bytes a task reads at most when the tasks read the files (Spark's default
+#: spark.sql.files.maxPartitionBytes); there are always a multiple of the session's parallelism
+TASK_BYTES = 128 * 1024 * 1024
 
 
 class MaterializeError(RuntimeError):
@@ -71,14 +84,20 @@ def materialize(
     one). With `owner`, the dataset carries that owner's record.
     """
     from lance_sync.data.datasets import with_owner_record
-    from lance_sync.data.lance_source import FORMAT, lance_options
+    from lance_sync.data.lance_source import (
+        FORMAT,
+        SOURCE_FILES_OPTION,
+        SOURCE_FILES_PARQUET,
+        lance_options,
+    )
 
     if mode not in _WRITABLE:
         raise ValueError(f"mode must be create or overwrite, not {mode!r}")
     location = normalize_location(location)
     _check_location(location, mode, storage_options, owner)
     with spark_errors(settings, f"cannot write {location} from {source['format']} {source['path']}"):
-        frame = _read_source(get_spark(settings), source, storage_options)
+        spark = get_spark(settings)
+        frame = _read_source(spark, source, storage_options)
         casts = _casts(source, frame.columns)
         if target_schema is None:
             target_schema = _dataset_schema(frame, source, casts, storage_options)
@@ -86,14 +105,57 @@ def materialize(
                 target_schema = with_owner_record(target_schema, owner)
         frame = _apply_casts(frame, casts)
         _check_columns(frame.columns, target_schema)
+        options = lance_options(target_schema, storage_options)
+        file_groups = parquet_file_groups(spark, frame, source)
+        if file_groups is not None:
+            # one row per task, each naming the file slices it reads (a repartition of one
+            # partition's n rows into n partitions puts one row in each)
+            frame = spark.createDataFrame(pa.table({"files": file_groups})).repartition(len(file_groups))
+            options[SOURCE_FILES_OPTION] = SOURCE_FILES_PARQUET
         (
             frame.write.format(FORMAT)
             .mode("overwrite" if mode == "overwrite" else "errorifexists")
-            .options(**lance_options(target_schema, storage_options))
+            .options(**options)
             .save(location)
         )
     dataset = lance.dataset(location, storage_options=storage_options)
     return MaterializeResult(dataset.version, dataset.count_rows(), dataset.schema)
+
+
+def parquet_file_groups(spark: SparkSession, frame: DataFrame, source: dict) -> list[str] | None:
+    """For a source the write tasks can read themselves (see the module docstring): the files
+    each task reads, as JSON `[[path, slice, slices], ...]`; None when Spark must read it."""
+    if source["format"] != "parquet" or source.get("options") or source.get("casts") \
+            or is_connect_session(spark):
+        return None
+    files = sorted(frame.inputFiles())
+    if not files or not all(is_local(f) for f in files):
+        return None
+    paths = [normalize_location(f) for f in files]
+    # partition columns (`key=value/` directories) or columns Spark adds: Spark must read it
+    if sorted(frame.columns) != sorted(pq.read_schema(paths[0]).names):
+        return None
+    sizes = [info.size or 0 for info in open_storage(paths[0]).filesystem.get_file_info(paths)]
+    return group_files(paths, sizes, spark.sparkContext.defaultParallelism)
+
+
+def group_files(paths: list[str], sizes: list[int], parallelism: int) -> list[str]:
+    """Files into tasks of about equal bytes: a multiple of `parallelism` tasks of at most
+    TASK_BYTES each, a file larger than a task's share split into slices of its row groups."""
+    total = sum(sizes)
+    tasks = parallelism * max(1, math.ceil(total / (parallelism * TASK_BYTES)))
+    share = total / tasks
+    units = []
+    for path, size in zip(paths, sizes, strict=True):
+        slices = max(1, math.ceil(size / share - 1e-9)) if share else 1
+        units += [(size / slices, [path, index, slices]) for index in range(slices)]
+    groups: list[list] = [[] for _ in range(min(tasks, len(units)))]
+    loads = [(0.0, group) for group in range(len(groups))]
+    for unit_size, unit in sorted(units, key=lambda u: -u[0]):  # largest first, to the least loaded
+        load, group = heapq.heappop(loads)
+        groups[group].append(unit)
+        heapq.heappush(loads, (load + unit_size, group))
+    return [json.dumps(group) for group in groups]
 
 
 def _check_location(location: str, mode: Mode, storage_options: dict | None, owner: str | None) -> None:
