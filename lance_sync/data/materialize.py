@@ -7,12 +7,14 @@ lacks (uint32, fixed_size_list<float32>[N], timestamp[ms], ...) are restored on 
 Parquet/CSV/JSON sources on object stores are read by Spark's own filesystems, so the session
 needs their configuration (for example the s3a settings of a cluster).
 
-A plain Parquet source (local files, no reader options, no casts, no partition columns) on a
-classic session is read by the write tasks themselves: Spark lists the files and plans the job,
-and each task reads its share of the files with pyarrow and writes it (`source_files` in
-lance_source). Its rows never pass through the JVM, which otherwise costs more than the write
-(5M rows of 6 columns: 5.4 s through Spark's rows, 2.5 s read by the tasks, 2.2 s for one
-`lance.write_dataset`). Every other source is read by Spark.
+A plain Parquet source (see `plain_parquet_files`: local files Spark would list and read the
+same way, no reader options, no casts, no partition directories) on a classic session is read
+by the write tasks themselves: its files are grouped into tasks of about equal bytes, and each
+task reads its share with pyarrow and writes it (`source_files` in lance_source). Its rows never
+pass through the JVM, which costs more than the write itself (5M rows of 6 columns on 2 cores:
+11.4 s through Spark's rows, 2.8 s read by the tasks, one `lance.write_dataset` 2.6-3.4 s), and
+Spark neither lists nor infers the schema (the first file's, as Spark would take it). Every
+other source, and every source over Spark Connect, is read by Spark.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyarrow import fs as pafs
 
 from lance_sync.arrow_types import parse_type
 from lance_sync.data.locations import inspect_location
@@ -61,8 +65,14 @@ def source_schema(
 ) -> pa.Schema:
     """The Arrow schema `materialize` would give the dataset without a target schema.
 
-    Only Spark's schema inference runs (for CSV/JSON with inferSchema that reads the data).
+    Only Spark's schema inference runs (for CSV/JSON with inferSchema that reads the data); a
+    plain Parquet source's (see the module docstring) is its first file's, as Spark would take
+    it, and needs no Spark.
     """
+    _check_source(source)
+    files = plain_parquet_files(source)
+    if files is not None:
+        return _file_schema(files[0])
     with spark_errors(settings, f"cannot read the {source['format']} source {source['path']}"):
         frame = _read_source(get_spark(settings), source, storage_options)
         return _dataset_schema(frame, source, _casts(source, frame.columns), storage_options)
@@ -95,23 +105,31 @@ def materialize(
         raise ValueError(f"mode must be create or overwrite, not {mode!r}")
     location = normalize_location(location)
     _check_location(location, mode, storage_options, owner)
+    _check_source(source)
     with spark_errors(settings, f"cannot write {location} from {source['format']} {source['path']}"):
         spark = get_spark(settings)
-        frame = _read_source(spark, source, storage_options)
-        casts = _casts(source, frame.columns)
-        if target_schema is None:
-            target_schema = _dataset_schema(frame, source, casts, storage_options)
-            if owner is not None:
-                target_schema = with_owner_record(target_schema, owner)
-        frame = _apply_casts(frame, casts)
-        _check_columns(frame.columns, target_schema)
-        options = lance_options(target_schema, storage_options)
-        file_groups = parquet_file_groups(spark, frame, source)
-        if file_groups is not None:
-            # one row per task, each naming the file slices it reads (a repartition of one
-            # partition's n rows into n partitions puts one row in each)
-            frame = spark.createDataFrame(pa.table({"files": file_groups})).repartition(len(file_groups))
-            options[SOURCE_FILES_OPTION] = SOURCE_FILES_PARQUET
+        files = None if is_connect_session(spark) else plain_parquet_files(source)
+        if files is not None:  # the write tasks read the files: one row per task names its share
+            schema = _file_schema(files[0])
+            if target_schema is None:
+                target_schema = schema if owner is None else with_owner_record(schema, owner)
+            _check_columns(schema.names, target_schema)
+            sizes = [info.size or 0 for info in open_storage(files[0]).filesystem.get_file_info(files)]
+            groups = group_files(files, sizes, spark.sparkContext.defaultParallelism)
+            # a repartition of one partition's n rows into n partitions puts one row in each
+            frame = spark.createDataFrame(pa.table({"files": groups})).repartition(len(groups))
+            options = {**lance_options(target_schema, storage_options),
+                       SOURCE_FILES_OPTION: SOURCE_FILES_PARQUET}
+        else:
+            frame = _read_source(spark, source, storage_options)
+            casts = _casts(source, frame.columns)
+            if target_schema is None:
+                target_schema = _dataset_schema(frame, source, casts, storage_options)
+                if owner is not None:
+                    target_schema = with_owner_record(target_schema, owner)
+            frame = _apply_casts(frame, casts)
+            _check_columns(frame.columns, target_schema)
+            options = lance_options(target_schema, storage_options)
         (
             frame.write.format(FORMAT)
             .mode("overwrite" if mode == "overwrite" else "errorifexists")
@@ -122,21 +140,56 @@ def materialize(
     return MaterializeResult(dataset.version, dataset.count_rows(), dataset.schema)
 
 
-def parquet_file_groups(spark: SparkSession, frame: DataFrame, source: dict) -> list[str] | None:
-    """For a source the write tasks can read themselves (see the module docstring): the files
-    each task reads, as JSON `[[path, slice, slices], ...]`; None when Spark must read it."""
-    if source["format"] != "parquet" or source.get("options") or source.get("casts") \
-            or is_connect_session(spark):
+def plain_parquet_files(source: dict) -> list[str] | None:
+    """The files of a plain Parquet source, sorted: exactly those Spark would read, and whose
+    first file gives the schema Spark would infer; None when only Spark can tell.
+
+    Plain: local, no reader options and no casts; the path is one file, or a directory whose
+    entries are files and hidden entries (Spark's rule: a name starting with `.` or `_`), with
+    no Parquet summary file (`_metadata`, `_common_metadata`: Spark takes the schema from it).
+    Globs, subdirectories (partitions: Spark adds their columns) and column names that differ
+    only in case (Spark refuses them) are left to Spark.
+    """
+    path = source.get("path")
+    if source.get("format") != "parquet" or source.get("options") or source.get("casts") \
+            or not isinstance(path, str) or not is_local(path) or any(c in path for c in "*?[]{}"):
         return None
-    files = sorted(frame.inputFiles())
-    if not files or not all(is_local(f) for f in files):
+    location = normalize_location(path)
+    storage = open_storage(location)
+    kind = storage.info(location).type
+    if kind == pafs.FileType.File:
+        files = [location] if _visible(posixpath.basename(location)) else []
+    elif kind == pafs.FileType.Directory:
+        entries = storage.list_dir(location)
+        if any(_visible(e.base_name) and e.type != pafs.FileType.File
+               or e.base_name in _SUMMARY_FILES or _spark_may_list(e.base_name) for e in entries):
+            return None
+        files = sorted(e.path for e in entries if _visible(e.base_name))
+    else:
         return None
-    paths = [normalize_location(f) for f in files]
-    # partition columns (`key=value/` directories) or columns Spark adds: Spark must read it
-    if sorted(frame.columns) != sorted(pq.read_schema(paths[0]).names):
+    if not files:
         return None
-    sizes = [info.size or 0 for info in open_storage(paths[0]).filesystem.get_file_info(paths)]
-    return group_files(paths, sizes, spark.sparkContext.defaultParallelism)
+    names = pq.read_schema(files[0]).names
+    return files if len({name.lower() for name in names}) == len(names) else None
+
+
+_SUMMARY_FILES = ("_metadata", "_common_metadata")
+
+
+def _visible(name: str) -> bool:
+    """Whether Spark's file listing reads a file of this name."""
+    return not name.startswith((".", "_"))
+
+
+def _spark_may_list(name: str) -> bool:
+    """Names Spark's listing treats apart (`_k=v`, `._COPYING_`): left to Spark."""
+    return (name.startswith("_") and "=" in name) or name.endswith("._COPYING_")
+
+
+def _file_schema(path: str) -> pa.Schema:
+    """A Parquet file's schema as Spark's reader gives it with the file's own types (see
+    _dataset_schema): names, types and nullability, no metadata."""
+    return pa.schema([pa.field(f.name, f.type, f.nullable) for f in pq.read_schema(path)])
 
 
 def group_files(paths: list[str], sizes: list[int], parallelism: int) -> list[str]:
@@ -170,9 +223,7 @@ def _check_location(location: str, mode: Mode, storage_options: dict | None, own
         )
 
 
-def _read_source(spark: SparkSession, source: dict, storage_options: dict | None) -> DataFrame:
-    from lance_sync.data.lance_source import lance_options
-
+def _check_source(source: dict) -> None:
     source_format, path = source.get("format"), source.get("path")
     if source_format not in SOURCE_FORMATS:
         raise MaterializeError(
@@ -180,6 +231,13 @@ def _read_source(spark: SparkSession, source: dict, storage_options: dict | None
         )
     if not path:
         raise MaterializeError("the source needs a path")
+
+
+def _read_source(spark: SparkSession, source: dict, storage_options: dict | None) -> DataFrame:
+    from lance_sync.data.lance_source import lance_options
+
+    _check_source(source)
+    source_format, path = source["format"], source["path"]
     reader = spark.read.format(source_format).options(**(source.get("options") or {}))
     if source_format == "lance":
         reader = reader.options(**lance_options(storage_options=storage_options))

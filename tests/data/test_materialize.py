@@ -17,7 +17,7 @@ from lance_sync.data.materialize import (
     MaterializeError,
     group_files,
     materialize,
-    parquet_file_groups,
+    plain_parquet_files,
     source_schema,
 )
 from lance_sync.data.spark import SparkJobError
@@ -226,9 +226,41 @@ def through_spark_rows(source: dict) -> dict:
 
 def read_by_tasks(spark, source: dict) -> list[list] | None:
     """The file slices each write task reads, or None when Spark reads the source."""
-    frame = spark.read.format("parquet").options(**(source.get("options") or {})).load(source["path"])
-    groups = parquet_file_groups(spark, frame, source)
-    return None if groups is None else [json.loads(group) for group in groups]
+    files = plain_parquet_files(source)
+    if files is None:
+        return None
+    groups = group_files(files, [Path(f).stat().st_size for f in files], spark.sparkContext.defaultParallelism)
+    return [json.loads(group) for group in groups]
+
+
+def test_plain_parquet_files_are_what_spark_reads_and_nothing_spark_would_read_otherwise(tmp_path):
+    (tmp_path / "src").mkdir()
+    for name in ("part-1.parquet", "part-0.parquet"):
+        pq.write_table(typed_table(2), tmp_path / "src" / name)
+    for hidden in ("_SUCCESS", ".part-0.parquet.crc"):
+        (tmp_path / "src" / hidden).write_text("")
+    (tmp_path / "src" / "_temporary").mkdir()
+    source = {"format": "parquet", "path": f"file://{tmp_path}/src/"}
+    assert plain_parquet_files(source) == [str(tmp_path / "src" / f"part-{i}.parquet") for i in (0, 1)]
+    one = str(tmp_path / "src" / "part-1.parquet")
+    assert plain_parquet_files({**source, "path": one}) == [one]
+    for other in ({"options": {"mergeSchema": "true"}}, {"casts": {"id": "int64"}}, {"format": "csv"},
+                  {"path": f"{tmp_path}/src/*.parquet"}, {"path": "s3://bucket/src"},
+                  {"path": str(tmp_path / "src" / "_SUCCESS")}, {"path": str(tmp_path / "nothing")}):
+        assert plain_parquet_files({**source, **other}) is None, other
+    (tmp_path / "src" / "_common_metadata").write_text("")  # Spark takes the schema from it
+    assert plain_parquet_files(source) is None
+    (tmp_path / "src" / "_common_metadata").unlink()
+    (tmp_path / "src" / "more").mkdir()  # Spark lists it, and looks for partitions
+    assert plain_parquet_files(source) is None
+    (tmp_path / "cases").mkdir()
+    pq.write_table(pa.table({"id": [1], "ID": [2]}), tmp_path / "cases" / "part-0.parquet")
+    assert plain_parquet_files({**source, "path": str(tmp_path / "cases")}) is None
+
+
+def test_source_schema_of_a_plain_parquet_source_is_what_spark_infers(spark_settings, parquet_source):
+    assert source_schema(parquet_source, spark_settings) == TYPED_SCHEMA
+    assert source_schema(through_spark_rows(parquet_source), spark_settings) == TYPED_SCHEMA
 
 
 def test_the_tasks_read_a_plain_parquet_source_as_spark_would(spark, spark_settings, parquet_source, tmp_path):
