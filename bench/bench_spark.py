@@ -99,16 +99,33 @@ def _process_tree_cpu() -> float:
 class Sample:
     seconds: float
     cpu: float
+    requests: int | None = None  # served by the S3 server meanwhile
+
+
+#: the S3 server's log, one line per request served (set in a child that works on S3)
+REQUEST_LOG: Path | None = None
+
+
+def _requests_logged() -> int:
+    if REQUEST_LOG is None:
+        return 0
+    with REQUEST_LOG.open("rb") as log:
+        return log.read().count(b" HTTP/1.")
 
 
 def measure(action: Callable[[], Any]) -> tuple[Sample, Any]:
-    cpu, began = _process_tree_cpu(), time.perf_counter()
+    requests, cpu, began = _requests_logged(), _process_tree_cpu(), time.perf_counter()
     result = action()
-    return Sample(time.perf_counter() - began, _process_tree_cpu() - cpu), result
+    seconds, cpu = time.perf_counter() - began, _process_tree_cpu() - cpu
+    time.sleep(0.2 if REQUEST_LOG else 0)  # the server's last log lines
+    served = _requests_logged() - requests if REQUEST_LOG else None
+    return Sample(seconds, cpu, served), result
 
 
 def median_sample(samples: list[Sample]) -> Sample:
-    return Sample(statistics.median(s.seconds for s in samples), statistics.median(s.cpu for s in samples))
+    served = [s.requests for s in samples if s.requests is not None]
+    return Sample(statistics.median(s.seconds for s in samples), statistics.median(s.cpu for s in samples),
+                  int(statistics.median(served)) if served else None)
 
 
 # --- inputs ---------------------------------------------------------------------------------------
@@ -190,6 +207,7 @@ class Job:
     master: str | None = None
     conf: dict | None = None
     log_file: str | None = None
+    requests_log: str | None = None  # the S3 server's log
 
 
 def run_child(job: Job, workdir: Path) -> dict:
@@ -209,6 +227,8 @@ def run_child(job: Job, workdir: Path) -> dict:
 
 
 def child(job: Job) -> dict:
+    global REQUEST_LOG
+    REQUEST_LOG = Path(job.requests_log) if job.requests_log else None
     if job.kind == "spark":
         return child_spark(job)
     return child_baselines(job)
@@ -293,14 +313,15 @@ def child_baselines(job: Job) -> dict:
             samples.append(sample)
         result[name] = median_sample(samples)
 
-    def write_once() -> int:
-        location = f"{job.store_root}/materialized/pylance.lance"
-        dataset = lance.write_dataset(pads.dataset(job.source), location, storage_options=options)
-        rows = dataset.count_rows()
+    location = f"{job.store_root}/materialized/pylance.lance"
+    samples = []
+    for _ in range(job.repeat):
+        sample, dataset = measure(lambda: lance.write_dataset(pads.dataset(job.source), location,
+                                                              storage_options=options))
+        _expect(dataset.count_rows() == job.rows, "pylance write")
         _remove(location, options)
-        return rows
-
-    repeated("pylance write", write_once, lambda rows: rows == job.rows)
+        samples.append(sample)
+    result["pylance write"] = median_sample(samples)
 
     def open_one(uri: str) -> tuple:
         dataset = lance.dataset(uri, storage_options=options)
@@ -329,48 +350,60 @@ def child_baselines(job: Job) -> dict:
 
 # --- the table --------------------------------------------------------------------------------------
 
-def seconds(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f} s"
+def cell(sample: dict | None) -> str:
+    """Wall time, and the requests the S3 server served meanwhile."""
+    if sample is None:
+        return "—"
+    served = f", {sample['requests']:,} requests" if sample.get("requests") is not None else ""
+    return f"{sample['seconds']:.2f} s{served}"
 
 
-def ratio(value: float | None, baseline: float | None) -> str:
-    return "—" if value is None or not baseline else f"{value / baseline:.1f}x"
+def ratio(sample: dict | None, baseline: dict | None) -> str:
+    if sample is None or not baseline or not baseline["seconds"]:
+        return "—"
+    return f"{sample['seconds'] / baseline['seconds']:.1f}x"
+
+
+def cpu(sample: dict | None, baseline: dict | None) -> str:
+    """Client CPU of lance-sync's run, then of the baseline's."""
+    return " / ".join("—" if s is None else f"{s['cpu']:.1f} s" for s in (sample, baseline))
+
+
+Row = tuple[str, str, "dict | None", str, "dict | None", str]
 
 
 def print_table(results: dict[str, dict], args: argparse.Namespace, notes: list[str]) -> None:
-    rows: list[tuple[str, str, float | None, str, float | None, float | None, str]] = []
+    rows: list[Row] = []
     per_row: dict[str, float] = {}
+    write_task = f"materialize {args.rows:,} rows"
     for place in args.where:
         master, store = PLACES[place]
         spark, base = results.get(place, {}), results.get(f"baselines-{store}", {})
         where = f"{'local[*]' if master == 'local[*]' else '2-worker cluster'}, {store_name(store)}"
         if "error" in spark:
-            rows.append(("all", where, None, "", None, None, f"failed: {spark['error']}"))
+            rows.append(("all", where, None, "", None, f"failed: {spark['error']}"))
             continue
-        write = base.get("pylance write", {}).get("seconds")
+        write = base.get("pylance write")
         cold, warm = spark.get("materialize cold"), spark.get("materialize warm")
         if cold:
-            rows.append((f"materialize {args.rows:,} rows", f"{where}, cold (first job)", cold["seconds"],
-                         "one lance.write_dataset", write, cold["cpu"], "— (after start-up: "
-                         f"{spark['session']['seconds']:.1f} s)"))
+            rows.append((write_task, f"{where}, cold (first job)", cold, "one lance.write_dataset", write,
+                         f"— (session start-up before it: {spark['session']['seconds']:.1f} s)"))
         if warm:
-            met = write is not None and warm["seconds"] <= MATERIALIZE_RATIO_GOAL * write
+            met = write is not None and warm["seconds"] <= MATERIALIZE_RATIO_GOAL * write["seconds"]
             goal = f"≤ {MATERIALIZE_RATIO_GOAL}x: {'met' if met else 'missed'}"
             per_row[place] = warm["seconds"] / args.rows
-            if master == "cluster" and f"{'local' if store == 'local' else 's3'}" in per_row:
-                local_rate = per_row["local" if store == "local" else "s3"]
-                goal += (f"; per row ≤ local[*]'s: {'met' if per_row[place] <= local_rate else 'missed'} "
-                         f"({per_row[place] * 1e6:.2f} vs {local_rate * 1e6:.2f} µs)")
-            rows.append((f"materialize {args.rows:,} rows", f"{where}, warm", warm["seconds"],
-                         "one lance.write_dataset", write, warm["cpu"], goal))
+            local = "local" if store == "local" else "s3"
+            if master == "cluster" and local in per_row:
+                goal += (f"; per row ≤ local[*]'s: {'met' if per_row[place] <= per_row[local] else 'missed'} "
+                         f"({per_row[place] * 1e6:.2f} vs {per_row[local] * 1e6:.2f} µs)")
+            rows.append((write_task, f"{where}, warm", warm, "one lance.write_dataset", write, goal))
     for engine_key, baseline_key, baseline_name, goal_seconds in (
             ("verify", "pylance open", "pylance, 16 threads", VERIFY_SECONDS_GOAL),
             ("discover", "pyarrow listing", "pyarrow recursive listing", None)):
         for store in stores(args.where):
             datasets, files = sizes(args, store)
-            task = (f"verify {datasets:,} datasets" if engine_key == "verify" else f"discover {files:,} files")
+            task = f"verify {datasets:,} datasets" if engine_key == "verify" else f"discover {files:,} files"
             base = results.get(f"baselines-{store}", {})
-            baseline = base.get(baseline_key, {}).get("seconds")
             runs = [("threads", base.get(f"{engine_key} threads"))]
             runs += [(f"spark {'local[*]' if PLACES[p][0] == 'local[*]' else 'cluster'}",
                       results.get(p, {}).get(f"{engine_key} spark"))
@@ -381,19 +414,19 @@ def print_table(results: dict[str, dict], args: argparse.Namespace, notes: list[
                 goal = "—" if goal_seconds is None else \
                     f"< {goal_seconds:g} s: {'met' if sample['seconds'] < goal_seconds else 'missed'}"
                 if goal_seconds is not None and datasets != args.datasets:
-                    goal = f"— (goal is for {args.datasets:,})"
-                rows.append((task, f"{engine}, {store_name(store)}", sample["seconds"], baseline_name, baseline,
-                             sample["cpu"], goal))
+                    goal = f"— (the goal is for {args.datasets:,})"
+                rows.append((task, f"{engine}, {store_name(store)}", sample, baseline_name,
+                             base.get(baseline_key), goal))
     print()
     for note in notes:
         print(note)
     print()
-    print("| task | engine, where | lance-sync | baseline | ratio | client CPU | goal |")
+    print("| task | engine, where | lance-sync | baseline | ratio | client CPU (lance-sync / baseline) | goal |")
     print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
-    for task, where, value, baseline_name, baseline, cpu, goal in rows:
-        base = f"{seconds(baseline)} ({baseline_name})" if baseline_name else "—"
-        print(f"| {task} | {where} | {seconds(value)} | {base} | {ratio(value, baseline)} | {seconds(cpu)} "
-              f"| {goal} |")
+    for task, where, sample, baseline_name, baseline, goal in rows:
+        base = f"{cell(baseline)} ({baseline_name})" if baseline_name else "—"
+        print(f"| {task} | {where} | {cell(sample)} | {base} | {ratio(sample, baseline)} | "
+              f"{cpu(sample, baseline)} | {goal} |")
 
 
 def sizes(args: argparse.Namespace, store: str) -> tuple[int, int]:
@@ -505,10 +538,13 @@ def main() -> None:
                 began = time.perf_counter()
                 write_tree(store_roots[store], roots, others, template, options[store])
                 notes.append(f"tree on {store_name(store)} written in {time.perf_counter() - began:.0f} s")
+            def request_log(store: str) -> str | None:
+                return str(started["s3"].log_path) if store == "s3" else None
+
             for store in stores(args.where):
                 say(f"baselines and threads on {store_name(store)}")
                 job = Job("baselines", store_roots[store], str(scratch / "source"), args.rows,
-                          *sizes(args, store), args.repeat, options[store])
+                          *sizes(args, store), args.repeat, options[store], requests_log=request_log(store))
                 results[f"baselines-{store}"] = run_child(job, scratch)
             for place in args.where:
                 master, store = PLACES[place]
@@ -518,7 +554,7 @@ def main() -> None:
                     master, conf = started["cluster"].master_url, cluster_conf()
                 job = Job("spark", store_roots[store], str(scratch / "source"), args.rows,
                           *sizes(args, store), args.repeat, options[store], master, conf,
-                          str(scratch / f"spark-{place}.log"))
+                          str(scratch / f"spark-{place}.log"), request_log(store))
                 try:
                     results[place] = run_child(job, scratch)
                 except RuntimeError as error:
