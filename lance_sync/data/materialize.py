@@ -8,7 +8,8 @@ Parquet/CSV/JSON sources on object stores are read by Spark's own filesystems, s
 needs their configuration (for example the s3a settings of a cluster).
 
 A plain Parquet source (see `plain_parquet_files`: local files Spark would list and read the
-same way, no reader options, no casts, no partition directories) on a classic session is read
+same way, no reader options, no casts, no partition directories) on a classic session that sets
+none of Spark's file or Parquet reading settings (`spark.sql.parquet.*`, ...) is read
 by the write tasks themselves: its files are grouped into tasks of about equal bytes, and each
 task reads its share with pyarrow and writes it (`source_files` in lance_source). Its rows never
 pass through the JVM, which costs more than the write itself (5M rows of 6 columns on 2 cores:
@@ -108,7 +109,8 @@ def materialize(
     _check_source(source)
     with spark_errors(settings, f"cannot write {location} from {source['format']} {source['path']}"):
         spark = get_spark(settings)
-        files = None if is_connect_session(spark) else plain_parquet_files(source)
+        files = None if is_connect_session(spark) or _configures_file_reading(spark) \
+            else plain_parquet_files(source)
         if files is not None:  # the write tasks read the files: one row per task names its share
             schema = _file_schema(files[0])
             if target_schema is None:
@@ -174,6 +176,14 @@ def plain_parquet_files(source: dict) -> list[str] | None:
 
 
 _SUMMARY_FILES = ("_metadata", "_common_metadata")
+#: settings of Spark's file and Parquet reading: a session that sets any reads with Spark
+_FILE_READING_CONF = ("spark.sql.parquet.", "spark.sql.files.", "spark.sql.caseSensitive",
+                      "spark.sql.legacy.parquet.")
+
+
+def _configures_file_reading(spark: SparkSession) -> bool:
+    """Whether the session sets how Spark reads files (a classic session's settings)."""
+    return any(key.startswith(_FILE_READING_CONF) for key, _ in spark.sparkContext.getConf().getAll())
 
 
 def _visible(name: str) -> bool:
