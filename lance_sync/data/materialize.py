@@ -182,8 +182,8 @@ _FILE_READING_CONF = ("spark.sql.parquet.", "spark.sql.files.", "spark.sql.caseS
 
 
 def _configures_file_reading(spark: SparkSession) -> bool:
-    """Whether the session sets how Spark reads files (a classic session's settings)."""
-    return any(key.startswith(_FILE_READING_CONF) for key, _ in spark.sparkContext.getConf().getAll())
+    """Whether the session sets how Spark reads files."""
+    return any(key.startswith(_FILE_READING_CONF) for key in spark.conf.getAll)
 
 
 def _visible(name: str) -> bool:

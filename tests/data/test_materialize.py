@@ -258,11 +258,13 @@ def test_plain_parquet_files_are_what_spark_reads_and_nothing_spark_would_read_o
     assert plain_parquet_files({**source, "path": str(tmp_path / "cases")}) is None
 
 
-def test_a_session_that_sets_how_spark_reads_files_reads_with_spark(spark, monkeypatch):
+def test_a_session_that_sets_how_spark_reads_files_reads_with_spark(spark):
     assert not materialize_module._configures_file_reading(spark)
-    settings = spark.sparkContext.getConf().set("spark.sql.parquet.binaryAsString", "true")
-    monkeypatch.setattr(spark.sparkContext, "getConf", lambda: settings)
-    assert materialize_module._configures_file_reading(spark)
+    spark.conf.set("spark.sql.parquet.binaryAsString", "true")
+    try:
+        assert materialize_module._configures_file_reading(spark)
+    finally:
+        spark.conf.unset("spark.sql.parquet.binaryAsString")
 
 
 def test_source_schema_of_a_plain_parquet_source_is_what_spark_infers(spark_settings, parquet_source):
