@@ -18,7 +18,8 @@ pool. The same inputs serve every place:
 - materialize: N rows of Parquet (6 columns, among them uint32, timestamp[ms] and
   fixed_size_list<float32>[8], see bench_data.py) on local disk, written as a new dataset by
   `materialize` (the session's first job: "cold", then `--repeat` more: "warm"), beside one
-  `lance.write_dataset` of the same Parquet files in one process;
+  `lance.write_dataset` of the same Parquet files, in the same process right after each warm
+  run (so that both meet the same load on a shared machine);
 - verify: `inspect_locations` of D datasets (engine spark, and threads), beside opening each with
   pylance (version, row count, schema) in a 16-thread pool;
 - discover: `find_lance_datasets` over a tree of F files that holds those D datasets (4 files
@@ -265,7 +266,7 @@ def child_spark(job: Job) -> dict:
     result: dict[str, Any] = {}
     result["session"], _ = measure(lambda: get_spark(settings))
     source = {"format": "parquet", "path": job.source}
-    writes = []
+    writes, baseline = [], []
     for run in range(1 + job.repeat):
         location = f"{job.store_root}/materialized/run-{run}.lance"
         sample, written = measure(lambda loc=location: materialize(
@@ -273,7 +274,10 @@ def child_spark(job: Job) -> dict:
         _expect((written.row_count, written.schema) == (job.rows, SCHEMA), f"materialize gave {written}")
         _remove(location, job.storage_options)
         writes.append(sample)
+        if run:  # the baseline right after each warm run, so that both see the same load
+            baseline.append(pylance_write(job))
     result["materialize cold"], result["materialize warm"] = writes[0], median_sample(writes[1:])
+    result["pylance write"] = median_sample(baseline)
     uris = dataset_uris(job)
     samples = []
     for _ in range(job.repeat):
@@ -292,10 +296,22 @@ def child_spark(job: Job) -> dict:
     return {name: sample.__dict__ for name, sample in result.items()}
 
 
+def pylance_write(job: Job) -> Sample:
+    """One lance.write_dataset of the Parquet files, in this process."""
+    import lance
+    import pyarrow.dataset as pads
+
+    location = f"{job.store_root}/materialized/pylance.lance"
+    sample, dataset = measure(lambda: lance.write_dataset(pads.dataset(job.source), location,
+                                                          storage_options=job.storage_options))
+    _expect(dataset.count_rows() == job.rows, "pylance write")
+    _remove(location, job.storage_options)
+    return sample
+
+
 def child_baselines(job: Job) -> dict:
     """lance-sync's thread pool, and what one process does with pylance and pyarrow alone."""
     import lance
-    import pyarrow.dataset as pads
     from pyarrow import fs as pafs
 
     from lance_sync.data import find_lance_datasets, inspect_locations
@@ -313,15 +329,6 @@ def child_baselines(job: Job) -> dict:
             samples.append(sample)
         result[name] = median_sample(samples)
 
-    location = f"{job.store_root}/materialized/pylance.lance"
-    samples = []
-    for _ in range(job.repeat):
-        sample, dataset = measure(lambda: lance.write_dataset(pads.dataset(job.source), location,
-                                                              storage_options=options))
-        _expect(dataset.count_rows() == job.rows, "pylance write")
-        _remove(location, options)
-        samples.append(sample)
-    result["pylance write"] = median_sample(samples)
 
     def open_one(uri: str) -> tuple:
         dataset = lance.dataset(uri, storage_options=options)
@@ -383,7 +390,8 @@ def print_table(results: dict[str, dict], args: argparse.Namespace, notes: list[
         if "error" in spark:
             rows.append(("all", where, None, "", None, f"failed: {spark['error']}"))
             continue
-        write = base.get("pylance write")
+        # the baseline written between the warm runs, in the same process
+        write = spark.get("pylance write")
         cold, warm = spark.get("materialize cold"), spark.get("materialize warm")
         if cold:
             rows.append((write_task, f"{where}, cold (first job)", cold, "one lance.write_dataset", write,
