@@ -758,7 +758,8 @@ def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_for
               help="Walk with threads, with Spark, or with Spark above 2,000 top-level directories.")
 @click.option("--spark", "spark", help="Spark master or sc:// URL (default: embedded local[*]).")
 @click.option("--storage", "storage", multiple=True, metavar="KEY=VALUE", callback=key_value_pairs,
-              help="Storage option for ROOT (object stores); secrets as ${VAR}.")
+              help="Storage option for ROOT (object stores), over those the manifest gives ROOT (its dir "
+                   "backend's, else its default `storage:`); secrets as ${VAR}.")
 @parallelism_option
 @handle_errors
 def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | None, storage: dict[str, str],

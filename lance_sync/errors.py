@@ -63,6 +63,10 @@ class ConfigError(LanceSyncError):
     """A backend configuration value is missing or invalid."""
 
 
+class BackendUnavailable(LanceSyncError):
+    """A backend could not be opened (its store or server cannot be reached); names it."""
+
+
 class PlanError(LanceSyncError):
     """The live state conflicts with the manifest in a way no action can fix."""
 

@@ -25,11 +25,12 @@ from lance_sync.arrow_types import (
     schema_from_columns,
 )
 from lance_sync.drivers.base import SyncNamespace
-from lance_sync.locations import manifest_relative, normalize_location
+from lance_sync.locations import is_within, manifest_relative, normalize_location
 from lance_sync.manifest import STATE_DIRECTORY
 from lance_sync.manifest.desired import DesiredState
 from lance_sync.manifest.yaml_core import dump_yaml
 from lance_sync.observe import observe
+from lance_sync.storage_options import layered
 
 if TYPE_CHECKING:
     from lance_sync.data.locations import Engine
@@ -191,7 +192,10 @@ def render_verify(report: VerifyReport) -> str:
 def discover(state: DesiredState, drivers: dict[str, SyncNamespace], root: str, engine: Engine = "auto",
              spark: str | None = None, storage_options: dict[str, str] | None = None,
              parallelism: int = 8, progress: Progress | None = None) -> list[str]:
-    """Lance dataset roots under `root` that no backend registers and no manifest table names."""
+    """Lance dataset roots under `root` that no backend registers and no manifest table names.
+
+    `storage_options` override, key by key, those the manifest gives the root
+    (`storage_for_walk`)."""
     from lance_sync.data.discover import find_lance_datasets
     from lance_sync.data.spark import resolve_spark_settings
 
@@ -201,10 +205,22 @@ def discover(state: DesiredState, drivers: dict[str, SyncNamespace], root: str, 
     known |= {location for driver in drivers.values() for location in driver.internal_locations()}
     if progress:
         progress(f"walking {root}")
-    found = find_lance_datasets(normalize_location(root, state.base_dir), storage_options=storage_options,
+    root = normalize_location(root, state.base_dir)
+    options = layered(storage_for_walk(state, root), storage_options)
+    found = find_lance_datasets(root, storage_options=options or None,
                                 engine=engine,
                                 spark_settings=resolve_spark_settings(spark, state.spark, spark_log_file(state)))
     return [location for location in found if normalize_location(location) not in known]
+
+
+def storage_for_walk(state: DesiredState, root: str) -> dict[str, str]:
+    """The storage options the manifest gives `root` (normalized): those of a `dir` backend
+    whose root holds it, else the manifest's default `storage:`."""
+    for spec in state.backends.values():
+        backend_root = getattr(spec.config, "root", None)
+        if spec.type == "dir" and isinstance(backend_root, str) and is_within(root, normalize_location(backend_root)):
+            return dict(spec.config.storage)
+    return dict(state.storage)
 
 
 def render_discovered(locations: list[str], state: DesiredState) -> str:

@@ -24,6 +24,8 @@ from lance_sync.data.intents import (
     IntentError,
     clean_interrupted,
     clear_intent,
+    delete_lance_files,
+    lance_entries,
     new_intent,
     write_intent,
 )
@@ -85,15 +87,21 @@ def write_dataset(location: str, *, mode: Mode, owner: str, apply: str, schema: 
 
 
 def delete_dataset(location: str, *, owner: str, storage_options: dict[str, str] | None = None) -> None:
-    """Delete the dataset at `location`, which must carry this owner's record; a location that
-    holds nothing is deleted already."""
+    """Delete the dataset at `location`, which must carry this owner's record: what Lance and
+    lance-sync wrote there. Other files at the location stay (see `delete_lance_files`): a
+    catalog that keeps its own files in the table's location (Iceberg's `metadata/`) must
+    still be able to load the table, which apply deregisters after deleting the data. A
+    location with nothing Lance wrote is deleted already."""
     location = normalize_location(location)
     report = inspect_location(location, storage_options)
     if report.status == "missing":
         return
-    _check_owned(location, owner, storage_options, "delete", report.status, report.owner)
     storage = open_storage(location, storage_options)
-    storage.filesystem.delete_dir(storage.path(location))
+    path = storage.path(location)
+    if report.status == "not_lance" and not lance_entries(storage, path):
+        return  # only others' files: the dataset was deleted before (or never written)
+    _check_owned(location, owner, storage_options, "delete", report.status, report.owner)
+    delete_lance_files(storage, path)
 
 
 def _prepare(location: str, owner: str, storage_options: dict[str, str] | None) -> int | None:

@@ -22,7 +22,7 @@ from lance_sync.data.locations import (
     choose_engine,
 )
 from lance_sync.data.spark import SparkSettings, get_spark
-from lance_sync.data.storage import Storage, open_storage
+from lance_sync.data.storage import Storage, open_storage, shipped_storage_options
 from lance_sync.locations import normalize_location
 
 VERSIONS_DIR = "_versions"
@@ -97,7 +97,8 @@ def _walk_with_spark(
 ) -> list[str]:
     spark = get_spark(settings)
     frame = spark.createDataFrame(pa.table({"directory": directories}))
-    walk_task = partial(_walk_batches, storage_options=storage_options, max_workers=max_workers)
+    walk_task = partial(_walk_batches, storage_options=shipped_storage_options(directories, storage_options),
+                        max_workers=max_workers)
     tasks = min(len(directories), MAX_WALK_TASKS)
     found = frame.repartition(tasks).mapInArrow(walk_task, "location string")
     return found.toArrow().column("location").to_pylist()

@@ -14,6 +14,9 @@ dataset's first version in one step, so a location holding an intent record is e
   record (before its first byte of data), so the location counts as empty.
 
 A location holding anything else besides (files lance-sync did not write) is never cleaned.
+The one exception is a catalog's table metadata (`catalog_metadata`): an Iceberg catalog
+writes the table's `metadata/*.metadata.json` into its location when the table is
+registered, also before the dataset exists; it counts as nothing there, and stays.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ from lance_sync.plan.model import WriteIntent
 INTENT_FILE = "_lance_sync_intent.json"
 #: what an interrupted Lance write may leave at a location (Lance's own layout)
 LANCE_LAYOUT = frozenset({"data", "_transactions", "_versions", "_deletions", "_indices", "_refs"})
+#: the folder an Iceberg catalog keeps a table's metadata in, inside the table's location
+#: (Iceberg's default `write.metadata.path`), and the files it holds for a Lance table's
+#: companion (no snapshots: metadata JSON only; version-hint.text for file-system catalogs)
+CATALOG_METADATA_FOLDER = "metadata"
+_CATALOG_METADATA_FILES = (".metadata.json", ".metadata.json.gz", "version-hint.text")
 
 
 class IntentError(RuntimeError):
@@ -84,7 +92,7 @@ def clean_interrupted(storage: Storage, path: str, owner: str) -> None:
     if intent is None or not intent.is_for(owner, storage.uri(path)):
         whose = intent.describe() if intent is not None else "no intent record"
         raise IntentError(f"{storage.uri(path)} is not an interrupted write of owner '{owner}' there ({whose})")
-    entries = storage.list_dir(path)
+    entries = [entry for entry in storage.list_dir(path) if not catalog_metadata(storage, entry)]
     foreign = sorted(e.base_name for e in entries
                      if e.base_name != INTENT_FILE and not (e.base_name in LANCE_LAYOUT
                                                             and e.type == pafs.FileType.Directory))
@@ -95,8 +103,42 @@ def clean_interrupted(storage: Storage, path: str, owner: str) -> None:
         if entry.type == pafs.FileType.Directory:
             storage.filesystem.delete_dir(entry.path)
     clear_intent(storage, path)
-    if not storage.scheme:
+    if not storage.scheme and not storage.list_dir(path):
         storage.filesystem.delete_dir(path)
+
+
+def catalog_metadata(storage: Storage, entry: pafs.FileInfo) -> bool:
+    """Whether a location's entry is a catalog's table metadata folder (see the module
+    docstring): `metadata/` holding Iceberg metadata files and nothing else."""
+    if entry.base_name != CATALOG_METADATA_FOLDER or entry.type != pafs.FileType.Directory:
+        return False
+    inside = storage.list_dir(entry.path)
+    return bool(inside) and all(item.type == pafs.FileType.File and item.base_name.endswith(_CATALOG_METADATA_FILES)
+                                for item in inside)
+
+
+def lance_entries(storage: Storage, path: str) -> list[pafs.FileInfo]:
+    """What Lance and lance-sync write at a dataset's root: Lance's folders and the intent record."""
+    return [entry for entry in storage.list_dir(path)
+            if entry.base_name == INTENT_FILE
+            or (entry.base_name in LANCE_LAYOUT and entry.type == pafs.FileType.Directory)]
+
+
+def delete_lance_files(storage: Storage, path: str) -> list[str]:
+    """Delete what Lance and lance-sync wrote at a dataset's root and return the names of what
+    else is there, which stays: a catalog's own files (an Iceberg catalog keeps the table's
+    metadata in `<location>/metadata/` and needs it to deregister the table) or anyone's. The
+    root itself goes (a local folder, an object store's directory marker) when nothing stays."""
+    ours = lance_entries(storage, path)
+    for entry in ours:
+        if entry.type == pafs.FileType.Directory:
+            storage.filesystem.delete_dir(entry.path)
+        else:
+            storage.filesystem.delete_file(entry.path)
+    kept = sorted(entry.base_name for entry in storage.list_dir(path))
+    if not kept:
+        storage.filesystem.delete_dir(path)
+    return kept
 
 
 def _text(value: object) -> str | None:

@@ -59,6 +59,7 @@ from pyspark.sql.types import StructType
 from lance_sync.arrow_types import columns_from_schema, schema_from_columns
 from lance_sync.data import save_modes
 from lance_sync.data.arrow_spark import conform_batch, spark_arrow_schema, to_spark_schema
+from lance_sync.data.file_source import FileSource
 from lance_sync.data.spark import activate_in_this_thread, is_connect_session
 from lance_sync.data.storage import open_storage
 from lance_sync.locations import normalize_location
@@ -105,10 +106,12 @@ class LanceDatasetExistsError(FileExistsError):
 
 def install_lance_format(spark: SparkSession) -> None:
     """The `lance` format, with every save mode, on this session (made this thread's active
-    session first: Spark registers and finds Python data sources through the active one)."""
+    session first: Spark registers and finds Python data sources through the active one), and
+    the reader of source files Spark has no filesystem for (lance_sync.data.file_source)."""
     if not is_connect_session(spark):
         activate_in_this_thread(spark)
     spark.dataSource.register(LanceDataSource)
+    spark.dataSource.register(FileSource)
     save_modes.install(spark)
 
 

@@ -4,7 +4,9 @@
 filesystem is asked first):
 
 - missing:     nothing at the location (an empty directory counts as nothing, as on object
-               stores, where empty directories do not exist);
+               stores, where empty directories do not exist; so does an Iceberg catalog's
+               `metadata/` folder, which it writes into a table's location when the table is
+               registered: see lance_sync.data.intents);
 - not_lance:   a file, or a non-empty directory without `_versions/`;
 - corrupt:     `_versions/` exists but pylance cannot open the dataset, or a data file the
                latest version references is gone;
@@ -41,9 +43,9 @@ import pyarrow as pa
 from pyarrow import fs as pafs
 
 from lance_sync.arrow_types import columns_from_schema
-from lance_sync.data.intents import INTENT_FILE, read_intent
+from lance_sync.data.intents import INTENT_FILE, catalog_metadata, read_intent
 from lance_sync.data.spark import SparkSettings, get_spark
-from lance_sync.data.storage import Storage, open_storage
+from lance_sync.data.storage import Storage, open_storage, shipped_storage_options
 from lance_sync.locations import normalize_location
 from lance_sync.marks import dataset_owner
 from lance_sync.plan.model import WriteIntent
@@ -106,7 +108,8 @@ def _classify(
         return "missing", None, None
     if kind == pafs.FileType.File:
         return "not_lance", "a file, not a directory", None
-    entries = storage.list_dir(path)
+    # a catalog's table metadata (an Iceberg catalog's `metadata/`) is not the location's data
+    entries = [entry for entry in storage.list_dir(path) if not catalog_metadata(storage, entry)]
     intent = read_intent(storage, path) if any(e.base_name == INTENT_FILE for e in entries) else None
     if any(entry.base_name == "_versions" and entry.type == pafs.FileType.Directory for entry in entries) \
             and (intent is None or has_committed_version(storage, path)):
@@ -279,7 +282,8 @@ def _inspect_with_spark(
     chunks = [order[start:start + LOCATIONS_PER_TASK] for start in range(0, len(order), LOCATIONS_PER_TASK)]
     table = pa.table({"positions": chunks,
                       "uris": [[uris[position] for position in chunk] for chunk in chunks]})
-    inspect = partial(_inspect_batches, storage_options=storage_options, max_workers=max_workers)
+    inspect = partial(_inspect_batches, storage_options=shipped_storage_options(uris, storage_options),
+                      max_workers=max_workers)
     # a repartition of one partition's n rows into n partitions puts one row in each
     tasks = spark.createDataFrame(table).repartition(len(chunks))
     rows = tasks.mapInArrow(inspect, _REPORT_DDL).toArrow()

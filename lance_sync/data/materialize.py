@@ -4,8 +4,11 @@ A source block is `{format: parquet|csv|json|lance, path: <path or glob>, option
 options}, casts: {column: arrow type name}}`. Spark reads the source (Lance sources through
 the lance format), casts the named columns, and writes with the target schema; types Spark
 lacks (uint32, fixed_size_list<float32>[N], timestamp[ms], ...) are restored on the executors.
-Parquet/CSV/JSON sources on object stores are read by Spark's own filesystems, so the session
-needs their configuration (for example the s3a settings of a cluster).
+Parquet/CSV/JSON sources are read by Spark's own filesystems where the session has one for the
+path's scheme (a cluster with hadoop-aws and its s3a settings); on an object store it has none
+for (the embedded Spark and s3://), Python tasks read them (lance_sync.data.file_source).
+Storage options go to the executors resolved (`effective_storage_options`): they do not share
+this process's environment.
 
 A plain Parquet source (see `plain_parquet_files`: local files Spark would list and read the
 same way, no reader options, no casts, no partition directories) on a classic session that sets
@@ -35,7 +38,7 @@ from pyarrow import fs as pafs
 from lance_sync.arrow_types import parse_type
 from lance_sync.data.locations import inspect_location
 from lance_sync.data.spark import SparkSettings, get_spark, is_connect_session, spark_errors
-from lance_sync.data.storage import open_storage
+from lance_sync.data.storage import effective_storage_options, open_storage
 from lance_sync.locations import is_local, normalize_location
 
 if TYPE_CHECKING:
@@ -75,8 +78,8 @@ def source_schema(
     if files is not None:
         return _file_schema(files[0])
     with spark_errors(settings, f"cannot read the {source['format']} source {source['path']}"):
-        frame = _read_source(get_spark(settings), source, storage_options)
-        return _dataset_schema(frame, source, _casts(source, frame.columns), storage_options)
+        read = _read_source(get_spark(settings), source, storage_options)
+        return _dataset_schema(read, source, _casts(source, read.frame.columns), storage_options)
 
 
 def materialize(
@@ -120,18 +123,18 @@ def materialize(
             groups = group_files(files, sizes, spark.sparkContext.defaultParallelism)
             # a repartition of one partition's n rows into n partitions puts one row in each
             frame = spark.createDataFrame(pa.table({"files": groups})).repartition(len(groups))
-            options = {**lance_options(target_schema, storage_options),
+            options = {**lance_options(target_schema, effective_storage_options(location, storage_options)),
                        SOURCE_FILES_OPTION: SOURCE_FILES_PARQUET}
         else:
-            frame = _read_source(spark, source, storage_options)
-            casts = _casts(source, frame.columns)
+            read = _read_source(spark, source, storage_options)
+            casts = _casts(source, read.frame.columns)
             if target_schema is None:
-                target_schema = _dataset_schema(frame, source, casts, storage_options)
+                target_schema = _dataset_schema(read, source, casts, storage_options)
                 if owner is not None:
                     target_schema = with_owner_record(target_schema, owner)
-            frame = _apply_casts(frame, casts)
+            frame = _apply_casts(read.frame, casts)
             _check_columns(frame.columns, target_schema)
-            options = lance_options(target_schema, storage_options)
+            options = lance_options(target_schema, effective_storage_options(location, storage_options))
         (
             frame.write.format(FORMAT)
             .mode("overwrite" if mode == "overwrite" else "errorifexists")
@@ -243,15 +246,32 @@ def _check_source(source: dict) -> None:
         raise MaterializeError("the source needs a path")
 
 
-def _read_source(spark: SparkSession, source: dict, storage_options: dict | None) -> DataFrame:
+@dataclass(frozen=True)
+class _SourceRead:
+    """The source as a DataFrame, and the files lance-sync lists itself when Python tasks read
+    them (None: Spark read them and knows them)."""
+
+    frame: DataFrame
+    files: list[str] | None = None
+
+    def input_files(self) -> list[str]:
+        return self.files if self.files is not None else self.frame.inputFiles()
+
+
+def _read_source(spark: SparkSession, source: dict, storage_options: dict | None) -> _SourceRead:
+    from lance_sync.data.file_source import read_files, reads_in_python
     from lance_sync.data.lance_source import lance_options
 
     _check_source(source)
     source_format, path = source["format"], source["path"]
-    reader = spark.read.format(source_format).options(**(source.get("options") or {}))
+    options = source.get("options") or {}
+    if source_format != "lance" and reads_in_python(spark, path):
+        frame, plan = read_files(spark, source_format, path, options, storage_options)
+        return _SourceRead(frame, plan.files)
+    reader = spark.read.format(source_format).options(**options)
     if source_format == "lance":
-        reader = reader.options(**lance_options(storage_options=storage_options))
-    return reader.load(path)
+        reader = reader.options(**lance_options(storage_options=effective_storage_options(path, storage_options)))
+    return _SourceRead(reader.load(path))
 
 
 def _casts(source: dict, columns: list[str]) -> dict[str, pa.DataType]:
@@ -266,7 +286,7 @@ def _casts(source: dict, columns: list[str]) -> dict[str, pa.DataType]:
     return casts
 
 
-def _native_schema(frame: DataFrame, source: dict, storage_options: dict | None) -> pa.Schema:
+def _native_schema(read: _SourceRead, source: dict, storage_options: dict | None) -> pa.Schema:
     """The source's own Arrow types where it records them: a Lance dataset, a Parquet footer.
 
     Spark's are lossy (uint32 -> bigint, fixed_size_list -> array, timestamp[ms] -> [us]).
@@ -276,7 +296,7 @@ def _native_schema(frame: DataFrame, source: dict, storage_options: dict | None)
         return lance.dataset(source["path"], storage_options=storage_options).schema
     if source["format"] != "parquet":
         return pa.schema([])
-    first_file = min(frame.inputFiles())
+    first_file = min(read.input_files())
     try:
         storage = open_storage(first_file, storage_options)
         path = storage.path(normalize_location(first_file))
@@ -289,13 +309,13 @@ def _native_schema(frame: DataFrame, source: dict, storage_options: dict | None)
 
 
 def _dataset_schema(
-    frame: DataFrame, source: dict, casts: dict[str, pa.DataType], storage_options: dict | None
+    read: _SourceRead, source: dict, casts: dict[str, pa.DataType], storage_options: dict | None
 ) -> pa.Schema:
     """Spark's schema of the source, with its native types where known, then the casts."""
     from lance_sync.data.arrow_spark import spark_arrow_schema
 
-    native = _native_schema(frame, source, storage_options)
-    schema = spark_arrow_schema(frame.schema)
+    native = _native_schema(read, source, storage_options)
+    schema = spark_arrow_schema(read.frame.schema)
     for index, spark_field in enumerate(schema):
         if spark_field.name in casts:
             schema = schema.set(index, spark_field.with_type(casts[spark_field.name]))

@@ -16,17 +16,26 @@ The JVM writes into a pipe, not into the file: a daemon thread copies each line 
 log with every registered secret masked (`lance_sync.secrets`), and Spark's own redaction
 (REDACTION_CONF) hides the values of secret-looking options and settings in the plans and
 configuration it prints.
+
+Spark's Python workers (the executors' and the driver's) run `worker_python`: the conf's
+`spark.pyspark.python`, else on a cluster $PYSPARK_PYTHON, else this interpreter. In local mode
+they inherit this process's PYTHONPATH, which gets lance_sync's parent directory; on a cluster
+the package itself is shipped (`SparkContext.addPyFile` of a zip of it) unless the conf says
+how executors import it (IMPORT_CONF). docs/spark.md says what executors need installed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
+import re
 import shutil
 import sys
 import threading
 import warnings
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,13 +78,23 @@ REDACTION_CONF = {
     "spark.sql.redaction.options.regex": f"(?i){SECRET_KEY.pattern}|url",
 }
 
+#: The driver on loopback: where a local session and a master on loopback reach it.
+LOOPBACK_DRIVER_CONF = {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+
 #: Applied to embedded (local-mode) sessions only: loopback only, no UI, no progress bars.
 LOCAL_CONF = {
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.driver.host": "127.0.0.1",
+    **LOOPBACK_DRIVER_CONF,
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }
+
+#: The interpreter of Spark's Python workers (see worker_python)
+PYTHON_CONF = "spark.pyspark.python"
+#: Settings by which the user says how a cluster's executors import lance_sync; with neither,
+#: lance-sync ships its package to them (see ships_package)
+IMPORT_CONF = ("spark.submit.pyFiles", "spark.executorEnv.PYTHONPATH")
+#: the zip of the lance_sync package shipped to a cluster, next to Spark's log
+PACKAGE_ZIP = "lance_sync.zip"
 
 
 class SparkUnavailableError(RuntimeError):
@@ -126,11 +145,12 @@ def resolve_spark_settings(cli_value: str | None, manifest_block: dict | None,
     if not isinstance(conf, dict):
         raise ValueError("spark.conf must be a mapping of configuration keys to values")
     master = cli_value or os.environ.get(ENV_VARIABLE) or block.get("master") or None
-    return SparkSettings(master=master, conf={str(k): _conf_value(v) for k, v in conf.items()},
+    return SparkSettings(master=master, conf={str(k): spark_text(v) for k, v in conf.items()},
                          log_file=str(log_file) if log_file is not None else None)
 
 
-def _conf_value(value: Any) -> str:
+def spark_text(value: Any) -> str:
+    """A setting's or option's value as Spark spells it (booleans lower-case)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -139,6 +159,8 @@ def _conf_value(value: Any) -> str:
 _sessions: dict[tuple, SparkSession] = {}
 #: the log file each classic session's JVM writes to (the first settings' log_file)
 _session_logs: dict[tuple, Path] = {}
+#: held while a session starts: apply's workers may ask for one at the same time
+_starting = threading.Lock()
 
 
 def get_spark(settings: SparkSettings | None = None) -> SparkSession:
@@ -146,18 +168,20 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
 
     The `lance` format is installed on it (`lance_sync.spark.install`). A process holds either
     one classic session or Spark Connect sessions (PySpark's Connect mode is process-wide);
-    asking for anything else raises SparkUnavailableError.
+    asking for anything else raises SparkUnavailableError. Threads asking at once get the
+    one session the first of them starts.
     """
     settings = settings or SparkSettings()
-    session = _sessions.get(settings.key())
-    if session is None:
-        _check_can_add(settings)
-        session = _connect(settings) if settings.is_connect else _start_classic(settings)
-        _session_logs[settings.key()] = settings.log_path
-        from lance_sync.data.lance_source import install_lance_format
+    with _starting:
+        session = _sessions.get(settings.key())
+        if session is None:
+            _check_can_add(settings)
+            session = _connect(settings) if settings.is_connect else _start_classic(settings)
+            _session_logs[settings.key()] = settings.log_path
+            from lance_sync.data.lance_source import install_lance_format
 
-        install_lance_format(session)
-        _sessions[settings.key()] = session
+            install_lance_format(session)
+            _sessions[settings.key()] = session
     if not settings.is_connect:
         activate_in_this_thread(session)
     return session
@@ -206,13 +230,12 @@ def _start_classic(settings: SparkSettings) -> SparkSession:
             "Spark needs Java 17 or newer: install a JRE (for example the Debian package "
             "openjdk-17-jre-headless) or set JAVA_HOME"
         )
-    if settings.is_local:
-        _prepare_local_environment()
+    conf = session_conf(settings)
+    _prepare_environment(settings, conf)
     log_path = settings.log_path
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log4j = log_path.with_name("spark-log4j2.properties")
     log4j.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
-    conf = {**DEFAULT_CONF, **REDACTION_CONF, **(LOCAL_CONF if settings.is_local else {}), **settings.conf}
     java_options = conf.get("spark.driver.extraJavaOptions", "")
     conf["spark.driver.extraJavaOptions"] = f"{java_options} -Dlog4j.configurationFile={log4j.as_uri()}".strip()
     spark_conf = SparkConf().setMaster(settings.effective_master).setAppName("lance-sync").setAll(
@@ -225,11 +248,78 @@ def _start_classic(settings: SparkSettings) -> SparkSession:
         try:
             # a JVM this process started before (for a session since stopped) is used again
             gateway = SparkContext._gateway or _launch_gateway(launch_gateway, spark_conf, log_path)
-            SparkContext(conf=spark_conf, gateway=gateway)
+            context = SparkContext(conf=spark_conf, gateway=gateway)
+            if ships_package(settings):
+                context.addPyFile(str(package_zip(log_path.with_name(PACKAGE_ZIP))))
         except Exception as error:
-            raise SparkUnavailableError(f"Spark did not start: {_first_line(error)} (Spark's log: "
+            raise SparkUnavailableError(f"Spark did not start: {root_cause(error)} (Spark's log: "
                                         f"{_shown(log_path)})") from error
     return pyspark_sql.SparkSession.builder.getOrCreate()
+
+
+def session_conf(settings: SparkSettings, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The conf of a classic session: lance-sync's defaults, then the user's conf over them.
+
+    The driver binds to loopback in local mode and when the master is a standalone master on
+    loopback; the Python workers' interpreter is `worker_python`.
+    """
+    on_loopback = settings.is_local or is_loopback_master(settings.effective_master)
+    return {
+        **DEFAULT_CONF,
+        **REDACTION_CONF,
+        **(LOOPBACK_DRIVER_CONF if on_loopback else {}),
+        **(LOCAL_CONF if settings.is_local else {}),
+        PYTHON_CONF: worker_python(settings, environ),
+        **settings.conf,
+    }
+
+
+def worker_python(settings: SparkSettings, environ: Mapping[str, str] = os.environ) -> str:
+    """The interpreter of Spark's Python workers: the conf's spark.pyspark.python; else, on a
+    cluster, $PYSPARK_PYTHON; else this interpreter (which has lance-sync's dependencies; on a
+    cluster its path must exist on every host)."""
+    if PYTHON_CONF in settings.conf:
+        return settings.conf[PYTHON_CONF]
+    if not settings.is_local and environ.get("PYSPARK_PYTHON"):
+        return environ["PYSPARK_PYTHON"]
+    return sys.executable
+
+
+def ships_package(settings: SparkSettings) -> bool:
+    """Whether lance-sync ships its own package to the executors: on a cluster, unless the conf
+    says how they import it (IMPORT_CONF). Local workers import it from this process's path."""
+    return not settings.is_local and not any(key in settings.conf for key in IMPORT_CONF)
+
+
+def is_loopback_master(master: str) -> bool:
+    """Whether a master is a standalone master (`spark://host:port[,host:port...]`) whose
+    every host is a loopback address or localhost."""
+    if not master.startswith("spark://"):
+        return False
+    hosts = [address.rsplit(":", 1)[0].strip("[]") for address in master[len("spark://"):].split(",")]
+    return all(_is_loopback(host) for host in hosts)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def package_zip(target: Path) -> Path:
+    """A zip of the lance_sync package this process runs, at `target` (replaced whole, so that
+    a process shipping it meanwhile reads either the old zip or the new one)."""
+    package = Path(__file__).resolve().parents[1]
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(package.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                archive.write(path, path.relative_to(package.parent).as_posix())
+    os.replace(partial, target)
+    return target
 
 
 def _launch_gateway(launch_gateway: Any, spark_conf: Any, log_path: Path) -> Any:
@@ -269,16 +359,55 @@ def spark_errors(settings: SparkSettings, doing: str) -> Iterator[None]:
             raise
         log = _session_logs.get(settings.key(), settings.log_path)
         where = "" if settings.is_connect else f" (Spark's log: {_shown(log)})"
-        raise SparkJobError(mask(f"{doing}: {_first_line(error)}{where}")) from error
+        raise SparkJobError(mask(f"{doing}: {root_cause(error)}{where}")) from error
 
 
 class SparkJobError(RuntimeError):
     """A Spark job failed; the message is one line and names Spark's log."""
 
 
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
+#: Java causes followed at most (a cycle or a runaway chain ends there)
+MAX_CAUSES = 32
+_TRACEBACK = "Traceback (most recent call last):"
+_SQLSTATE = re.compile(r"\s*SQLSTATE: \w+\s*$")
+
+
+def root_cause(error: BaseException) -> str:
+    """One line for a Spark error: the deepest message in the chain of Java throwables behind
+    it (Py4JJavaError.java_exception, or a captured PySpark error's origin, then each getCause),
+    else the error's own. A message holding a Python traceback (a failed Python worker) gives
+    the exception line of its last traceback."""
+    message = _summary(str(error)) or type(error).__name__
+    with contextlib.suppress(Exception):  # the JVM may be gone: keep what Python has
+        for throwable in _java_causes(error):
+            raw = throwable.getMessage() or ""
+            text = _summary(raw)
+            if not text:
+                continue
+            # Spark's error classes ([PATH_NOT_FOUND] ...) and Python exceptions name themselves
+            named = text.startswith("[") or _TRACEBACK in raw
+            message = text if named else f"{throwable.getClass().getSimpleName()}: {text}"
+    return message
+
+
+def _java_causes(error: BaseException) -> Iterator[Any]:
+    throwable = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
+    for _ in range(MAX_CAUSES):
+        if throwable is None:
+            return
+        yield throwable
+        throwable = throwable.getCause()
+
+
+def _summary(text: str) -> str:
+    """The exception line of the text's last Python traceback, else its first line; without
+    Spark's trailing SQLSTATE."""
+    if _TRACEBACK in text:
+        tail = text.rsplit(_TRACEBACK, 1)[1].splitlines()
+        lines = [line for line in tail if line.strip() and not line[0].isspace()]
+    else:
+        lines = [line for line in text.splitlines() if line.strip()]
+    return _SQLSTATE.sub("", lines[0].strip()) if lines else ""
 
 
 def _shown(path: Path) -> str:
@@ -289,10 +418,19 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _prepare_local_environment() -> None:
-    """Python workers run this interpreter and can import lance_sync; Spark binds to loopback."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+def _prepare_environment(settings: SparkSettings, conf: dict[str, str]) -> None:
+    """What the JVM and PySpark take from the environment: the Python workers' interpreter
+    (PySpark reads $PYSPARK_PYTHON, not the conf); SPARK_LOCAL_IP on loopback when the driver
+    binds there (Spark's other services, its UI among them, bind to that address); in local
+    mode, lance_sync's parent directory on PYTHONPATH (local workers inherit it)."""
+    os.environ["PYSPARK_PYTHON"] = conf[PYTHON_CONF]
+    if conf.get("spark.driver.bindAddress") == LOOPBACK_DRIVER_CONF["spark.driver.bindAddress"]:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if settings.is_local:
+        _put_package_on_python_path()
+
+
+def _put_package_on_python_path() -> None:
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if package_parent not in python_path:

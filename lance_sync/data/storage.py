@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyarrow import fs as pafs
 
 from lance_sync.locations import is_local, normalize_location
+from lance_sync.storage_options import layered
 
 #: Lance storage option -> pyarrow S3FileSystem argument (keys compared lower-case).
 _S3_OPTIONS = {
@@ -43,13 +45,14 @@ _S3_OPTIONS = {
 _TRUE = ("1", "true", "yes")
 
 #: The S3 settings pylance (object_store) takes from `AWS_<KEY>` environment variables, as
-#: the option key each becomes; explicit options win over them.
+#: the option key each becomes, lowest first (AWS_REGION wins over AWS_DEFAULT_REGION);
+#: explicit options win over them all.
 _S3_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "aws_access_key_id",
     "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
     "AWS_SESSION_TOKEN": "aws_session_token",
-    "AWS_REGION": "aws_region",
     "AWS_DEFAULT_REGION": "aws_default_region",
+    "AWS_REGION": "aws_region",
     "AWS_ENDPOINT": "aws_endpoint",
     "AWS_ENDPOINT_URL": "aws_endpoint_url",
     "AWS_ALLOW_HTTP": "allow_http",
@@ -59,10 +62,11 @@ _S3_ENVIRONMENT = {
     "AWS_SSE_KMS_KEY_ID": "aws_sse_kms_key_id",
     "AWS_REQUEST_PAYER": "aws_request_payer",
 }
-#: option keys that name one setting (the first of each group is the one kept)
-_S3_SAME_SETTING = (("aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url"),
-                    ("aws_region", "region", "aws_default_region"))
-_S3_SCHEMES = ("s3", "s3a")
+
+
+def _on_s3(location: str) -> bool:
+    """s3://, s3a:// and s3n:// (normalized to s3://) locations."""
+    return normalize_location(location).startswith("s3://")
 
 
 def effective_storage_options(location: str, storage_options: dict | None = None) -> dict[str, str]:
@@ -70,19 +74,22 @@ def effective_storage_options(location: str, storage_options: dict | None = None
     added where the options leave it unset (see the module docstring); for other locations,
     the options as given."""
     options = {str(k): str(v) for k, v in (storage_options or {}).items()}
-    if normalize_location(location).split("://", 1)[0] not in _S3_SCHEMES:
+    if not _on_s3(location):
         return options
-    given = {key.lower() for key in options}
-    for group in _S3_SAME_SETTING:
-        if given & set(group):
-            given |= set(group)
-    from_environment = {key: os.environ[variable] for variable, key in _S3_ENVIRONMENT.items()
-                        if os.environ.get(variable) and key not in given}
-    for group in _S3_SAME_SETTING:
-        present = [key for key in group if key in from_environment]
-        for key in present[1:]:
-            del from_environment[key]
-    return {**from_environment, **options}
+    from_environment = layered(*({key: os.environ[variable]} for variable, key in _S3_ENVIRONMENT.items()
+                                 if os.environ.get(variable)))
+    return layered(from_environment, options)
+
+
+def shipped_storage_options(locations: Iterable[str], storage_options: dict | None = None) -> dict[str, str]:
+    """The storage options to send, with these locations, to processes that do not share this
+    environment (Spark executors): `effective_storage_options` of the first location on S3
+    (the environment adds the same settings to every S3 location; other stores ignore them),
+    or the options as given when none is on S3."""
+    on_s3 = next((location for location in locations if _on_s3(location)), None)
+    if on_s3 is None:
+        return {str(k): str(v) for k, v in (storage_options or {}).items()}
+    return effective_storage_options(on_s3, storage_options)
 
 
 @dataclass(frozen=True)

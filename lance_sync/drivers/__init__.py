@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lance_sync.errors import ConfigError
+from lance_sync.errors import BackendUnavailable, ConfigError
 from lance_sync.variables import resolve_references
 
 if TYPE_CHECKING:
@@ -160,8 +160,15 @@ def connect_templates(templates: Mapping[str, Mapping[str, Any]],
 
 @contextlib.contextmanager
 def _naming(backend: str) -> Iterator[None]:
-    """A configuration error raised while building a driver names its backend."""
+    """A configuration error, or a catalog that cannot be opened, while building a driver
+    names its backend."""
     try:
         yield
     except ConfigError as error:
         raise ConfigError(f"backend '{backend}': {error}") from None
+    except Exception as error:
+        from lance_namespace.errors import LanceNamespaceError  # only once a driver is built
+
+        if not isinstance(error, LanceNamespaceError):
+            raise
+        raise BackendUnavailable(f"backend '{backend}': {error}") from error

@@ -81,6 +81,7 @@ from lance_namespace.errors import (
     LanceNamespaceError,
     NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
+    ServiceUnavailableError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
@@ -142,7 +143,12 @@ class DirNamespace(DirRules, SyncNamespace):
         self.root = normalize_location(self.config.root)
         native_properties = {ROOT: self.root}
         native_properties.update({f"storage.{k}": v for k, v in self.config.storage.items()})
-        self._native = _Counted(DirectoryNamespace(**native_properties), self.count_call)
+        try:
+            # pylance reads the root's manifest table here: the store is reached at once
+            native = DirectoryNamespace(**native_properties)
+        except (OSError, RuntimeError, ValueError) as error:
+            raise ServiceUnavailableError(f"dir: cannot open the catalog at {self.root}: {_short(error)}") from error
+        self._native = _Counted(native, self.count_call)
         self._write_lock = threading.Lock()
         #: apply leases as files (a local root) or as manifest rows (an object store); tests of
         #: the row register set this on a local root

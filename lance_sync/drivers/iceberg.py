@@ -750,7 +750,19 @@ class _ErrorAnswer(InternalError):
 def _error_for(failure: HttpFailure, meanings: ErrorMeanings) -> LanceNamespaceError:
     kind = meanings.get(failure.status) or transient_if_5xx(_STATUS_ERRORS.get(failure.status, InternalError),
                                                             failure.status)
+    if kind is TableNotFoundError and _error_type(failure) == "NotFoundException":
+        # upstream answers 404 for Iceberg's NotFoundException too: a file the table needs (its
+        # metadata.json, kept in the table's location) is missing, while the table is listed.
+        # Taking it for an absent table would plan a create the catalog refuses, or count a
+        # deregistration as done that never happened.
+        return InternalError(f"iceberg: the catalog lists the table but cannot load it: {_describe(failure)}")
     return kind(f"iceberg: {_describe(failure)}")
+
+
+def _error_type(failure: HttpFailure) -> str | None:
+    """The `type` of an Iceberg ErrorModel answer, if the answer is one."""
+    error = failure.body.get("error") if isinstance(failure.body, dict) else None
+    return error.get("type") if isinstance(error, dict) and isinstance(error.get("type"), str) else None
 
 
 def _token_error(failure: HttpFailure) -> LanceNamespaceError:

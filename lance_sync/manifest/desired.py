@@ -88,6 +88,9 @@ class DesiredState:
     namespaces: list[DesiredNamespace] = field(default_factory=list)
     tables: list[DesiredTable] = field(default_factory=list)
     spark: dict[str, Any] | None = None
+    #: the manifest's default storage options (each backend's `BackendConfig.storage` has
+    #: them laid under its own already)
+    storage: dict[str, str] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
     #: values whose variables are not set, when loaded for `validate` (otherwise an error)
     unset: list[UnsetValue] = field(default_factory=list)

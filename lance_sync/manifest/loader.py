@@ -69,6 +69,7 @@ TEXT_MAPS: tuple[tuple[str | type, ...], ...] = (
     ("tables", int, "source", "options"),
     ("spark", "conf"),
     ("backends", str, "storage"),
+    ("storage",),
 )
 #: TEXT_MAPS by the length, first and last element of their paths (each is told apart by these)
 _TEXT_MAPS_BY_ENDS: dict[tuple[int, object, object], tuple[str | type, ...]] = {

@@ -173,6 +173,7 @@ class ValidatedManifest(Protocol):
     backends: dict[str, ValidatedBackend]
     namespaces: list[Namespace]
     tables: list[Table]
+    storage: dict[str, str]
     spark: SparkSettings | None
     policy: Policy | None
 
@@ -215,6 +216,12 @@ def manifest_model(backend_types: tuple[str, ...] | None = None) -> type[BaseMod
                   Field(min_length=1)),
         namespaces=(list[Namespace], Field(default_factory=list)),
         tables=(list[Table], Field(default_factory=list)),
+        storage=(dict[str, TextValue], Field(
+            default_factory=dict,
+            description="Storage options every backend uses unless its own `storage` sets the same "
+            "setting, e.g. {aws_region: eu-west-1}; unset settings come from the standard environment "
+            "(AWS_ENDPOINT_URL, AWS_REGION...) as pylance takes them. Keys that look secret must come "
+            "from ${VAR}.")),
         spark=(SparkSettings | None, None),
         policy=(Policy | None, None),
     )

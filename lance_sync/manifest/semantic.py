@@ -48,6 +48,7 @@ from lance_sync.policy import (
     Rule,
 )
 from lance_sync.secrets import SECRET_KEY, url_password
+from lance_sync.storage_options import layered
 from lance_sync.variables import is_whole_reference
 
 
@@ -77,10 +78,11 @@ class _Checker:
 def build_desired_state(model: ValidatedManifest, document: Document, base_dir: str) -> DesiredState:
     """Check a validated manifest and turn it into the desired state; ManifestErrors if not."""
     checker = _Checker(document, base_dir)
-    checked = {name: _backend(checker, name, entry) for name, entry in model.backends.items()}
+    default_storage = _default_storage(checker, model)
+    checked = {name: _backend(checker, name, entry, default_storage) for name, entry in model.backends.items()}
     backends = {name: spec for name, spec in checked.items() if spec is not None}
     state = DesiredState(owner=model.owner, files=list(document.files), base_dir=base_dir,
-                         backends=backends,
+                         backends=backends, storage=dict(model.storage),
                          spark=model.spark.model_dump(exclude_none=True) if model.spark else None,
                          unset=[UnsetValue(name, format_path(path), document.position(path))
                                 for path, names in document.unset.items() for name in names])
@@ -107,7 +109,17 @@ def build_policy(model: PolicyModel, document: Document, base_dir: str, backends
 
 # --- backends ----------------------------------------------------------------------------------
 
-def _backend(checker: _Checker, name: str, entry: ValidatedBackend) -> BackendSpec | None:
+def _default_storage(checker: _Checker, model: ValidatedManifest) -> dict[str, str] | None:
+    """The manifest's `storage:` (every backend's default), None if a credential in it is
+    written inline."""
+    problems_before = len(checker.problems)
+    _check_storage_secrets(checker, ("storage",))
+    return dict(model.storage) if len(checker.problems) == problems_before else None
+
+
+def _backend(checker: _Checker, name: str, entry: ValidatedBackend,
+             default_storage: dict[str, str] | None) -> BackendSpec | None:
+    """The backend's spec, its storage options laid over the manifest's default ones."""
     path: DataPath = ("backends", name)
     cls = backend_rules(entry.type)
     secrets = _secret_fields(cls.config_model)
@@ -116,10 +128,12 @@ def _backend(checker: _Checker, name: str, entry: ValidatedBackend) -> BackendSp
     _note_renamed_keys(checker, cls, path)
     problems_before = len(checker.problems)
     _check_secrets(checker, secrets, path)
-    if len(checker.problems) > problems_before:
+    if len(checker.problems) > problems_before or default_storage is None:
         return None
     values = entry.model_dump(by_alias=True, exclude={"type", "scope"}, exclude_unset=True)
     values = {k: (v.get_secret_value() if isinstance(v, SecretStr) else v) for k, v in values.items()}
+    if default_storage:
+        values["storage"] = layered(default_storage, values.get("storage"))
     if isinstance(values.get("root"), str) and is_local(values["root"]):
         values["root"] = normalize_location(values["root"], checker.base_dir)
     try:
@@ -162,15 +176,19 @@ def _check_secrets(checker: _Checker, secrets: list[str], path: DataPath) -> Non
         field_path = (*path, field)
         if _value_at(data.data, field_path) is not None and not _from_variable(data, field_path):
             checker.fail("secrets are only taken from the environment: write ${VARIABLE_NAME}", field_path)
-    storage = _value_at(data.data, (*path, "storage")) or {}
-    for key in storage:
-        if SECRET_KEY.search(key) and not _from_variable(data, (*path, "storage", key)):
-            checker.fail(f"storage option '{key}' looks like a credential: write ${{VARIABLE_NAME}}",
-                         (*path, "storage", key))
+    _check_storage_secrets(checker, (*path, "storage"))
     for field in _settings_with_url_password(data.data, path):
         if not _from_variable(data, (*path, field)):
             checker.fail("a URL with a password holds a secret: write the whole value as ${VARIABLE_NAME}",
                          (*path, field))
+
+
+def _check_storage_secrets(checker: _Checker, path: DataPath) -> None:
+    data = checker.document
+    for key in _value_at(data.data, path) or {}:
+        if SECRET_KEY.search(key) and not _from_variable(data, (*path, key)):
+            checker.fail(f"storage option '{key}' looks like a credential: write ${{VARIABLE_NAME}}",
+                         (*path, key))
 
 
 def _settings_with_url_password(data: Any, path: DataPath) -> list[str]:
@@ -192,10 +210,12 @@ def _template(checker: _Checker, backend_type: str, secrets: list[str], path: Da
         if field in template:
             field_path = (*path, field)
             template[field] = templates[field_path]
+    own_storage = _value_at(checker.document.data, (*path, "storage")) or {}
     storage = dict(template.get("storage") or {})
     for key in storage:
         if SECRET_KEY.search(key):
-            key_path = (*path, "storage", key)
+            # the key is the backend's own or comes from the manifest's default (`storage:`)
+            key_path = (*path, "storage", key) if key in own_storage else ("storage", key)
             storage[key] = templates[key_path]
     if storage:
         template["storage"] = storage

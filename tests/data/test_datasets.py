@@ -126,3 +126,58 @@ def test_a_committed_dataset_that_breaks_is_never_cleaned_as_an_unfinished_write
     with pytest.raises(DatasetWriteError, match="the location is not empty"):
         create(location)
     assert any((location / "_versions").iterdir())
+
+
+def test_deleting_a_dataset_leaves_the_files_lance_did_not_write(tmp_path: Path):
+    """An Iceberg catalog keeps the table's metadata in `<location>/metadata/`; apply deletes the
+    data first and deregisters after, so the catalog must still find its files."""
+    mine = tmp_path / "mine.lance"
+    create(mine)
+    (mine / "metadata").mkdir()
+    (mine / "metadata" / "00000-x.metadata.json").write_text("{}")
+    delete_dataset(str(mine), owner="me")
+    assert sorted(p.name for p in mine.iterdir()) == ["metadata"]
+    assert inspect_location(str(mine)).status == "missing"  # the catalog's metadata alone
+    delete_dataset(str(mine), owner="me")  # nothing of the dataset is left: deleted already
+    assert (mine / "metadata" / "00000-x.metadata.json").read_text() == "{}"
+    # a location holding Lance's folders but no readable dataset is not deleted
+    (mine / "data").mkdir()
+    (mine / "data" / "x.lance").write_text("x")
+    with pytest.raises(DatasetWriteError, match="holds no readable Lance dataset"):
+        delete_dataset(str(mine), owner="me")
+
+
+def iceberg_metadata(location: Path, name: str = "00000-x.metadata.json") -> Path:
+    """What an Iceberg catalog writes into a table's location when the table is registered."""
+    (location / "metadata").mkdir(parents=True, exist_ok=True)
+    (location / "metadata" / name).write_text('{"format-version": 2}')
+    return location / "metadata" / name
+
+
+def test_an_iceberg_catalogs_metadata_alone_is_an_empty_location_and_stays(tmp_path: Path):
+    """A table declared in an Iceberg catalog before its data: the location holds only the
+    catalog's metadata/ folder; lance-sync writes the dataset beside it, and a failed write
+    cleans up around it."""
+    location = tmp_path / "t.lance"
+    metadata = iceberg_metadata(location)
+    assert inspect_location(str(location)).status == "missing"
+
+    def fails(at: str, mode: str, target: pa.Schema | None) -> None:
+        lance.fragment.write_fragments(pa.table({"id": [1]}), at, schema=target)
+        raise RuntimeError("the source went away")
+
+    with pytest.raises(RuntimeError, match="source went away"):
+        create(location, write=fails)
+    assert sorted(p.name for p in location.iterdir()) == ["metadata"]
+    assert create(location) == 1
+    assert inspect_location(str(location)).status == "valid" and metadata.exists()
+
+
+@pytest.mark.parametrize("other", ["part-0.parquet", "snap-1.avro"])
+def test_a_metadata_folder_holding_anything_else_is_data(tmp_path: Path, other: str):
+    location = tmp_path / "t.lance"
+    iceberg_metadata(location)
+    (location / "metadata" / other).write_text("x")
+    assert inspect_location(str(location)).status == "not_lance"
+    with pytest.raises(DatasetWriteError, match="the location is not empty"):
+        create(location)

@@ -4,7 +4,8 @@ The JVM writes into a pipe whose lines a thread copies, masked, to the log
 (`lance_sync.data.spark.masked_log_pipe`): proven here with a process of our own writing
 to that pipe, which ends when the process does, so the test reads the log once the copy is
 done rather than after some time. The suite's Spark session shows that Spark is told to
-redact secret-looking options and settings, and that a failed Spark job's error is masked.
+redact secret-looking options and settings, and that a failed Spark job's error is one line,
+masked, naming its root cause.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from lance_sync.data.materialize import source_schema
 from lance_sync.data.spark import (
     REDACTION_CONF,
     SparkJobError,
     SparkSettings,
     is_connect_session,
     masked_log_pipe,
+    root_cause,
     spark_errors,
 )
 from lance_sync.secrets import MASK, register
@@ -73,3 +76,48 @@ def test_a_spark_error_is_masked(tmp_path: Path):
         raise AnalysisException(f"[PATH_NOT_FOUND] Path does not exist: s3://lake/{SECRET}/orders\nat ...")
     assert str(raised.value).startswith(f"cannot read the source: [PATH_NOT_FOUND] Path does not exist: "
                                         f"s3://lake/{MASK}/orders (Spark's log: ")
+
+
+@pytest.mark.spark
+def test_a_failed_spark_job_names_its_root_cause(spark, spark_settings):
+    """Spark's reader fails deep in Hadoop: the one line says why, not which Py4J call failed."""
+    if is_connect_session(spark):
+        pytest.skip("a Spark Connect server's errors carry no Java cause chain")
+    register(SECRET)
+    source = {"format": "parquet", "path": f"nosuch://lake/{SECRET}/orders/*.parquet"}
+    with pytest.raises(SparkJobError) as raised:
+        source_schema(source, spark_settings)
+    message = str(raised.value)
+    assert message.startswith(f"cannot read the parquet source nosuch://lake/{MASK}/orders/*.parquet: "
+                              'UnsupportedFileSystemException: No FileSystem for scheme "nosuch" (Spark\'s log: ')
+    assert SECRET not in message and "\n" not in message
+
+
+def fail_in_python_worker(batches):
+    for _ in batches:
+        raise ValueError("the task's own error")
+    yield from ()
+
+
+@pytest.mark.spark
+def test_a_failed_python_task_names_the_python_exception(spark, spark_settings):
+    with pytest.raises(SparkJobError) as raised, spark_errors(spark_settings, "cannot count"):
+        spark.range(2).mapInArrow(fail_in_python_worker, "id long").collect()
+    assert str(raised.value).startswith("cannot count: ValueError: the task's own error (Spark's log: ")
+
+
+@pytest.mark.parametrize(("text", "cause"), [
+    ("[PYTHON_DATA_SOURCE_ERROR] Failed to initialize Python data source writer: Traceback (most recent "
+     "call last):\n  File \"x.py\", line 1, in <module>\n    import lance_sync\nModuleNotFoundError: No "
+     "module named 'lance_sync'\n SQLSTATE: 38000", "ModuleNotFoundError: No module named 'lance_sync'"),
+    ("Traceback (most recent call last):\n  File \"a.py\", line 1\nKeyError: 'a'\n\nDuring handling of the "
+     "above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"a.py\", "
+     "line 3\n    raise ValueError('b')\n    ^^^^^^^^\nValueError: b", "ValueError: b"),
+    ("[PATH_NOT_FOUND] Path does not exist: file:/x. SQLSTATE: 42K03", "[PATH_NOT_FOUND] Path does not exist: file:/x."),
+    ("", "SparkRuntimeError"),
+])
+def test_the_root_cause_of_an_error_without_java_causes_is_its_own_summary(text: str, cause: str):
+    class SparkRuntimeError(Exception):
+        pass
+
+    assert root_cause(SparkRuntimeError(text)) == cause

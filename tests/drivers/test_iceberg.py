@@ -890,3 +890,29 @@ def test_jdbc_catalog(tmp_path):
         [((WAREHOUSE, "sales", "t"), str(location), True)]
     assert count == 1
     assert list((location / "metadata").glob("*.metadata.json"))
+
+
+@pytest.mark.skipif(not iceberg_rest.sqlite_jdbc_available(), reason="needs libxerial-sqlite-jdbc-java")
+def test_a_listed_table_whose_metadata_file_is_gone_is_an_error_not_an_absent_table(tmp_path):
+    """A catalog keeps each table's metadata.json in the table's location; when it is gone (the
+    folder deleted behind the catalog's back), upstream answers the load with 404
+    NotFoundException while the table is still listed. That is not TableNotFound: a plan would
+    declare it again (409) and a deregistration would count as done and leave it listed."""
+    server = iceberg_rest.start(tmp_path / "server", catalog="jdbc")
+    try:
+        driver = make_driver(server, tmp_path)
+        driver.create_namespace(CreateNamespaceRequest(id=[WAREHOUSE, "sales"]))
+        location = tmp_path / "lake" / "t.lance"
+        driver.declare_table(DeclareTableRequest(id=[WAREHOUSE, "sales", "t"], location=str(location)))
+        for metadata_file in (location / "metadata").glob("*.metadata.json"):
+            metadata_file.unlink()
+        message = "the catalog lists the table but cannot load it: GET .* -> 404 NotFoundException"
+        with pytest.raises(InternalError, match=message):
+            driver.get_table_info((WAREHOUSE, "sales", "t"))
+        with pytest.raises(InternalError, match=message):
+            list(driver.list_table_infos((WAREHOUSE, "sales")))
+        with pytest.raises(InternalError, match=message):
+            driver.deregister_table(DeregisterTableRequest(id=[WAREHOUSE, "sales", "t"]))
+        assert driver.get_table_info((WAREHOUSE, "sales", "missing")) is None  # NoSuchTableException
+    finally:
+        server.stop()

@@ -20,20 +20,21 @@ SERVERS = {
     "hms_server": ("hms", "LANCE_SYNC_TEST_HMS_URI"),
     "hive3_server": ("hive3", "LANCE_SYNC_TEST_HIVE3_URI"),
     "iceberg_server": ("iceberg_rest", "LANCE_SYNC_TEST_ICEBERG_ENDPOINT"),
+    "iceberg_s3_server": ("iceberg_rest", "LANCE_SYNC_TEST_ICEBERG_ENDPOINT"),
     "glue_server": ("glue", "LANCE_SYNC_TEST_GLUE_ENDPOINT"),
     "unity_server": ("unity", "LANCE_SYNC_TEST_UNITY_ENDPOINT"),
     "s3_server": ("s3", "LANCE_SYNC_TEST_S3_ENDPOINT"),
 }
 
 
-def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory, **options: str | None) -> Iterator[RunningServer]:
     module_name, variable = SERVERS[fixture_name]
     endpoint = external_endpoint(variable)
     if endpoint:
         yield RunningServer(name=module_name, endpoint=endpoint, startup_seconds=0.0, external=True)
         return
     module = importlib.import_module(f"tests.servers.{module_name}")
-    server = module.start(tmp_path_factory.mktemp(module_name))
+    server = module.start(tmp_path_factory.mktemp(module_name), **options)
     STARTED.append(server)
     try:
         yield server
@@ -42,9 +43,9 @@ def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 @pytest.fixture(scope="session")
-def hms_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """Real Hive Metastore 2.3 from the pyspark jars."""
-    yield from _serve("hms_server", tmp_path_factory)
+def hms_server(tmp_path_factory: pytest.TempPathFactory, s3_server: RunningServer) -> Iterator[RunningServer]:
+    """Real Hive Metastore 2.3 from the pyspark jars; its s3:// locations are on `s3_server`."""
+    yield from _serve("hms_server", tmp_path_factory, s3_endpoint=s3_server.endpoint)
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +58,17 @@ def hive3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSe
 def iceberg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """Iceberg REST catalog served by upstream Iceberg's RESTCatalogAdapter."""
     yield from _serve("iceberg_server", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def iceberg_s3_server(tmp_path_factory: pytest.TempPathFactory, s3_server: RunningServer) -> Iterator[RunningServer]:
+    """The same server on upstream's JdbcCatalog (SQLite), writing the metadata files of s3://
+    tables to `s3_server` as a deployment with S3FileIO does; skipped without the SQLite JDBC jar."""
+    from tests.servers.iceberg_rest import sqlite_jdbc_available
+
+    if not external_endpoint(SERVERS["iceberg_s3_server"][1]) and not sqlite_jdbc_available():
+        pytest.skip("the JDBC catalog needs libxerial-sqlite-jdbc-java (scripts/install.sh)")
+    yield from _serve("iceberg_s3_server", tmp_path_factory, catalog="jdbc", s3_endpoint=s3_server.endpoint)
 
 
 @pytest.fixture(scope="session")

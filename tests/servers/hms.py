@@ -4,6 +4,10 @@ Embedded Derby and a `file:` warehouse live in the session's work directory. The
 stock HiveMetaStore main binds every interface, so java/LoopbackMetastore.java
 builds the stock handler and serves it on a loopback socket; it is compiled with
 the machine's javac once per source and jar set, and cached under CACHE_DIR.
+
+Given an S3 endpoint, the metastore reaches `s3://` and `s3a://` table locations there
+through java/LoopbackS3FileSystem.java, configured with S3A's own settings: the wheel
+has no S3 connector and hadoop-aws cannot be downloaded here (see that file).
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ from tests.servers.hive_support import launch
 
 LAUNCHER_SOURCE = Path(__file__).parent / "java" / "LoopbackMetastore.java"
 LAUNCHER_CLASS = "LoopbackMetastore"
+#: the metastore's Hadoop file system for s3:// and s3a:// (in place of hadoop-aws's S3A), and
+#: the S3 client it shares with the Iceberg REST server
+S3_FILE_SYSTEM_SOURCE = Path(__file__).parent / "java" / "LoopbackS3FileSystem.java"
+S3_CLIENT_SOURCE = Path(__file__).parent / "java" / "s3" / "LoopbackS3Client.java"
+S3_FILE_SYSTEM_CLASS = "LoopbackS3FileSystem"
 STARTUP_TIMEOUT_SECONDS = 180
 #: connections of each of the metastore's JDBC pools (see write_configuration)
 LOCK_POOL_SIZE = 256
@@ -48,11 +57,12 @@ rootLogger.appenderRef.console.ref = console
 """
 
 
-def start(workdir: Path) -> RunningServer:
+def start(workdir: Path, s3_endpoint: str | None = None) -> RunningServer:
+    """Start the metastore; with `s3_endpoint`, its S3 table locations are on that store."""
     java, javac = jdk_tools()
     jars = pyspark_jars()
     classes = compiled_launcher(javac, jars)
-    conf = write_configuration(workdir)
+    conf = write_configuration(workdir, s3_endpoint)
     ports_file = workdir / "ports"
     argv = [
         java,
@@ -93,21 +103,22 @@ def pyspark_jars() -> Path:
 
 
 def compiled_launcher(javac: str, jars: Path) -> Path:
-    """The launcher's class directory, compiled once per (source, jar set)."""
-    key = hashlib.sha256(LAUNCHER_SOURCE.read_bytes())
+    """The launcher's class directory, compiled once per (sources, jar set)."""
+    sources = [LAUNCHER_SOURCE, S3_FILE_SYSTEM_SOURCE, S3_CLIENT_SOURCE]
+    key = hashlib.sha256(b"".join(source.read_bytes() for source in sources))
     key.update("\n".join(sorted(jar.name for jar in jars.glob("*.jar"))).encode())
     classes = CACHE_DIR / "hms-launcher" / key.hexdigest()[:16]
-    if (classes / f"{LAUNCHER_CLASS}.class").exists():
+    if all((classes / f"{name}.class").exists() for name in (LAUNCHER_CLASS, S3_FILE_SYSTEM_CLASS)):
         return classes
     classes.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix="building-", dir=classes.parent))
     compiled = subprocess.run(
         [javac, "-nowarn", "-encoding", "UTF-8", "-cp", str(jars / "*"), "-d", str(building),
-         str(LAUNCHER_SOURCE)],
+         *map(str, sources)],
         capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if compiled.returncode != 0:
         shutil.rmtree(building, ignore_errors=True)
-        raise RuntimeError(f"javac failed for {LAUNCHER_SOURCE}:\n{compiled.stderr}")
+        raise RuntimeError(f"javac failed for {', '.join(map(str, sources))}:\n{compiled.stderr}")
     try:
         building.rename(classes)
     except OSError:  # another session finished the same build first
@@ -115,8 +126,9 @@ def compiled_launcher(javac: str, jars: Path) -> Path:
     return classes
 
 
-def write_configuration(workdir: Path) -> Path:
-    """hive-site.xml and log4j2.properties for a metastore living entirely in `workdir`."""
+def write_configuration(workdir: Path, s3_endpoint: str | None = None) -> Path:
+    """hive-site.xml and log4j2.properties for a metastore living entirely in `workdir`
+    (its S3 locations on `s3_endpoint`, with the store's test credentials)."""
     conf = workdir / "conf"
     conf.mkdir(exist_ok=True)
     settings = {
@@ -132,6 +144,15 @@ def write_configuration(workdir: Path) -> Path:
         # for 30 s as soon as a few dozen lock calls arrive at once
         "datanucleus.connectionPool.maxPoolSize": str(LOCK_POOL_SIZE),
     }
+    if s3_endpoint:
+        from tests.servers import s3
+
+        settings |= {
+            "fs.s3.impl": S3_FILE_SYSTEM_CLASS, "fs.s3a.impl": S3_FILE_SYSTEM_CLASS,
+            "fs.s3a.endpoint": s3_endpoint, "fs.s3a.endpoint.region": s3.REGION,
+            "fs.s3a.path.style.access": "true",
+            "fs.s3a.access.key": s3.ACCESS_KEY_ID, "fs.s3a.secret.key": s3.SECRET_ACCESS_KEY,
+        }
     properties = "".join(
         f"  <property><name>{escape(name)}</name><value>{escape(value)}</value></property>\n"
         for name, value in settings.items())

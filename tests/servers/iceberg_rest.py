@@ -34,7 +34,9 @@ WAREHOUSE = "lakehouse"
 PREFIX = "catalog-lakehouse"
 
 MAIN_CLASS = "org.apache.iceberg.rest.IcebergRestServer"
-SOURCES = sorted((Path(__file__).parent / "java" / "iceberg_rest").glob("*.java"))
+#: the server, and the S3 client its FileIO shares with the HMS launcher (hms.py)
+SOURCES = [*sorted((Path(__file__).parent / "java" / "iceberg_rest").glob("*.java")),
+           Path(__file__).parent / "java" / "s3" / "LoopbackS3Client.java"]
 ICEBERG_PACKAGE = "snowpark_connect_deps_iceberg"
 ICEBERG_JAR_GLOB = "iceberg-spark-runtime-3.5_2.13-*.jar"
 RELOCATION_RULE = "rule com.fasterxml.jackson.** org.apache.iceberg.shaded.com.fasterxml.jackson.@1\n"
@@ -66,7 +68,7 @@ JVM_OPTIONS = [
 
 def start(workdir: Path, *, prefix: str | None = PREFIX, announce_prefix: bool = True,
           token: str | None = None, credential: str | None = None,
-          catalog: str = "memory") -> RunningServer:
+          catalog: str = "memory", s3_endpoint: str | None = None) -> RunningServer:
     """Start an Iceberg REST catalog on 127.0.0.1 and wait until GET /v1/config answers.
 
     prefix: the {prefix} path segment of every catalog route (None: routes without one).
@@ -79,8 +81,14 @@ def start(workdir: Path, *, prefix: str | None = PREFIX, announce_prefix: bool =
         "jdbc" (upstream JdbcCatalog on SQLite: metadata files written at the table location,
         but it mangles namespace names containing '.'; see the docs). "jdbc" needs the Debian
         package libxerial-sqlite-jdbc-java.
+    s3_endpoint: with catalog="jdbc", the S3 store (tests/servers/s3.py, its test credentials)
+        where metadata files of s3:// and s3a:// tables are written, as iceberg-aws's S3FileIO
+        would write them (it needs the AWS SDK, which cannot be downloaded here); without it
+        they stay in memory.
     """
     _check_catalog(catalog)
+    if s3_endpoint and catalog != "jdbc":
+        raise ValueError("s3_endpoint needs catalog='jdbc' (InMemoryCatalog keeps metadata in memory)")
     build = build_server()
     workdir.mkdir(parents=True, exist_ok=True)
     warehouse_dir = workdir / "warehouse"
@@ -98,6 +106,11 @@ def start(workdir: Path, *, prefix: str | None = PREFIX, announce_prefix: bool =
         "credential": credential,
         "exit-on-stdin-eof": "true",
     }
+    if s3_endpoint:
+        from tests.servers import s3
+
+        options |= {"s3-endpoint": s3_endpoint, "s3-region": s3.REGION, "s3-access-key": s3.ACCESS_KEY_ID,
+                    "s3-secret-key": s3.SECRET_ACCESS_KEY}
     command = [_tool("java"), *JVM_OPTIONS, "-cp", os.pathsep.join(map(str, build.classpath)),
                MAIN_CLASS, *(f"--{name}={value}" for name, value in options.items() if value is not None)]
     log_path = workdir / "iceberg-rest.log"
@@ -126,6 +139,7 @@ def start(workdir: Path, *, prefix: str | None = PREFIX, announce_prefix: bool =
             "warehouse": WAREHOUSE,
             "prefix": prefix if announce_prefix else None,
             "catalog": catalog,
+            "s3_endpoint": s3_endpoint,
             "warehouse_dir": warehouse_dir,
             "token": token,
             "credential": credential,

@@ -54,6 +54,9 @@ CASES: list[tuple[str, str | bytes, str, int]] = [
      "    catalog: main\n    auth_token: dapi-0123456789\n", "secrets are only taken from the environment", 8),
     ("inline-storage-secret", "version: 1\nowner: t\nbackends:\n  lake:\n    type: dir\n    root: ./lake\n"
      "    storage: {aws_secret_access_key: abc}\n", "looks like a credential", 7),
+    ("inline-default-storage-secret", "version: 1\nowner: t\nstorage:\n  aws_access_key_id: AKIA0123\n"
+     "backends:\n  lake: {type: dir, root: ./lake}\n", "storage.aws_access_key_id: storage option "
+     "'aws_access_key_id' looks like a credential", 4),
     ("inline-url-password", "version: 1\nowner: t\nbackends:\n  uc:\n    type: unity\n"
      "    endpoint: http://admin:hunter22@uc.example:8080\n    catalog: main\n",
      "a URL with a password holds a secret: write the whole value as ${VARIABLE_NAME}", 6),

@@ -48,3 +48,34 @@ def test_a_bad_template_names_its_backend(tmp_path):
         connect_templates({"lake": {"type": "nope"}}, {})
     with pytest.raises(ConfigError, match="backend 'lake': invalid DirConfig configuration: root"):
         connect_templates({"lake": {"type": "dir"}}, {})
+
+
+DEFAULT_STORAGE = """\
+version: 1
+owner: team
+storage: {aws_region: eu-west-1, aws_endpoint: "http://127.0.0.1:9000", aws_secret_access_key: "${LS_TEST_SECRET}"}
+backends:
+  lake:
+    type: dir
+    root: ./lake
+    storage: {region: us-east-1}
+  other:
+    type: dir
+    root: ./other
+"""
+
+
+def test_the_manifest_default_storage_lies_under_each_backends_own(tmp_path):
+    path = tmp_path / "lance-sync.yaml"
+    path.write_text(DEFAULT_STORAGE)
+    state = load_manifest([str(path)], {"LS_TEST_SECRET": "s3cret"})
+    drivers = connect_backends(state.backends)
+    # the backend's `region` replaces the default's `aws_region`: one key per setting reaches pylance
+    assert drivers["lake"].storage_options() == {
+        "aws_endpoint": "http://127.0.0.1:9000", "aws_secret_access_key": "s3cret", "region": "us-east-1"}
+    assert drivers["other"].storage_options() == {
+        "aws_region": "eu-west-1", "aws_endpoint": "http://127.0.0.1:9000", "aws_secret_access_key": "s3cret"}
+    # a saved plan keeps the reference of the default's secret, not its value
+    assert state.backends["lake"].template["storage"]["aws_secret_access_key"] == "${LS_TEST_SECRET}"
+    again = connect_templates({"other": state.backends["other"].template}, {"LS_TEST_SECRET": "at-apply"})
+    assert again["other"].storage_options()["aws_secret_access_key"] == "at-apply"

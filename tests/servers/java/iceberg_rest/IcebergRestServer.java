@@ -13,7 +13,8 @@
  *
  * Options (all --name=value): port, warehouse-dir, catalog (jdbc|memory), jdbc-uri, warehouse,
  * prefix, announce-prefix (true|false), token, credential (client_id:client_secret), threads,
- * exit-on-stdin-eof (true|false).
+ * exit-on-stdin-eof (true|false), s3-endpoint, s3-region, s3-access-key, s3-secret-key (the
+ * JdbcCatalog's s3:// metadata files go to that store, see LocalFileIO).
  */
 package org.apache.iceberg.rest;
 
@@ -57,6 +58,7 @@ import org.apache.iceberg.exceptions.UnprocessableEntityException;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.inmemory.InMemoryCatalog;
 import org.apache.iceberg.jdbc.JdbcCatalog;
+import lancesync.testing.LoopbackS3Client;
 import org.apache.iceberg.rest.requests.CreateNamespaceRequest;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
 import org.apache.iceberg.rest.requests.RegisterTableRequest;
@@ -129,7 +131,9 @@ public final class IcebergRestServer {
     properties.put("jdbc.journal_mode", "WAL");
     properties.put("jdbc.busy_timeout", "30000");
     properties.put("jdbc.synchronous", "OFF");
-    JdbcCatalog jdbc = new JdbcCatalog(props -> new LocalFileIO(), null, true);
+    LoopbackS3Client s3 = options.s3Endpoint == null ? null
+        : new LoopbackS3Client(options.s3Endpoint, options.s3Region, options.s3AccessKey, options.s3SecretKey);
+    JdbcCatalog jdbc = new JdbcCatalog(props -> new LocalFileIO(s3), null, true);
     jdbc.initialize(options.warehouse, properties);
     return jdbc;
   }
@@ -561,6 +565,10 @@ public final class IcebergRestServer {
     String credential;
     int threads = 16;
     boolean exitOnStdinEof;
+    String s3Endpoint;
+    String s3Region = "us-east-1";
+    String s3AccessKey;
+    String s3SecretKey;
 
     boolean authRequired() {
       return token != null || credential != null;
@@ -587,6 +595,13 @@ public final class IcebergRestServer {
       options.credential = values.get("credential");
       options.threads = Integer.parseInt(values.getOrDefault("threads", "16"));
       options.exitOnStdinEof = Boolean.parseBoolean(values.get("exit-on-stdin-eof"));
+      options.s3Endpoint = values.get("s3-endpoint");
+      options.s3Region = values.getOrDefault("s3-region", options.s3Region);
+      options.s3AccessKey = values.get("s3-access-key");
+      options.s3SecretKey = values.get("s3-secret-key");
+      if (options.s3Endpoint != null && !"jdbc".equals(options.catalog)) {
+        throw new IllegalArgumentException("--s3-endpoint needs --catalog=jdbc (InMemoryCatalog keeps metadata in memory)");
+      }
       if ("jdbc".equals(options.catalog) && options.jdbcUri == null) {
         throw new IllegalArgumentException("--catalog=jdbc needs --jdbc-uri");
       }

@@ -1,0 +1,39 @@
+"""Storage options in layers: the environment, the manifest's default, a backend's own.
+
+A storage setting can have several keys (object_store takes `aws_endpoint`, `aws_endpoint_url`,
+`endpoint` and `endpoint_url` for one endpoint). A layer that sets a setting under any of its
+keys replaces what lower layers set under any other, so that no two keys of one setting reach a
+client, which would then pick one of them by its own rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: the keys of one setting (compared lower-case)
+SAME_SETTING: tuple[frozenset[str], ...] = (
+    frozenset({"aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url"}),
+    frozenset({"aws_region", "region", "aws_default_region"}),
+    frozenset({"aws_access_key_id", "access_key_id"}),
+    frozenset({"aws_secret_access_key", "secret_access_key"}),
+    frozenset({"aws_session_token", "session_token", "aws_token", "token"}),
+    frozenset({"allow_http", "aws_allow_http"}),
+)
+
+
+def setting_of(key: str) -> frozenset[str]:
+    """Every key that names the same setting as `key` (itself included)."""
+    lowered = key.lower()
+    return next((group for group in SAME_SETTING if lowered in group), frozenset({lowered}))
+
+
+def layered(*layers: Mapping[str, str] | None) -> dict[str, str]:
+    """The options of `layers`, lowest first: a layer's settings replace those of the layers
+    below it, whichever key names them."""
+    result: dict[str, str] = {}
+    for layer in layers:
+        for key, value in (layer or {}).items():
+            for other in [k for k in result if k.lower() in setting_of(key)]:
+                del result[other]
+            result[str(key)] = str(value)
+    return result
