@@ -215,10 +215,6 @@ def run_child(job: Job, workdir: Path) -> dict:
     output = workdir / f"child-{time.monotonic_ns()}.json"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))}
-    if job.conf and "spark.pyspark.python" in job.conf:
-        # PySpark 4.3 takes the Python its workers run from PYSPARK_PYTHON only (a SparkContext
-        # started from Python ignores spark.pyspark.python); lance-sync sets it for local[*] only
-        env["PYSPARK_PYTHON"] = job.conf["spark.pyspark.python"]
     result = subprocess.run([sys.executable, __file__, "--child", json.dumps(job.__dict__), str(output)],
                             env=env, cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
@@ -473,7 +469,8 @@ def servers(places: list[str], workdir: Path) -> Iterator[dict[str, Any]]:
 
 def cluster_conf() -> dict[str, str]:
     """What a driver on this machine needs to use the cluster: loopback, and executors that run
-    this interpreter and import lance_sync from this checkout."""
+    this interpreter and import lance_sync from this checkout (lance_sync.data.spark passes
+    spark.pyspark.python on as PYSPARK_PYTHON, which is what PySpark reads)."""
     return {"spark.pyspark.python": sys.executable, "spark.executorEnv.PYTHONPATH": str(PROJECT),
             "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
             "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
