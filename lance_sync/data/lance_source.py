@@ -26,9 +26,9 @@ Storage options travel as `storage.<key>` options (Spark lower-cases option keys
 
 With the option `source_files=parquet` (and a `schema`), the DataFrame's rows are not data: each
 names Parquet files, or row-group slices of one, as JSON `[[path, slice, slices], ...]`, and the
-task reads them itself with pyarrow (columns by name, ignoring case, and null where a file lacks
-one, as Spark's reader does). Everything else (casts, commit, abort, save modes) is the same.
-`materialize` uses it for plain Parquet sources: their rows then never go through the JVM.
+task reads them itself (file_source.read_parquet_units: columns as Spark's reader takes them).
+Everything else (casts, commit, abort, save modes) is the same. `materialize` uses it for plain
+Parquet sources: their rows then never go through the JVM.
 
 Reading: one Spark partition per fragment, all at the version seen when the scan was planned.
 Types Spark lacks are widened (see arrow_spark.spark_compatible).
@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING
 
 import lance
 import pyarrow as pa
-import pyarrow.parquet as pq
 from lance.fragment import FragmentMetadata, write_fragments
 from pyarrow import fs as pafs
 from pyspark.sql.datasource import (
@@ -81,8 +80,6 @@ SCHEMA_METADATA_OPTION = "schema_metadata"
 #: the rows name Parquet file slices for the tasks to read (see the module docstring)
 SOURCE_FILES_OPTION = "source_files"
 SOURCE_FILES_PARQUET = "parquet"
-#: rows per batch read from a source Parquet file
-SOURCE_BATCH_ROWS = 65_536
 STORAGE_OPTION_PREFIX = "storage."
 
 
@@ -245,7 +242,9 @@ class LanceWriter(DataSourceArrowWriter):
         if self.skip:
             return LanceCommitMessage([])
         if self.source_files:
-            batches = read_parquet_slices(iterator, self.schema)
+            from lance_sync.data.file_source import read_parquet_units
+
+            batches = read_parquet_units(iterator, self.schema)
         else:
             batches = (conform_batch(batch, self.schema) for batch in iterator)
         fragments = write_fragments(
@@ -321,35 +320,6 @@ class LanceWriter(DataSourceArrowWriter):
                 time.sleep(ABORT_SWEEP_SECONDS)
             if storage.info(leftover).type == pafs.FileType.Directory:
                 storage.filesystem.delete_dir(leftover)
-
-
-def read_parquet_slices(rows: Iterator[pa.RecordBatch], target: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """The rows of the Parquet file slices each input row names (SOURCE_FILES_OPTION), cast to
-    `target` as `conform_batch` casts Spark's batches."""
-    for batch in rows:
-        for units in batch.column(0).to_pylist():
-            for path, index, count in json.loads(units):
-                yield from _read_parquet_slice(pq.ParquetFile(path), index, count, target)
-
-
-def _read_parquet_slice(
-    parquet: pq.ParquetFile, index: int, count: int, target: pa.Schema
-) -> Iterator[pa.RecordBatch]:
-    """Slice `index` of `count` of a file: that share of its row groups, in order."""
-    groups = parquet.num_row_groups
-    row_groups = list(range(groups * index // count, groups * (index + 1) // count))
-    if not row_groups:
-        return
-    names = parquet.schema_arrow.names
-    by_lower = {name.lower(): name for name in reversed(names)}
-    # Spark's reader: columns by name, ignoring case (spark.sql.caseSensitive is off by default),
-    # and a column the file lacks reads as nulls
-    columns = {f.name: f.name if f.name in names else by_lower.get(f.name.lower()) for f in target}
-    present = [name for name in columns.values() if name is not None]
-    for data in parquet.iter_batches(SOURCE_BATCH_ROWS, row_groups=row_groups, columns=present):
-        arrays = [data.column(column).cast(f.type) if column is not None else pa.nulls(data.num_rows, f.type)
-                  for f, column in zip(target, columns.values(), strict=True)]
-        yield pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
 class LanceReader(DataSourceReader):

@@ -10,8 +10,8 @@ for (the embedded Spark and s3://), Python tasks read them (lance_sync.data.file
 Storage options go to the executors resolved (`effective_storage_options`): they do not share
 this process's environment.
 
-A plain Parquet source (see `plain_parquet_files`: local files Spark would list and read the
-same way, no reader options, no casts, no partition directories) on a classic session that sets
+A plain Parquet source (see file_source.plain_parquet_files: local files Spark would list and
+read the same way, no reader options, no casts, no partition directories) on a classic session that sets
 none of Spark's file or Parquet reading settings (`spark.sql.parquet.*`, ...) is read
 by the write tasks themselves: its files are grouped into tasks of about equal bytes, and each
 task reads its share with pyarrow and writes it (`source_files` in lance_source). Its rows never
@@ -23,23 +23,18 @@ other source, and every source over Spark Connect, is read by Spark.
 
 from __future__ import annotations
 
-import heapq
-import json
-import math
-import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyarrow import fs as pafs
 
 from lance_sync.arrow_types import parse_type
 from lance_sync.data.locations import inspect_location
 from lance_sync.data.spark import SparkSettings, get_spark, is_connect_session, spark_errors
 from lance_sync.data.storage import effective_storage_options, open_storage
-from lance_sync.locations import is_local, normalize_location
+from lance_sync.locations import normalize_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,9 +43,6 @@ SOURCE_FORMATS = ("parquet", "csv", "json", "lance")
 Mode = Literal["create", "overwrite"]
 #: Location statuses (see locations.py) each mode may write to.
 _WRITABLE = {"create": ("missing",), "overwrite": ("missing", "valid")}
-#: Parquet bytes a task reads at most when the tasks read the files (Spark's default
-#: spark.sql.files.maxPartitionBytes); there are always a multiple of the session's parallelism
-TASK_BYTES = 128 * 1024 * 1024
 
 
 class MaterializeError(RuntimeError):
@@ -73,10 +65,16 @@ def source_schema(
     plain Parquet source's (see the module docstring) is its first file's, as Spark would take
     it, and needs no Spark.
     """
+    from lance_sync.data.file_source import (
+        configures_file_reading,
+        parquet_schema,
+        plain_parquet_files,
+    )
+
     _check_source(source)
-    files = plain_parquet_files(source)
+    files = None if settings.is_connect or configures_file_reading(settings.conf) else plain_parquet_files(source)
     if files is not None:
-        return _file_schema(files[0])
+        return parquet_schema(files[0])
     with spark_errors(settings, f"cannot read the {source['format']} source {source['path']}"):
         read = _read_source(get_spark(settings), source, storage_options)
         return _dataset_schema(read, source, _casts(source, read.frame.columns), storage_options)
@@ -97,13 +95,7 @@ def materialize(
     lance_sync.data.datasets, which calls this); "overwrite" replaces a dataset (or creates
     one). With `owner`, the dataset carries that owner's record.
     """
-    from lance_sync.data.datasets import with_owner_record
-    from lance_sync.data.lance_source import (
-        FORMAT,
-        SOURCE_FILES_OPTION,
-        SOURCE_FILES_PARQUET,
-        lance_options,
-    )
+    from lance_sync.data.lance_source import FORMAT, lance_options
 
     if mode not in _WRITABLE:
         raise ValueError(f"mode must be create or overwrite, not {mode!r}")
@@ -112,29 +104,8 @@ def materialize(
     _check_source(source)
     with spark_errors(settings, f"cannot write {location} from {source['format']} {source['path']}"):
         spark = get_spark(settings)
-        files = None if is_connect_session(spark) or _configures_file_reading(spark) \
-            else plain_parquet_files(source)
-        if files is not None:  # the write tasks read the files: one row per task names its share
-            schema = _file_schema(files[0])
-            if target_schema is None:
-                target_schema = schema if owner is None else with_owner_record(schema, owner)
-            _check_columns(schema.names, target_schema)
-            sizes = [info.size or 0 for info in open_storage(files[0]).filesystem.get_file_info(files)]
-            groups = group_files(files, sizes, spark.sparkContext.defaultParallelism)
-            # a repartition of one partition's n rows into n partitions puts one row in each
-            frame = spark.createDataFrame(pa.table({"files": groups})).repartition(len(groups))
-            options = {**lance_options(target_schema, effective_storage_options(location, storage_options)),
-                       SOURCE_FILES_OPTION: SOURCE_FILES_PARQUET}
-        else:
-            read = _read_source(spark, source, storage_options)
-            casts = _casts(source, read.frame.columns)
-            if target_schema is None:
-                target_schema = _dataset_schema(read, source, casts, storage_options)
-                if owner is not None:
-                    target_schema = with_owner_record(target_schema, owner)
-            frame = _apply_casts(read.frame, casts)
-            _check_columns(frame.columns, target_schema)
-            options = lance_options(target_schema, effective_storage_options(location, storage_options))
+        frame, target_schema, options = _source_frame(spark, source, target_schema, owner, storage_options)
+        options.update(lance_options(target_schema, effective_storage_options(location, storage_options)))
         (
             frame.write.format(FORMAT)
             .mode("overwrite" if mode == "overwrite" else "errorifexists")
@@ -145,83 +116,42 @@ def materialize(
     return MaterializeResult(dataset.version, dataset.count_rows(), dataset.schema)
 
 
-def plain_parquet_files(source: dict) -> list[str] | None:
-    """The files of a plain Parquet source, sorted: exactly those Spark would read, and whose
-    first file gives the schema Spark would infer; None when only Spark can tell.
+def _source_frame(
+    spark: SparkSession, source: dict, target_schema: pa.Schema | None, owner: str | None,
+    storage_options: dict | None,
+) -> tuple[DataFrame, pa.Schema, dict[str, str]]:
+    """What the write job takes: its DataFrame, the dataset's schema (the source's unless one is
+    given, with `owner`'s record) and the writer options that say how to read the frame."""
+    from lance_sync.data.datasets import with_owner_record
+    from lance_sync.data.file_source import (
+        configures_file_reading,
+        group_files,
+        parquet_schema,
+        plain_parquet_files,
+    )
+    from lance_sync.data.lance_source import SOURCE_FILES_OPTION, SOURCE_FILES_PARQUET
 
-    Plain: local, no reader options and no casts; the path is one file, or a directory whose
-    entries are files and hidden entries (Spark's rule: a name starting with `.` or `_`), with
-    no Parquet summary file (`_metadata`, `_common_metadata`: Spark takes the schema from it).
-    Globs, subdirectories (partitions: Spark adds their columns) and column names that differ
-    only in case (Spark refuses them) are left to Spark.
-    """
-    path = source.get("path")
-    if source.get("format") != "parquet" or source.get("options") or source.get("casts") \
-            or not isinstance(path, str) or not is_local(path) or any(c in path for c in "*?[]{}"):
-        return None
-    location = normalize_location(path)
-    storage = open_storage(location)
-    kind = storage.info(location).type
-    if kind == pafs.FileType.File:
-        files = [location] if _visible(posixpath.basename(location)) else []
-    elif kind == pafs.FileType.Directory:
-        entries = storage.list_dir(location)
-        if any(_visible(e.base_name) and e.type != pafs.FileType.File
-               or e.base_name in _SUMMARY_FILES or _spark_may_list(e.base_name) for e in entries):
-            return None
-        files = sorted(e.path for e in entries if _visible(e.base_name))
+    files = None if is_connect_session(spark) or configures_file_reading(spark.conf.getAll) \
+        else plain_parquet_files(source)
+    if files is not None:  # the write tasks read the files: one row per task names its share
+        schema = parquet_schema(files[0])
+        columns = schema.names
+        sizes = [info.size or 0 for info in open_storage(files[0]).filesystem.get_file_info(files)]
+        groups = group_files(files, sizes, spark.sparkContext.defaultParallelism)
+        # a repartition of one partition's n rows into n partitions puts one row in each
+        frame = spark.createDataFrame(pa.table({"files": groups})).repartition(len(groups))
+        options = {SOURCE_FILES_OPTION: SOURCE_FILES_PARQUET}
     else:
-        return None
-    if not files:
-        return None
-    names = pq.read_schema(files[0]).names
-    return files if len({name.lower() for name in names}) == len(names) else None
-
-
-_SUMMARY_FILES = ("_metadata", "_common_metadata")
-#: settings of Spark's file and Parquet reading: a session that sets any reads with Spark
-_FILE_READING_CONF = ("spark.sql.parquet.", "spark.sql.files.", "spark.sql.caseSensitive",
-                      "spark.sql.legacy.parquet.")
-
-
-def _configures_file_reading(spark: SparkSession) -> bool:
-    """Whether the session sets how Spark reads files."""
-    return any(key.startswith(_FILE_READING_CONF) for key in spark.conf.getAll)
-
-
-def _visible(name: str) -> bool:
-    """Whether Spark's file listing reads a file of this name."""
-    return not name.startswith((".", "_"))
-
-
-def _spark_may_list(name: str) -> bool:
-    """Names Spark's listing treats apart (`_k=v`, `._COPYING_`): left to Spark."""
-    return (name.startswith("_") and "=" in name) or name.endswith("._COPYING_")
-
-
-def _file_schema(path: str) -> pa.Schema:
-    """A Parquet file's schema as Spark's reader gives it with the file's own types (see
-    _dataset_schema): names, types and nullability, no metadata."""
-    return pa.schema([pa.field(f.name, f.type, f.nullable) for f in pq.read_schema(path)])
-
-
-def group_files(paths: list[str], sizes: list[int], parallelism: int) -> list[str]:
-    """Files into tasks of about equal bytes: a multiple of `parallelism` tasks of at most
-    TASK_BYTES each, a file larger than a task's share split into slices of its row groups."""
-    total = sum(sizes)
-    tasks = parallelism * max(1, math.ceil(total / (parallelism * TASK_BYTES)))
-    share = total / tasks
-    units = []
-    for path, size in zip(paths, sizes, strict=True):
-        slices = max(1, math.ceil(size / share - 1e-9)) if share else 1
-        units += [(size / slices, [path, index, slices]) for index in range(slices)]
-    groups: list[list] = [[] for _ in range(min(tasks, len(units)))]
-    loads = [(0.0, group) for group in range(len(groups))]
-    for unit_size, unit in sorted(units, key=lambda u: -u[0]):  # largest first, to the least loaded
-        load, group = heapq.heappop(loads)
-        groups[group].append(unit)
-        heapq.heappush(loads, (load + unit_size, group))
-    return [json.dumps(group) for group in groups]
+        read = _read_source(spark, source, storage_options)
+        casts = _casts(source, read.frame.columns)
+        schema = _dataset_schema(read, source, casts, storage_options) if target_schema is None else None
+        frame = _apply_casts(read.frame, casts)
+        columns, options = frame.columns, {}
+    if target_schema is None:
+        assert schema is not None
+        target_schema = schema if owner is None else with_owner_record(schema, owner)
+    _check_columns(columns, target_schema)
+    return frame, target_schema, options
 
 
 def _check_location(location: str, mode: Mode, storage_options: dict | None, owner: str | None) -> None:

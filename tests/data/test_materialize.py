@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
@@ -12,20 +11,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from lance_sync.arrow_types import schema_from_columns
+from lance_sync.data import file_source
+from lance_sync.data.file_source import configures_file_reading, group_files, plain_parquet_files
 from lance_sync.data.lance_source import lance_options
-from lance_sync.data.materialize import (
-    MaterializeError,
-    group_files,
-    materialize,
-    plain_parquet_files,
-    source_schema,
-)
+from lance_sync.data.materialize import MaterializeError, materialize, source_schema
 from lance_sync.data.spark import SparkJobError
 from tests.data.tables import TYPED_SCHEMA, data_files, referenced_files, typed_table
 
 pytestmark = pytest.mark.spark
-#: the module (lance_sync.data.materialize is the function once lance_sync.data is imported)
-materialize_module = importlib.import_module("lance_sync.data.materialize")
 
 
 @pytest.fixture
@@ -213,7 +206,7 @@ def test_group_files_balances_bytes_and_slices_a_file_larger_than_a_share():
 
 
 def test_group_files_makes_tasks_of_at_most_task_bytes_in_multiples_of_the_parallelism(monkeypatch):
-    monkeypatch.setattr(materialize_module, "TASK_BYTES", 10)
+    monkeypatch.setattr(file_source, "TASK_BYTES", 10)
     groups = [json.loads(g) for g in group_files([f"f{i}" for i in range(9)], [6] * 9, 2)]
     assert len(groups) == 6  # 54 bytes: 6 tasks of 10 bytes at most, a multiple of 2
     assert sorted(len(group) for group in groups) == [1, 1, 1, 2, 2, 2]
@@ -259,10 +252,10 @@ def test_plain_parquet_files_are_what_spark_reads_and_nothing_spark_would_read_o
 
 
 def test_a_session_that_sets_how_spark_reads_files_reads_with_spark(spark):
-    assert not materialize_module._configures_file_reading(spark)
+    assert not configures_file_reading(spark.conf.getAll)
     spark.conf.set("spark.sql.parquet.binaryAsString", "true")
     try:
-        assert materialize_module._configures_file_reading(spark)
+        assert configures_file_reading(spark.conf.getAll)
     finally:
         spark.conf.unset("spark.sql.parquet.binaryAsString")
 
