@@ -19,16 +19,23 @@ directory with subdirectories needs recursiveFileLookup (partition directories a
 discovered). Unlike Spark, CSV and JSON types are inferred from the first file's first block by
 pyarrow (int64 rather than int, timestamps without a zone, JSON columns in file order), and a
 malformed row fails the read (Spark's FAILFAST): declare the schema or casts to pin types.
+
+A plain Parquet source on local files (`plain_parquet_files`) is read by the write tasks
+themselves instead (`materialize`): `group_files` shares its files, or row-group slices of
+them, among the tasks, and each task reads its share with `read_parquet_units`, the same Parquet
+reader the `lance_sync_files` format uses; its rows never pass through the JVM.
 """
 
 from __future__ import annotations
 
 import base64
 import fnmatch
+import heapq
 import json
+import math
 import posixpath
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +52,7 @@ from lance_sync.data.arrow_spark import conform_batch, spark_arrow_schema, to_sp
 from lance_sync.data.materialize import MaterializeError
 from lance_sync.data.spark import is_connect_session, spark_text
 from lance_sync.data.storage import Storage, effective_storage_options, open_storage
-from lance_sync.locations import normalize_location, scheme
+from lance_sync.locations import is_local, normalize_location, scheme
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,6 +73,16 @@ _ONLY_VALUES = {("csv", "mode"): "FAILFAST", ("json", "mode"): "FAILFAST", ("jso
 _GLOB = re.compile(r"[*?\[]")
 PLAN_OPTION = "plan"
 STORAGE_OPTION_PREFIX = "storage."
+#: Parquet bytes a write task reads at most when the tasks read the files (Spark's default
+#: spark.sql.files.maxPartitionBytes); there are always a multiple of the session's parallelism
+TASK_BYTES = 128 * 1024 * 1024
+#: rows per batch read from a Parquet file
+PARQUET_BATCH_ROWS = 65_536
+#: Parquet summary files: Spark takes the schema from them
+_SUMMARY_FILES = ("_metadata", "_common_metadata")
+#: settings of Spark's file and Parquet reading: a session that sets any reads with Spark
+_FILE_READING_CONF = ("spark.sql.parquet.", "spark.sql.files.", "spark.sql.caseSensitive",
+                      "spark.sql.legacy.parquet.")
 
 
 def reads_in_python(spark: SparkSession, path: str) -> bool:
@@ -278,7 +295,109 @@ class FileReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Runs in a Python task: one file, read into the plan's schema, in Spark's types."""
         storage = open_storage(partition.value, self.storage_options)
-        dataset = pa_ds.dataset(storage.path(normalize_location(partition.value)), schema=self.plan.schema,
-                                format=self.plan.spec.file_format(self.plan.schema), filesystem=storage.filesystem)
-        for batch in dataset.to_batches():
+        path = storage.path(normalize_location(partition.value))
+        if self.plan.spec.format == "parquet":
+            batches = _read_parquet_slice(pq.ParquetFile(path, filesystem=storage.filesystem), 0, 1, self.plan.schema)
+        else:
+            dataset = pa_ds.dataset(path, schema=self.plan.schema, format=self.plan.spec.file_format(self.plan.schema),
+                                    filesystem=storage.filesystem)
+            batches = dataset.to_batches()
+        for batch in batches:
             yield conform_batch(batch, self.batch_schema)
+
+
+def plain_parquet_files(source: dict) -> list[str] | None:
+    """The files of a plain Parquet source, sorted: exactly those Spark would read, and whose
+    first file gives the schema Spark would infer; None when only Spark can tell.
+
+    Plain: local, no reader options and no casts; the path is one file, or a directory whose
+    entries are files and hidden entries (Spark's rule: a name starting with `.` or `_`), with
+    no Parquet summary file (`_metadata`, `_common_metadata`: Spark takes the schema from it).
+    Globs, subdirectories (partitions: Spark adds their columns) and column names that differ
+    only in case (Spark refuses them) are left to Spark.
+    """
+    path = source.get("path")
+    if source.get("format") != "parquet" or source.get("options") or source.get("casts") \
+            or not isinstance(path, str) or not is_local(path) or any(c in path for c in "*?[]{}"):
+        return None
+    location = normalize_location(path)
+    storage = open_storage(location)
+    kind = storage.info(location).type
+    if kind == pafs.FileType.File:
+        files = [location] if _visible(posixpath.basename(location)) else []
+    elif kind == pafs.FileType.Directory:
+        entries = storage.list_dir(location)
+        if any(_visible(e.base_name) and e.type != pafs.FileType.File
+               or e.base_name in _SUMMARY_FILES or _spark_may_list(e.base_name) for e in entries):
+            return None
+        files = sorted(e.path for e in entries if _visible(e.base_name))
+    else:
+        return None
+    if not files:
+        return None
+    names = pq.read_schema(files[0]).names
+    return files if len({name.lower() for name in names}) == len(names) else None
+
+
+def configures_file_reading(conf: Iterable[str]) -> bool:
+    """Whether Spark settings (their keys) say how Spark reads files."""
+    return any(key.startswith(_FILE_READING_CONF) for key in conf)
+
+
+def _spark_may_list(name: str) -> bool:
+    """Names Spark's listing treats apart (`_k=v`, `._COPYING_`): left to Spark."""
+    return (name.startswith("_") and "=" in name) or name.endswith("._COPYING_")
+
+
+def parquet_schema(path: str) -> pa.Schema:
+    """A Parquet file's schema as Spark's reader gives it with the file's own types (as
+    materialize takes a source's types): names, types and nullability, no metadata."""
+    return pa.schema([pa.field(f.name, f.type, f.nullable) for f in pq.read_schema(path)])
+
+
+def group_files(paths: list[str], sizes: list[int], parallelism: int) -> list[str]:
+    """Files into tasks of about equal bytes: a multiple of `parallelism` tasks of at most
+    TASK_BYTES each, a file larger than a task's share split into slices of its row groups."""
+    total = sum(sizes)
+    tasks = parallelism * max(1, math.ceil(total / (parallelism * TASK_BYTES)))
+    share = total / tasks
+    units = []
+    for path, size in zip(paths, sizes, strict=True):
+        slices = max(1, math.ceil(size / share - 1e-9)) if share else 1
+        units += [(size / slices, [path, index, slices]) for index in range(slices)]
+    groups: list[list] = [[] for _ in range(min(tasks, len(units)))]
+    loads = [(0.0, group) for group in range(len(groups))]
+    for unit_size, unit in sorted(units, key=lambda u: -u[0]):  # largest first, to the least loaded
+        load, group = heapq.heappop(loads)
+        groups[group].append(unit)
+        heapq.heappush(loads, (load + unit_size, group))
+    return [json.dumps(group) for group in groups]
+
+
+def read_parquet_units(rows: Iterator[pa.RecordBatch], target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Runs in a write task: the rows of the Parquet file slices each input row names (a group of
+    `group_files`), in `target`'s columns and types."""
+    for batch in rows:
+        for units in batch.column(0).to_pylist():
+            for path, index, count in json.loads(units):
+                yield from _read_parquet_slice(pq.ParquetFile(path), index, count, target)
+
+
+def _read_parquet_slice(
+    parquet: pq.ParquetFile, index: int, count: int, target: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """Slice `index` of `count` of a file (that share of its row groups, in order) as Spark's
+    reader takes it into `target`: columns by name, ignoring case (spark.sql.caseSensitive is off
+    by default), a column the file lacks as nulls, cast to `target`'s types."""
+    groups = parquet.num_row_groups
+    row_groups = list(range(groups * index // count, groups * (index + 1) // count))
+    if not row_groups:
+        return
+    names = parquet.schema_arrow.names
+    by_lower = {name.lower(): name for name in reversed(names)}
+    columns = {f.name: f.name if f.name in names else by_lower.get(f.name.lower()) for f in target}
+    present = [name for name in columns.values() if name is not None]
+    for data in parquet.iter_batches(PARQUET_BATCH_ROWS, row_groups=row_groups, columns=present):
+        arrays = [data.column(column).cast(f.type) if column is not None else pa.nulls(data.num_rows, f.type)
+                  for f, column in zip(target, columns.values(), strict=True)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=target)

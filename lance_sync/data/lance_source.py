@@ -24,6 +24,12 @@ The target schema is the `schema` option (JSON list of manifest columns, see `la
 else the existing dataset's schema when appending, else the Arrow form of the DataFrame schema.
 Storage options travel as `storage.<key>` options (Spark lower-cases option keys).
 
+With the option `source_files=parquet` (and a `schema`), the DataFrame's rows are not data: each
+names Parquet files, or row-group slices of one, as JSON `[[path, slice, slices], ...]`, and the
+task reads them itself (file_source.read_parquet_units: columns as Spark's reader takes them).
+Everything else (casts, commit, abort, save modes) is the same. `materialize` uses it for plain
+Parquet sources: their rows then never go through the JVM.
+
 Reading: one Spark partition per fragment, all at the version seen when the scan was planned.
 Types Spark lacks are widened (see arrow_spark.spark_compatible).
 """
@@ -71,6 +77,9 @@ ABORT_SWEEP_SECONDS = 0.5
 SCHEMA_OPTION = "schema"
 #: the target schema's metadata (JSON), which the columns of SCHEMA_OPTION do not carry
 SCHEMA_METADATA_OPTION = "schema_metadata"
+#: the rows name Parquet file slices for the tasks to read (see the module docstring)
+SOURCE_FILES_OPTION = "source_files"
+SOURCE_FILES_PARQUET = "parquet"
 STORAGE_OPTION_PREFIX = "storage."
 
 
@@ -154,6 +163,11 @@ class LanceDataSource(DataSource):
             raise LanceDatasetExistsError(
                 f"a Lance dataset already exists at {target.uri} (save mode ErrorIfExists): "
                 "write with mode 'append' or 'overwrite', or 'ignore' to leave it as it is")
+        source_files = self.options.get(SOURCE_FILES_OPTION)
+        if source_files not in (None, SOURCE_FILES_PARQUET):
+            raise ValueError(f"{SOURCE_FILES_OPTION} must be {SOURCE_FILES_PARQUET}, not {source_files!r}")
+        if source_files and SCHEMA_OPTION not in self.options:
+            raise ValueError(f"the option {SOURCE_FILES_OPTION} needs the option {SCHEMA_OPTION}")
         return LanceWriter(
             target=target,
             schema=self._target_schema(schema, existing, overwrite),
@@ -162,6 +176,7 @@ class LanceDataSource(DataSource):
             location_existed=existing is not None or target.location_exists(),
             save_mode=save_mode,
             skip=existing is not None and save_mode == save_modes.IGNORE,
+            source_files=source_files is not None,
         )
 
     def _target_schema(
@@ -191,6 +206,7 @@ class LanceWriter(DataSourceArrowWriter):
         location_existed: bool,
         save_mode: str | None = None,
         skip: bool = False,
+        source_files: bool = False,
     ) -> None:
         self.target = target
         self.schema = schema
@@ -202,6 +218,8 @@ class LanceWriter(DataSourceArrowWriter):
         #: Ignore met a dataset: the job's tasks still run (Spark plans them before asking the
         #: source) but write and commit nothing
         self.skip = skip
+        #: the rows name Parquet file slices to read (SOURCE_FILES_OPTION), not data
+        self.source_files = source_files
 
     @property
     def appends(self) -> bool:
@@ -223,7 +241,12 @@ class LanceWriter(DataSourceArrowWriter):
         """Runs on the executors: cast each batch to the target schema and write fragments."""
         if self.skip:
             return LanceCommitMessage([])
-        batches = (conform_batch(batch, self.schema) for batch in iterator)
+        if self.source_files:
+            from lance_sync.data.file_source import read_parquet_units
+
+            batches = read_parquet_units(iterator, self.schema)
+        else:
+            batches = (conform_batch(batch, self.schema) for batch in iterator)
         fragments = write_fragments(
             pa.RecordBatchReader.from_batches(self.schema, batches),
             self.target.uri,

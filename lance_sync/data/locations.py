@@ -23,7 +23,8 @@ off after its commit); the report carries any intent record it finds.
 Many locations often share a parent (a table per directory of one root): `inspect_locations`
 then lists each such parent once and knows every location absent from the listing to be
 missing without asking for it (one call instead of one per location; most of a plan's
-locations are missing while their tables are only declared).
+locations are missing while their tables are only declared), and whether each present one is
+a file or a directory (on an object store, asking costs a request or two per location).
 """
 
 from __future__ import annotations
@@ -75,12 +76,18 @@ class LocationReport:
     intent: WriteIntent | None = None
 
 
-def inspect_location(uri: str, storage_options: dict | None = None) -> LocationReport:
-    """Classify one location and, for a valid dataset, read its version, rows and columns."""
+def inspect_location(
+    uri: str, storage_options: dict | None = None, *, listed_as: pafs.FileType | None = None
+) -> LocationReport:
+    """Classify one location and, for a valid dataset, read its version, rows and columns.
+
+    `listed_as`: the location's type in a listing of its parent made just before, which spares
+    asking for it.
+    """
     try:
         location = normalize_location(uri)
         storage = open_storage(location, storage_options)
-        status, reason, intent = _classify(storage, storage.path(location))
+        status, reason, intent = _classify(storage, storage.path(location), listed_as)
     except Exception as e:  # any storage failure: report it, never guess "missing"
         return LocationReport(uri, "unreachable", error=_describe(e))
     if status is not None:
@@ -90,10 +97,13 @@ def inspect_location(uri: str, storage_options: dict | None = None) -> LocationR
     return report
 
 
-def _classify(storage: Storage, path: str) -> tuple[Status | None, str | None, WriteIntent | None]:
+def _classify(
+    storage: Storage, path: str, kind: pafs.FileType | None = None
+) -> tuple[Status | None, str | None, WriteIntent | None]:
     """What the filesystem says: a status, why, and the intent record at the location; the
-    status is None if pylance must judge."""
-    kind = storage.info(path).type
+    status is None if pylance must judge. `kind`: the location's type, if known already."""
+    if kind is None:
+        kind = storage.info(path).type
     if kind == pafs.FileType.NotFound:
         return "missing", None, None
     if kind == pafs.FileType.File:
@@ -196,18 +206,21 @@ def _inspect_with_threads(
     if not uris:
         return []
     with ThreadPoolExecutor(max_workers=min(max_workers, len(uris))) as pool:
-        absent = _absent_from_parent_listings(uris, storage_options, pool)
-        present = [uri for uri in uris if uri not in absent]
-        inspected = dict(zip(present, pool.map(partial(inspect_location, storage_options=storage_options),
-                                               present), strict=True))
+        listed = _types_in_parent_listings(uris, storage_options, pool)
+        present = [uri for uri in uris if listed.get(uri) != pafs.FileType.NotFound]
+
+        def inspect(uri: str) -> LocationReport:
+            return inspect_location(uri, storage_options=storage_options, listed_as=listed.get(uri))
+
+        inspected = dict(zip(present, pool.map(inspect, present), strict=True))
     return [inspected[uri] if uri in inspected else LocationReport(uri, "missing") for uri in uris]
 
 
-def _absent_from_parent_listings(
+def _types_in_parent_listings(
     uris: list[str], storage_options: dict | None, pool: ThreadPoolExecutor
-) -> set[str]:
-    """The locations missing from a listing of their parent, for parents of at least
-    LIST_PARENT_AT locations; a parent that cannot be listed decides nothing."""
+) -> dict[str, pafs.FileType]:
+    """Each location's type in a listing of its parent (NotFound: absent from it), for parents
+    of at least LIST_PARENT_AT locations; a parent that cannot be listed decides nothing."""
     by_parent: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for uri in uris:
         try:
@@ -221,15 +234,18 @@ def _absent_from_parent_listings(
     listed = [(parent, children) for (_, parent), children in by_parent.items()
               if len(children) >= LIST_PARENT_AT]
 
-    def absent(parent: str, children: list[tuple[str, str]]) -> list[str]:
+    def types(parent: str, children: list[tuple[str, str]]) -> list[tuple[str, pafs.FileType]]:
         try:
             storage = open_storage(parent, storage_options)
-            names = {info.base_name for info in storage.list_dir(storage.path(parent))}
+            entries = storage.list_dir(storage.path(parent))
         except Exception:  # noqa: BLE001 - each location is then asked for on its own
             return []
-        return [uri for uri, name in children if name not in names]
+        # on an object store a name can be an object and a prefix at once: an object, as `info` says
+        kinds = {info.base_name: info.type for info in entries if info.type != pafs.FileType.File}
+        kinds.update({info.base_name: info.type for info in entries if info.type == pafs.FileType.File})
+        return [(uri, kinds.get(name, pafs.FileType.NotFound)) for uri, name in children]
 
-    return {uri for found in pool.map(lambda item: absent(*item), listed) for uri in found}
+    return {uri: kind for found in pool.map(lambda item: types(*item), listed) for uri, kind in found}
 
 
 _REPORT_SCHEMA = pa.schema(
@@ -257,30 +273,37 @@ def _inspect_with_spark(
     settings: SparkSettings | None,
     max_workers: int,
 ) -> list[LocationReport]:
+    """One task per LOCATIONS_PER_TASK locations, neighbours in the sorted order of the URIs, so
+    that each task lists few parents (see _types_in_parent_listings)."""
     if not uris:
         return []
     spark = get_spark(settings)
-    tasks = -(-len(uris) // LOCATIONS_PER_TASK)
-    locations = spark.createDataFrame(pa.table({"position": range(len(uris)), "uri": uris}))
+    order = sorted(range(len(uris)), key=uris.__getitem__)
+    chunks = [order[start:start + LOCATIONS_PER_TASK] for start in range(0, len(order), LOCATIONS_PER_TASK)]
+    table = pa.table({"positions": chunks,
+                      "uris": [[uris[position] for position in chunk] for chunk in chunks]})
     inspect = partial(_inspect_batches, storage_options=shipped_storage_options(uris, storage_options),
                       max_workers=max_workers)
-    rows = locations.repartition(tasks).mapInArrow(inspect, _REPORT_DDL).toArrow()
+    # a repartition of one partition's n rows into n partitions puts one row in each
+    tasks = spark.createDataFrame(table).repartition(len(chunks))
+    rows = tasks.mapInArrow(inspect, _REPORT_DDL).toArrow()
     return [_report_from_row(row) for row in sorted(rows.to_pylist(), key=lambda r: r["position"])]
 
 
 def _inspect_batches(
     batches: Iterator[pa.RecordBatch], storage_options: dict | None, max_workers: int
 ) -> Iterator[pa.RecordBatch]:
-    """Runs in a Spark task: the thread-pool path over this task's locations."""
+    """Runs in a Spark task: the thread-pool path over each of this task's chunks of locations."""
     for batch in batches:
-        uris = batch.column("uri").to_pylist()
-        reports = _inspect_with_threads(uris, storage_options, max_workers)
-        rows = [
-            {**asdict(report), "position": position, "columns": json.dumps(report.columns),
-             "intent": report.intent.model_dump_json() if report.intent else None}
-            for position, report in zip(batch.column("position").to_pylist(), reports, strict=True)
-        ]
-        yield pa.RecordBatch.from_pylist(rows, schema=_REPORT_SCHEMA)
+        for positions, uris in zip(batch.column("positions").to_pylist(), batch.column("uris").to_pylist(),
+                                   strict=True):
+            reports = _inspect_with_threads(uris, storage_options, max_workers)
+            rows = [
+                {**asdict(report), "position": position, "columns": json.dumps(report.columns),
+                 "intent": report.intent.model_dump_json() if report.intent else None}
+                for position, report in zip(positions, reports, strict=True)
+            ]
+            yield pa.RecordBatch.from_pylist(rows, schema=_REPORT_SCHEMA)
 
 
 def _report_from_row(row: dict) -> LocationReport:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from pyarrow import fs as pafs
 
 from lance_sync.arrow_types import columns_from_schema
 from lance_sync.data import locations as locations_module
@@ -109,9 +110,14 @@ def test_a_shared_parent_is_listed_instead_of_asking_for_each_location(tmp_path,
     asked: list[str] = []
     inspect_one = locations_module.inspect_location
     monkeypatch.setattr(locations_module, "inspect_location",
-                        lambda uri, **options: asked.append(uri) or inspect_one(uri, **options))
+                        lambda uri, **options: asked.append((uri, options["listed_as"]))
+                        or inspect_one(uri, **options))
+    stat = locations_module.Storage.info
+    monkeypatch.setattr(locations_module.Storage, "info",
+                        lambda storage, path: asked.append(path) or stat(storage, path))
 
     reports = inspect_locations(missing + present, engine="threads")
 
     assert [r.status for r in reports] == ["missing"] * 20 + ["valid", "missing"]
-    assert sorted(asked) == sorted(present)
+    # asked for on their own, but not for their type: the listing told it
+    assert sorted(asked) == [(uri, pafs.FileType.Directory) for uri in sorted(present)]

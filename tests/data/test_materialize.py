@@ -11,8 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from lance_sync.arrow_types import schema_from_columns
+from lance_sync.data import file_source
+from lance_sync.data.file_source import configures_file_reading, group_files, plain_parquet_files
 from lance_sync.data.lance_source import lance_options
 from lance_sync.data.materialize import MaterializeError, materialize, source_schema
+from lance_sync.data.spark import SparkJobError
 from tests.data.tables import TYPED_SCHEMA, data_files, referenced_files, typed_table
 
 pytestmark = pytest.mark.spark
@@ -190,3 +193,130 @@ def test_an_empty_source_makes_an_empty_dataset(spark, spark_settings, tmp_path)
     result = materialize(source, str(location), None, "create", spark_settings)
     assert (result.version, result.row_count, result.schema) == (1, 0, TYPED_SCHEMA)
     assert spark.read.format("lance").load(str(location)).count() == 0
+
+
+# --- plain Parquet sources: the write tasks read the files themselves --------------------------------
+
+
+def test_group_files_balances_bytes_and_slices_a_file_larger_than_a_share():
+    groups = [json.loads(g) for g in group_files([f"f{i}" for i in range(5)], [10, 10, 10, 10, 20], 2)]
+    assert sorted(sum({"f4": 20}.get(path, 10) for path, _, _ in group) for group in groups) == [30, 30]
+    assert [json.loads(g) for g in group_files(["big"], [100], 2)] == [[["big", 0, 2]], [["big", 1, 2]]]
+    assert [json.loads(g) for g in group_files(["empty"], [0], 2)] == [[["empty", 0, 1]]]
+
+
+def test_group_files_makes_tasks_of_at_most_task_bytes_in_multiples_of_the_parallelism(monkeypatch):
+    monkeypatch.setattr(file_source, "TASK_BYTES", 10)
+    groups = [json.loads(g) for g in group_files([f"f{i}" for i in range(9)], [6] * 9, 2)]
+    assert len(groups) == 6  # 54 bytes: 6 tasks of 10 bytes at most, a multiple of 2
+    assert sorted(len(group) for group in groups) == [1, 1, 1, 2, 2, 2]
+
+
+def through_spark_rows(source: dict) -> dict:
+    """The same source, read by Spark's reader: any reader option makes materialize use it."""
+    return {**source, "options": {"mergeSchema": "false"}}
+
+
+def read_by_tasks(spark, source: dict) -> list[list] | None:
+    """The file slices each write task reads, or None when Spark reads the source."""
+    files = plain_parquet_files(source)
+    if files is None:
+        return None
+    groups = group_files(files, [Path(f).stat().st_size for f in files], spark.sparkContext.defaultParallelism)
+    return [json.loads(group) for group in groups]
+
+
+def test_plain_parquet_files_are_what_spark_reads_and_nothing_spark_would_read_otherwise(tmp_path):
+    (tmp_path / "src").mkdir()
+    for name in ("part-1.parquet", "part-0.parquet"):
+        pq.write_table(typed_table(2), tmp_path / "src" / name)
+    for hidden in ("_SUCCESS", ".part-0.parquet.crc"):
+        (tmp_path / "src" / hidden).write_text("")
+    (tmp_path / "src" / "_temporary").mkdir()
+    source = {"format": "parquet", "path": f"file://{tmp_path}/src/"}
+    assert plain_parquet_files(source) == [str(tmp_path / "src" / f"part-{i}.parquet") for i in (0, 1)]
+    one = str(tmp_path / "src" / "part-1.parquet")
+    assert plain_parquet_files({**source, "path": one}) == [one]
+    for other in ({"options": {"mergeSchema": "true"}}, {"casts": {"id": "int64"}}, {"format": "csv"},
+                  {"path": f"{tmp_path}/src/*.parquet"}, {"path": "s3://bucket/src"},
+                  {"path": str(tmp_path / "src" / "_SUCCESS")}, {"path": str(tmp_path / "nothing")}):
+        assert plain_parquet_files({**source, **other}) is None, other
+    (tmp_path / "src" / "_common_metadata").write_text("")  # Spark takes the schema from it
+    assert plain_parquet_files(source) is None
+    (tmp_path / "src" / "_common_metadata").unlink()
+    (tmp_path / "src" / "more").mkdir()  # Spark lists it, and looks for partitions
+    assert plain_parquet_files(source) is None
+    (tmp_path / "cases").mkdir()
+    pq.write_table(pa.table({"id": [1], "ID": [2]}), tmp_path / "cases" / "part-0.parquet")
+    assert plain_parquet_files({**source, "path": str(tmp_path / "cases")}) is None
+
+
+def test_a_session_that_sets_how_spark_reads_files_reads_with_spark(spark):
+    assert not configures_file_reading(spark.conf.getAll)
+    spark.conf.set("spark.sql.parquet.binaryAsString", "true")
+    try:
+        assert configures_file_reading(spark.conf.getAll)
+    finally:
+        spark.conf.unset("spark.sql.parquet.binaryAsString")
+
+
+def test_source_schema_of_a_plain_parquet_source_is_what_spark_infers(spark_settings, parquet_source):
+    assert source_schema(parquet_source, spark_settings) == TYPED_SCHEMA
+    assert source_schema(through_spark_rows(parquet_source), spark_settings) == TYPED_SCHEMA
+
+
+def test_the_tasks_read_a_plain_parquet_source_as_spark_would(spark, spark_settings, parquet_source, tmp_path):
+    assert len(read_by_tasks(spark, parquet_source)) == 2  # two files, local[2]
+    assert read_by_tasks(spark, through_spark_rows(parquet_source)) is None
+    direct = materialize(parquet_source, str(tmp_path / "direct.lance"), None, "create", spark_settings)
+    rows = materialize(through_spark_rows(parquet_source), str(tmp_path / "rows.lance"), None, "create",
+                       spark_settings)
+    assert (direct.version, direct.row_count, direct.schema) == (rows.version, rows.row_count, rows.schema)
+    assert sorted_rows(tmp_path / "direct.lance").equals(sorted_rows(tmp_path / "rows.lance"))
+    assert sorted_rows(tmp_path / "direct.lance").equals(typed_table(50))
+
+
+def test_one_file_is_split_by_row_groups_between_tasks(spark, spark_settings, tmp_path):
+    (tmp_path / "one").mkdir()
+    pq.write_table(typed_table(40), tmp_path / "one" / "part-0.parquet", row_group_size=10)
+    source = {"format": "parquet", "path": str(tmp_path / "one")}
+    assert [[unit[1:] for unit in group] for group in read_by_tasks(spark, source)] == [[[0, 2]], [[1, 2]]]
+    result = materialize(source, str(tmp_path / "t.lance"), None, "create", spark_settings)
+    assert result.row_count == 40
+    assert sorted_rows(tmp_path / "t.lance").equals(typed_table(40))
+
+
+def test_a_column_a_file_lacks_reads_as_nulls_as_in_spark(spark, spark_settings, tmp_path):
+    (tmp_path / "src").mkdir()
+    pq.write_table(typed_table(3), tmp_path / "src" / "part-0.parquet")
+    pq.write_table(typed_table(2, first_id=3).drop_columns(["name"]), tmp_path / "src" / "part-1.parquet")
+    source = {"format": "parquet", "path": str(tmp_path / "src")}
+    assert read_by_tasks(spark, source) is not None
+    materialize(source, str(tmp_path / "direct.lance"), TYPED_SCHEMA, "create", spark_settings)
+    materialize(through_spark_rows(source), str(tmp_path / "rows.lance"), TYPED_SCHEMA, "create", spark_settings)
+    direct = sorted_rows(tmp_path / "direct.lance")
+    assert direct.column("name").to_pylist() == ["row-0", "row-1", "row-2", None, None]
+    assert direct.equals(sorted_rows(tmp_path / "rows.lance"))
+
+
+def test_partition_columns_leave_the_reading_to_spark(spark, spark_settings, tmp_path):
+    for day in (1, 2):
+        (tmp_path / "src" / f"day={day}").mkdir(parents=True)
+        pq.write_table(typed_table(2, first_id=10 * day), tmp_path / "src" / f"day={day}" / "part-0.parquet")
+    source = {"format": "parquet", "path": str(tmp_path / "src")}
+    assert read_by_tasks(spark, source) is None
+    result = materialize(source, str(tmp_path / "t.lance"), None, "create", spark_settings)
+    assert (result.row_count, result.schema.names) == (4, [*TYPED_SCHEMA.names, "day"])
+
+
+def test_a_failed_write_of_files_read_by_the_tasks_leaves_nothing(spark, spark_settings, tmp_path):
+    (tmp_path / "src").mkdir()
+    pq.write_table(pa.table({"id": pa.array(range(100), pa.int64())}), tmp_path / "src" / "part-0.parquet")
+    pq.write_table(pa.table({"id": pa.array([5, -1], pa.int64())}), tmp_path / "src" / "part-1.parquet")
+    source = {"format": "parquet", "path": str(tmp_path / "src")}
+    assert len(read_by_tasks(spark, source)) == 2
+    location = tmp_path / "t.lance"
+    with pytest.raises(SparkJobError) as failure:
+        materialize(source, str(location), FAILING_SCHEMA.remove(1), "create", spark_settings)
+    assert "Integer value -1 not in range" in str(failure.value.__cause__)
+    assert not location.exists()
