@@ -14,7 +14,7 @@ owner and backend), the same guards for fresh, saved and rollback plans, the sam
 rollback plan. A failure raises a `lance_sync.errors.LanceSyncError` whose `exit_code` is the
 CLI's: `GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; catalog errors
 are `lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
-No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.secrets`).
+No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.model.secrets`).
 
 Each function builds the drivers it needs from the manifest (or the saved plan), or uses the
 `drivers` given, as `connect` returns them.
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from lance_sync.apply import (
+from lance_sync.apply.execute import (
     ApplyOptions,
     ApplyReport,
     Outcome,
@@ -40,18 +40,18 @@ from lance_sync.apply import (
     execute,
     touched_ids,
 )
+from lance_sync.apply.lease import Leases, lease_stores
 from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.drivers.base import SyncNamespace
-from lance_sync.errors import ExitCode, LanceSyncError
-from lance_sync.lease import Leases, lease_stores
 from lance_sync.manifest import load_manifest
-from lance_sync.manifest.desired import DesiredState
-from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
-from lance_sync.secrets import mask, mask_exception
+from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
+from lance_sync.model.desired import DesiredState
+from lance_sync.model.errors import ExitCode, LanceSyncError
+from lance_sync.model.secrets import mask, mask_exception
 
 if TYPE_CHECKING:
-    from lance_sync.data.locations import Engine
-    from lance_sync.verify import VerifyReport
+    from lance_sync.check.verify import VerifyReport
+    from lance_sync.data.inspection import Engine
 
 Drivers = dict[str, SyncNamespace]
 Progress = Callable[[str], None]
@@ -131,7 +131,7 @@ def load_plan(path: str | Path, policy_file: str | Path | None = None) -> Plan:
     saved = _read_plan(path)
     if policy_file is not None:
         from lance_sync.manifest import load_policy
-        from lance_sync.policy import enforce
+        from lance_sync.model.policy import enforce
 
         enforce(load_policy(str(policy_file), saved.backends), saved)
     return saved
@@ -263,7 +263,7 @@ def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = 
            drivers: Drivers | None = None, on_progress: Progress | None = None) -> VerifyReport:
     """Check every table location in scope (`lance-sync verify`): `report.broken` lists what is not
     a valid Lance dataset, dangling registrations and catalog column drift."""
-    from lance_sync.verify import verify as run_verify
+    from lance_sync.check.verify import verify as run_verify
 
     return run_verify(state, drivers or connect(state), engine, spark, parallelism, on_progress)
 
@@ -273,7 +273,7 @@ def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: 
              storage_options: dict[str, str] | None = None, parallelism: int = 8,
              drivers: Drivers | None = None, on_progress: Progress | None = None) -> list[str]:
     """Lance datasets under `root` that no backend of the manifest registers (`lance-sync discover`)."""
-    from lance_sync.verify import discover as run_discover
+    from lance_sync.check.verify import discover as run_discover
 
     return run_discover(state, drivers or connect(state), root, engine, spark, storage_options,
                         parallelism, on_progress)

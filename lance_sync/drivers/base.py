@@ -19,7 +19,7 @@ can use it directly) plus what a reconciler needs beyond that interface:
 
 Requests are accepted as the generated models (pylance) or as any mapping of their fields
 (lancedb's core passes dicts): every public operation is wrapped once, here, by
-`lance_sync.drivers.requests`; an interface operation a driver lacks is UnsupportedOperation
+`lance_sync.drivers.support.requests`; an interface operation a driver lacks is UnsupportedOperation
 naming the operations it has.
 
 Request modes mean the same on every backend. `SyncNamespace` reads them once and each
@@ -47,7 +47,7 @@ names are the spec's property names. A driver is built from a configuration vali
 already (`Driver(config)`: the manifest's, see `lance_sync.drivers.connect_backends`) or from
 the flat string properties `lance_namespace.connect(name, properties)` passes
 (`storage.region`, `client.pool-size`), which it validates with the same model. Its secret
-values are registered for masking (`lance_sync.secrets`) as it is built.
+values are registered for masking (`lance_sync.model.secrets`) as it is built.
 """
 
 from __future__ import annotations
@@ -88,20 +88,20 @@ from lance_namespace.errors import (
 )
 from pydantic import SecretStr
 
-from lance_sync import secrets
+from lance_sync.drivers.leases import LeaseRegister, NamespaceLeaseRegister
+from lance_sync.drivers.support.paging import follow_pages
+from lance_sync.drivers.support.requests import OPERATIONS, accepting_mappings, unsupported
+from lance_sync.model import secrets
 
 # the configuration and identifier rules live in a module that validation imports without
 # the Lance Namespace client; drivers import them from here too
-from lance_sync.drivers.config import (  # noqa: F401 - re-exported
+from lance_sync.model.backend_config import (  # noqa: F401 - re-exported
     STORAGE_PREFIX,
     BackendConfig,
     BackendRules,
     Identifier,
     default_root,
 )
-from lance_sync.drivers.leases import LeaseRegister, NamespaceLeaseRegister
-from lance_sync.drivers.paging import follow_pages
-from lance_sync.drivers.requests import OPERATIONS, accepting_mappings, unsupported
 
 #: Lance request modes as `request_mode` spells them; the first of each is the default
 CREATE_MODES = ("create", "existok", "overwrite")

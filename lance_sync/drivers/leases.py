@@ -1,6 +1,6 @@
 """Lease registers: where a backend keeps an apply lease, and how it changes it safely.
 
-`lance_sync.lease` holds the protocol (who may take a lease, renewal, waiting, messages); a
+`lance_sync.apply.lease` holds the protocol (who may take a lease, renewal, waiting, messages); a
 register is the backend's primitive beneath it, one record that changes only by
 compare-and-swap:
 
@@ -48,7 +48,7 @@ from lance_namespace.errors import (
     NamespaceAlreadyExistsError,
 )
 
-from lance_sync.drivers.retry import backoff_seconds, is_transient, with_retries
+from lance_sync.drivers.support.retry import backoff_seconds, is_transient, with_retries
 
 if TYPE_CHECKING:
     from lance_sync.drivers.base import Identifier, SyncNamespace

@@ -1,6 +1,6 @@
 """Manifest loading: YAML with positions -> JSON Schema and models -> semantic checks.
 
-The loading modules are imported by the functions below, not here, so that `lance_sync.cli`
+The loading modules are imported by the functions below, not here, so that `lance_sync.cli.app`
 (which needs DEFAULT_MANIFEST) starts fast.
 
 A manifest without problems takes a faster road to the same desired state: plain YAML
@@ -18,8 +18,8 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lance_sync.manifest.desired import DesiredState
-    from lance_sync.policy import Policy
+    from lance_sync.model.desired import DesiredState
+    from lance_sync.model.policy import Policy
 
 DEFAULT_MANIFEST = "lance-sync.yaml"
 #: lance-sync's own files next to a manifest: apply journals, rollback plans, Spark's log
@@ -45,7 +45,6 @@ def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None
 
 def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str,
           allow_unset: bool) -> DesiredState:
-    from lance_sync.errors import ManifestError, ManifestErrors
     from lance_sync.manifest.loader import (
         NotPlain,
         load_document,
@@ -54,6 +53,7 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
     )
     from lance_sync.manifest.semantic import build_desired_state
     from lance_sync.manifest.validate import validate_strictly, validate_structure
+    from lance_sync.model.errors import ManifestError, ManifestErrors
 
     try:  # a variable that is not set is a problem here too: the full road records it
         document = merge_documents([load_plain_document(path, environ) for path in paths])
@@ -85,8 +85,8 @@ def load_policy(path: str, backends: Collection[str], environ: Mapping[str, str]
 
 
 def _with_file(manifest: Policy, from_file: Policy) -> Policy:
-    from lance_sync.errors import ManifestError, ManifestErrors
-    from lance_sync.policy import combine
+    from lance_sync.model.errors import ManifestError, ManifestErrors
+    from lance_sync.model.policy import combine
 
     names = {rule.name: rule for rule in manifest.rules}
     clashes = [ManifestError(f"rule '{rule.name}' is defined in the manifest too (at {names[rule.name].where})",

@@ -43,9 +43,9 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from lance_sync.errors import ManifestError, Position
 from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value
-from lance_sync.variables import REFERENCE
+from lance_sync.model.errors import ManifestError, Position
+from lance_sync.model.variables import REFERENCE
 
 #: A path into the data: mapping keys and list indices.
 DataPath = tuple[str | int, ...]

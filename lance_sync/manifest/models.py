@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal, Protocol, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
-from lance_sync.arrow_types import TypeSyntaxError, parse_type
 from lance_sync.drivers import available_drivers, backend_rules
-from lance_sync.drivers.config_types import TextValue
-from lance_sync.plan.model import ActionType
+from lance_sync.model.actions import ActionType
+from lance_sync.model.arrow_types import TypeSyntaxError, parse_type
+from lance_sync.model.config_types import TextValue
 
 SCHEMA_ID = "https://lance-sync.dev/schemas/manifest.schema.json"
 POLICY_SCHEMA_ID = "https://lance-sync.dev/schemas/policy.schema.json"

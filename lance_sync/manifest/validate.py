@@ -32,8 +32,6 @@ from pydantic import ValidationError as ModelError
 from pydantic_core import ErrorDetails
 
 from lance_sync.drivers import available_drivers
-from lance_sync.drivers.config import STORAGE_PREFIX
-from lance_sync.errors import ManifestError, ManifestErrors
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
     Policy,
@@ -44,6 +42,8 @@ from lance_sync.manifest.models import (
     policy_json_schema,
 )
 from lance_sync.manifest.yaml_core import LeadingZero, yaml_1_1_value
+from lance_sync.model.backend_config import STORAGE_PREFIX
+from lance_sync.model.errors import ManifestError, ManifestErrors
 
 #: tried in turn in place of a backend setting whose variable is not set; the first one the
 #: backend's model accepts stands in (a name, a URL, a Thrift address, client_id:secret, a number)

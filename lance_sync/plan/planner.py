@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 
 from lance_sync import __version__
 from lance_sync.drivers.base import Capabilities, SyncNamespace
-from lance_sync.locations import shown_path
-from lance_sync.manifest.desired import DesiredState
-from lance_sync.observe import DEFAULT_PARALLELISM, LiveState, observe
+from lance_sync.model.actions import DatasetStatus, Plan, Scope
+from lance_sync.model.desired import DesiredState
+from lance_sync.model.locations import shown_path
+from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.plan.compare import Comparison, compare, removal_locations
-from lance_sync.plan.model import DatasetStatus, Plan, Scope
+from lance_sync.plan.observe import DEFAULT_PARALLELISM, LiveState, observe
 from lance_sync.plan.select import parse_targets, select_targets
-from lance_sync.policy import declared_subjects, enforce
 
 if TYPE_CHECKING:
-    from lance_sync.data.locations import LocationReport
+    from lance_sync.data.inspection import LocationReport
 
 Progress = Callable[[str], None]
 
@@ -64,7 +64,7 @@ def _storage_options(drivers: dict[str, SyncNamespace]) -> dict[str, tuple[tuple
 
 def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]],
              progress: Progress | None) -> dict[str, DatasetStatus]:
-    from lance_sync.data.locations import inspect_locations
+    from lance_sync.data.inspection import inspect_locations
 
     statuses = {}
     #: one status object for each distinct simple answer (a large plan's locations are mostly missing)

@@ -51,10 +51,11 @@ from lance_namespace.errors import (
 )
 from pymetastore.hive_metastore.ttypes import GetTableRequest, Table
 
-from lance_sync.drivers import hive3, register
+from lance_sync.drivers import register
 from lance_sync.drivers.base import Identifier
-from lance_sync.drivers.hive3 import Hive3Namespace
-from lance_sync.errors import ConfigError
+from lance_sync.drivers.hive3 import driver as hive3
+from lance_sync.drivers.hive3.driver import Hive3Namespace
+from lance_sync.model.errors import ConfigError
 from tests.conformance.harness_hive3 import Hive3Harness
 from tests.conformance.harness_hms import HmsHarness
 from tests.servers.base import RunningServer, free_port

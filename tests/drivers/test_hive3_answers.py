@@ -55,14 +55,14 @@ from thrift.Thrift import TException, TMessageType, TType
 from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TMemoryBuffer, TTransportException
 
-from lance_sync.drivers import hive3
-from lance_sync.drivers.hive3 import (
+from lance_sync.drivers.hive3 import driver as hive3
+from lance_sync.drivers.hive3.driver import (
     ANSWER_CHECKS,
     READ_CALLS,
     Hive3Namespace,
     MetastoreUnreachableError,
 )
-from lance_sync.drivers.retry import BadAnswerError, TransientError
+from lance_sync.drivers.support.retry import BadAnswerError, TransientError
 
 RETRIES = 3  # the driver's default client.max-retries
 

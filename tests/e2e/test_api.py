@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 from lance_sync import api
-from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestErrors
-from lance_sync.manifest.desired import DesiredState
-from lance_sync.plan.model import Plan
+from lance_sync.model.actions import Plan
+from lance_sync.model.desired import DesiredState
+from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestErrors
 from tests.e2e.test_cli_dir import Project
 
 

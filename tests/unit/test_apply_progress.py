@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lance_sync.cli import _ApplyProgress
+from lance_sync.cli.app import _ApplyProgress
 
 
 def outcome(status: str, error: str | None = None) -> SimpleNamespace:

@@ -7,8 +7,8 @@ import gc
 import pytest
 from click.testing import CliRunner
 
-from lance_sync import cli
-from lance_sync.errors import ManifestError
+from lance_sync.cli import app as cli
+from lance_sync.model.errors import ManifestError
 
 
 @pytest.mark.parametrize(("command", "collecting"), [("plan", False), ("validate", False), ("reconcile", True)])

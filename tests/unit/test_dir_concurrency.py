@@ -37,10 +37,10 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-from lance_sync.drivers import dir as dir_driver
 from lance_sync.drivers import register
-from lance_sync.drivers.dir import DirNamespace
-from lance_sync.marks import OWNER_KEY
+from lance_sync.drivers.dir import driver as dir_driver
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.model.marks import OWNER_KEY
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
 
-#: never imported by `import lance_sync.cli` (so not by --help or shell completion)
+#: never imported by `import lance_sync.cli.app` (so not by --help or shell completion)
 HEAVY = ["lance_namespace", "lance", "pyarrow", "pyspark", "pydantic", "jsonschema", "requests", "boto3",
          "thrift", "pandas", "numpy"]
 #: never imported by `validate` (the JSON Schema, pydantic and pyarrow's type names are its work)
@@ -33,12 +33,12 @@ def imported_after(code: str) -> set[str]:
 
 
 def test_the_command_line_module_imports_no_heavy_package():
-    loaded = imported_after("import lance_sync.cli")
+    loaded = imported_after("import lance_sync.cli.app")
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
 def test_validate_imports_no_driver_client_and_no_spark():
-    loaded = imported_after("from lance_sync.cli import main\n"
+    loaded = imported_after("from lance_sync.cli.app import main\n"
                             "try:\n"
                             f"    main(['validate', '-f', {str(QUICKSTART)!r}])\n"
                             "except SystemExit as done:\n"

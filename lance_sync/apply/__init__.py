@@ -1,0 +1,2 @@
+"""Changing catalogs: leases, guards against live state, the executor and its journal, rollback,
+and the reconcile loop that applies unattended."""
