@@ -42,19 +42,18 @@ from lance_sync.apply.execute import (
 )
 from lance_sync.apply.lease import Leases, lease_stores
 from lance_sync.drivers import connect_backends, connect_templates
-from lance_sync.drivers.base import SyncNamespace
+from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, LanceSyncError
 from lance_sync.model.secrets import mask, mask_exception
+from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 
 if TYPE_CHECKING:
     from lance_sync.check.verify import VerifyReport
     from lance_sync.data.inspection import Engine
 
-Drivers = dict[str, SyncNamespace]
-Progress = Callable[[str], None]
 ApplyStatus = Literal["no_changes", "dry_run", "applied", "partly_failed"]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,7 +95,7 @@ def connect(source: DesiredState | Plan) -> Drivers:
 
 
 @_masking_errors
-def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = False, parallelism: int = 8,
+def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
          drivers: Drivers | None = None, on_progress: Progress | None = None) -> Plan:
     """What apply would change (`lance-sync plan`), checked against the manifest's policy:
     `targets` (BACKEND:ID globs) limit it to those objects and what they need; `scan_all` lists
@@ -192,7 +191,7 @@ class ApplyResult:
 @_masking_errors
 def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replace: bool = False,
           dry_run: bool = False, lock_timeout: float = 0, targets: Sequence[str] = (), scan_all: bool = False,
-          parallelism: int = 8, spark: str | None = None, state_dir: str | Path | None = None,
+          parallelism: int = DEFAULT_PARALLELISM, spark: str | None = None, state_dir: str | Path | None = None,
           drivers: Drivers | None = None, hooks: ApplyHooks | None = None) -> ApplyResult:
     """Carry out a fresh plan of a manifest (`target` a DesiredState: planned while this apply
     holds the leases, limited to `targets` if given) or a saved or rollback plan (`target` a
@@ -259,7 +258,7 @@ class _Run:
 
 
 @_masking_errors
-def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = None, parallelism: int = 8,
+def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = None, parallelism: int = DEFAULT_PARALLELISM,
            drivers: Drivers | None = None, on_progress: Progress | None = None) -> VerifyReport:
     """Check every table location in scope (`lance-sync verify`): `report.broken` lists what is not
     a valid Lance dataset, dangling registrations and catalog column drift."""
@@ -270,7 +269,7 @@ def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = 
 
 @_masking_errors
 def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: str | None = None,
-             storage_options: dict[str, str] | None = None, parallelism: int = 8,
+             storage_options: dict[str, str] | None = None, parallelism: int = DEFAULT_PARALLELISM,
              drivers: Drivers | None = None, on_progress: Progress | None = None) -> list[str]:
     """Lance datasets under `root` that no backend of the manifest registers (`lance-sync discover`)."""
     from lance_sync.check.verify import discover as run_discover

@@ -46,7 +46,7 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-from lance_sync.drivers.base import Identifier, SyncNamespace, TableInfo
+from lance_sync.drivers.base import Drivers, Identifier, SyncNamespace, TableInfo
 from lance_sync.drivers.support.retry import backoff_seconds, is_transient
 from lance_sync.model.actions import (
     Action,
@@ -63,6 +63,7 @@ from lance_sync.model.errors import ExitCode, GuardRefusal, PlanError
 from lance_sync.model.locations import LocationIndex, normalize_location, overlap_relation
 from lance_sync.model.marks import TABLE_TYPE_KEY, describe_dataset_owner, is_protected, owner_of
 from lance_sync.model.secrets import mask
+from lance_sync.model.shared import DEFAULT_PARALLELISM
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -90,7 +91,7 @@ class StopSignal(Protocol):
 class ApplyOptions:
     allow_drop: bool = False
     allow_replace: bool = False
-    parallelism: int = 4
+    parallelism: int = DEFAULT_PARALLELISM
     #: --spark value, for dataset writes that read a source
     spark: str | None = None
     #: where journals and rollback plans are written
@@ -154,8 +155,8 @@ def check_flags(plan: Plan, options: ApplyOptions) -> None:
                            "to allow it\n" + _listed([(a, None) for a in replacing]))
 
 
-def check_live(plan: Plan, drivers: dict[str, SyncNamespace], *, include_creates: bool = True,
-               parallelism: int = 8) -> None:
+def check_live(plan: Plan, drivers: Drivers, *, include_creates: bool = True,
+               parallelism: int = DEFAULT_PARALLELISM) -> None:
     """Refuse when an object an action touches changed since the plan, or may not be touched.
 
     Creates are exclusive everywhere, so a fresh plan (read under the lease) skips them;
@@ -175,7 +176,7 @@ def check_live(plan: Plan, drivers: dict[str, SyncNamespace], *, include_creates
                            "`lance-sync plan` again\n" + _listed(stale))
 
 
-def _live_problem(action: Action, drivers: dict[str, SyncNamespace], owner: str) -> str | None:
+def _live_problem(action: Action, drivers: Drivers, owner: str) -> str | None:
     """STALE, a reason the action is forbidden, or None."""
     driver = drivers[action.backend]
     if action.kind == Kind.DATASET:
@@ -248,7 +249,7 @@ def _inspected(location: str | None, driver: SyncNamespace) -> LocationReport | 
     return report
 
 
-def _shared_data(plan: Plan, drivers: dict[str, SyncNamespace], parallelism: int) -> dict[str, str]:
+def _shared_data(plan: Plan, drivers: Drivers, parallelism: int) -> dict[str, str]:
     """For each action that deletes or rewrites data: why it is forbidden when a registration
     that is not the action's own points at, into or around its location. Every registration of
     every backend the plan names is read again, in every namespace (only when the plan
@@ -273,7 +274,7 @@ def _shared_data(plan: Plan, drivers: dict[str, SyncNamespace], parallelism: int
     return problems
 
 
-def _containers(plan: Plan, drivers: dict[str, SyncNamespace]) -> dict[str, set[Identifier]]:
+def _containers(plan: Plan, drivers: Drivers) -> dict[str, set[Identifier]]:
     """The first-level namespaces the plan names per backend (an Iceberg warehouse, a catalog),
     for backends whose root cannot be listed."""
     containers: dict[str, set[Identifier]] = defaultdict(set)
@@ -288,7 +289,7 @@ def _containers(plan: Plan, drivers: dict[str, SyncNamespace]) -> dict[str, set[
 
 
 def _registration_text(location: str, key: tuple[str, Identifier], info: TableInfo,
-                       drivers: dict[str, SyncNamespace]) -> str:
+                       drivers: Drivers) -> str:
     backend, id = key
     owner = owner_of(info.properties)
     whose = f"owner '{owner}'" if owner else "no lance-sync owner mark"
@@ -309,7 +310,7 @@ def _listed(items: Sequence[tuple[Action, str | None]]) -> str:
 class ActionRunner:
     """The backend calls of each (kind, verb); a retried write checked against the live object."""
 
-    def __init__(self, plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions, apply: str = ""):
+    def __init__(self, plan: Plan, drivers: Drivers, options: ApplyOptions, apply: str = ""):
         self.plan = plan
         self.drivers = drivers
         self.options = options
@@ -609,7 +610,7 @@ class Journal:
         self._file.close()
 
 
-def execute(plan: Plan, drivers: dict[str, SyncNamespace], options: ApplyOptions,
+def execute(plan: Plan, drivers: Drivers, options: ApplyOptions,
             on_done: Callable[[Outcome], None] | None = None, stop: StopSignal | None = None) -> ApplyReport:
     """Run every action of a checked plan; independent actions in parallel."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")

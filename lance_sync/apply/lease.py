@@ -37,15 +37,15 @@ from typing import TypeVar
 
 from lance_namespace.errors import LanceNamespaceError
 
-from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.drivers.base import Drivers, Identifier
 from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease
 from lance_sync.drivers.support.retry import backoff_seconds, is_transient, with_retries
 from lance_sync.model.errors import GuardRefusal, LanceSyncError
+from lance_sync.model.marks import LEASE_PREFIX
 
-__all__ = ["LeaseHeld", "LeaseRecord", "LeaseStore", "Leases", "current_leases", "is_lease_namespace",
+__all__ = ["LeaseHeld", "LeaseRecord", "LeaseStore", "Leases", "current_leases",
            "lease_name", "lease_stores", "unlock"]
 
-LEASE_PREFIX = "lance_sync_lease_"
 DEFAULT_DURATION_SECONDS = 120.0
 #: how often a waiting apply looks at the lease again
 POLL_SECONDS = 2.0
@@ -53,11 +53,6 @@ POLL_SECONDS = 2.0
 LEASE_RETRIES = 3
 
 T = TypeVar("T")
-
-
-def is_lease_namespace(id: Identifier) -> bool:
-    """Leases (and claims on them) are lance-sync's bookkeeping: never planned, listed or adopted."""
-    return bool(id) and id[-1].startswith(LEASE_PREFIX)
 
 
 def lease_name(owner: str) -> str:
@@ -76,7 +71,7 @@ class LeaseStore:
         self.label = f"backend '{backend}': {register.label}"
 
 
-def lease_stores(drivers: dict[str, SyncNamespace], touched: Mapping[str, Iterable[Identifier]],
+def lease_stores(drivers: Drivers, touched: Mapping[str, Iterable[Identifier]],
                  owner: str) -> list[LeaseStore]:
     """The leases an apply touching these ids needs, in canonical acquisition order."""
     name = lease_name(owner)

@@ -48,7 +48,7 @@ from lance_sync import __version__
 from lance_sync.apply.execute import ApplyOptions, check_flags, check_live, execute
 from lance_sync.apply.lease import LeaseHeld, Leases, lease_stores
 from lance_sync.drivers import connect_backends
-from lance_sync.drivers.base import SyncNamespace
+from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.model.actions import Action, Destruction, OmittedAction, Plan, PolicyViolation
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError
@@ -172,7 +172,7 @@ class _Cycle:
                 if callable(close):
                     close()
 
-    def _plan_and_apply(self, state: Any, drivers: dict[str, SyncNamespace], leases: Leases) -> CycleReport:
+    def _plan_and_apply(self, state: Any, drivers: Drivers, leases: Leases) -> CycleReport:
         options = self.settings.options
         allowed = state.policy.unattended_verbs
         whole = build_plan(state, drivers, options.parallelism, scan_all=self.settings.scan_all,

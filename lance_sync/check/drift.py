@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lance_sync import __version__
 from lance_sync.check.verify import catalog_schema_problem
-from lance_sync.drivers.base import SyncNamespace
+from lance_sync.drivers.base import Drivers
 from lance_sync.model.actions import (
     Action,
     Destruction,
@@ -45,11 +45,10 @@ from lance_sync.model.actions import (
 from lance_sync.model.arrow_types import column_drift, columns_from_schema, schema_from_columns
 from lance_sync.model.desired import DesiredState, DesiredTable
 from lance_sync.model.marks import MANAGED_KEYS, OWNER_KEY
+from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.plan.compare import Conflict, compare
 from lance_sync.plan.planner import Observation, assemble_plan, read_state
 from lance_sync.plan.render import MARKDOWN_LIMIT, SYMBOLS
-
-Progress = Callable[[str], None]
 
 
 class DriftKind(str, Enum):
@@ -110,12 +109,12 @@ class DriftReport(_Model):
         return {kind: count for kind, count in counts.items() if count}
 
 
-def drift_report(state: DesiredState, drivers: dict[str, SyncNamespace], parallelism: int = 8,
+def drift_report(state: DesiredState, drivers: Drivers, parallelism: int = DEFAULT_PARALLELISM,
                  progress: Progress | None = None, scan_all: bool = False) -> DriftReport:
     return report_drift(state, read_state(state, drivers, parallelism, progress, scan_all), drivers)
 
 
-def report_drift(state: DesiredState, observation: Observation, drivers: dict[str, SyncNamespace]) -> DriftReport:
+def report_drift(state: DesiredState, observation: Observation, drivers: Drivers) -> DriftReport:
     """The drift between a manifest and what was read: the plan's comparison, told by what differs."""
     comparison = compare(state, observation.live, observation.capabilities, observation.datasets, strict=False)
     plan = assemble_plan(state, observation, comparison)
@@ -132,7 +131,7 @@ class _Reader:
     """Turns a plan, its conflicts and the observation into drift items."""
 
     def __init__(self, state: DesiredState, observation: Observation, plan: Plan, conflicts: list[Conflict],
-                 drivers: dict[str, SyncNamespace]):
+                 drivers: Drivers):
         self.state = state
         self.observation = observation
         self.plan = plan

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lance_sync.drivers.base import SyncNamespace
+from lance_sync.drivers.base import Drivers, SyncNamespace
 from lance_sync.manifest import STATE_DIRECTORY
 from lance_sync.manifest.yaml_core import dump_yaml
 from lance_sync.model.arrow_types import (
@@ -29,13 +28,13 @@ from lance_sync.model.arrow_types import (
 )
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.locations import is_within, manifest_relative, normalize_location
+from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.model.storage_options import layered
 from lance_sync.plan.observe import observe
 
 if TYPE_CHECKING:
     from lance_sync.data.inspection import Engine
 
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -76,8 +75,8 @@ class VerifyReport:
                 "findings": [asdict(f) for f in self.findings]}
 
 
-def verify(state: DesiredState, drivers: dict[str, SyncNamespace], engine: Engine = "auto",
-           spark: str | None = None, parallelism: int = 8, progress: Progress | None = None) -> VerifyReport:
+def verify(state: DesiredState, drivers: Drivers, engine: Engine = "auto",
+           spark: str | None = None, parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None) -> VerifyReport:
     from lance_sync.data.inspection import choose_engine, inspect_locations
     from lance_sync.data.session import resolve_spark_settings
 
@@ -189,9 +188,9 @@ def render_verify(report: VerifyReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def discover(state: DesiredState, drivers: dict[str, SyncNamespace], root: str, engine: Engine = "auto",
+def discover(state: DesiredState, drivers: Drivers, root: str, engine: Engine = "auto",
              spark: str | None = None, storage_options: dict[str, str] | None = None,
-             parallelism: int = 8, progress: Progress | None = None) -> list[str]:
+             parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None) -> list[str]:
     """Lance dataset roots under `root` that no backend registers and no manifest table names.
 
     `storage_options` override, key by key, those the manifest gives the root

@@ -35,6 +35,7 @@ from lance_sync.model.secrets import (
     register,
     register_environment,
 )
+from lance_sync.model.shared import DEFAULT_PARALLELISM
 from lance_sync.model.variables import resolve_references
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def key_value_pairs(context: click.Context, parameter: click.Parameter, values: 
 
 
 def parallelism_option(command: Callable) -> Callable:
-    return click.option("--parallelism", type=click.IntRange(1, 256), default=16, show_default=True,
+    return click.option("--parallelism", type=click.IntRange(1, 256), default=DEFAULT_PARALLELISM, show_default=True,
                         help="Catalog calls in flight at once.")(command)
 
 

@@ -39,7 +39,7 @@ from lance_sync.model.errors import BackendUnavailable, ConfigError
 from lance_sync.model.variables import resolve_references
 
 if TYPE_CHECKING:
-    from lance_sync.drivers.base import SyncNamespace
+    from lance_sync.drivers.base import Drivers, SyncNamespace
     from lance_sync.model.backend_config import BackendConfig, BackendRules
 
 ENTRY_POINT_GROUP = "lance_namespace.impls"
@@ -138,26 +138,26 @@ def connect(backend_type: str, config: BackendConfig | Mapping[str, Any]) -> Syn
 
 
 class ConfiguredBackend(Protocol):
-    """A backend whose configuration is validated already (`manifest.desired.BackendSpec`)."""
+    """A backend whose configuration is validated already (`model.desired.BackendSpec`)."""
 
     @property
-    def driver_class(self) -> type[SyncNamespace]: ...
+    def type(self) -> str: ...
 
     @property
     def config(self) -> BackendConfig: ...
 
 
-def connect_backends(backends: Mapping[str, ConfiguredBackend]) -> dict[str, SyncNamespace]:
+def connect_backends(backends: Mapping[str, ConfiguredBackend]) -> Drivers:
     """A driver for each backend of a loaded manifest, from its validated configuration."""
     drivers = {}
     for name, backend in backends.items():
         with _naming(name):
-            drivers[name] = backend.driver_class(backend.config)
+            drivers[name] = driver_class(backend.type)(backend.config)
     return drivers
 
 
 def connect_templates(templates: Mapping[str, Mapping[str, Any]],
-                      environ: Mapping[str, str] | None = None) -> dict[str, SyncNamespace]:
+                      environ: Mapping[str, str] | None = None) -> Drivers:
     """A driver for each backend template (a saved plan's, `import --type`'s): `type` plus
     properties, where each value written `${VAR}` is read from the environment."""
     environ = os.environ if environ is None else environ

@@ -436,6 +436,10 @@ class SyncNamespace(BackendRules, LanceNamespace):
         return follow_pages(fetch)
 
 
+#: a command's drivers, by backend name
+Drivers = dict[str, SyncNamespace]
+
+
 def _adapt_operations(cls: type) -> None:
     """Each interface operation `cls` defines takes models or mappings (see the module
     docstring); on SyncNamespace itself, each one nobody implements is a clear refusal."""

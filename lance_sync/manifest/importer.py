@@ -15,14 +15,12 @@ from typing import Any
 
 from lance_namespace.errors import NamespaceNotFoundError
 
-from lance_sync.apply.lease import is_lease_namespace
 from lance_sync.drivers.base import STORAGE_PREFIX, Identifier, SyncNamespace
 from lance_sync.manifest.yaml_core import dump_yaml
 from lance_sync.model.errors import LanceSyncError
 from lance_sync.model.locations import is_local, manifest_relative, normalize_location
-from lance_sync.model.marks import is_protected, owner_of, unmanaged
-
-Progress = Callable[[str], None]
+from lance_sync.model.marks import is_lease_namespace, is_protected, owner_of, unmanaged
+from lance_sync.model.shared import Progress
 
 
 def backend_template(backend_type: str, properties: Mapping[str, str]) -> dict[str, Any]:

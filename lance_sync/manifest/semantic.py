@@ -19,12 +19,12 @@ from lance_sync.drivers import backend_rules
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
     RULE_CHECKS,
+    PolicyFile,
     PolicyRule,
     Table,
     ValidatedBackend,
     ValidatedManifest,
 )
-from lance_sync.manifest.models import Policy as PolicyModel
 from lance_sync.model.actions import Kind
 from lance_sync.model.backend_config import BackendRules, Identifier
 from lance_sync.model.desired import (
@@ -98,7 +98,7 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
     return state
 
 
-def build_policy(model: PolicyModel, document: Document, base_dir: str, backends: Collection[str]) -> Policy:
+def build_policy(model: PolicyFile, document: Document, base_dir: str, backends: Collection[str]) -> Policy:
     """Check a policy file (`--policy`) against the manifest's backends; ManifestErrors if not."""
     checker = _Checker(document, base_dir)
     policy = _policy(checker, model, (), backends)
@@ -397,7 +397,7 @@ def _check_locations(checker: _Checker, state: DesiredState) -> None:
 
 # --- policy ------------------------------------------------------------------------------------
 
-def _policy(checker: _Checker, model: PolicyModel, path: DataPath, backends: Collection[str]) -> Policy:
+def _policy(checker: _Checker, model: PolicyFile, path: DataPath, backends: Collection[str]) -> Policy:
     rules: list[Rule] = []
     names: dict[str, Position | None] = {}
     for index, entry in enumerate(model.rules):

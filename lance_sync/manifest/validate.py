@@ -34,7 +34,7 @@ from pydantic_core import ErrorDetails
 from lance_sync.drivers import available_drivers
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
-    Policy,
+    PolicyFile,
     ValidatedManifest,
     backend_models,
     manifest_json_schema,
@@ -111,11 +111,11 @@ def _stand_in_unset_settings(document: Document) -> None:
             break
 
 
-def validate_policy_structure(document: Document) -> Policy:
+def validate_policy_structure(document: Document) -> PolicyFile:
     """The policy model of a policy file (`--policy`), or ManifestErrors listing every problem."""
     _check_schema(_policy_validator(), document)
     try:
-        return Policy.model_validate(document.data)
+        return PolicyFile.model_validate(document.data)
     except ModelError as error:
         raise ManifestErrors(_sorted_unique(
             [p for p in (_model_problem(e, document) for e in error.errors()) if p is not None])) from None

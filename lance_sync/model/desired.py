@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lance_sync.model.backend_config import BackendConfig, BackendRules, Identifier
 from lance_sync.model.errors import Position
 from lance_sync.model.policy import Policy
-
-if TYPE_CHECKING:
-    from lance_sync.drivers.base import SyncNamespace
 
 
 @dataclass(frozen=True)
@@ -26,13 +23,6 @@ class BackendSpec:
     #: the backend's identifier rules (checked offline); the driver class inherits them
     # builtins.type: the field `type` above shadows the builtin inside this class
     rules: builtins.type[BackendRules]
-
-    @property
-    def driver_class(self) -> builtins.type[SyncNamespace]:
-        """The driver, imported on first use: validating a manifest never needs it."""
-        from lance_sync.drivers import driver_class
-
-        return driver_class(self.type)
 
     def format_id(self, id: Identifier) -> str:
         return self.rules.format_identifier(id)

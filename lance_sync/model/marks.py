@@ -21,6 +21,9 @@ MANAGED_KEYS = (OWNER_KEY, PROTECT_KEY, ON_REMOVE_KEY)
 #: every key under this prefix is lance-sync's; manifests cannot set them
 RESERVED_PREFIX = "lance_sync."
 
+#: the names of lance-sync's apply leases (lance_sync.apply.lease), which every stage skips
+LEASE_PREFIX = "lance_sync_lease_"
+
 #: the property that tells a Lance table from other tables of a catalog (every spec)
 TABLE_TYPE_KEY = "table_type"
 LANCE_TABLE_TYPE = "lance"
@@ -72,3 +75,8 @@ def lance_table_properties(properties: Mapping[str, str] | None) -> dict[str, st
 def unmanaged(properties: Mapping[str, str]) -> dict[str, str]:
     """Properties without lance-sync's marks and the table-type marker: what a user declared."""
     return {k: v for k, v in properties.items() if k not in MANAGED_KEYS and k != TABLE_TYPE_KEY}
+
+
+def is_lease_namespace(id: tuple[str, ...]) -> bool:
+    """Leases (and claims on them) are lance-sync's bookkeeping: never planned, listed or adopted."""
+    return bool(id) and id[-1].startswith(LEASE_PREFIX)

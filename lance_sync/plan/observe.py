@@ -30,26 +30,25 @@ from lance_namespace.errors import (
     UnsupportedOperationError,
 )
 
-from lance_sync.apply.lease import is_lease_namespace
 from lance_sync.drivers.base import (
     CatalogSnapshot,
+    Drivers,
     Identifier,
     NamespaceInfo,
-    SyncNamespace,
     TableInfo,
 )
 from lance_sync.drivers.support.retry import with_retries
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import LanceSyncError
 from lance_sync.model.locations import normalize_location
-from lance_sync.model.marks import owner_of
+from lance_sync.model.marks import is_lease_namespace, owner_of
+from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 
 ObjectKey = tuple[str, Identifier]
 #: times a failed read (a listing, a describe) is sent again beyond the driver's own retries
 READ_RETRIES = 2
 #: catalog calls in flight at once: reads wait on the network, not on the CPU, so more than
 #: the cores (16, as the native clients' baselines in bench/ use)
-DEFAULT_PARALLELISM = 16
 R = TypeVar("R")
 T = TypeVar("T")
 
@@ -73,8 +72,8 @@ class LiveState:
 
 
 class Observer:
-    def __init__(self, state: DesiredState, drivers: dict[str, SyncNamespace],
-                 parallelism: int = DEFAULT_PARALLELISM, on_progress: Callable[[str], None] | None = None,
+    def __init__(self, state: DesiredState, drivers: Drivers,
+                 parallelism: int = DEFAULT_PARALLELISM, on_progress: Progress | None = None,
                  scan_all: bool = False):
         self.state = state
         self.scan_all = scan_all
@@ -290,8 +289,8 @@ def _unless_gone(part: Callable[[], list[T]]) -> list[T]:
         return []
 
 
-def observe(state: DesiredState, drivers: dict[str, SyncNamespace],
-            parallelism: int = DEFAULT_PARALLELISM, on_progress: Callable[[str], None] | None = None,
+def observe(state: DesiredState, drivers: Drivers,
+            parallelism: int = DEFAULT_PARALLELISM, on_progress: Progress | None = None,
             scan_all: bool = False) -> LiveState:
     return Observer(state, drivers, parallelism, on_progress, scan_all).observe()
 
@@ -306,7 +305,7 @@ class Registrations:
     from_containers: dict[str, list[Identifier]] = field(default_factory=dict)
 
 
-def read_every_registration(drivers: dict[str, SyncNamespace], containers: dict[str, set[Identifier]],
+def read_every_registration(drivers: Drivers, containers: dict[str, set[Identifier]],
                             parallelism: int = DEFAULT_PARALLELISM) -> Registrations:
     """Every table of every namespace of each backend, read now: what apply checks before it
     deletes data, so that nothing else points at the location (one asset per path). A backend
@@ -316,7 +315,7 @@ def read_every_registration(drivers: dict[str, SyncNamespace], containers: dict[
 
 
 class _RegistrationWalk:
-    def __init__(self, drivers: dict[str, SyncNamespace], parallelism: int):
+    def __init__(self, drivers: Drivers, parallelism: int):
         self.drivers = drivers
         self.parallelism = max(1, parallelism)
         self.found = Registrations({})
