@@ -56,7 +56,7 @@ class TableIdentifier(Answer):
     name: StrictStr
 
 
-class ListTablesAnswer(Answer):
+class IcebergTablesAnswer(Answer):
     """ListTablesResponse."""
 
     identifiers: list[TableIdentifier]

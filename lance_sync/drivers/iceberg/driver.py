@@ -71,8 +71,8 @@ from lance_sync.drivers.base import (
 from lance_sync.drivers.iceberg.answers import (
     CatalogConfig,
     CommitTableAnswer,
+    IcebergTablesAnswer,
     ListNamespacesAnswer,
-    ListTablesAnswer,
     LoadTableAnswer,
     NamespaceAnswer,
     UpdateNamespacePropertiesAnswer,
@@ -385,7 +385,7 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
             return [], None
         path = self._namespace_path(warehouse, levels) + "/tables"
         page = self._send("GET", path, params={"pageToken": token, "pageSize": size},
-                          expect=ListTablesAnswer, meanings={404: NamespaceNotFoundError})
+                          expect=IcebergTablesAnswer, meanings={404: NamespaceNotFoundError})
         return [identifier.name for identifier in page.identifiers], page.next_page_token
 
     def _load_table(self, id: Iterable[str] | None) -> TableInfo:

@@ -136,7 +136,7 @@ class ListSchemasAnswer(Answer):
     next_page_token: StrictStr | None = None
 
 
-class ListTablesAnswer(Answer):
+class UnityTablesAnswer(Answer):
     """ListTablesResponse."""
 
     tables: list[TableAnswer]
@@ -374,8 +374,8 @@ class UnityNamespace(UnityRules, SyncNamespace):
             "catalog_name": self.catalog, "max_results": limit if limit is not None else PAGE_SIZE,
             "page_token": token})
 
-    def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> ListTablesAnswer:
-        return self.http.request("GET", "/tables", expect=ListTablesAnswer, params={
+    def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> UnityTablesAnswer:
+        return self.http.request("GET", "/tables", expect=UnityTablesAnswer, params={
             "catalog_name": catalog, "schema_name": schema,
             "max_results": limit if limit is not None else PAGE_SIZE, "page_token": token})
 
