@@ -1,7 +1,8 @@
 """Directory backend: pylance's DirectoryNamespace, with its quirks guarded.
 
 pylance keeps namespaces and tables in a `__manifest` Lance table under the root. This
-driver delegates to it and adds what lance-sync needs (see notes/lance-namespace.md):
+driver delegates to it and adds what lance-sync needs (docs/backends/dir.md, "What lance-sync
+adds to pylance's DirectoryNamespace", sets each pylance behaviour beside the driver's):
 
 - declaring into a namespace that does not exist fails (pylance accepts it);
 - a table can live at any location under the root (a relative location is taken from the
