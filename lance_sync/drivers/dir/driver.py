@@ -119,7 +119,8 @@ from lance_sync.model.locations import is_local, join_location, normalize_locati
 ROOT = "root"
 
 #: tries of one manifest write (the first included) while other processes' commits conflict
-#: with it; the waits between them follow retry.backoff_seconds (up to about 30 s in all)
+#: with it; the waits between them follow retry.backoff_seconds (jittered, growing and capped,
+#: so a write that keeps conflicting gives up after a bounded wait)
 COMMIT_ATTEMPTS = 8
 
 #: the driver's row writes each add a small fragment to the manifest (pylance's own writes
