@@ -122,7 +122,6 @@ from lance_sync.drivers.hive3.objects import (
     is_default_catalog,
     is_lance,
     lance_properties,
-    metastore_location,
     new_lance_table,
     principal_type,
     table_info,
@@ -130,6 +129,7 @@ from lance_sync.drivers.hive3.objects import (
 )
 from lance_sync.drivers.hive3.transport import MetastoreClient, MetastorePool
 from lance_sync.drivers.leases import LeaseRegister
+from lance_sync.drivers.support.locations import catalog_url
 from lance_sync.drivers.support.paging import check_page_limit, names_after, page_of_names
 from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import TABLE_TYPE_KEY
@@ -380,7 +380,7 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         location = join_location(self._root, properties.get(CATALOG_LOCATION)
                                  or f"{CATALOGS_DIRECTORY}/{name.lower()}")
         catalog = Catalog(name=name, description=properties.get(CATALOG_DESCRIPTION),
-                          locationUri=metastore_location(location))
+                          locationUri=catalog_url(location))
         try:
             self._catalog_call("create_catalog", CreateCatalogRequest(catalog=catalog))
         except AlreadyExistsException as error:
@@ -391,7 +391,7 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         check_catalog_properties(properties)
         location = properties.get(CATALOG_LOCATION)
         catalog = Catalog(name=name.lower(), description=properties.get(CATALOG_DESCRIPTION),
-                          locationUri=metastore_location(join_location(self._root, location))
+                          locationUri=catalog_url(join_location(self._root, location))
                           if location else None)
         try:
             self._catalog_call("alter_catalog", AlterCatalogRequest(name=name.lower(), newCat=catalog))
@@ -485,7 +485,7 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         location = properties.get(DATABASE_LOCATION)
         return Database(
             name=name, catalogName=catalog, description=properties.get(DATABASE_DESCRIPTION),
-            locationUri=metastore_location(join_location(self._root, location)) if location else None,
+            locationUri=catalog_url(join_location(self._root, location)) if location else None,
             ownerName=properties.get(DATABASE_OWNER),
             ownerType=principal_type(properties.get(DATABASE_OWNER_TYPE)),
             parameters={k: v for k, v in properties.items() if k not in DATABASE_FIELDS})

@@ -22,7 +22,8 @@ from pymetastore.hive_metastore.ttypes import (
 
 from lance_sync.drivers.base import Identifier, TableInfo
 from lance_sync.drivers.hive3.config import Hive3Rules
-from lance_sync.model.locations import is_local, normalize_location
+from lance_sync.drivers.support.locations import catalog_url
+from lance_sync.model.locations import normalize_location
 from lance_sync.model.marks import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, is_lance_table
 
 DEFAULT_CATALOG = "hive"
@@ -78,12 +79,6 @@ def database_ref(catalog: str, database: str) -> str:
     return database if is_default_catalog(catalog) else f"@{catalog}#{database}"
 
 
-def metastore_location(location: str) -> str:
-    """A normalized location as sent to HMS: a local path as a file: URI, since HMS would
-    otherwise place a bare path on its default file system."""
-    return f"file://{location}" if is_local(location) else location
-
-
 def table_location(table: Table) -> str | None:
     return normalize_location(table.sd.location) if table.sd and table.sd.location else None
 
@@ -132,7 +127,7 @@ def new_lance_table(catalog: str, database: str, name: str, location: str,
     return Table(
         tableName=name, dbName=database, catName=catalog, tableType=EXTERNAL_TABLE,
         partitionKeys=[], parameters={**properties, **LANCE_TABLE_PARAMETERS},
-        sd=StorageDescriptor(cols=[], location=metastore_location(location), compressed=False,
+        sd=StorageDescriptor(cols=[], location=catalog_url(location), compressed=False,
                              numBuckets=-1, serdeInfo=SerDeInfo(name=name, parameters={}),
                              bucketCols=[], sortCols=[], parameters={}))
 
