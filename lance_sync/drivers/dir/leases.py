@@ -150,22 +150,15 @@ class ManifestRowLeaseRegister(LeaseRegister):
         return StoredLease(record, text)
 
     def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
-        text = self._version(expected)
+        text = self.version_to_swap(expected)
         if text is None:
             return None
         written = self.driver._swap_metadata("namespace", self.id, text, record.to_properties())
         return StoredLease(record, written) if written is not None else None
 
     def remove(self, expected: StoredLease) -> bool:
-        text = self._version(expected)
+        text = self.version_to_swap(expected)
         return text is not None and self.driver._delete_row("namespace", self.id, text)
-
-    def _version(self, expected: StoredLease) -> str | None:
-        """The version to swap from; read when unknown (None: the lease is not `expected` now)."""
-        if expected.version:
-            return expected.version
-        current = self.read()
-        return current.version if current is not None and current.record == expected.record else None
 
 
 def _digest(text: str) -> str:

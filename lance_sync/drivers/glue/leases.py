@@ -87,7 +87,7 @@ class GlueLeaseRegister(TableLeaseRegister):
     def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
         if expected.version == PREVIOUS_FORMAT:
             return self.replace_previous_format(expected, record)
-        version = expected.version or self._version_of(expected)
+        version = self.version_to_swap(expected)
         if version is None:
             return None
         database = self._database()
@@ -99,11 +99,6 @@ class GlueLeaseRegister(TableLeaseRegister):
         except (ConcurrentModificationError, TableNotFoundError):
             return None
         return StoredLease(record, "")
-
-    def _version_of(self, expected: StoredLease) -> str | None:
-        """The VersionId of `expected`, read now; None when the lease is another record."""
-        current = self.read()
-        return current.version if current is not None and current.record == expected.record else None
 
     def _database(self) -> DatabaseRef:
         database = self.driver._namespace_refs(self.namespace)[0]
