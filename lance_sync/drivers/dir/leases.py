@@ -124,8 +124,8 @@ class ManifestRowLeaseRegister(LeaseRegister):
     """An apply lease as a namespace row of the manifest table of an object-store root (no file
     lock reaches there): a swap is one conditional row update, a removal one conditional row
     delete, each committed against the version it read and tried again on a fresh read while it
-    conflicts with other writers' commits (see the module docstring). The version is the row's
-    metadata text."""
+    conflicts with other writers' commits (see the docstring of `driver`). The version is the
+    row's metadata text."""
 
     def __init__(self, driver: DirNamespace, id: Identifier):
         super().__init__(f"{driver.namespace_id()} {list(id)}", id_text(id))

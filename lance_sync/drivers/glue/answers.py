@@ -46,8 +46,9 @@ BAD_ANSWER_RETRIES = 2
 
 
 class UnfitAnswer(Exception):
-    """A 2xx answer that does not fit its operation (`check_answer`); `_send` turns it into a
-    BadAnswerError naming the call. The message says what was wrong and shows the body."""
+    """A 2xx answer that does not fit its operation (`check_answer`); `GlueNamespace._send`
+    turns it into a BadAnswerError naming the call. The message says what was wrong and shows
+    the body."""
 
 
 def check_answer(operation_model: OperationModel, response_dict: dict[str, Any], **_: Any) -> None:

@@ -36,7 +36,8 @@ ErrorMeanings = Mapping[int, type[LanceNamespaceError]]
 
 
 class ErrorAnswer(InternalError):
-    """An error answer on its way to `_send`, which gives it its meaning for the call."""
+    """An error answer on its way to `IcebergNamespace._send`, which gives it its meaning for
+    the call."""
 
     def __init__(self, failure: HttpFailure):
         super().__init__(_describe(failure))
