@@ -20,9 +20,9 @@ lance-sync itself builds its drivers here: from a loaded manifest's validated co
 as a saved plan keeps them (`connect_templates`).
 
 This module imports no driver and not lance_namespace: manifest validation reads a backend's
-configuration model and identifier rules (`backend_rules`, from the light `<type>_config`
-modules) without loading the Lance Namespace client or a backend SDK; a driver module is
-imported when a driver is built.
+configuration model and identifier rules (`backend_rules`, from the light `<type>.config`
+modules) without loading the Lance Namespace client or a backend SDK; a backend's `driver`
+module (and the modules it is split into) is imported when a driver is built.
 """
 
 from __future__ import annotations

@@ -201,6 +201,14 @@ class LeaseRegister(ABC):
         register that keeps released records) a swap to the record marked released."""
         return self.swap(expected, expected.record.released_now()) is not None
 
+    def version_to_swap(self, expected: StoredLease) -> str | None:
+        """The version to swap `expected` from: its own, else (a register that wrote it without
+        learning the version) the version read now; None when the lease is no longer its record."""
+        if expected.version:
+            return expected.version
+        current = self.read()
+        return current.version if current is not None and current.record == expected.record else None
+
     def claimant(self, expected: StoredLease) -> LeaseRecord | None:
         """Who is replacing `expected` right now, where a register takes claims (its swap
         failed while `expected` is still the lease); None otherwise."""

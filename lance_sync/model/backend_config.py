@@ -3,9 +3,10 @@
 Manifest validation (`lance-sync validate`) checks a backend entry against its configuration
 model and its identifiers against its rules, offline; it needs neither the Lance Namespace
 client nor the backend's SDK. So each backend describes itself twice: a `BackendRules`
-subclass in a light module of its own (`<type>_config.py`, with the `BackendConfig` model),
-and the driver (`<type>.py`), a `SyncNamespace` that inherits those rules. Only the driver
-module imports `lance_namespace`, pyarrow, lance, boto3 or thrift.
+subclass in a light module of its own (`drivers/<type>/config.py`, with the `BackendConfig`
+model), and the driver (`drivers/<type>/driver.py`), a `SyncNamespace` that inherits those
+rules. Only the driver and the other modules of its package import `lance_namespace`,
+pyarrow, lance, boto3 or thrift.
 """
 
 from __future__ import annotations

@@ -47,12 +47,12 @@ from lance_namespace.errors import (
     ThrottlingError,
 )
 
-from lance_sync.drivers.glue.driver import (
+from lance_sync.drivers.glue.answers import (
     BAD_ANSWER_RETRIES,
     READ_OPERATIONS,
     REQUIRED_ANSWER_MEMBERS,
-    GlueNamespace,
 )
+from lance_sync.drivers.glue.driver import GlueNamespace
 from lance_sync.drivers.support.retry import BadAnswerError
 
 ACCOUNT = "123456789012"

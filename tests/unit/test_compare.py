@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
-from lance_sync.drivers.dir.driver import DirConfig, DirNamespace
+from lance_sync.drivers.dir.config import DirConfig
+from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.actions import DatasetStatus, Destruction, Kind, Reason, Verb, WriteIntent
 from lance_sync.model.desired import (
     BackendSpec,

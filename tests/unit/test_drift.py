@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from lance_sync.check.drift import DriftKind, DriftReport, render_drift, report_drift
 from lance_sync.cli.app import main
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
-from lance_sync.drivers.dir.driver import DirConfig, DirNamespace
+from lance_sync.drivers.dir.config import DirConfig
+from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.actions import DatasetStatus
 from lance_sync.model.desired import (
     BackendSpec,

@@ -25,7 +25,8 @@ from lance_sync.apply.lease import (
     unlock,
 )
 from lance_sync.cli.app import main
-from lance_sync.drivers.dir.driver import LEASE_DIRECTORY, DirNamespace, FileLeaseRegister
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.drivers.dir.leases import LEASE_DIRECTORY, FileLeaseRegister
 from lance_sync.drivers.leases import LeaseRecord, StoredLease
 
 OWNER = "team"

@@ -1,4 +1,5 @@
-"""The directory backend's configuration and identifier rules (offline; see drivers.config)."""
+"""The directory backend's configuration and identifier rules, read offline
+(see lance_sync.model.backend_config)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Directory backend: pylance's DirectoryNamespace, with its quirks guarded.
 
 pylance keeps namespaces and tables in a `__manifest` Lance table under the root. This
-driver delegates to it and adds what lance-sync needs (see notes/lance-namespace.md):
+driver delegates to it and adds what lance-sync needs (docs/backends/dir.md, "What lance-sync
+adds to pylance's DirectoryNamespace", sets each pylance behaviour beside the driver's):
 
 - declaring into a namespace that does not exist fails (pylance accepts it);
 - a table can live at any location under the root (a relative location is taken from the
@@ -20,13 +21,14 @@ object created or removed meanwhile gives the answer it would have given had it 
 Rows the driver writes are committed with Lance's own conflict retries off: a retry that
 Lance made by itself would not see the fresh state. Property updates are compare-and-swap:
 the update only matches the row if its properties are still those that were read. When
-conflicts persist, ConcurrentModificationError names the operation and the root.
+conflicts persist, ConcurrentModificationError names the operation and the root. The rows,
+and what a failed commit means, are `manifest`'s.
 
 Writes within one process go through one lock per driver: local directories gain nothing
 from concurrent commits to one table.
 
-Apply leases (lance_sync.apply.lease) live at the root: for a local root, as files under
-`_lance_sync_leases/` swapped under an exclusive file lock (`FileLeaseRegister`); for an
+Apply leases (lance_sync.apply.lease) live at the root (`leases`): for a local root, as files
+under `_lance_sync_leases/` swapped under an exclusive file lock (`FileLeaseRegister`); for an
 object-store root, as a namespace row of the manifest table swapped by a conditional row update
 (`ManifestRowLeaseRegister`).
 """
@@ -34,16 +36,10 @@ object-store root, as a namespace row of the manifest table swapped by a conditi
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import functools
-import hashlib
 import json
-import os
-import re
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -75,15 +71,12 @@ from lance_namespace import (
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
-    ErrorCode,
     InternalError,
     InvalidInputError,
     LanceNamespaceError,
-    NamespaceAlreadyExistsError,
     NamespaceNotFoundError,
     ServiceUnavailableError,
     TableAlreadyExistsError,
-    TableNotFoundError,
     UnsupportedOperationError,
 )
 
@@ -97,37 +90,42 @@ from lance_sync.drivers.base import (
     patched_properties,
 )
 from lance_sync.drivers.dir.config import DELIMITER, DirConfig, DirRules
-from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, not_a_lease
+from lance_sync.drivers.dir.leases import (
+    LEASE_DIRECTORY,
+    FileLeaseRegister,
+    ManifestRowLeaseRegister,
+)
+from lance_sync.drivers.dir.manifest import (
+    MANIFEST_COLUMNS,
+    MANIFEST_TABLE,
+    ROW_COLUMNS,
+    Raced,
+    Rows,
+    checked_id,
+    id_text,
+    is_commit_conflict,
+    metadata_of,
+    missing_error,
+    parsed_rows,
+    properties_of,
+    row_filter,
+    short_message,
+    sql_string,
+)
+from lance_sync.drivers.leases import LeaseRegister
 from lance_sync.drivers.support.retry import backoff_seconds
 from lance_sync.model.locations import is_local, join_location, normalize_location, relative_to
 
 ROOT = "root"
-MANIFEST_TABLE = "__manifest"
-#: where a local root keeps its apply leases, one `<lease name>.json` each
-LEASE_DIRECTORY = "_lance_sync_leases"
-_ROW_COLUMNS = ("object_id", "object_type", "location", "metadata")
-_MANIFEST_COLUMNS = frozenset(_ROW_COLUMNS)
-#: manifest rows as columns (pyarrow's to_pydict), the _ROW_COLUMNS of each row at one index
-_Rows = dict[str, list[Any]]
 
 #: tries of one manifest write (the first included) while other processes' commits conflict
-#: with it; the waits between them follow retry.backoff_seconds (up to about 30 s in all)
+#: with it; the waits between them follow retry.backoff_seconds (jittered, growing and capped,
+#: so a write that keeps conflicting gives up after a bounded wait)
 COMMIT_ATTEMPTS = 8
 
 #: the driver's row writes each add a small fragment to the manifest (pylance's own writes
 #: rewrite it whole); past this many fragments they are folded together after a write
 COMPACT_AT_FRAGMENTS = 32
-
-#: how Lance (pylance 14) words a commit that lost against another writer's commit:
-#: "Incompatible transaction: This Update transaction is incompatible with concurrent
-#: transaction Overwrite at version 64.", "Too many concurrent writers. Attempted 0
-#: retries.", "Retryable commit conflict for version 7: ... was preempted by concurrent
-#: transaction ...", "Commit conflict for version 7: ..."
-_CONFLICT_WORDING = re.compile(
-    r"\bconflict|incompatible transaction|concurrent transaction|"
-    r"too many concurrent writ|preempted|please retry", re.IGNORECASE)
-#: Lance appends the Rust source locations to its messages
-_SOURCE_LOCATION = re.compile(r",\s*/\S+?\.rs:\d+:\d+")
 
 T = TypeVar("T")
 
@@ -147,7 +145,7 @@ class DirNamespace(DirRules, SyncNamespace):
             # pylance reads the root's manifest table here: the store is reached at once
             native = DirectoryNamespace(**native_properties)
         except (OSError, RuntimeError, ValueError) as error:
-            raise ServiceUnavailableError(f"dir: cannot open the catalog at {self.root}: {_short(error)}") from error
+            raise ServiceUnavailableError(f"dir: cannot open the catalog at {self.root}: {short_message(error)}") from error
         self._native = _Counted(native, self.count_call)
         self._write_lock = threading.Lock()
         #: apply leases as files (a local root) or as manifest rows (an object store); tests of
@@ -178,8 +176,8 @@ class DirNamespace(DirRules, SyncNamespace):
     # --- namespaces --------------------------------------------------------------------------
 
     def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
-        request = CreateNamespaceRequest(id=_checked(id), properties=properties or None)
-        created = self._committed(f"create namespace {_text(id)}",
+        request = CreateNamespaceRequest(id=checked_id(id), properties=properties or None)
+        created = self._committed(f"create namespace {id_text(id)}",
                                   lambda: self._native.create_namespace(request))
         return dict(created.properties or {})
 
@@ -197,7 +195,7 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str] | None:
         request = DropNamespaceRequest(id=list(id))
-        dropped = self._committed(f"drop namespace {_text(id)}", lambda: self._native.drop_namespace(request))
+        dropped = self._committed(f"drop namespace {id_text(id)}", lambda: self._native.drop_namespace(request))
         return dropped.properties
 
     # --- tables ------------------------------------------------------------------------------
@@ -205,8 +203,8 @@ class DirNamespace(DirRules, SyncNamespace):
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         """Declare at pylance's own location, or write the row of any other location under the
         root, properties included, in one commit."""
-        table_id = _checked(request.id)
-        operation = f"declare table {_text(table_id)}"
+        table_id = checked_id(request.id)
+        operation = f"declare table {id_text(table_id)}"
         if request.location is None:
             return self._committed(operation, lambda: self._declare_native(request, table_id))
         location = join_location(self.root, request.location)
@@ -263,7 +261,7 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def _manifest_row(self, request: DeclareTableRequest, existing: dict[str, str]) -> dict[str, Any]:
         """The manifest row for a declared table; `existing` gains it (duplicates in a batch fail)."""
-        table_id = _checked(request.id)
+        table_id = checked_id(request.id)
         namespace, object_id = DELIMITER.join(table_id[:-1]), DELIMITER.join(table_id)
         if namespace and existing.get(namespace) != "namespace":
             raise NamespaceNotFoundError(f"Namespace not found: {namespace}")
@@ -295,7 +293,7 @@ class DirNamespace(DirRules, SyncNamespace):
         namespace = table_id[:-1]
         if namespace:
             raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(namespace)}")
-        operation = f"declare table {_text(table_id)}"
+        operation = f"declare table {id_text(table_id)}"
         self._committed(operation, lambda: self._native.register_table(
             RegisterTableRequest(id=table_id, location=relative)))
         if not properties:
@@ -322,11 +320,11 @@ class DirNamespace(DirRules, SyncNamespace):
         return self._native.table_exists(request)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
-        return self._committed(f"deregister table {_text(request.id)}",
+        return self._committed(f"deregister table {id_text(request.id)}",
                                lambda: self._native.deregister_table(request))
 
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
-        return self._committed(f"drop table {_text(request.id)}", lambda: self._native.drop_table(request))
+        return self._committed(f"drop table {id_text(request.id)}", lambda: self._native.drop_table(request))
 
     # --- reconciler extensions -----------------------------------------------------------------
 
@@ -370,13 +368,13 @@ class DirNamespace(DirRules, SyncNamespace):
             tables.setdefault(info.id[:-1], []).append(info)
         return CatalogSnapshot(namespaces, tables)
 
-    def _namespace_infos(self, rows: _Rows) -> Iterator[NamespaceInfo]:
-        for object_id, object_type, _location, properties in _parsed(rows):
+    def _namespace_infos(self, rows: Rows) -> Iterator[NamespaceInfo]:
+        for object_id, object_type, _location, properties in parsed_rows(rows):
             if object_type == "namespace":
                 yield NamespaceInfo(tuple(object_id.split(DELIMITER)), properties)
 
-    def _table_infos(self, rows: _Rows) -> Iterator[TableInfo]:
-        for object_id, object_type, location, properties in _parsed(rows):
+    def _table_infos(self, rows: Rows) -> Iterator[TableInfo]:
+        for object_id, object_type, location, properties in parsed_rows(rows):
             if object_type == "table":
                 yield TableInfo(tuple(object_id.split(DELIMITER)),
                                 join_location(self.root, location) if location else None, properties)
@@ -398,16 +396,16 @@ class DirNamespace(DirRules, SyncNamespace):
                 with self._write_lock:
                     return attempt()
             except LanceNamespaceError as error:
-                if not _is_commit_conflict(error):
+                if not is_commit_conflict(error):
                     raise
                 last = error
-            except (_Raced, OSError, RuntimeError, ValueError) as error:
-                if not _is_commit_conflict(error):
-                    raise InternalError(f"dir: {operation} in {self.root} failed: {_short(error)}") from error
+            except (Raced, OSError, RuntimeError, ValueError) as error:
+                if not is_commit_conflict(error):
+                    raise InternalError(f"dir: {operation} in {self.root} failed: {short_message(error)}") from error
                 last = error
         raise ConcurrentModificationError(
             f"dir: {operation} in {self.root}: other writers kept changing the manifest table; "
-            f"gave up after {max(self.commit_attempts, 1)} attempts (last: {_short(last)})") from last
+            f"gave up after {max(self.commit_attempts, 1)} attempts (last: {short_message(last)})") from last
 
     def _writable_manifest(self) -> lance.LanceDataset | None:
         """The manifest table at its latest version; None when the root has none yet."""
@@ -419,9 +417,9 @@ class DirNamespace(DirRules, SyncNamespace):
             if "not found" in str(error).lower():
                 return None
             raise
-        if not _MANIFEST_COLUMNS.issubset(dataset.schema.names):
+        if not MANIFEST_COLUMNS.issubset(dataset.schema.names):
             raise UnsupportedOperationError(
-                f"dir: the manifest table {uri} lacks the columns {sorted(_MANIFEST_COLUMNS)}; "
+                f"dir: the manifest table {uri} lacks the columns {sorted(MANIFEST_COLUMNS)}; "
                 f"this pylance version cannot write it")
         return dataset
 
@@ -430,7 +428,7 @@ class DirNamespace(DirRules, SyncNamespace):
         wanted = [i for i in ids if i] if ids is not None else None
         if wanted == []:
             return {}
-        filter = None if wanted is None else f"object_id IN ({', '.join(_sql_string(i) for i in wanted)})"
+        filter = None if wanted is None else f"object_id IN ({', '.join(sql_string(i) for i in wanted)})"
         table = dataset.to_table(columns=["object_id", "object_type"], filter=filter)
         return {row["object_id"]: row["object_type"] for row in table.to_pylist()}
 
@@ -455,17 +453,17 @@ class DirNamespace(DirRules, SyncNamespace):
         def attempt() -> lance.LanceDataset | None:
             dataset = self._writable_manifest()
             rows = [] if dataset is None else dataset.to_table(
-                columns=["metadata"], filter=_row_filter(object_type, id)).to_pylist()
+                columns=["metadata"], filter=row_filter(object_type, id)).to_pylist()
             if not rows:
-                raise _missing(object_type, id)
-            current = _properties(rows[0]["metadata"])
+                raise missing_error(object_type, id)
+            current = properties_of(rows[0]["metadata"])
             patched = patch(current)
             if patched == current:
                 return None
             self._replace_metadata(object_type, id, patched, expected=rows[0]["metadata"], dataset=dataset)
             return dataset
 
-        written = self._committed(f"update {object_type} properties of {_text(id)}", attempt)
+        written = self._committed(f"update {object_type} properties of {id_text(id)}", attempt)
         if written is not None:
             self._compact_if_fragmented(written)
 
@@ -476,24 +474,24 @@ class DirNamespace(DirRules, SyncNamespace):
         if dataset is None:
             dataset = self._writable_manifest()
         if dataset is None:
-            raise _missing(object_type, id)
-        where = _row_filter(object_type, id)
+            raise missing_error(object_type, id)
+        where = row_filter(object_type, id)
         if expected is None:
             where += " AND metadata IS NULL"
         else:
-            where += f" AND metadata = {_sql_string(expected)}"
+            where += f" AND metadata = {sql_string(expected)}"
         self.count_call()
-        result = dataset.update({"metadata": _sql_string(json.dumps(properties))}, where=where,
+        result = dataset.update({"metadata": sql_string(json.dumps(properties))}, where=where,
                                 conflict_retries=0)
         if result["num_rows_updated"] != 1:  # the row changed or went since it was read
-            raise _Raced(f"the {object_type} {_text(id)} changed since it was read")
+            raise Raced(f"the {object_type} {id_text(id)} changed since it was read")
 
     def _row_metadata(self, object_type: str, id: list[str]) -> str | None:
         """The metadata text of a row as stored ("" when null); None when there is no such row."""
         dataset = self._writable_manifest()
         if dataset is None:
             return None
-        return _metadata_of(dataset, object_type, id)
+        return metadata_of(dataset, object_type, id)
 
     def _swap_metadata(self, object_type: str, id: list[str], expected: str,
                        properties: dict[str, str]) -> str | None:
@@ -503,16 +501,16 @@ class DirNamespace(DirRules, SyncNamespace):
 
         def attempt() -> str | None:
             dataset = self._writable_manifest()
-            if dataset is None or _metadata_of(dataset, object_type, id) != expected:
+            if dataset is None or metadata_of(dataset, object_type, id) != expected:
                 return None
             try:
                 self._replace_metadata(object_type, id, properties, expected=expected or None,
                                        dataset=dataset)
-            except _Raced:
+            except Raced:
                 return None
             return json.dumps(properties)
 
-        return self._committed(f"swap {object_type} properties of {_text(id)}", attempt)
+        return self._committed(f"swap {object_type} properties of {id_text(id)}", attempt)
 
     def _delete_row(self, object_type: str, id: list[str], expected: str) -> bool:
         """Remove the row (a namespace without children, a table's registration) if its metadata
@@ -520,13 +518,13 @@ class DirNamespace(DirRules, SyncNamespace):
 
         def attempt() -> bool:
             dataset = self._writable_manifest()
-            if dataset is None or _metadata_of(dataset, object_type, id) != expected:
+            if dataset is None or metadata_of(dataset, object_type, id) != expected:
                 return False
             self.count_call()
-            condition = f"{_row_filter(object_type, id)} AND metadata = {_sql_string(expected)}"
+            condition = f"{row_filter(object_type, id)} AND metadata = {sql_string(expected)}"
             return dataset.delete(condition, conflict_retries=0)["num_deleted_rows"] == 1
 
-        return self._committed(f"remove {object_type} {_text(id)}", attempt)
+        return self._committed(f"remove {object_type} {id_text(id)}", attempt)
 
     def _compact_if_fragmented(self, written: lance.LanceDataset) -> None:
         """Best effort: fold the manifest's small fragments together once there are many (as
@@ -562,65 +560,20 @@ class DirNamespace(DirRules, SyncNamespace):
                                     storage_options=self.storage_options() or None)
         except (ValueError, OSError):
             return None
-        return dataset if _MANIFEST_COLUMNS.issubset(dataset.schema.names) else None
+        return dataset if MANIFEST_COLUMNS.issubset(dataset.schema.names) else None
 
-    def _manifest_rows(self, *object_types: str, within: str | None = None) -> _Rows | None:
+    def _manifest_rows(self, *object_types: str, within: str | None = None) -> Rows | None:
         """The manifest rows of these object types (whose object id starts with `within`, filtered
         by Lance in the scan), as columns, in one scan of one version; None when there is no
         usable manifest."""
         dataset = self._manifest()
         if dataset is None:
             return None
-        condition = f"object_type IN ({', '.join(map(_sql_string, object_types))})"
+        condition = f"object_type IN ({', '.join(map(sql_string, object_types))})"
         if within:
-            condition += f" AND starts_with(object_id, {_sql_string(within)})"
-        return dataset.to_table(columns=list(_ROW_COLUMNS), filter=condition).to_pydict()
+            condition += f" AND starts_with(object_id, {sql_string(within)})"
+        return dataset.to_table(columns=list(ROW_COLUMNS), filter=condition).to_pydict()
 
-
-class _Raced(Exception):
-    """Another writer changed what an attempt read before the attempt could commit."""
-
-
-def _metadata_of(dataset: lance.LanceDataset, object_type: str, id: list[str]) -> str | None:
-    """A row's metadata text in this version of the manifest ("" when null); None without the row."""
-    rows = dataset.to_table(columns=["metadata"], filter=_row_filter(object_type, id)).to_pylist()
-    return (rows[0]["metadata"] or "") if rows else None
-
-
-def _is_commit_conflict(error: BaseException) -> bool:
-    """A commit that lost against another writer's: worth trying again on a fresh read."""
-    if isinstance(error, _Raced | ConcurrentModificationError):
-        return True
-    if isinstance(error, LanceNamespaceError) and error.code != ErrorCode.INTERNAL:
-        return False  # not found, already exists, invalid, ...: final answers
-    return bool(_CONFLICT_WORDING.search(str(error)))
-
-
-def _short(error: BaseException | None) -> str:
-    """An error's message on one line, without the Rust source locations Lance appends."""
-    text = _SOURCE_LOCATION.sub("", str(error)) if error is not None else ""
-    return " ".join(text.split()) or type(error).__name__
-
-
-def _missing(object_type: str, id: list[str]) -> LanceNamespaceError:
-    missing = NamespaceNotFoundError if object_type == "namespace" else TableNotFoundError
-    return missing(f"{object_type} not found: {DELIMITER.join(id)}")
-
-
-def _row_filter(object_type: str, id: list[str]) -> str:
-    return (f"object_id = {_sql_string(DELIMITER.join(id))} "
-            f"AND object_type = {_sql_string(object_type)}")
-
-
-def _checked(id: Sequence[str] | None) -> list[str]:
-    """`id` as a list; InvalidInput unless it has names, each non-empty and without the delimiter."""
-    if not id or any(not name or DELIMITER in name for name in id):
-        raise InvalidInputError(f"dir: names must be non-empty and cannot contain '{DELIMITER}': {id}")
-    return list(id)
-
-
-def _text(id: Sequence[str] | None) -> str:
-    return DELIMITER.join(id or [])
 
 
 class _Counted:
@@ -641,167 +594,3 @@ class _Counted:
 
         return counted
 
-
-def _parsed(rows: _Rows) -> Iterator[tuple[str, str, str | None, dict[str, str]]]:
-    """Each row's object id, type, location and properties. Many rows carry the same metadata
-    text (the same properties and owner mark), so each distinct text is parsed once; every row
-    still gets its own dict."""
-    parsed: dict[str, dict[str, str]] = {}
-    for object_id, object_type, location, metadata in zip(*(rows[c] for c in _ROW_COLUMNS), strict=True):
-        if metadata not in parsed:
-            parsed[metadata] = _properties(metadata)
-        yield object_id, object_type, location, dict(parsed[metadata])
-
-
-def _properties(metadata: str | None) -> dict[str, str]:
-    """A manifest row's properties, from its metadata column (JSON text)."""
-    return dict(json.loads(metadata)) if metadata else {}
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-# --- apply leases ----------------------------------------------------------------------------------
-
-
-def _file_errors(method: Callable[..., T]) -> Callable[..., T]:
-    """A file system failure (permissions, no flock() where the root lives) as InternalError
-    naming the lease file, never a raw OSError."""
-
-    @functools.wraps(method)
-    def call(self: FileLeaseRegister, *args: Any) -> T:
-        try:
-            return method(self, *args)
-        except OSError as error:
-            raise InternalError(f"dir: the apply lease {self.path}: {_short(error)}") from error
-
-    return call
-
-
-class FileLeaseRegister(LeaseRegister):
-    """An apply lease as the file `<directory>/<name>.json` of a local root.
-
-    Creating it is exclusive: the record is written whole beside it, then linked to its name
-    (link() fails when the name exists). A swap or a removal reads the file, compares it and
-    writes (os.replace) or unlinks it while holding an exclusive flock() on the directory, which
-    every swap and removal takes first, in every thread and process of the host: so each is
-    atomic among them. The version is a digest of the file's bytes.
-    """
-
-    def __init__(self, directory: Path, name: str):
-        self.path = directory / f"{name}.json"
-        super().__init__(f"file {self.path}", str(self.path))
-
-    @_file_errors
-    def create(self, record: LeaseRecord) -> StoredLease | None:
-        text = record.to_json()
-        temporary = self._written(text)
-        try:
-            os.link(temporary, self.path)
-        except FileExistsError:
-            return None
-        finally:
-            temporary.unlink()
-        return StoredLease(record, _digest(text))
-
-    @_file_errors
-    def read(self) -> StoredLease | None:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        record = LeaseRecord.from_json(text)
-        if record is None:
-            raise not_a_lease(self.label)
-        return StoredLease(record, _digest(text))
-
-    @_file_errors
-    def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
-        text = record.to_json()
-        with self._locked():
-            if not self._still(expected):
-                return None
-            os.replace(self._written(text), self.path)
-        return StoredLease(record, _digest(text))
-
-    @_file_errors
-    def remove(self, expected: StoredLease) -> bool:
-        with self._locked():
-            if not self._still(expected):
-                return False
-            self.path.unlink()
-        return True
-
-    def _still(self, expected: StoredLease) -> bool:
-        current = self.read()
-        return current is not None and current.version == expected.version
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """An exclusive flock() on the leases directory itself (so that no lock file is left)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(descriptor)  # closing releases the lock
-
-    def _written(self, text: str) -> Path:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        temporary.write_text(text, encoding="utf-8")
-        return temporary
-
-
-class ManifestRowLeaseRegister(LeaseRegister):
-    """An apply lease as a namespace row of the manifest table of an object-store root (no file
-    lock reaches there): a swap is one conditional row update, a removal one conditional row
-    delete, each committed against the version it read and tried again on a fresh read while it
-    conflicts with other writers' commits (see the module docstring). The version is the row's
-    metadata text."""
-
-    def __init__(self, driver: DirNamespace, id: Identifier):
-        super().__init__(f"{driver.namespace_id()} {list(id)}", _text(id))
-        self.driver = driver
-        self.id = list(id)
-
-    def create(self, record: LeaseRecord) -> StoredLease | None:
-        request = CreateNamespaceRequest(id=self.id, mode="Create", properties=record.to_properties())
-        try:
-            self.driver.create_namespace(request)
-        except NamespaceAlreadyExistsError:
-            return None
-        return StoredLease(record, "")  # as pylance wrote it: read before the first swap
-
-    def read(self) -> StoredLease | None:
-        text = self.driver._row_metadata("namespace", self.id)
-        if text is None:
-            return None
-        record = LeaseRecord.from_properties(_properties(text))
-        if record is None:
-            raise not_a_lease(self.label)
-        return StoredLease(record, text)
-
-    def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
-        text = self._version(expected)
-        if text is None:
-            return None
-        written = self.driver._swap_metadata("namespace", self.id, text, record.to_properties())
-        return StoredLease(record, written) if written is not None else None
-
-    def remove(self, expected: StoredLease) -> bool:
-        text = self._version(expected)
-        return text is not None and self.driver._delete_row("namespace", self.id, text)
-
-    def _version(self, expected: StoredLease) -> str | None:
-        """The version to swap from; read when unknown (None: the lease is not `expected` now)."""
-        if expected.version:
-            return expected.version
-        current = self.read()
-        return current.version if current is not None and current.record == expected.record else None
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]

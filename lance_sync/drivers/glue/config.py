@@ -1,4 +1,5 @@
-"""The AWS Glue backend's configuration and identifier rules (offline; see drivers.config)."""
+"""The AWS Glue backend's configuration and identifier rules, read offline
+(see lance_sync.model.backend_config)."""
 
 from __future__ import annotations
 

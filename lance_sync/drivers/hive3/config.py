@@ -1,4 +1,5 @@
-"""The Hive Metastore 3.x backend's configuration and identifier rules (offline; see drivers.config)."""
+"""The Hive Metastore 3.x backend's configuration and identifier rules, read offline
+(see lance_sync.model.backend_config)."""
 
 from __future__ import annotations
 

@@ -24,14 +24,14 @@ before anything reads it, so a server that echoes the request cannot put a token
 message; the credential of every Authorization header sent is registered for that. A raw
 urllib3 exception never leaves this module.
 
-Requests go straight to a urllib3 connection pool for the endpoint: a catalog read costs a
-few hundred microseconds of client CPU, and at thousands of loads per plan the client, not
-the server, was the limit (requests' per-request preparation and environment scan cost more
-than the rest of the call). The environment is read once per client: HTTP(S)_PROXY and
-NO_PROXY choose a proxy for the endpoint, REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE the
-certificates to trust (else certifi's, as requests would). The userinfo of an endpoint URL
-is sent as Basic authentication unless the driver sends its own Authorization. Redirects are
-not followed: a catalog that answers 3xx is reported with that status.
+Requests go straight to a urllib3 connection pool for the endpoint: at thousands of loads per
+plan, the client's own work per request, not the server, was the limit, and requests'
+per-request preparation and environment scan were most of that work (the Iceberg rows of
+`bench/bench_catalogs.py` measure it; README, "Benchmarks"). The environment is read once per
+client: HTTP(S)_PROXY and NO_PROXY choose a proxy for the endpoint, REQUESTS_CA_BUNDLE or
+CURL_CA_BUNDLE the certificates to trust (else certifi's, as requests would). The userinfo of
+an endpoint URL is sent as Basic authentication unless the driver sends its own Authorization.
+Redirects are not followed: a catalog that answers 3xx is reported with that status.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The Unity Catalog backend's configuration and identifier rules (offline; see drivers.config)."""
+"""The Unity Catalog backend's configuration and identifier rules, read offline
+(see lance_sync.model.backend_config)."""
 
 from __future__ import annotations
 

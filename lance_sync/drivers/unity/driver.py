@@ -75,10 +75,11 @@ from lance_sync.drivers.base import (
 )
 from lance_sync.drivers.support.answers import Answer
 from lance_sync.drivers.support.http import HttpClient, HttpFailure, transient_if_5xx
+from lance_sync.drivers.support.locations import catalog_url
 from lance_sync.drivers.support.paging import follow_pages
 from lance_sync.drivers.unity.config import UnityConfig, UnityRules
 from lance_sync.model.arrow_types import spark_compatible
-from lance_sync.model.locations import is_local, join_location, normalize_location
+from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
 BACKEND = "unity"
@@ -136,7 +137,7 @@ class ListSchemasAnswer(Answer):
     next_page_token: StrictStr | None = None
 
 
-class ListTablesAnswer(Answer):
+class UnityTablesAnswer(Answer):
     """ListTablesResponse."""
 
     tables: list[TableAnswer]
@@ -214,7 +215,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
         catalog, schema, name = self._table_name(request.id, other_catalog=InvalidInputError)
         location = join_location(self.root, request.location or f"{catalog}/{schema}/{name}.lance")
         properties = lance_table_properties(request.properties)
-        storage_location = _storage_url(location)
+        storage_location = catalog_url(location)
         body = {
             "name": name, "catalog_name": catalog, "schema_name": schema,
             "table_type": EXTERNAL, "data_source_format": DATA_SOURCE_FORMAT,
@@ -374,8 +375,8 @@ class UnityNamespace(UnityRules, SyncNamespace):
             "catalog_name": self.catalog, "max_results": limit if limit is not None else PAGE_SIZE,
             "page_token": token})
 
-    def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> ListTablesAnswer:
-        return self.http.request("GET", "/tables", expect=ListTablesAnswer, params={
+    def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> UnityTablesAnswer:
+        return self.http.request("GET", "/tables", expect=UnityTablesAnswer, params={
             "catalog_name": catalog, "schema_name": schema,
             "max_results": limit if limit is not None else PAGE_SIZE, "page_token": token})
 
@@ -454,11 +455,6 @@ ERRORS_BY_STATUS: dict[int, type[LanceNamespaceError]] = {
 
 def _full_name(*names: str) -> str:
     return quote(".".join(names), safe=".")
-
-
-def _storage_url(location: str) -> str:
-    """What UC stores: local paths as file:// URLs (UC 0.4+ would convert them anyway)."""
-    return "file://" + location if is_local(location) else location
 
 
 def _properties(info: CatalogAnswer | SchemaAnswer | TableAnswer) -> dict[str, str]:
