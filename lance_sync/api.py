@@ -31,16 +31,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from lance_sync.apply.execute import (
-    ApplyOptions,
-    ApplyReport,
-    Outcome,
-    check_flags,
-    check_live,
-    execute,
-    touched_ids,
-)
-from lance_sync.apply.lease import Leases, lease_stores
+from lance_sync.apply.execute import execute
+from lance_sync.apply.guards import check_flags, check_live
+from lance_sync.apply.lease import Leases, lease_stores, touched_ids
+from lance_sync.apply.options import ApplyOptions
+from lance_sync.apply.report import ApplyReport, Outcome
 from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest

@@ -1,2 +1,3 @@
-"""Changing catalogs: leases, guards against live state, the executor and its journal, rollback,
-and the reconcile loop that applies unattended."""
+"""Changing catalogs: leases (lease), guards against live state (guards, live), carrying a plan
+out (execute: options, the scheduler, the action runner, the journal, the rollback plan, the
+report), and the reconcile loop that applies unattended (reconcile)."""

@@ -45,8 +45,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lance_sync import __version__
-from lance_sync.apply.execute import ApplyOptions, check_flags, check_live, execute
+from lance_sync.apply.execute import execute
+from lance_sync.apply.guards import check_flags, check_live
 from lance_sync.apply.lease import LeaseHeld, Leases, lease_stores
+from lance_sync.apply.options import ApplyOptions
 from lance_sync.drivers import connect_backends
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
