@@ -1,3 +1,4 @@
-"""Changing catalogs: leases (lease), guards against live state (guards, live), carrying a plan
-out (execute: options, the scheduler, the action runner, the journal, the rollback plan, the
-report), and the reconcile loop that applies unattended (reconcile)."""
+"""Changing catalogs: one apply session (session) takes the leases (lease), gets the plan, runs
+the guards against live state (guards, live) and carries the plan out (execute: options, the
+scheduler, the action runner, the journal, the rollback plan, the report); the reconcile loop
+(reconcile) runs the same session unattended."""
