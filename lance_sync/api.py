@@ -9,15 +9,15 @@
     report = api.verify(state)                    # VerifyReport: report.broken, ...
     found = api.discover(state, "/data/lake")     # Lance datasets no backend registers
 
-`lance-sync apply` is `apply` with hooks that print: the same leases (one apply at a time per
-owner and backend), the same guards for fresh, saved and rollback plans, the same journal and
-rollback plan. A failure raises a `lance_sync.errors.LanceSyncError` whose `exit_code` is the
+`lance-sync apply` is `apply` with hooks that print: one apply session (lance_sync.apply.session,
+which a reconcile cycle runs too) with the same leases (one apply at a time per owner and
+backend), the same guards for fresh, saved and rollback plans, the same journal and rollback plan. A failure raises a `lance_sync.errors.LanceSyncError` whose `exit_code` is the
 CLI's: `GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; catalog errors
 are `lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
 No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.model.secrets`).
 
 Each function builds the drivers it needs from the manifest (or the saved plan), or uses the
-`drivers` given, as `connect` returns them.
+`drivers` given, as `connect` returns them; `apply` closes the drivers it built when it ends.
 """
 
 from __future__ import annotations
@@ -31,17 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from lance_sync.apply.execute import (
-    ApplyOptions,
-    ApplyReport,
-    Outcome,
-    check_flags,
-    check_live,
-    execute,
-    touched_ids,
-)
-from lance_sync.apply.lease import Leases, lease_stores
-from lance_sync.drivers import connect_backends, connect_templates
+from lance_sync.apply.options import ApplyOptions
+from lance_sync.apply.report import ApplyReport, Outcome
+from lance_sync.apply.session import ApplySession, Fresh, Saved, connect_drivers
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
@@ -89,9 +81,7 @@ def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | Non
 def connect(source: DesiredState | Plan) -> Drivers:
     """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
     from the environment)."""
-    if isinstance(source, Plan):
-        return connect_templates(source.backends)
-    return connect_backends(source.backends)
+    return connect_drivers(source)
 
 
 @_masking_errors
@@ -205,56 +195,45 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     if targets and isinstance(target, Plan):
         raise LanceSyncError("targets limit a fresh plan: plan the manifest with targets instead")
     hooks = hooks or ApplyHooks()
-    drivers = drivers or connect(target)
     default_dir = Path(target.base_dir) if isinstance(target, DesiredState) else Path.cwd()
     options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, parallelism=parallelism,
                            spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / ".lance-sync")
-    run = _Run(drivers, options, hooks, dry_run)
-
     if isinstance(target, DesiredState):
-        # planned under the leases, so the plan reads what this apply will change: its creates
-        # need no live check
-        def planned() -> Plan:
+        def planned(drivers: Drivers) -> Plan:
             return plan(target, targets=targets, scan_all=scan_all, parallelism=parallelism, drivers=drivers,
                         on_progress=hooks.on_progress)
 
-        if dry_run:
-            return run(planned(), None, include_creates=False)
-        leases = Leases(lease_stores(drivers, target.ids_by_backend(), target.owner), target.owner)
-        with leases.holding(lock_timeout, on_wait=hooks.on_wait):
-            return run(planned(), leases, include_creates=False)
-    if dry_run or not target.has_changes:
-        return run(target, None, include_creates=True)
-    leases = Leases(lease_stores(drivers, touched_ids(target), target.owner), target.owner)
-    with leases.holding(lock_timeout, on_wait=hooks.on_wait):
-        return run(target, leases, include_creates=True)
+        source: Fresh | Saved = Fresh(target, planned)
+    else:
+        source = Saved(target)
+    done = ApplySession(source, options, drivers=drivers, lock_timeout=lock_timeout, on_wait=hooks.on_wait,
+                        dry_run=dry_run, review=_shown(hooks.on_plan), before_changes=_confirmed(hooks.confirm),
+                        on_done=hooks.on_outcome).run()
+    if done.report is not None:
+        return ApplyResult(done.plan, "applied" if done.report.exit_code == ExitCode.OK else "partly_failed",
+                           done.report)
+    return ApplyResult(done.plan, "dry_run" if done.stage == "checked" else "no_changes")
 
 
-class _Run:
-    """The steps after planning: guards, confirmation, execution."""
+def _shown(on_plan: Callable[[Plan], None] | None) -> Callable[[Plan], Plan]:
+    """The session's review: the plan goes to `on_plan` as soon as it is made, and is applied as made."""
 
-    def __init__(self, drivers: Drivers, options: ApplyOptions, hooks: ApplyHooks, dry_run: bool):
-        self.drivers = drivers
-        self.options = options
-        self.hooks = hooks
-        self.dry_run = dry_run
+    def review(made: Plan) -> Plan:
+        if on_plan:
+            on_plan(made)
+        return made
 
-    def __call__(self, plan: Plan, leases: Leases | None, include_creates: bool) -> ApplyResult:
-        """`include_creates`: creates are checked against live objects too (a saved plan's,
-        made before this apply held the leases)."""
-        if self.hooks.on_plan:
-            self.hooks.on_plan(plan)
-        if not plan.has_changes and not plan.policy_violations:
-            return ApplyResult(plan, "no_changes")
-        check_flags(plan, self.options)
-        check_live(plan, self.drivers, include_creates=include_creates, parallelism=self.options.parallelism)
-        if self.dry_run:
-            return ApplyResult(plan, "dry_run")
-        if self.hooks.confirm and not self.hooks.confirm(plan):
+    return review
+
+
+def _confirmed(confirm: Callable[[Plan], bool] | None) -> Callable[[Plan], None]:
+    """Asks `confirm` once the guards passed; its False cancels the apply."""
+
+    def before_changes(checked: Plan) -> None:
+        if confirm and not confirm(checked):
             raise LanceSyncError("apply cancelled")
-        report = execute(plan, self.drivers, self.options, on_done=self.hooks.on_outcome,
-                         stop=leases.lost if leases is not None else None)
-        return ApplyResult(plan, "applied" if report.exit_code == ExitCode.OK else "partly_failed", report)
+
+    return before_changes
 
 
 @_masking_errors

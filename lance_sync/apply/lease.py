@@ -32,8 +32,9 @@ import hashlib
 import re
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from lance_namespace.errors import LanceNamespaceError
 
@@ -43,8 +44,11 @@ from lance_sync.drivers.support.retry import backoff_seconds, is_transient, with
 from lance_sync.model.errors import GuardRefusal, LanceSyncError
 from lance_sync.model.marks import LEASE_PREFIX
 
+if TYPE_CHECKING:
+    from lance_sync.model.actions import Plan
+
 __all__ = ["LeaseHeld", "LeaseRecord", "LeaseStore", "Leases", "current_leases",
-           "lease_name", "lease_stores", "unlock"]
+           "lease_name", "lease_stores", "touched_ids", "unlock"]
 
 DEFAULT_DURATION_SECONDS = 120.0
 #: how often a waiting apply looks at the lease again
@@ -82,6 +86,17 @@ def lease_stores(drivers: Drivers, touched: Mapping[str, Iterable[Identifier]],
             store = LeaseStore(driver.lease_register(parent, name, owner), backend)
             stores.setdefault(store.where, store)
     return [stores[where] for where in sorted(stores)]
+
+
+def touched_ids(plan: Plan) -> dict[str, set[Identifier]]:
+    """Per backend, the ids a plan's actions touch: where its leases must be held."""
+    touched: dict[str, set[Identifier]] = defaultdict(set)
+    for action in plan.actions:
+        if action.id:
+            touched[action.backend].add(tuple(action.id))
+        for address in action.registrations:
+            touched[address.backend].add(tuple(address.id))
+    return touched
 
 
 class LeaseHeld(GuardRefusal):

@@ -1,6 +1,7 @@
 """`lance-sync reconcile`: plan on a schedule, apply what may run unattended, report the rest.
 
-One cycle is the flow of `lance-sync apply` with an unattended filter:
+One cycle is the apply session of `lance-sync apply` (lance_sync.apply.session) with an
+unattended filter as its review:
 
 1. read the manifest (and the policy file) again, so a new commit is picked up;
 2. take the backends' apply leases before planning (another apply holding one: the cycle
@@ -45,12 +46,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lance_sync import __version__
-from lance_sync.apply.execute import ApplyOptions, check_flags, check_live, execute
-from lance_sync.apply.lease import LeaseHeld, Leases, lease_stores
-from lance_sync.drivers import connect_backends
+from lance_sync.apply.lease import LeaseHeld
+from lance_sync.apply.options import ApplyOptions
+from lance_sync.apply.session import ApplySession, ApplyStopped, Fresh
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.model.actions import Action, Destruction, OmittedAction, Plan, PolicyViolation
+from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError
 from lance_sync.model.policy import enforce
 from lance_sync.model.secrets import mask
@@ -156,52 +158,56 @@ class _Cycle:
         self.stop = stop
         self.drift = 0
         self.pending: list[OmittedAction] = []
+        #: the cycle's report when its review leaves nothing to apply
+        self.unapplied: CycleReport | None = None
 
     def run(self) -> CycleReport:
         state = load_manifest(self.settings.files, policy_file=self.settings.policy_file)
-        drivers = connect_backends(state.backends)
-        try:
-            leases = Leases(lease_stores(drivers, state.ids_by_backend(), state.owner), state.owner)
-            if self.stop.is_set():
-                return self._report("stopped")
-            with leases.holding(self.settings.lock_timeout):
-                return self._plan_and_apply(state, drivers, leases)
-        finally:
-            for driver in drivers.values():
-                close = getattr(driver, "close", None)
-                if callable(close):
-                    close()
-
-    def _plan_and_apply(self, state: Any, drivers: Drivers, leases: Leases) -> CycleReport:
         options = self.settings.options
         allowed = state.policy.unattended_verbs
-        whole = build_plan(state, drivers, options.parallelism, scan_all=self.settings.scan_all,
-                           enforce_policy=False)
+        unattended = dataclasses.replace(options, allow_drop=False, allow_replace="replace" in allowed)
+
+        def planned(drivers: Drivers) -> Plan:
+            return build_plan(state, drivers, options.parallelism, scan_all=self.settings.scan_all,
+                              enforce_policy=False)
+
+        session = ApplySession(Fresh(state, planned), unattended, lock_timeout=self.settings.lock_timeout,
+                               stop=self.stop, review=lambda whole: self._runnable(state, whole))
+        try:
+            done = session.run()
+        except ApplyStopped:
+            return self._report("stopped")
+        if done.report is None:
+            assert self.unapplied is not None
+            return self.unapplied
+        report = done.report
+        counts = {status: len(report.with_status(status)) for status in ("succeeded", "failed", "skipped")}
+        outcome: Outcome = "applied" if report.exit_code == ExitCode.OK else "partly_failed"
+        if done.stopped and counts["skipped"]:
+            outcome = "stopped"
+        return self._report(outcome, applied=counts["succeeded"], failed=counts["failed"],
+                            skipped=counts["skipped"], journal=str(report.journal_path))
+
+    def _runnable(self, state: DesiredState, whole: Plan) -> Plan | None:
+        """What of the whole plan may run unattended; None, with the cycle's report, when
+        nothing may."""
+        allowed = state.policy.unattended_verbs
         self.drift = len(whole.actions)
         runnable = leave_out(whole, lambda action: needs_person(action, allowed))
         enforce(state.policy, runnable, state)
         about_the_whole = [v for v in runnable.policy_violations if v.action is None]
         if about_the_whole:
             self.pending = _omitted(runnable)
-            return self._report("refused", violations=about_the_whole,
-                                error="the plan breaks the policy; nothing was applied")
+            self.unapplied = self._report("refused", violations=about_the_whole,
+                                          error="the plan breaks the policy; nothing was applied")
+            return None
         runnable = leave_out(runnable, lambda action: f"blocked: {action.blocked}" if action.blocked else None)
         runnable.policy_violations = []  # each concerned an action, now left out and listed as pending
         self.pending = _omitted(runnable)
         if not runnable.actions:
-            return self._report("pending" if self.pending else "in_sync")
-        if self.stop.is_set():
-            return self._report("stopped")
-        unattended = dataclasses.replace(options, allow_drop=False, allow_replace="replace" in allowed)
-        check_flags(runnable, unattended)
-        check_live(runnable, drivers, include_creates=False, parallelism=options.parallelism)
-        report = execute(runnable, drivers, unattended, stop=_Either(self.stop, leases.lost))
-        counts = {status: len(report.with_status(status)) for status in ("succeeded", "failed", "skipped")}
-        outcome: Outcome = "applied" if report.exit_code == ExitCode.OK else "partly_failed"
-        if self.stop.is_set() and counts["skipped"]:
-            outcome = "stopped"
-        return self._report(outcome, applied=counts["succeeded"], failed=counts["failed"],
-                            skipped=counts["skipped"], journal=str(report.journal_path))
+            self.unapplied = self._report("pending" if self.pending else "in_sync")
+            return None
+        return runnable
 
     def _report(self, outcome: Outcome, **details: Any) -> CycleReport:
         return CycleReport(outcome, 0.0, 0.0, drift=self.drift, pending=self.pending, **details)
@@ -220,16 +226,6 @@ def needs_person(action: Action, allowed: tuple[str, ...]) -> str | None:
 
 def _omitted(plan: Plan) -> list[OmittedAction]:
     return list(plan.partial.omitted) if plan.partial is not None else []
-
-
-class _Either:
-    """Set when any of its signals is (a stop, or a lost lease)."""
-
-    def __init__(self, *signals: threading.Event):
-        self.signals = signals
-
-    def is_set(self) -> bool:
-        return any(signal.is_set() for signal in self.signals)
 
 
 # --- the loop ------------------------------------------------------------------------------------

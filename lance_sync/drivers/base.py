@@ -16,6 +16,7 @@ can use it directly) plus what a reconciler needs beyond that interface:
   reads (`snapshot_reads`: the `dir` manifest table): a plan then reads nothing else.
 - `lease_register()`: where an apply lease lives, with the best compare-and-swap the backend
   has (lance_sync.drivers.leases).
+- `close()`: lets go of open connections when the command (an apply session) is done.
 
 Requests are accepted as the generated models (pylance) or as any mapping of their fields
 (lancedb's core passes dicts): every public operation is wrapped once, here, by
@@ -318,6 +319,10 @@ class SyncNamespace(BackendRules, LanceNamespace):
 
     def capabilities(self) -> Capabilities:
         return Capabilities()
+
+    def close(self) -> None:
+        """Let go of what the driver holds open (connections, pools); by default there is
+        nothing. A driver closed is still usable: what a later call needs is opened again."""
 
     def storage_options(self) -> dict[str, str]:
         return dict(self.config.storage)

@@ -56,7 +56,7 @@ APPLY_TIMEOUT_SECONDS = 240
 #: imports lance-sync (and the drivers), says it is ready, waits for the barrier, then runs the CLI
 BARRIER_RUNNER = """
 import os, sys, time
-import lance_sync, lance_sync.cli.app, lance_sync.apply.execute, lance_sync.apply.lease, lance_sync.plan.observe
+import lance_sync, lance_sync.cli.app, lance_sync.apply.session, lance_sync.apply.lease, lance_sync.plan.observe
 import lance_sync.plan.planner, lance_sync.drivers.dir.driver, lance_sync.drivers.iceberg.driver, lance_sync.drivers.glue.driver
 ready, barrier = sys.argv[1], sys.argv[2]
 open(ready, "w").close()

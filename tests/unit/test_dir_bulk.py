@@ -14,7 +14,8 @@ from lance_namespace.errors import (
     TableAlreadyExistsError,
 )
 
-from lance_sync.apply.execute import ApplyOptions, execute
+from lance_sync.apply.execute import execute
+from lance_sync.apply.options import ApplyOptions
 from lance_sync.drivers import register
 from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
 

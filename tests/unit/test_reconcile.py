@@ -13,8 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lance_sync.apply.execute import ApplyOptions
 from lance_sync.apply.lease import Leases, lease_stores
+from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.reconcile import (
     CycleReport,
     Metrics,
