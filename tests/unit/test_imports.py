@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lance_sync.drivers import BUILTIN_RULES
+
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
 
@@ -87,3 +89,11 @@ def test_a_package_imported_before_lance_sync_is_left_as_it_is():
                    "import sys\n"
                    "assert sys.modules['lance_namespace_urllib3_client'] is client\n"
                    "assert '__getattr__' not in client.__dict__ and client.__dict__.keys() == body.keys()")
+
+
+def test_backend_packages_and_their_configs_import_no_client():
+    """Manifest validation reads each backend's `config`: it must not pull in the backend's SDK."""
+    modules = sorted({target.split(":")[0] for target in BUILTIN_RULES.values()})
+    loaded = imported_after("import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules))
+    clients = {"boto3", "botocore", "thrift", "pymetastore", "lance_namespace", "pyarrow", "lance"}
+    assert not loaded & clients, sorted(loaded & clients)
