@@ -272,7 +272,7 @@ def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: 
              storage_options: dict[str, str] | None = None, parallelism: int = DEFAULT_PARALLELISM,
              drivers: Drivers | None = None, on_progress: Progress | None = None) -> list[str]:
     """Lance datasets under `root` that no backend of the manifest registers (`lance-sync discover`)."""
-    from lance_sync.check.verify import discover as run_discover
+    from lance_sync.check.discover import discover as run_discover
 
     return run_discover(state, drivers or connect(state), root, engine, spark, storage_options,
                         parallelism, on_progress)

@@ -766,8 +766,8 @@ def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_for
 def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | None, storage: dict[str, str],
              parallelism: int) -> None:
     """List Lance datasets under ROOT that no backend of the manifest registers, as a manifest snippet."""
-    from lance_sync.check.verify import discover as run_discover
-    from lance_sync.check.verify import render_discovered
+    from lance_sync.check.discover import discover as run_discover
+    from lance_sync.check.discover import render_discovered
 
     state = load(manifest_files(files))
     drivers = connect_backends(state.backends)
