@@ -8,6 +8,9 @@
     result = api.apply(state, allow_drop=False)   # ApplyResult: plan, status, report
     report = api.verify(state)                    # VerifyReport: report.broken, ...
     found = api.discover(state, "/data/lake")     # Lance datasets no backend registers
+    differs = api.drift(state)                    # DriftReport: differs.items, .has_drift
+    held = api.held_leases(state)                 # [(where, LeaseRecord)]; api.unlock(state, id)
+    imported = api.import_manifest("lake", state) # Imported: the manifest's text, what was left out
 
 `lance-sync apply` is `apply` with hooks that print: the same leases (one apply at a time per
 owner and backend), the same guards for fresh, saved and rollback plans, the same journal and
@@ -16,15 +19,18 @@ CLI's: `GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; 
 are `lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
 No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.model.secrets`).
 
-Each function builds the drivers it needs from the manifest (or the saved plan), or uses the
-`drivers` given, as `connect` returns them.
+Every command of the command line that talks to a catalog runs through here (`validate` and
+`schema` read files only). Each function builds the drivers it needs from the manifest (or
+the saved plan, or the backend type given to `import_manifest`), or uses the `drivers` given,
+as `connect` returns them.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -51,14 +57,17 @@ from lance_sync.model.secrets import mask, mask_exception
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 
 if TYPE_CHECKING:
+    from lance_sync.apply.lease import LeaseRecord, LeaseStore
+    from lance_sync.check.drift import DriftReport
     from lance_sync.check.verify import VerifyReport
     from lance_sync.data.inspection import Engine
+    from lance_sync.manifest.importer import Imported
 
 ApplyStatus = Literal["no_changes", "dry_run", "applied", "partly_failed"]
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "load", "load_plan", "plan",
-           "render", "save_plan", "verify"]
+__all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "drift", "held_leases", "import_manifest",
+           "load", "load_plan", "plan", "render", "save_plan", "unlock", "verify"]
 
 
 def _masking_errors(function: F) -> F:
@@ -276,3 +285,79 @@ def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: 
 
     return run_discover(state, drivers or connect(state), root, engine, spark, storage_options,
                         parallelism, on_progress)
+
+
+@_masking_errors
+def drift(state: DesiredState, *, scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
+          drivers: Drivers | None = None, on_progress: Progress | None = None) -> DriftReport:
+    """What differs between the manifest and the catalogs, and the repair the next apply would do
+    (`lance-sync drift`): `report.items`, `report.has_drift`. Objects another owner (or nobody)
+    owns are never drift."""
+    from lance_sync.check.drift import drift_report
+
+    return drift_report(state, drivers or connect(state), parallelism, on_progress, scan_all)
+
+
+@_masking_errors
+def held_leases(state: DesiredState, *, drivers: Drivers | None = None) -> list[tuple[str, LeaseRecord]]:
+    """Each apply lease held for the manifest's owner in its backends, and each takeover in
+    progress, with where it is (`lance-sync unlock` without an id)."""
+    from lance_sync.apply.lease import current_leases
+
+    return current_leases(_lease_stores_of(state, drivers))
+
+
+@_masking_errors
+def unlock(state: DesiredState, lease_id: str, *, drivers: Drivers | None = None) -> list[str]:
+    """Remove the apply lease `lease_id` of an apply that is gone, and any takeover by it, from
+    the manifest's backends (`lance-sync unlock LEASE_ID`); where it was removed. Only for a
+    holder that died: a lease whose holder expired, or whose process is gone on this host, is
+    taken over by the next apply anyway."""
+    from lance_sync.apply.lease import unlock as remove_lease
+
+    removed = remove_lease(_lease_stores_of(state, drivers), lease_id)
+    if not removed:
+        raise LanceSyncError(f"no lease {lease_id} for owner '{state.owner}' in this manifest's backends; "
+                             "run `lance-sync unlock` without an id to list them")
+    return removed
+
+
+def _lease_stores_of(state: DesiredState, drivers: Drivers | None) -> list[LeaseStore]:
+    return lease_stores(drivers or connect(state), state.ids_by_backend(), state.owner)
+
+
+@_masking_errors
+def import_manifest(backend: str, state: DesiredState | None = None, *, backend_type: str | None = None,
+                    properties: Mapping[str, str] | None = None, owner: str | None = None,
+                    namespaces: Sequence[str] = (), base_dir: str | Path | None = None,
+                    drivers: Drivers | None = None, on_progress: Progress | None = None) -> Imported:
+    """A manifest of what `backend` holds under `namespaces` (default: its root), to adopt an
+    existing catalog (`lance-sync import`): `imported.text`, and in `imported.left_out` what
+    another owner manages.
+
+    The backend is the one of that name in `state`, whose owner is the default `owner`; or,
+    without a manifest, one of `backend_type` with `properties` (`storage.x` keys are storage
+    options; secrets as `${VAR}`), and then `owner` is required. Local paths below `base_dir`
+    (where the manifest goes; default: the current directory) are written relative to it.
+    """
+    from lance_sync.manifest.importer import OWNER_NEEDED, backend_template
+    from lance_sync.manifest.importer import import_manifest as run_import
+
+    if state is not None and backend_type is not None:
+        raise LanceSyncError("import reads a backend of the manifest (state) or one of backend_type, not both")
+    if backend_type is not None:
+        if not owner:
+            raise LanceSyncError(f"an owner is required with a backend_type: {OWNER_NEEDED}")
+        template = backend_template(backend_type, properties or {})
+        driver = drivers[backend] if drivers else connect_templates({backend: template})[backend]
+    elif state is None:
+        raise LanceSyncError("import reads a backend of the manifest (state) or one of backend_type")
+    else:
+        if backend not in state.backends:
+            raise LanceSyncError(f"backend '{backend}' is not defined in the manifest")
+        spec = state.backends[backend]
+        template = spec.template
+        driver = drivers[backend] if drivers else connect_backends({backend: spec})[backend]
+        owner = owner or state.owner
+    folder = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
+    return run_import(backend, driver, template, namespaces, owner, folder, on_progress)

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from lance_sync import __version__
-from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.manifest import DEFAULT_MANIFEST, STATE_DIRECTORY, load_manifest
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestError
 from lance_sync.model.locations import shown_path, with_manifest_relative_paths
@@ -530,12 +529,12 @@ def drift(files: tuple[str, ...], output_format: str, scan_all: bool, parallelis
     """Report what differs between the manifest and the catalogs, and the repair the next apply
     would do. Exits 2 when anything differs, 0 when nothing does. Objects another owner (or
     nobody) owns are never drift."""
-    from lance_sync.check.drift import drift_report, render_drift
+    from lance_sync import api
+    from lance_sync.check.drift import render_drift
 
     state = load(manifest_files(files))
-    drivers = connect_backends(state.backends)
     try:
-        report = drift_report(state, drivers, parallelism, progress, scan_all)
+        report = api.drift(state, scan_all=scan_all, parallelism=parallelism, on_progress=progress)
     finally:
         _end_progress()
     click.echo(render_drift(report, output_format), nl=False)
@@ -639,24 +638,17 @@ def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
     Like `terraform force-unlock`: only for a holder that died (a lease whose holder expired
     or whose process is gone on this host is taken over by the next apply anyway).
     """
-    from lance_sync.apply.lease import current_leases, lease_stores
-    from lance_sync.apply.lease import unlock as remove_lease
+    from lance_sync import api
 
     state = load(manifest_files(files))
-    drivers = connect_backends(state.backends)
-    stores = lease_stores(drivers, state.ids_by_backend(), state.owner)
     if lease_id is None:
-        held = current_leases(stores)
+        held = api.held_leases(state)
         for where, record in held:
             click.echo(f"{where}: {record.describe()}")
         if not held:
             click.echo(f"No apply holds a lease for owner '{state.owner}'.")
         return
-    removed = remove_lease(stores, lease_id)
-    if not removed:
-        raise LanceSyncError(f"no lease {lease_id} for owner '{state.owner}' in this manifest's backends; "
-                             "run `lance-sync unlock` without an id to list them")
-    for where in removed:
+    for where in api.unlock(state, lease_id):
         click.echo(f"Removed {where}")
 
 
@@ -676,23 +668,15 @@ def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
 def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None, settings: dict[str, str],
             namespaces: tuple[str, ...], owner: str | None, output: str | None) -> None:
     """Write a manifest from what a backend holds, to adopt an existing catalog."""
-    from lance_sync.manifest.importer import backend_template, import_manifest
+    from lance_sync import api
+    from lance_sync.manifest.importer import OWNER_NEEDED
 
-    if backend_type:
-        if not owner:
-            raise LanceSyncError("--owner is required with --type: applying the manifest stamps it on every "
-                                 "object, and objects another owner manages are left out")
-        template = backend_template(backend_type, settings)
-        driver = connect_templates({backend_name: template})[backend_name]
-    else:
-        state = load(manifest_files(files))
-        if backend_name not in state.backends:
-            raise LanceSyncError(f"backend '{backend_name}' is not defined in the manifest")
-        spec = state.backends[backend_name]
-        template, driver = spec.template, connect_backends({backend_name: spec})[backend_name]
-        owner = owner or state.owner
-    base_dir = str(Path(output).resolve().parent) if output else os.getcwd()
-    imported = import_manifest(backend_name, driver, template, namespaces, owner, base_dir, progress)
+    if backend_type and not owner:
+        raise LanceSyncError(f"--owner is required with --type: {OWNER_NEEDED}")
+    imported = api.import_manifest(
+        backend_name, None if backend_type else load(manifest_files(files)), backend_type=backend_type or None,
+        properties=settings, owner=owner, namespaces=namespaces,
+        base_dir=Path(output).resolve().parent if output else None, on_progress=progress)
     _end_progress()
     for item in imported.left_out:
         click.echo(f"Left out: {item}", err=True)
@@ -737,12 +721,11 @@ def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_for
     Lance, a corrupt dataset, unreadable storage, or columns a catalog records that differ
     from the dataset's.
     """
+    from lance_sync import api
     from lance_sync.check.verify import render_verify
-    from lance_sync.check.verify import verify as run_verify
 
     state = load(manifest_files(files))
-    drivers = connect_backends(state.backends)
-    report = run_verify(state, drivers, engine, spark, parallelism, progress)
+    report = api.verify(state, engine=engine, spark=spark, parallelism=parallelism, on_progress=progress)
     _end_progress()
     if output_format == "json":
         click.echo(json.dumps(report.to_dict(), indent=2))
@@ -766,13 +749,13 @@ def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_for
 def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | None, storage: dict[str, str],
              parallelism: int) -> None:
     """List Lance datasets under ROOT that no backend of the manifest registers, as a manifest snippet."""
-    from lance_sync.check.discover import discover as run_discover
+    from lance_sync import api
     from lance_sync.check.discover import render_discovered
 
     state = load(manifest_files(files))
-    drivers = connect_backends(state.backends)
     options = resolve_references(storage, os.environ, "--storage")
     register(*(value for key, value in options.items() if SECRET_KEY.search(key)))
-    found = run_discover(state, drivers, root, engine, spark, options or None, parallelism, progress)
+    found = api.discover(state, root, engine=engine, spark=spark, storage_options=options or None,
+                         parallelism=parallelism, on_progress=progress)
     _end_progress()
     click.echo(render_discovered(found, state), nl=False)
