@@ -8,32 +8,42 @@
     result = api.apply(state, allow_drop=False)   # ApplyResult: plan, status, report
     report = api.verify(state)                    # VerifyReport: report.broken, ...
     found = api.discover(state, "/data/lake")     # Lance datasets no backend registers
+    differs = api.drift(state)                    # DriftReport: differs.items, .has_drift
+    held = api.held_leases(state)                 # [(where, LeaseRecord)]; api.unlock(state, id)
+    imported = api.import_manifest("lake", state) # Imported: the manifest's text, what was left out
 
 `lance-sync apply` is `apply` with hooks that print: one apply session (lance_sync.apply.session,
 which a reconcile cycle runs too) with the same leases (one apply at a time per owner and
-backend), the same guards for fresh, saved and rollback plans, the same journal and rollback plan. A failure raises a `lance_sync.errors.LanceSyncError` whose `exit_code` is the
-CLI's: `GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; catalog errors
-are `lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
+backend), the same guards for fresh, saved and rollback plans, the same journal and rollback
+plan. A failure raises a `lance_sync.model.errors.LanceSyncError` whose `exit_code` is the CLI's:
+`GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; catalog errors are
+`lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
 No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.model.secrets`).
 
-Each function builds the drivers it needs from the manifest (or the saved plan), or uses the
-`drivers` given, as `connect` returns them; `apply` closes the drivers it built when it ends.
+Every command of the command line that talks to a catalog runs through here (`validate` and
+`schema` read files only). Each function builds the drivers it needs from the manifest (or
+the saved plan, or the backend type given to `import_manifest`), or uses the `drivers` given,
+as `connect` returns them, and closes the drivers it built when it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
+from lance_sync.apply.lease import lease_stores
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.report import ApplyReport, Outcome
-from lance_sync.apply.session import ApplySession, Fresh, Saved, connect_drivers
+from lance_sync.apply.session import ApplySession, Fresh, Saved, close_drivers, connect_drivers
+from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
@@ -43,14 +53,17 @@ from lance_sync.model.secrets import mask, mask_exception
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 
 if TYPE_CHECKING:
+    from lance_sync.apply.lease import LeaseRecord, LeaseStore
+    from lance_sync.check.drift import DriftReport
     from lance_sync.check.verify import VerifyReport
     from lance_sync.data.inspection import Engine
+    from lance_sync.manifest.importer import Imported
 
 ApplyStatus = Literal["no_changes", "dry_run", "applied", "partly_failed"]
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "load", "load_plan", "plan",
-           "render", "save_plan", "verify"]
+__all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "drift", "held_leases", "import_manifest",
+           "load", "load_plan", "plan", "render", "save_plan", "unlock", "verify"]
 
 
 def _masking_errors(function: F) -> F:
@@ -92,7 +105,8 @@ def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = F
     every namespace of every backend to find owned objects that left the manifest anywhere."""
     from lance_sync.plan.planner import build_plan
 
-    return build_plan(state, drivers or connect(state), parallelism, on_progress, scan_all, targets=targets)
+    with _connected(state, drivers) as connected:
+        return build_plan(state, connected, parallelism, on_progress, scan_all, targets=targets)
 
 
 def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str:
@@ -243,7 +257,8 @@ def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = 
     a valid Lance dataset, dangling registrations and catalog column drift."""
     from lance_sync.check.verify import verify as run_verify
 
-    return run_verify(state, drivers or connect(state), engine, spark, parallelism, on_progress)
+    with _connected(state, drivers) as connected:
+        return run_verify(state, connected, engine, spark, parallelism, on_progress)
 
 
 @_masking_errors
@@ -251,7 +266,105 @@ def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: 
              storage_options: dict[str, str] | None = None, parallelism: int = DEFAULT_PARALLELISM,
              drivers: Drivers | None = None, on_progress: Progress | None = None) -> list[str]:
     """Lance datasets under `root` that no backend of the manifest registers (`lance-sync discover`)."""
-    from lance_sync.check.verify import discover as run_discover
+    from lance_sync.check.discover import discover as run_discover
 
-    return run_discover(state, drivers or connect(state), root, engine, spark, storage_options,
-                        parallelism, on_progress)
+    with _connected(state, drivers) as connected:
+        return run_discover(state, connected, root, engine, spark, storage_options, parallelism, on_progress)
+
+
+@_masking_errors
+def drift(state: DesiredState, *, scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
+          drivers: Drivers | None = None, on_progress: Progress | None = None) -> DriftReport:
+    """What differs between the manifest and the catalogs, and the repair the next apply would do
+    (`lance-sync drift`): `report.items`, `report.has_drift`. Objects another owner (or nobody)
+    owns are never drift."""
+    from lance_sync.check.drift import drift_report
+
+    with _connected(state, drivers) as connected:
+        return drift_report(state, connected, parallelism, on_progress, scan_all)
+
+
+@_masking_errors
+def held_leases(state: DesiredState, *, drivers: Drivers | None = None) -> list[tuple[str, LeaseRecord]]:
+    """Each apply lease held for the manifest's owner in its backends, and each takeover in
+    progress, with where it is (`lance-sync unlock` without an id)."""
+    from lance_sync.apply.lease import current_leases
+
+    with _connected(state, drivers) as connected:
+        return current_leases(_lease_stores_of(state, connected))
+
+
+@_masking_errors
+def unlock(state: DesiredState, lease_id: str, *, drivers: Drivers | None = None) -> list[str]:
+    """Remove the apply lease `lease_id` of an apply that is gone, and any takeover by it, from
+    the manifest's backends (`lance-sync unlock LEASE_ID`); where it was removed. Only for a
+    holder that died: a lease whose holder expired, or whose process is gone on this host, is
+    taken over by the next apply anyway."""
+    from lance_sync.apply.lease import unlock as remove_lease
+
+    with _connected(state, drivers) as connected:
+        removed = remove_lease(_lease_stores_of(state, connected), lease_id)
+    if not removed:
+        raise LanceSyncError(f"no lease {lease_id} for owner '{state.owner}' in this manifest's backends; "
+                             "run `lance-sync unlock` without an id to list them")
+    return removed
+
+
+def _lease_stores_of(state: DesiredState, drivers: Drivers) -> list[LeaseStore]:
+    return lease_stores(drivers, state.ids_by_backend(), state.owner)
+
+
+@contextlib.contextmanager
+def _connected(source: DesiredState, given: Drivers | None) -> Iterator[Drivers]:
+    """The drivers a caller gave (theirs to close), else ones built for `source` and closed when
+    the call ends."""
+    if given:
+        yield given
+        return
+    built = connect(source)
+    try:
+        yield built
+    finally:
+        close_drivers(built)
+
+
+@_masking_errors
+def import_manifest(backend: str, state: DesiredState | None = None, *, backend_type: str | None = None,
+                    properties: Mapping[str, str] | None = None, owner: str | None = None,
+                    namespaces: Sequence[str] = (), base_dir: str | Path | None = None,
+                    drivers: Drivers | None = None, on_progress: Progress | None = None) -> Imported:
+    """A manifest of what `backend` holds under `namespaces` (default: its root), to adopt an
+    existing catalog (`lance-sync import`): `imported.text`, and in `imported.left_out` what
+    another owner manages.
+
+    The backend is the one of that name in `state`, whose owner is the default `owner`; or,
+    without a manifest, one of `backend_type` with `properties` (`storage.x` keys are storage
+    options; secrets as `${VAR}`), and then `owner` is required. Local paths below `base_dir`
+    (where the manifest goes; default: the current directory) are written relative to it.
+    """
+    from lance_sync.manifest.importer import OWNER_NEEDED, backend_template
+    from lance_sync.manifest.importer import import_manifest as run_import
+
+    if state is not None and backend_type is not None:
+        raise LanceSyncError("import reads a backend of the manifest (state) or one of backend_type, not both")
+    if backend_type is not None:
+        if not owner:
+            raise LanceSyncError(f"an owner is required with a backend_type: {OWNER_NEEDED}")
+        template = backend_template(backend_type, properties or {})
+        build: Callable[[], Drivers] = functools.partial(connect_templates, {backend: template})
+    elif state is None:
+        raise LanceSyncError("import reads a backend of the manifest (state) or one of backend_type")
+    else:
+        if backend not in state.backends:
+            raise LanceSyncError(f"backend '{backend}' is not defined in the manifest")
+        spec = state.backends[backend]
+        template = spec.template
+        build = functools.partial(connect_backends, {backend: spec})
+        owner = owner or state.owner
+    folder = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
+    connected = drivers or build()
+    try:
+        return run_import(backend, connected[backend], template, namespaces, owner, folder, on_progress)
+    finally:
+        if not drivers:
+            close_drivers(connected)

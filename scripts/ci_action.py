@@ -63,7 +63,7 @@ VIEWER_QUERY = "query { viewer { login databaseId } }"
 def _load_masking() -> ModuleType:
     """lance-sync's masking (lance_sync/model/secrets.py, standard library only) from this action's
     source, without importing the lance_sync package."""
-    path = Path(__file__).resolve().parents[1] / "lance_sync" / "secrets.py"
+    path = Path(__file__).resolve().parents[1] / "lance_sync" / "model" / "secrets.py"
     spec = importlib.util.spec_from_file_location("lance_sync_action_secrets", path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)

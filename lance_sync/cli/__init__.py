@@ -1,4 +1,4 @@
-"""The `lance-sync` command line; every command goes through lance_sync.api."""
+"""The `lance-sync` command line; every command that talks to a catalog goes through lance_sync.api."""
 
 from lance_sync.cli.app import main
 

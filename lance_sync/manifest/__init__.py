@@ -1,6 +1,6 @@
 """Manifest loading: YAML with positions -> JSON Schema and models -> semantic checks.
 
-The loading modules are imported by the functions below, not here, so that `lance_sync.cli.app`
+The loading modules are imported by the functions below, not here, so that `lance_sync.cli`
 (which needs DEFAULT_MANIFEST) starts fast.
 
 A manifest without problems takes a faster road to the same desired state: plain YAML

@@ -22,6 +22,10 @@ from lance_sync.model.locations import is_local, manifest_relative, normalize_lo
 from lance_sync.model.marks import is_lease_namespace, is_protected, owner_of, unmanaged
 from lance_sync.model.shared import Progress
 
+#: why an import from a backend no manifest defines needs to be told the owner
+OWNER_NEEDED = ("applying the manifest stamps it on every object, and objects another owner manages "
+                "are left out")
+
 
 def backend_template(backend_type: str, properties: Mapping[str, str]) -> dict[str, Any]:
     """A backend entry as the manifest writes it, from `--set` properties: `storage.x` keys go
