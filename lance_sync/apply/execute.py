@@ -6,9 +6,6 @@ they depend on have succeeded, skipping what depends on a failure; the `ActionRu
 failure. Every step is journalled (lance_sync.apply.journal), and the inverses of what
 succeeded are written as a rollback plan (lance_sync.apply.rollback) that `lance-sync apply`
 checks like any other.
-
-`execute`'s options, outcomes and report are defined beside it (options, report, scheduler)
-and answer here too.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from lance_sync.apply.scheduler import Scheduler, StopSignal
 from lance_sync.drivers.base import Drivers
 from lance_sync.model.actions import Plan
 
-__all__ = ["ApplyOptions", "ApplyReport", "Outcome", "StopSignal", "execute"]
+__all__ = ["execute"]
 
 
 def execute(plan: Plan, drivers: Drivers, options: ApplyOptions,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from click._termui_impl import ProgressBar
 
     from lance_sync.api import ApplyHooks, ApplyResult
-    from lance_sync.apply.execute import ApplyReport, Outcome
+    from lance_sync.apply.report import ApplyReport, Outcome
     from lance_sync.model.actions import Plan
 
 #: seconds between two progress lines of an apply that is not on a terminal

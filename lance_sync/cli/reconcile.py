@@ -64,7 +64,7 @@ def reconcile(files: tuple[str, ...], interval: float, max_backoff: float, metri
     """
     import threading
 
-    from lance_sync.apply.execute import ApplyOptions
+    from lance_sync.apply.options import ApplyOptions
     from lance_sync.apply.reconcile import (
         Metrics,
         MetricsServer,

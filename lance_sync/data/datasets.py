@@ -2,7 +2,7 @@
 
 - Creating is all or nothing: an intent record goes to the location before the first byte
   (lance_sync.data.intents), the dataset's first commit carries this owner's record in its
-  schema metadata (lance_sync.marks.DATASET_OWNER_KEY), and the write counts as done only once
+  schema metadata (lance_sync.model.marks.DATASET_OWNER_KEY), and the write counts as done only once
   the dataset opens with the declared columns; then the intent record is cleared. A write that
   fails removes what it wrote; one that is cut off (kill -9) is recognised and finished by the
   owner's next apply.

@@ -11,7 +11,7 @@ filesystem is asked first):
 - corrupt:     `_versions/` exists but pylance cannot open the dataset, or a data file the
                latest version references is gone;
 - valid:       opens, with its version, row count, columns and the owner recorded in its
-               schema metadata (see lance_sync.marks.DATASET_OWNER_KEY);
+               schema metadata (see lance_sync.model.marks.DATASET_OWNER_KEY);
 - interrupted: a lance-sync write that did not commit: an intent record and nothing Lance
                committed (see lance_sync.data.intents);
 - unreachable: the storage itself failed (permissions, network): nothing is known about the

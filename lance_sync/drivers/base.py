@@ -339,7 +339,7 @@ class SyncNamespace(BackendRules, LanceNamespace):
     def lease_parents(self, touched: list[Identifier]) -> list[Identifier]:
         """Namespaces under which apply leases live for an apply that touches `touched`: by
         default the first level of each id (a catalog, a warehouse), which exists before any
-        manifest creates something in it. See lance_sync.lease."""
+        manifest creates something in it. See lance_sync.apply.lease."""
         return sorted({tuple(id[:1]) for id in touched if id})
 
     def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
