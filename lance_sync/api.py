@@ -11,6 +11,7 @@
     differs = api.drift(state)                    # DriftReport: differs.items, .has_drift
     held = api.held_leases(state)                 # [(where, LeaseRecord)]; api.unlock(state, id)
     imported = api.import_manifest("lake", state) # Imported: the manifest's text, what was left out
+    last = api.reconcile(["lance-sync.yaml"], once=True)  # CycleReport of one unattended cycle
 
 `lance-sync apply` is `apply` with hooks that print: one apply session (lance_sync.apply.session,
 which a reconcile cycle runs too) with the same leases (one apply at a time per owner and
@@ -20,8 +21,8 @@ plan. A failure raises a `lance_sync.model.errors.LanceSyncError` whose `exit_co
 `lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
 No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.model.secrets`).
 
-Every command of the command line that talks to a catalog runs through here (`validate` and
-`schema` read files only). Each function builds the drivers it needs from the manifest (or
+Every command of the command line runs through here; importing this module loads no driver
+and no Spark (`validate` stays cheap). Each function builds the drivers it needs from the manifest (or
 the saved plan, or the backend type given to `import_manifest`), or uses the `drivers` given,
 as `connect` returns them, and closes the drivers it built when it ends.
 """
@@ -39,12 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from lance_sync.apply.lease import lease_stores
-from lance_sync.apply.options import ApplyOptions
-from lance_sync.apply.report import ApplyReport, Outcome
-from lance_sync.apply.session import ApplySession, Fresh, Saved, close_drivers, connect_drivers
 from lance_sync.drivers import connect_backends, connect_templates
-from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
 from lance_sync.model.desired import DesiredState
@@ -53,17 +49,24 @@ from lance_sync.model.secrets import mask, mask_exception
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 
 if TYPE_CHECKING:
+    import threading
+
     from lance_sync.apply.lease import LeaseRecord, LeaseStore
+    from lance_sync.apply.reconcile import CycleReport
+    from lance_sync.apply.report import ApplyReport, Outcome
+    from lance_sync.apply.session import Fresh, Saved
     from lance_sync.check.drift import DriftReport
     from lance_sync.check.verify import VerifyReport
     from lance_sync.data.inspection import Engine
+    from lance_sync.drivers.base import Drivers
     from lance_sync.manifest.importer import Imported
 
 ApplyStatus = Literal["no_changes", "dry_run", "applied", "partly_failed"]
+SchemaDocument = Literal["manifest", "overlay", "plan", "policy"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "drift", "held_leases", "import_manifest",
-           "load", "load_plan", "plan", "render", "save_plan", "unlock", "verify"]
+           "json_schema", "load", "load_plan", "plan", "reconcile", "render", "save_plan", "unlock", "verify"]
 
 
 def _masking_errors(function: F) -> F:
@@ -81,19 +84,38 @@ def _masking_errors(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | None = None) -> DesiredState:
+def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | None = None, *,
+         allow_unset: bool = False) -> DesiredState:
     """Load, merge (in order: a base, then overlays), validate and check manifest files; a
-    policy file's rules join the manifest's (`--policy`)."""
+    policy file's rules join the manifest's (`--policy`). With `allow_unset` (`validate`), a
+    `${VAR}` that is not set leaves its value unchecked (listed in `state.unset`) instead of
+    failing. Reads files only: no driver, no catalog."""
     if isinstance(paths, str | Path):
         paths = [paths]
     return load_manifest([str(path) for path in paths],
-                         policy_file=str(policy_file) if policy_file is not None else None)
+                         policy_file=str(policy_file) if policy_file is not None else None, allow_unset=allow_unset)
+
+
+def json_schema(document: SchemaDocument = "manifest") -> dict[str, Any]:
+    """The JSON Schema of manifests, overlays, plans or policy files (`lance-sync schema`)."""
+    from lance_sync.manifest.models import (
+        manifest_json_schema,
+        overlay_json_schema,
+        policy_json_schema,
+    )
+    from lance_sync.model.actions import plan_json_schema
+
+    schemas = {"manifest": manifest_json_schema, "overlay": overlay_json_schema, "plan": plan_json_schema,
+               "policy": policy_json_schema}
+    return schemas[document]()
 
 
 @_masking_errors
 def connect(source: DesiredState | Plan) -> Drivers:
     """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
     from the environment)."""
+    from lance_sync.apply.session import connect_drivers
+
     return connect_drivers(source)
 
 
@@ -206,6 +228,9 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     apply's lease (waited for up to `lock_timeout` seconds). Journals and rollback plans go to `state_dir` (default:
     `.lance-sync` beside the manifest, or in the current directory for a plan).
     """
+    from lance_sync.apply.options import ApplyOptions
+    from lance_sync.apply.session import ApplySession, Fresh, Saved
+
     if targets and isinstance(target, Plan):
         raise LanceSyncError("targets limit a fresh plan: plan the manifest with targets instead")
     hooks = hooks or ApplyHooks()
@@ -311,6 +336,8 @@ def unlock(state: DesiredState, lease_id: str, *, drivers: Drivers | None = None
 
 
 def _lease_stores_of(state: DesiredState, drivers: Drivers) -> list[LeaseStore]:
+    from lance_sync.apply.lease import lease_stores
+
     return lease_stores(drivers, state.ids_by_backend(), state.owner)
 
 
@@ -318,6 +345,8 @@ def _lease_stores_of(state: DesiredState, drivers: Drivers) -> list[LeaseStore]:
 def _connected(source: DesiredState, given: Drivers | None) -> Iterator[Drivers]:
     """The drivers a caller gave (theirs to close), else ones built for `source` and closed when
     the call ends."""
+    from lance_sync.apply.session import close_drivers
+
     if given:
         yield given
         return
@@ -362,9 +391,60 @@ def import_manifest(backend: str, state: DesiredState | None = None, *, backend_
         build = functools.partial(connect_backends, {backend: spec})
         owner = owner or state.owner
     folder = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
+    from lance_sync.apply.session import close_drivers
+
     connected = drivers or build()
     try:
         return run_import(backend, connected[backend], template, namespaces, owner, folder, on_progress)
     finally:
         if not drivers:
             close_drivers(connected)
+
+
+def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = None, interval: float = 300.0,
+              max_backoff: float = 3600.0, once: bool = False, lock_timeout: float = 0.0, scan_all: bool = False,
+              parallelism: int = DEFAULT_PARALLELISM, spark: str | None = None, state_dir: str | Path | None = None,
+              metrics_host: str = "127.0.0.1", metrics_port: int | None = None,
+              on_record: Callable[[dict[str, Any]], None] = lambda record: None,
+              stop: threading.Event | None = None) -> CycleReport | None:
+    """Plan and apply on a schedule what the policy lets run unattended (`lance-sync
+    reconcile`): each cycle re-reads the manifest files and runs the apply session with the
+    policy's verbs; the rest is reported as pending. Runs until `stop` is set (one cycle with
+    `once`) and returns the last cycle's report. `on_record` takes one JSON-ready record per
+    event (start, each cycle, stop); `metrics_port` serves Prometheus metrics meanwhile."""
+    import os
+    import threading
+
+    from lance_sync.apply.options import ApplyOptions
+    from lance_sync.apply.reconcile import (
+        Metrics,
+        MetricsServer,
+        Reconciler,
+        Settings,
+        default_state_dir,
+        now,
+        run_cycle,
+    )
+
+    paths = [str(path) for path in files]
+    policy = str(policy_file) if policy_file is not None else None
+    state = load(paths, policy_file=policy)  # a bad manifest fails at once, not in a cycle
+    options = ApplyOptions(parallelism=parallelism, spark=spark,
+                           state_dir=Path(state_dir) if state_dir else default_state_dir(paths))
+    settings = Settings(files=paths, policy_file=policy, interval=interval, max_backoff=max_backoff,
+                        lock_timeout=lock_timeout, scan_all=scan_all, options=options)
+    stop = stop or threading.Event()
+    metrics = Metrics(state.owner)
+    server = MetricsServer(metrics, metrics_host, metrics_port).start() if metrics_port is not None else None
+    try:
+        on_record({"time": now(), "event": "start", "owner": state.owner, "files": paths,
+                   "interval_seconds": interval, "max_backoff_seconds": max_backoff,
+                   "unattended": list(state.policy.unattended_verbs), "metrics": server.url if server else None,
+                   "pid": os.getpid()})
+        last = Reconciler(lambda: run_cycle(settings, stop), interval, max_backoff, metrics, on_record,
+                          stop).run(max_cycles=1 if once else None)
+    finally:
+        if server is not None:
+            server.close()
+    on_record({"time": now(), "event": "stop", "reason": "signal" if stop.is_set() else "once"})
+    return last

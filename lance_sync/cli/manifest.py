@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from lance_sync.cli.shared import load, manifest_files, manifest_option, policy_option
 from lance_sync.model.errors import ExitCode
+
+if TYPE_CHECKING:
+    from lance_sync.api import SchemaDocument
 
 
 @click.command()
@@ -53,17 +57,10 @@ def validate(files: tuple[str, ...], output_format: str, policy_file: str | None
 
 @click.command()
 @click.argument("which", type=click.Choice(["manifest", "overlay", "plan", "policy"]), default="manifest")
-def schema(which: str) -> None:
+def schema(which: SchemaDocument) -> None:
     """Print the JSON Schema of manifests (default), of overlays (-f files after the first: any
     part of a manifest), of plans, or of policy files (--policy)."""
-    from lance_sync.manifest.models import (
-        manifest_json_schema,
-        overlay_json_schema,
-        policy_json_schema,
-    )
-    from lance_sync.model.actions import plan_json_schema
+    from lance_sync import api
 
-    documents = {"manifest": manifest_json_schema, "overlay": overlay_json_schema, "plan": plan_json_schema,
-                 "policy": policy_json_schema}
-    document = documents[which]()
+    document = api.json_schema(which)
     click.echo(json.dumps(document, indent=2))

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -64,42 +62,20 @@ def reconcile(files: tuple[str, ...], interval: float, max_backoff: float, metri
     """
     import threading
 
-    from lance_sync.apply.options import ApplyOptions
-    from lance_sync.apply.reconcile import (
-        Metrics,
-        MetricsServer,
-        Reconciler,
-        Settings,
-        default_state_dir,
-        now,
-        run_cycle,
-        stopping_on_signals,
-    )
+    from lance_sync import api
+    from lance_sync.apply.reconcile import stopping_on_signals
 
     paths = manifest_files(files)
-    state = load(paths, policy_file=policy_file)  # a bad manifest fails at once, not in a cycle
-    options = ApplyOptions(parallelism=parallelism, spark=spark,
-                           state_dir=Path(state_dir) if state_dir else default_state_dir(paths))
-    settings = Settings(files=paths, policy_file=policy_file, interval=interval, max_backoff=max_backoff,
-                        lock_timeout=lock_timeout, scan_all=scan_all, options=options)
-    metrics = Metrics(state.owner)
-    server = MetricsServer(metrics, metrics_host, metrics_port).start() if metrics_port is not None else None
+    load(paths, policy_file=policy_file)  # its warnings now, and a bad manifest fails before any cycle
     stop = threading.Event()
 
     def log(record: dict[str, Any]) -> None:
         click.echo(json.dumps(record, ensure_ascii=False))
 
-    try:
-        with stopping_on_signals(stop):
-            log({"time": now(), "event": "start", "owner": state.owner, "files": paths,
-                 "interval_seconds": interval, "max_backoff_seconds": max_backoff,
-                 "unattended": list(state.policy.unattended_verbs), "metrics": server.url if server else None,
-                 "pid": os.getpid()})
-            last = Reconciler(lambda: run_cycle(settings, stop), interval, max_backoff, metrics, log,
-                              stop).run(max_cycles=1 if once else None)
-    finally:
-        if server is not None:
-            server.close()
-    log({"time": now(), "event": "stop", "reason": "signal" if stop.is_set() else "once"})
+    with stopping_on_signals(stop):
+        last = api.reconcile(paths, policy_file=policy_file, interval=interval,
+                             max_backoff=max_backoff, once=once, lock_timeout=lock_timeout, scan_all=scan_all,
+                             parallelism=parallelism, spark=spark, state_dir=state_dir, metrics_host=metrics_host,
+                             metrics_port=metrics_port, on_record=log, stop=stop)
     if once and last is not None and last.exit_code:
         sys.exit(last.exit_code)

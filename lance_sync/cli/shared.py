@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lance_sync.manifest import DEFAULT_MANIFEST, load_manifest
+from lance_sync.manifest import DEFAULT_MANIFEST
 from lance_sync.model.errors import ManifestError
 from lance_sync.model.shared import DEFAULT_PARALLELISM
 
@@ -45,7 +45,9 @@ def manifest_files(files: tuple[str, ...]) -> list[str]:
 
 def load(paths: list[str], policy_file: str | None = None, allow_unset: bool = False) -> DesiredState:
     """The manifest's desired state; what it should change but need not goes to stderr."""
-    state = load_manifest(paths, policy_file=policy_file, allow_unset=allow_unset)
+    from lance_sync import api
+
+    state = api.load(paths, policy_file=policy_file, allow_unset=allow_unset)
     for notice in state.notices:
         click.echo(f"Warning: {notice}", err=True)
     return state

@@ -192,3 +192,17 @@ def test_targets_and_a_policy_file_as_in_the_cli(project: Project, tmp_path: Pat
     with pytest.raises(GuardRefusal, match="breaks the policy"):
         api.apply(checked)
     assert api.plan(api.load(project.manifest_path, tmp_path / "policy.yaml")).refused
+
+
+def test_reconcile_once_applies_what_the_policy_lets_run_unattended(project: Project):
+    records: list[dict] = []
+    last = api.reconcile([project.manifest_path], once=True, on_record=records.append)
+    assert last is not None and last.exit_code == ExitCode.OK
+    assert [record["event"] for record in records] == ["start", "cycle", "stop"]
+    assert project.tables("sales") == ["orders", "returns"]
+
+
+def test_json_schema_is_what_lance_sync_schema_prints(project: Project):
+    for document in ("manifest", "overlay", "plan", "policy"):
+        shipped = json.loads((Path(__file__).resolve().parents[2] / "schemas" / f"{document}.schema.json").read_text())
+        assert api.json_schema(document) == shipped
