@@ -46,7 +46,7 @@ from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, LanceSyncError
 from lance_sync.model.secrets import mask, mask_exception
-from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+from lance_sync.model.shared import DEFAULT_PARALLELISM, STATE_DIRECTORY, Progress
 
 if TYPE_CHECKING:
     import threading
@@ -236,7 +236,7 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     hooks = hooks or ApplyHooks()
     default_dir = Path(target.base_dir) if isinstance(target, DesiredState) else Path.cwd()
     options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, parallelism=parallelism,
-                           spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / ".lance-sync")
+                           spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / STATE_DIRECTORY)
     if isinstance(target, DesiredState):
         def planned(drivers: Drivers) -> Plan:
             return plan(target, targets=targets, scan_all=scan_all, parallelism=parallelism, drivers=drivers,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lance_sync.model.shared import DEFAULT_PARALLELISM
+from lance_sync.model.shared import DEFAULT_PARALLELISM, STATE_DIRECTORY
 
 #: times an action is sent again after a transient failure
 ACTION_RETRIES = 2
@@ -19,5 +19,5 @@ class ApplyOptions:
     #: --spark value, for dataset writes that read a source
     spark: str | None = None
     #: where journals and rollback plans are written
-    state_dir: Path = Path(".lance-sync")
+    state_dir: Path = Path(STATE_DIRECTORY)
     action_retries: int = ACTION_RETRIES

@@ -56,6 +56,7 @@ from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError
 from lance_sync.model.policy import enforce
 from lance_sync.model.secrets import mask
+from lance_sync.model.shared import STATE_DIRECTORY
 from lance_sync.plan.planner import build_plan
 from lance_sync.plan.select import leave_out
 
@@ -420,7 +421,7 @@ def now() -> str:
 
 
 def default_state_dir(files: list[str]) -> Path:
-    return Path(files[0]).resolve().parent / ".lance-sync"
+    return Path(files[0]).resolve().parent / STATE_DIRECTORY
 
 
 @contextlib.contextmanager

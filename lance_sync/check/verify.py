@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lance_sync.drivers.base import Drivers, SyncNamespace
-from lance_sync.manifest import STATE_DIRECTORY
 from lance_sync.model.arrow_types import (
     column_drift,
     columns_from_schema,
@@ -22,7 +21,7 @@ from lance_sync.model.arrow_types import (
     schema_from_columns,
 )
 from lance_sync.model.desired import DesiredState
-from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+from lance_sync.model.shared import DEFAULT_PARALLELISM, STATE_DIRECTORY, Progress
 from lance_sync.plan.observe import observe
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from lance_sync.cli.shared import (
     scan_all_option,
     target_option,
 )
-from lance_sync.manifest import STATE_DIRECTORY
 from lance_sync.model.errors import LanceSyncError
+from lance_sync.model.shared import STATE_DIRECTORY
 
 
 @click.command()

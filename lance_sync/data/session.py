@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lance_sync.model.secrets import SECRET_KEY, copy_masked, mask
+from lance_sync.model.shared import STATE_DIRECTORY
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,7 +52,7 @@ CONNECT_SCHEME = "sc://"
 #: the log's name in lance-sync's state directory (`.lance-sync` next to the manifest)
 SPARK_LOG = "spark.log"
 #: where the JVM's output goes when the caller names no file (relative to the working directory)
-DEFAULT_LOG_FILE = os.path.join(".lance-sync", SPARK_LOG)
+DEFAULT_LOG_FILE = os.path.join(STATE_DIRECTORY, SPARK_LOG)
 
 #: Spark's log4j2 configuration: warnings and errors, to the JVM's stderr (which is the log file)
 LOG4J2_PROPERTIES = """\

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from lance_sync.model.policy import Policy
 
 DEFAULT_MANIFEST = "lance-sync.yaml"
-#: lance-sync's own files next to a manifest: apply journals, rollback plans, Spark's log
-STATE_DIRECTORY = ".lance-sync"
 
 
 def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None,
