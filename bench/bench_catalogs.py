@@ -421,8 +421,8 @@ def child_read(manifest: list[str]) -> None:
     began = time.perf_counter()
     from lance_sync.drivers import connect_backends
     from lance_sync.manifest import load_manifest
-    from lance_sync.observe import observe
     from lance_sync.plan.compare import compare
+    from lance_sync.plan.observe import observe
     from lance_sync.plan.planner import inspect_datasets
     phases: dict[str, float] = {}
     mark = time.perf_counter()
@@ -434,7 +434,7 @@ def child_read(manifest: list[str]) -> None:
         phases[name] = now - mark
         mark = now
 
-    gc.disable()  # as lance-sync's commands run (lance_sync.cli._pause_collections)
+    gc.disable()  # as lance-sync's commands run (lance_sync.cli.app._pause_collections)
     state = load_manifest(manifest)
     lap("load")
     drivers = connect_backends(state.backends)

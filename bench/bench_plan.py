@@ -36,7 +36,8 @@ def write_manifest(directory: Path, tables: int) -> Path:
 
 def run_one(tables: int) -> dict:
     """One measured run, in this process."""
-    from lance_sync.apply import ApplyOptions, execute
+    from lance_sync.apply.execute import execute
+    from lance_sync.apply.options import ApplyOptions
     from lance_sync.drivers import connect_backends
     from lance_sync.manifest import load_manifest
     from lance_sync.plan.planner import build_plan

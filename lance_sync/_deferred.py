@@ -2,7 +2,7 @@
 
 `lance_namespace` re-exports the request and response models of its generated REST client,
 `lance_namespace_urllib3_client`, whose `__init__` also imports every generated API class:
-about 0.7 s of a plan's start-up, for classes lance-sync never calls. Importing the models
+a large share of a plan's start-up (bench/bench_cli.py), for classes lance-sync never calls. Importing the models
 (`lance_namespace_urllib3_client.models`) needs only the package's path, not its body.
 
 `defer_body` puts the package in `sys.modules` with its path set and its body not yet run; the

@@ -8,58 +8,65 @@
     result = api.apply(state, allow_drop=False)   # ApplyResult: plan, status, report
     report = api.verify(state)                    # VerifyReport: report.broken, ...
     found = api.discover(state, "/data/lake")     # Lance datasets no backend registers
+    differs = api.drift(state)                    # DriftReport: differs.items, .has_drift
+    held = api.held_leases(state)                 # [(where, LeaseRecord)]; api.unlock(state, id)
+    imported = api.import_manifest("lake", state) # Imported: the manifest's text, what was left out
+    last = api.reconcile(["lance-sync.yaml"], once=True)  # CycleReport of one unattended cycle
 
-`lance-sync apply` is `apply` with hooks that print: the same leases (one apply at a time per
-owner and backend), the same guards for fresh, saved and rollback plans, the same journal and
-rollback plan. A failure raises a `lance_sync.errors.LanceSyncError` whose `exit_code` is the
-CLI's: `GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; catalog errors
-are `lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
-No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.secrets`).
+`lance-sync apply` is `apply` with hooks that print: one apply session (lance_sync.apply.session,
+which a reconcile cycle runs too) with the same leases (one apply at a time per owner and
+backend), the same guards for fresh, saved and rollback plans, the same journal and rollback
+plan. A failure raises a `lance_sync.model.errors.LanceSyncError` whose `exit_code` is the CLI's:
+`GuardRefusal` (4) for a refusal, `ManifestError(s)` for a bad manifest; catalog errors are
+`lance_namespace.errors` classes. Nothing is printed; `on_progress` hooks take messages.
+No error raised here, no rendered or saved plan, holds a registered secret (`lance_sync.model.secrets`).
 
-Each function builds the drivers it needs from the manifest (or the saved plan), or uses the
-`drivers` given, as `connect` returns them.
+Every command of the command line runs through here; importing this module loads no driver
+and no Spark (`validate` stays cheap). Each function builds the drivers it needs from the manifest (or
+the saved plan, or the backend type given to `import_manifest`), or uses the `drivers` given,
+as `connect` returns them, and closes the drivers it built when it ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from lance_sync.apply import (
-    ApplyOptions,
-    ApplyReport,
-    Outcome,
-    check_flags,
-    check_live,
-    execute,
-    touched_ids,
-)
 from lance_sync.drivers import connect_backends, connect_templates
-from lance_sync.drivers.base import SyncNamespace
-from lance_sync.errors import ExitCode, LanceSyncError
-from lance_sync.lease import Leases, lease_stores
 from lance_sync.manifest import load_manifest
-from lance_sync.manifest.desired import DesiredState
-from lance_sync.plan.model import PLAN_FORMAT_VERSION, Plan
-from lance_sync.secrets import mask, mask_exception
+from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
+from lance_sync.model.desired import DesiredState
+from lance_sync.model.errors import ExitCode, LanceSyncError
+from lance_sync.model.secrets import mask, mask_exception
+from lance_sync.model.shared import DEFAULT_PARALLELISM, STATE_DIRECTORY, Progress
 
 if TYPE_CHECKING:
-    from lance_sync.data.locations import Engine
-    from lance_sync.verify import VerifyReport
+    import threading
 
-Drivers = dict[str, SyncNamespace]
-Progress = Callable[[str], None]
+    from lance_sync.apply.lease import LeaseRecord, LeaseStore
+    from lance_sync.apply.reconcile import CycleReport
+    from lance_sync.apply.report import ApplyReport, Outcome
+    from lance_sync.apply.session import Fresh, Saved
+    from lance_sync.check.drift import DriftReport
+    from lance_sync.check.verify import VerifyReport
+    from lance_sync.data.inspection import Engine
+    from lance_sync.drivers.base import Drivers
+    from lance_sync.manifest.importer import Imported
+
 ApplyStatus = Literal["no_changes", "dry_run", "applied", "partly_failed"]
+SchemaDocument = Literal["manifest", "overlay", "plan", "policy"]
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "load", "load_plan", "plan",
-           "render", "save_plan", "verify"]
+__all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "drift", "held_leases", "import_manifest",
+           "json_schema", "load", "load_plan", "plan", "reconcile", "render", "save_plan", "unlock", "verify"]
 
 
 def _masking_errors(function: F) -> F:
@@ -77,33 +84,51 @@ def _masking_errors(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | None = None) -> DesiredState:
+def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | None = None, *,
+         allow_unset: bool = False) -> DesiredState:
     """Load, merge (in order: a base, then overlays), validate and check manifest files; a
-    policy file's rules join the manifest's (`--policy`)."""
+    policy file's rules join the manifest's (`--policy`). With `allow_unset` (`validate`), a
+    `${VAR}` that is not set leaves its value unchecked (listed in `state.unset`) instead of
+    failing. Reads files only: no driver, no catalog."""
     if isinstance(paths, str | Path):
         paths = [paths]
     return load_manifest([str(path) for path in paths],
-                         policy_file=str(policy_file) if policy_file is not None else None)
+                         policy_file=str(policy_file) if policy_file is not None else None, allow_unset=allow_unset)
+
+
+def json_schema(document: SchemaDocument = "manifest") -> dict[str, Any]:
+    """The JSON Schema of manifests, overlays, plans or policy files (`lance-sync schema`)."""
+    from lance_sync.manifest.models import (
+        manifest_json_schema,
+        overlay_json_schema,
+        policy_json_schema,
+    )
+    from lance_sync.model.actions import plan_json_schema
+
+    schemas = {"manifest": manifest_json_schema, "overlay": overlay_json_schema, "plan": plan_json_schema,
+               "policy": policy_json_schema}
+    return schemas[document]()
 
 
 @_masking_errors
 def connect(source: DesiredState | Plan) -> Drivers:
     """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
     from the environment)."""
-    if isinstance(source, Plan):
-        return connect_templates(source.backends)
-    return connect_backends(source.backends)
+    from lance_sync.apply.session import connect_drivers
+
+    return connect_drivers(source)
 
 
 @_masking_errors
-def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = False, parallelism: int = 8,
+def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
          drivers: Drivers | None = None, on_progress: Progress | None = None) -> Plan:
     """What apply would change (`lance-sync plan`), checked against the manifest's policy:
     `targets` (BACKEND:ID globs) limit it to those objects and what they need; `scan_all` lists
     every namespace of every backend to find owned objects that left the manifest anywhere."""
     from lance_sync.plan.planner import build_plan
 
-    return build_plan(state, drivers or connect(state), parallelism, on_progress, scan_all, targets=targets)
+    with _connected(state, drivers) as connected:
+        return build_plan(state, connected, parallelism, on_progress, scan_all, targets=targets)
 
 
 def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str:
@@ -131,7 +156,7 @@ def load_plan(path: str | Path, policy_file: str | Path | None = None) -> Plan:
     saved = _read_plan(path)
     if policy_file is not None:
         from lance_sync.manifest import load_policy
-        from lance_sync.policy import enforce
+        from lance_sync.model.policy import enforce
 
         enforce(load_policy(str(policy_file), saved.backends), saved)
     return saved
@@ -192,7 +217,7 @@ class ApplyResult:
 @_masking_errors
 def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replace: bool = False,
           dry_run: bool = False, lock_timeout: float = 0, targets: Sequence[str] = (), scan_all: bool = False,
-          parallelism: int = 8, spark: str | None = None, state_dir: str | Path | None = None,
+          parallelism: int = DEFAULT_PARALLELISM, spark: str | None = None, state_dir: str | Path | None = None,
           drivers: Drivers | None = None, hooks: ApplyHooks | None = None) -> ApplyResult:
     """Carry out a fresh plan of a manifest (`target` a DesiredState: planned while this apply
     holds the leases, limited to `targets` if given) or a saved or rollback plan (`target` a
@@ -203,77 +228,223 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     apply's lease (waited for up to `lock_timeout` seconds). Journals and rollback plans go to `state_dir` (default:
     `.lance-sync` beside the manifest, or in the current directory for a plan).
     """
+    from lance_sync.apply.options import ApplyOptions
+    from lance_sync.apply.session import ApplySession, Fresh, Saved
+
     if targets and isinstance(target, Plan):
         raise LanceSyncError("targets limit a fresh plan: plan the manifest with targets instead")
     hooks = hooks or ApplyHooks()
-    drivers = drivers or connect(target)
     default_dir = Path(target.base_dir) if isinstance(target, DesiredState) else Path.cwd()
     options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, parallelism=parallelism,
-                           spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / ".lance-sync")
-    run = _Run(drivers, options, hooks, dry_run)
-
+                           spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / STATE_DIRECTORY)
     if isinstance(target, DesiredState):
-        # planned under the leases, so the plan reads what this apply will change: its creates
-        # need no live check
-        def planned() -> Plan:
+        def planned(drivers: Drivers) -> Plan:
             return plan(target, targets=targets, scan_all=scan_all, parallelism=parallelism, drivers=drivers,
                         on_progress=hooks.on_progress)
 
-        if dry_run:
-            return run(planned(), None, include_creates=False)
-        leases = Leases(lease_stores(drivers, target.ids_by_backend(), target.owner), target.owner)
-        with leases.holding(lock_timeout, on_wait=hooks.on_wait):
-            return run(planned(), leases, include_creates=False)
-    if dry_run or not target.has_changes:
-        return run(target, None, include_creates=True)
-    leases = Leases(lease_stores(drivers, touched_ids(target), target.owner), target.owner)
-    with leases.holding(lock_timeout, on_wait=hooks.on_wait):
-        return run(target, leases, include_creates=True)
+        source: Fresh | Saved = Fresh(target, planned)
+    else:
+        source = Saved(target)
+    done = ApplySession(source, options, drivers=drivers, lock_timeout=lock_timeout, on_wait=hooks.on_wait,
+                        dry_run=dry_run, review=_shown(hooks.on_plan), before_changes=_confirmed(hooks.confirm),
+                        on_done=hooks.on_outcome).run()
+    if done.report is not None:
+        return ApplyResult(done.plan, "applied" if done.report.exit_code == ExitCode.OK else "partly_failed",
+                           done.report)
+    return ApplyResult(done.plan, "dry_run" if done.stage == "checked" else "no_changes")
 
 
-class _Run:
-    """The steps after planning: guards, confirmation, execution."""
+def _shown(on_plan: Callable[[Plan], None] | None) -> Callable[[Plan], Plan]:
+    """The session's review: the plan goes to `on_plan` as soon as it is made, and is applied as made."""
 
-    def __init__(self, drivers: Drivers, options: ApplyOptions, hooks: ApplyHooks, dry_run: bool):
-        self.drivers = drivers
-        self.options = options
-        self.hooks = hooks
-        self.dry_run = dry_run
+    def review(made: Plan) -> Plan:
+        if on_plan:
+            on_plan(made)
+        return made
 
-    def __call__(self, plan: Plan, leases: Leases | None, include_creates: bool) -> ApplyResult:
-        """`include_creates`: creates are checked against live objects too (a saved plan's,
-        made before this apply held the leases)."""
-        if self.hooks.on_plan:
-            self.hooks.on_plan(plan)
-        if not plan.has_changes and not plan.policy_violations:
-            return ApplyResult(plan, "no_changes")
-        check_flags(plan, self.options)
-        check_live(plan, self.drivers, include_creates=include_creates, parallelism=self.options.parallelism)
-        if self.dry_run:
-            return ApplyResult(plan, "dry_run")
-        if self.hooks.confirm and not self.hooks.confirm(plan):
+    return review
+
+
+def _confirmed(confirm: Callable[[Plan], bool] | None) -> Callable[[Plan], None]:
+    """Asks `confirm` once the guards passed; its False cancels the apply."""
+
+    def before_changes(checked: Plan) -> None:
+        if confirm and not confirm(checked):
             raise LanceSyncError("apply cancelled")
-        report = execute(plan, self.drivers, self.options, on_done=self.hooks.on_outcome,
-                         stop=leases.lost if leases is not None else None)
-        return ApplyResult(plan, "applied" if report.exit_code == ExitCode.OK else "partly_failed", report)
+
+    return before_changes
 
 
 @_masking_errors
-def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = None, parallelism: int = 8,
+def verify(state: DesiredState, *, engine: Engine = "auto", spark: str | None = None, parallelism: int = DEFAULT_PARALLELISM,
            drivers: Drivers | None = None, on_progress: Progress | None = None) -> VerifyReport:
     """Check every table location in scope (`lance-sync verify`): `report.broken` lists what is not
     a valid Lance dataset, dangling registrations and catalog column drift."""
-    from lance_sync.verify import verify as run_verify
+    from lance_sync.check.verify import verify as run_verify
 
-    return run_verify(state, drivers or connect(state), engine, spark, parallelism, on_progress)
+    with _connected(state, drivers) as connected:
+        return run_verify(state, connected, engine, spark, parallelism, on_progress)
 
 
 @_masking_errors
 def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: str | None = None,
-             storage_options: dict[str, str] | None = None, parallelism: int = 8,
+             storage_options: dict[str, str] | None = None, parallelism: int = DEFAULT_PARALLELISM,
              drivers: Drivers | None = None, on_progress: Progress | None = None) -> list[str]:
     """Lance datasets under `root` that no backend of the manifest registers (`lance-sync discover`)."""
-    from lance_sync.verify import discover as run_discover
+    from lance_sync.check.discover import discover as run_discover
 
-    return run_discover(state, drivers or connect(state), root, engine, spark, storage_options,
-                        parallelism, on_progress)
+    with _connected(state, drivers) as connected:
+        return run_discover(state, connected, root, engine, spark, storage_options, parallelism, on_progress)
+
+
+@_masking_errors
+def drift(state: DesiredState, *, scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
+          drivers: Drivers | None = None, on_progress: Progress | None = None) -> DriftReport:
+    """What differs between the manifest and the catalogs, and the repair the next apply would do
+    (`lance-sync drift`): `report.items`, `report.has_drift`. Objects another owner (or nobody)
+    owns are never drift."""
+    from lance_sync.check.drift import drift_report
+
+    with _connected(state, drivers) as connected:
+        return drift_report(state, connected, parallelism, on_progress, scan_all)
+
+
+@_masking_errors
+def held_leases(state: DesiredState, *, drivers: Drivers | None = None) -> list[tuple[str, LeaseRecord]]:
+    """Each apply lease held for the manifest's owner in its backends, and each takeover in
+    progress, with where it is (`lance-sync unlock` without an id)."""
+    from lance_sync.apply.lease import current_leases
+
+    with _connected(state, drivers) as connected:
+        return current_leases(_lease_stores_of(state, connected))
+
+
+@_masking_errors
+def unlock(state: DesiredState, lease_id: str, *, drivers: Drivers | None = None) -> list[str]:
+    """Remove the apply lease `lease_id` of an apply that is gone, and any takeover by it, from
+    the manifest's backends (`lance-sync unlock LEASE_ID`); where it was removed. Only for a
+    holder that died: a lease whose holder expired, or whose process is gone on this host, is
+    taken over by the next apply anyway."""
+    from lance_sync.apply.lease import unlock as remove_lease
+
+    with _connected(state, drivers) as connected:
+        removed = remove_lease(_lease_stores_of(state, connected), lease_id)
+    if not removed:
+        raise LanceSyncError(f"no lease {lease_id} for owner '{state.owner}' in this manifest's backends; "
+                             "run `lance-sync unlock` without an id to list them")
+    return removed
+
+
+def _lease_stores_of(state: DesiredState, drivers: Drivers) -> list[LeaseStore]:
+    from lance_sync.apply.lease import lease_stores
+
+    return lease_stores(drivers, state.ids_by_backend(), state.owner)
+
+
+@contextlib.contextmanager
+def _connected(source: DesiredState, given: Drivers | None) -> Iterator[Drivers]:
+    """The drivers a caller gave (theirs to close), else ones built for `source` and closed when
+    the call ends."""
+    from lance_sync.apply.session import close_drivers
+
+    if given:
+        yield given
+        return
+    built = connect(source)
+    try:
+        yield built
+    finally:
+        close_drivers(built)
+
+
+@_masking_errors
+def import_manifest(backend: str, state: DesiredState | None = None, *, backend_type: str | None = None,
+                    properties: Mapping[str, str] | None = None, owner: str | None = None,
+                    namespaces: Sequence[str] = (), base_dir: str | Path | None = None,
+                    drivers: Drivers | None = None, on_progress: Progress | None = None) -> Imported:
+    """A manifest of what `backend` holds under `namespaces` (default: its root), to adopt an
+    existing catalog (`lance-sync import`): `imported.text`, and in `imported.left_out` what
+    another owner manages.
+
+    The backend is the one of that name in `state`, whose owner is the default `owner`; or,
+    without a manifest, one of `backend_type` with `properties` (`storage.x` keys are storage
+    options; secrets as `${VAR}`), and then `owner` is required. Local paths below `base_dir`
+    (where the manifest goes; default: the current directory) are written relative to it.
+    """
+    from lance_sync.manifest.importer import OWNER_NEEDED, backend_template
+    from lance_sync.manifest.importer import import_manifest as run_import
+
+    if state is not None and backend_type is not None:
+        raise LanceSyncError("import reads a backend of the manifest (state) or one of backend_type, not both")
+    if backend_type is not None:
+        if not owner:
+            raise LanceSyncError(f"an owner is required with a backend_type: {OWNER_NEEDED}")
+        template = backend_template(backend_type, properties or {})
+        build: Callable[[], Drivers] = functools.partial(connect_templates, {backend: template})
+    elif state is None:
+        raise LanceSyncError("import reads a backend of the manifest (state) or one of backend_type")
+    else:
+        if backend not in state.backends:
+            raise LanceSyncError(f"backend '{backend}' is not defined in the manifest")
+        spec = state.backends[backend]
+        template = spec.template
+        build = functools.partial(connect_backends, {backend: spec})
+        owner = owner or state.owner
+    folder = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
+    from lance_sync.apply.session import close_drivers
+
+    connected = drivers or build()
+    try:
+        return run_import(backend, connected[backend], template, namespaces, owner, folder, on_progress)
+    finally:
+        if not drivers:
+            close_drivers(connected)
+
+
+def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = None, interval: float = 300.0,
+              max_backoff: float = 3600.0, once: bool = False, lock_timeout: float = 0.0, scan_all: bool = False,
+              parallelism: int = DEFAULT_PARALLELISM, spark: str | None = None, state_dir: str | Path | None = None,
+              metrics_host: str = "127.0.0.1", metrics_port: int | None = None,
+              on_record: Callable[[dict[str, Any]], None] = lambda record: None,
+              stop: threading.Event | None = None) -> CycleReport | None:
+    """Plan and apply on a schedule what the policy lets run unattended (`lance-sync
+    reconcile`): each cycle re-reads the manifest files and runs the apply session with the
+    policy's verbs; the rest is reported as pending. Runs until `stop` is set (one cycle with
+    `once`) and returns the last cycle's report. `on_record` takes one JSON-ready record per
+    event (start, each cycle, stop); `metrics_port` serves Prometheus metrics meanwhile."""
+    import os
+    import threading
+
+    from lance_sync.apply.options import ApplyOptions
+    from lance_sync.apply.reconcile import (
+        Metrics,
+        MetricsServer,
+        Reconciler,
+        Settings,
+        default_state_dir,
+        now,
+        run_cycle,
+    )
+
+    paths = [str(path) for path in files]
+    policy = str(policy_file) if policy_file is not None else None
+    state = load(paths, policy_file=policy)  # a bad manifest fails at once, not in a cycle
+    options = ApplyOptions(parallelism=parallelism, spark=spark,
+                           state_dir=Path(state_dir) if state_dir else default_state_dir(paths))
+    settings = Settings(files=paths, policy_file=policy, interval=interval, max_backoff=max_backoff,
+                        lock_timeout=lock_timeout, scan_all=scan_all, options=options)
+    stop = stop or threading.Event()
+    metrics = Metrics(state.owner)
+    server = MetricsServer(metrics, metrics_host, metrics_port).start() if metrics_port is not None else None
+    try:
+        on_record({"time": now(), "event": "start", "owner": state.owner, "files": paths,
+                   "interval_seconds": interval, "max_backoff_seconds": max_backoff,
+                   "unattended": list(state.policy.unattended_verbs), "metrics": server.url if server else None,
+                   "pid": os.getpid()})
+        last = Reconciler(lambda: run_cycle(settings, stop), interval, max_backoff, metrics, on_record,
+                          stop).run(max_cycles=1 if once else None)
+    finally:
+        if server is not None:
+            server.close()
+    on_record({"time": now(), "event": "stop", "reason": "signal" if stop.is_set() else "once"})
+    return last

@@ -25,7 +25,7 @@ values of environment variables whose names look secret (`SECRET_VARIABLE`: a pa
 SECRET, PASSWORD, PASSWD, PASS, CREDENTIAL, KEY, PRIVATE or SAS, such as UC_TOKEN or
 AWS_SECRET_ACCESS_KEY; GITHUB_TOKEN among them), in the forms lance-sync masks (exact, URL-,
 JSON- and HTML-encoded, base64 at any offset). The masking itself is lance-sync's
-`lance_sync/secrets.py`, loaded from this action's own source (it uses the standard library
+`lance_sync/model/secrets.py`, loaded from this action's own source (it uses the standard library
 only), so the two never differ in what a form is.
 
 Exit status: lance-sync's (plan: 0 no changes or changes, 1 error, 4 blocked; apply: its own).
@@ -61,9 +61,9 @@ VIEWER_QUERY = "query { viewer { login databaseId } }"
 
 
 def _load_masking() -> ModuleType:
-    """lance-sync's masking (lance_sync/secrets.py, standard library only) from this action's
+    """lance-sync's masking (lance_sync/model/secrets.py, standard library only) from this action's
     source, without importing the lance_sync package."""
-    path = Path(__file__).resolve().parents[1] / "lance_sync" / "secrets.py"
+    path = Path(__file__).resolve().parents[1] / "lance_sync" / "model" / "secrets.py"
     spec = importlib.util.spec_from_file_location("lance_sync_action_secrets", path)
     assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)

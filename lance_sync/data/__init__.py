@@ -4,14 +4,14 @@ Importing this package neither imports pyspark nor starts a JVM; Spark starts on
 """
 
 from lance_sync.data.discover import find_lance_datasets
-from lance_sync.data.locations import LocationReport, inspect_location, inspect_locations
+from lance_sync.data.inspection import LocationReport, inspect_location, inspect_locations
 from lance_sync.data.materialize import (
     MaterializeError,
     MaterializeResult,
     materialize,
     source_schema,
 )
-from lance_sync.data.spark import (
+from lance_sync.data.session import (
     SparkSettings,
     SparkUnavailableError,
     get_spark,

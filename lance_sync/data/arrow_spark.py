@@ -13,7 +13,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 from pyspark.sql.types import DataType, StructField, StructType
 
-from lance_sync.arrow_types import spark_compatible
+from lance_sync.model.arrow_types import spark_compatible
 
 #: Spark's TimestampType values are instants; Arrow batches label them with this zone.
 SPARK_TIME_ZONE = "UTC"

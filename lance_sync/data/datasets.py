@@ -2,7 +2,7 @@
 
 - Creating is all or nothing: an intent record goes to the location before the first byte
   (lance_sync.data.intents), the dataset's first commit carries this owner's record in its
-  schema metadata (lance_sync.marks.DATASET_OWNER_KEY), and the write counts as done only once
+  schema metadata (lance_sync.model.marks.DATASET_OWNER_KEY), and the write counts as done only once
   the dataset opens with the declared columns; then the intent record is cleared. A write that
   fails removes what it wrote; one that is cut off (kill -9) is recognised and finished by the
   owner's next apply.
@@ -19,7 +19,7 @@ from typing import Literal
 import lance
 import pyarrow as pa
 
-from lance_sync.arrow_types import column_drift, columns_from_schema
+from lance_sync.data.inspection import has_committed_version, inspect_location
 from lance_sync.data.intents import (
     IntentError,
     clean_interrupted,
@@ -29,10 +29,10 @@ from lance_sync.data.intents import (
     new_intent,
     write_intent,
 )
-from lance_sync.data.locations import has_committed_version, inspect_location
 from lance_sync.data.storage import open_storage
-from lance_sync.locations import normalize_location
-from lance_sync.marks import DATASET_OWNER_KEY, dataset_owner, describe_dataset_owner
+from lance_sync.model.arrow_types import column_drift, columns_from_schema
+from lance_sync.model.locations import normalize_location
+from lance_sync.model.marks import DATASET_OWNER_KEY, dataset_owner, describe_dataset_owner
 
 Mode = Literal["create", "overwrite"]
 #: writes the dataset at a location, in a mode, with a target schema that carries the owner's

@@ -15,15 +15,15 @@ from functools import partial
 import pyarrow as pa
 from pyarrow import fs as pafs
 
-from lance_sync.data.locations import (
+from lance_sync.data.inspection import (
     DEFAULT_MAX_WORKERS,
     DEFAULT_SPARK_THRESHOLD,
     Engine,
     choose_engine,
 )
-from lance_sync.data.spark import SparkSettings, get_spark
+from lance_sync.data.session import SparkSettings, get_spark
 from lance_sync.data.storage import Storage, open_storage, shipped_storage_options
-from lance_sync.locations import normalize_location
+from lance_sync.model.locations import normalize_location
 
 VERSIONS_DIR = "_versions"
 #: Upper bound on Spark tasks; a task walks one or more top-level subtrees.

@@ -50,9 +50,9 @@ from pyspark.sql.types import StructType
 
 from lance_sync.data.arrow_spark import conform_batch, spark_arrow_schema, to_spark_schema
 from lance_sync.data.materialize import MaterializeError
-from lance_sync.data.spark import is_connect_session, spark_text
+from lance_sync.data.session import is_connect_session, spark_text
 from lance_sync.data.storage import Storage, effective_storage_options, open_storage
-from lance_sync.locations import is_local, normalize_location, scheme
+from lance_sync.model.locations import is_local, normalize_location, scheme
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -28,7 +28,7 @@ import json
 from pyarrow import fs as pafs
 
 from lance_sync.data.storage import Storage
-from lance_sync.plan.model import WriteIntent
+from lance_sync.model.actions import WriteIntent
 
 INTENT_FILE = "_lance_sync_intent.json"
 #: what an interrupted Lance write may leave at a location (Lance's own layout)

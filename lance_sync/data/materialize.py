@@ -11,13 +11,12 @@ Storage options go to the executors resolved (`effective_storage_options`): they
 this process's environment.
 
 A plain Parquet source (see file_source.plain_parquet_files: local files Spark would list and
-read the same way, no reader options, no casts, no partition directories) on a classic session that sets
-none of Spark's file or Parquet reading settings (`spark.sql.parquet.*`, ...) is read
+read the same way, no reader options, no casts, no partition directories) on a classic session
+that sets none of Spark's file or Parquet reading settings (`spark.sql.parquet.*`, ...) is read
 by the write tasks themselves: its files are grouped into tasks of about equal bytes, and each
 task reads its share with pyarrow and writes it (`source_files` in lance_source). Its rows never
-pass through the JVM, which costs more than the write itself (5M rows of 6 columns on 2 cores:
-11.4 s through Spark's rows, 2.8 s read by the tasks, one `lance.write_dataset` 2.6-3.4 s), and
-Spark neither lists nor infers the schema (the first file's, as Spark would take it). Every
+pass through the JVM, which costs more than the write itself (bench/bench_spark.py measures
+both), and Spark neither lists nor infers the schema (the first file's, as Spark would take it). Every
 other source, and every source over Spark Connect, is read by Spark.
 """
 
@@ -30,11 +29,11 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lance_sync.arrow_types import parse_type
-from lance_sync.data.locations import inspect_location
-from lance_sync.data.spark import SparkSettings, get_spark, is_connect_session, spark_errors
+from lance_sync.data.inspection import inspect_location
+from lance_sync.data.session import SparkSettings, get_spark, is_connect_session, spark_errors
 from lance_sync.data.storage import effective_storage_options, open_storage
-from lance_sync.locations import normalize_location
+from lance_sync.model.arrow_types import parse_type
+from lance_sync.model.locations import normalize_location
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

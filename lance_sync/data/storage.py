@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from pyarrow import fs as pafs
 
-from lance_sync.locations import is_local, normalize_location
-from lance_sync.storage_options import layered
+from lance_sync.model.locations import is_local, normalize_location
+from lance_sync.model.storage_options import layered
 
 #: Lance storage option -> pyarrow S3FileSystem argument (keys compared lower-case).
 _S3_OPTIONS = {

@@ -20,9 +20,9 @@ lance-sync itself builds its drivers here: from a loaded manifest's validated co
 as a saved plan keeps them (`connect_templates`).
 
 This module imports no driver and not lance_namespace: manifest validation reads a backend's
-configuration model and identifier rules (`backend_rules`, from the light `<type>_config`
-modules) without loading the Lance Namespace client or a backend SDK; a driver module is
-imported when a driver is built.
+configuration model and identifier rules (`backend_rules`, from the light `<type>.config`
+modules) without loading the Lance Namespace client or a backend SDK; a backend's `driver`
+module (and the modules it is split into) is imported when a driver is built.
 """
 
 from __future__ import annotations
@@ -31,16 +31,16 @@ import contextlib
 import functools
 import importlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lance_sync.errors import BackendUnavailable, ConfigError
-from lance_sync.variables import resolve_references
+from lance_sync.model.errors import BackendUnavailable, ConfigError
+from lance_sync.model.variables import resolve_references
 
 if TYPE_CHECKING:
-    from lance_sync.drivers.base import SyncNamespace
-    from lance_sync.drivers.config import BackendConfig, BackendRules
+    from lance_sync.drivers.base import Drivers, SyncNamespace
+    from lance_sync.model.backend_config import BackendConfig, BackendRules
 
 ENTRY_POINT_GROUP = "lance_namespace.impls"
 #: what a backend type is prefixed with in `lance_namespace.connect` and in the entry points
@@ -57,11 +57,11 @@ BUILTIN_DRIVERS: dict[str, str] = {
 
 #: the offline rules of each of lance-sync's own drivers (their driver classes inherit them)
 BUILTIN_RULES: dict[str, str] = {
-    "dir": "lance_sync.drivers.dir_config:DirRules",
-    "unity": "lance_sync.drivers.unity_config:UnityRules",
-    "iceberg": "lance_sync.drivers.iceberg_config:IcebergRules",
-    "glue": "lance_sync.drivers.glue_config:GlueRules",
-    "hive3": "lance_sync.drivers.hive3_config:Hive3Rules",
+    "dir": "lance_sync.drivers.dir.config:DirRules",
+    "unity": "lance_sync.drivers.unity.config:UnityRules",
+    "iceberg": "lance_sync.drivers.iceberg.config:IcebergRules",
+    "glue": "lance_sync.drivers.glue.config:GlueRules",
+    "hive3": "lance_sync.drivers.hive3.config:Hive3Rules",
 }
 
 
@@ -104,6 +104,18 @@ def backend_rules(backend_type: str) -> type[BackendRules]:
     return _load(BUILTIN_RULES.get(backend_type) or _target(backend_type))
 
 
+def driver_export(package: str, class_name: str) -> Callable[[str], Any]:
+    """A backend package's module `__getattr__`: `<package>:<class_name>` is the driver's class
+    path, and importing the package (for its offline `config`) does not import the driver."""
+
+    def __getattr__(name: str) -> Any:
+        if name != class_name:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.driver"), class_name)
+
+    return __getattr__
+
+
 def _target(backend_type: str) -> str:
     target = available_drivers().get(backend_type)
     if target is None:
@@ -119,33 +131,33 @@ def _load(target: str) -> Any:
 
 def connect(backend_type: str, config: BackendConfig | Mapping[str, Any]) -> SyncNamespace:
     """Build a driver from a validated config model or from connect() properties."""
-    from lance_sync.drivers.config import BackendConfig
+    from lance_sync.model.backend_config import BackendConfig
 
     cls = driver_class(backend_type)
     return cls(config) if isinstance(config, BackendConfig) else cls(**config)
 
 
 class ConfiguredBackend(Protocol):
-    """A backend whose configuration is validated already (`manifest.desired.BackendSpec`)."""
+    """A backend whose configuration is validated already (`model.desired.BackendSpec`)."""
 
     @property
-    def driver_class(self) -> type[SyncNamespace]: ...
+    def type(self) -> str: ...
 
     @property
     def config(self) -> BackendConfig: ...
 
 
-def connect_backends(backends: Mapping[str, ConfiguredBackend]) -> dict[str, SyncNamespace]:
+def connect_backends(backends: Mapping[str, ConfiguredBackend]) -> Drivers:
     """A driver for each backend of a loaded manifest, from its validated configuration."""
     drivers = {}
     for name, backend in backends.items():
         with _naming(name):
-            drivers[name] = backend.driver_class(backend.config)
+            drivers[name] = driver_class(backend.type)(backend.config)
     return drivers
 
 
 def connect_templates(templates: Mapping[str, Mapping[str, Any]],
-                      environ: Mapping[str, str] | None = None) -> dict[str, SyncNamespace]:
+                      environ: Mapping[str, str] | None = None) -> Drivers:
     """A driver for each backend template (a saved plan's, `import --type`'s): `type` plus
     properties, where each value written `${VAR}` is read from the environment."""
     environ = os.environ if environ is None else environ

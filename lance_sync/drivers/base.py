@@ -16,10 +16,11 @@ can use it directly) plus what a reconciler needs beyond that interface:
   reads (`snapshot_reads`: the `dir` manifest table): a plan then reads nothing else.
 - `lease_register()`: where an apply lease lives, with the best compare-and-swap the backend
   has (lance_sync.drivers.leases).
+- `close()`: lets go of open connections when the command (an apply session) is done.
 
 Requests are accepted as the generated models (pylance) or as any mapping of their fields
 (lancedb's core passes dicts): every public operation is wrapped once, here, by
-`lance_sync.drivers.requests`; an interface operation a driver lacks is UnsupportedOperation
+`lance_sync.drivers.support.requests`; an interface operation a driver lacks is UnsupportedOperation
 naming the operations it has.
 
 Request modes mean the same on every backend. `SyncNamespace` reads them once and each
@@ -47,7 +48,7 @@ names are the spec's property names. A driver is built from a configuration vali
 already (`Driver(config)`: the manifest's, see `lance_sync.drivers.connect_backends`) or from
 the flat string properties `lance_namespace.connect(name, properties)` passes
 (`storage.region`, `client.pool-size`), which it validates with the same model. Its secret
-values are registered for masking (`lance_sync.secrets`) as it is built.
+values are registered for masking (`lance_sync.model.secrets`) as it is built.
 """
 
 from __future__ import annotations
@@ -88,20 +89,20 @@ from lance_namespace.errors import (
 )
 from pydantic import SecretStr
 
-from lance_sync import secrets
+from lance_sync.drivers.leases import LeaseRegister, NamespaceLeaseRegister
+from lance_sync.drivers.support.paging import follow_pages
+from lance_sync.drivers.support.requests import OPERATIONS, accepting_mappings, unsupported
+from lance_sync.model import secrets
 
 # the configuration and identifier rules live in a module that validation imports without
 # the Lance Namespace client; drivers import them from here too
-from lance_sync.drivers.config import (  # noqa: F401 - re-exported
+from lance_sync.model.backend_config import (  # noqa: F401 - re-exported
     STORAGE_PREFIX,
     BackendConfig,
     BackendRules,
     Identifier,
     default_root,
 )
-from lance_sync.drivers.leases import LeaseRegister, NamespaceLeaseRegister
-from lance_sync.drivers.paging import follow_pages
-from lance_sync.drivers.requests import OPERATIONS, accepting_mappings, unsupported
 
 #: Lance request modes as `request_mode` spells them; the first of each is the default
 CREATE_MODES = ("create", "existok", "overwrite")
@@ -319,6 +320,10 @@ class SyncNamespace(BackendRules, LanceNamespace):
     def capabilities(self) -> Capabilities:
         return Capabilities()
 
+    def close(self) -> None:
+        """Let go of what the driver holds open (connections, pools); by default there is
+        nothing. A driver closed is still usable: what a later call needs is opened again."""
+
     def storage_options(self) -> dict[str, str]:
         return dict(self.config.storage)
 
@@ -334,7 +339,7 @@ class SyncNamespace(BackendRules, LanceNamespace):
     def lease_parents(self, touched: list[Identifier]) -> list[Identifier]:
         """Namespaces under which apply leases live for an apply that touches `touched`: by
         default the first level of each id (a catalog, a warehouse), which exists before any
-        manifest creates something in it. See lance_sync.lease."""
+        manifest creates something in it. See lance_sync.apply.lease."""
         return sorted({tuple(id[:1]) for id in touched if id})
 
     def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
@@ -434,6 +439,10 @@ class SyncNamespace(BackendRules, LanceNamespace):
             return list(getattr(response, attribute) or []), response.page_token
 
         return follow_pages(fetch)
+
+
+#: a command's drivers, by backend name
+Drivers = dict[str, SyncNamespace]
 
 
 def _adapt_operations(cls: type) -> None:

@@ -1,6 +1,6 @@
 """Lease registers: where a backend keeps an apply lease, and how it changes it safely.
 
-`lance_sync.lease` holds the protocol (who may take a lease, renewal, waiting, messages); a
+`lance_sync.apply.lease` holds the protocol (who may take a lease, renewal, waiting, messages); a
 register is the backend's primitive beneath it, one record that changes only by
 compare-and-swap:
 
@@ -48,7 +48,7 @@ from lance_namespace.errors import (
     NamespaceAlreadyExistsError,
 )
 
-from lance_sync.drivers.retry import backoff_seconds, is_transient, with_retries
+from lance_sync.drivers.support.retry import backoff_seconds, is_transient, with_retries
 
 if TYPE_CHECKING:
     from lance_sync.drivers.base import Identifier, SyncNamespace
@@ -200,6 +200,14 @@ class LeaseRegister(ABC):
         """Free the lease if it is still `expected`; False when it is not. By default (for a
         register that keeps released records) a swap to the record marked released."""
         return self.swap(expected, expected.record.released_now()) is not None
+
+    def version_to_swap(self, expected: StoredLease) -> str | None:
+        """The version to swap `expected` from: its own, else (a register that wrote it without
+        learning the version) the version read now; None when the lease is no longer its record."""
+        if expected.version:
+            return expected.version
+        current = self.read()
+        return current.version if current is not None and current.record == expected.record else None
 
     def claimant(self, expected: StoredLease) -> LeaseRecord | None:
         """Who is replacing `expected` right now, where a register takes claims (its swap

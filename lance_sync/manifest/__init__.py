@@ -18,12 +18,10 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lance_sync.manifest.desired import DesiredState
-    from lance_sync.policy import Policy
+    from lance_sync.model.desired import DesiredState
+    from lance_sync.model.policy import Policy
 
 DEFAULT_MANIFEST = "lance-sync.yaml"
-#: lance-sync's own files next to a manifest: apply journals, rollback plans, Spark's log
-STATE_DIRECTORY = ".lance-sync"
 
 
 def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None,
@@ -45,7 +43,6 @@ def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None
 
 def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str,
           allow_unset: bool) -> DesiredState:
-    from lance_sync.errors import ManifestError, ManifestErrors
     from lance_sync.manifest.loader import (
         NotPlain,
         load_document,
@@ -54,6 +51,7 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
     )
     from lance_sync.manifest.semantic import build_desired_state
     from lance_sync.manifest.validate import validate_strictly, validate_structure
+    from lance_sync.model.errors import ManifestError, ManifestErrors
 
     try:  # a variable that is not set is a problem here too: the full road records it
         document = merge_documents([load_plain_document(path, environ) for path in paths])
@@ -85,8 +83,8 @@ def load_policy(path: str, backends: Collection[str], environ: Mapping[str, str]
 
 
 def _with_file(manifest: Policy, from_file: Policy) -> Policy:
-    from lance_sync.errors import ManifestError, ManifestErrors
-    from lance_sync.policy import combine
+    from lance_sync.model.errors import ManifestError, ManifestErrors
+    from lance_sync.model.policy import combine
 
     names = {rule.name: rule for rule in manifest.rules}
     clashes = [ManifestError(f"rule '{rule.name}' is defined in the manifest too (at {names[rule.name].where})",

@@ -43,9 +43,9 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from lance_sync.errors import ManifestError, Position
 from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value
-from lance_sync.variables import REFERENCE
+from lance_sync.model.errors import ManifestError, Position
+from lance_sync.model.variables import REFERENCE
 
 #: A path into the data: mapping keys and list indices.
 DataPath = tuple[str | int, ...]
@@ -90,8 +90,8 @@ _CORE_TAGS: dict[str, tuple[str, tuple[type, ...]]] = {
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's loader when pyyaml was built with it (about 20x faster), else the pure-Python
-    one, that leaves plain scalars untyped (`_PLAIN_TAG`) but for merge keys (`<<`)."""
+    """libyaml's loader when pyyaml was built with it (much faster: bench/bench_cli.py), else the
+    pure-Python one, that leaves plain scalars untyped (`_PLAIN_TAG`) but for merge keys (`<<`)."""
 
     yaml_implicit_resolvers = {"<": [(_MERGE_KEY_TAG, re.compile(r"<<\Z"))],
                                None: [(_PLAIN_TAG, re.compile(""))]}

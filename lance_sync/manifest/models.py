@@ -13,10 +13,10 @@ from typing import Annotated, Any, Literal, Protocol, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
-from lance_sync.arrow_types import TypeSyntaxError, parse_type
 from lance_sync.drivers import available_drivers, backend_rules
-from lance_sync.drivers.config_types import TextValue
-from lance_sync.plan.model import ActionType
+from lance_sync.model.actions import ActionType
+from lance_sync.model.arrow_types import TypeSyntaxError, parse_type
+from lance_sync.model.config_types import TextValue
 
 SCHEMA_ID = "https://lance-sync.dev/schemas/manifest.schema.json"
 POLICY_SCHEMA_ID = "https://lance-sync.dev/schemas/policy.schema.json"
@@ -78,7 +78,10 @@ class Source(_Strict):
         "rewrite it from the source")
 
 
-class Registration(_Strict):
+class RegistrationEntry(_Strict):
+    # the schema keeps the name users see in their editors
+    model_config = ConfigDict(title="Registration")
+
     backend: str = Field(pattern=NAME_PATTERN)
     namespace: IdentifierInput
     name: str | None = Field(None, min_length=1,
@@ -89,7 +92,7 @@ class Table(_Strict):
     name: str = Field(min_length=1, description="The table's name, unique in the manifest")
     location: str = Field(min_length=1, description="Root of the Lance dataset; relative paths are "
                           "taken from the manifest file's folder")
-    registrations: list[Registration] = Field(alias="register", min_length=1,
+    registrations: list[RegistrationEntry] = Field(alias="register", min_length=1,
                                               description="Where the table is registered: backend and namespace")
     properties: Properties = Field(default_factory=dict)
     columns: list[Column] | None = Field(
@@ -110,7 +113,10 @@ class Namespace(_Strict):
     protect: bool = False
 
 
-class SparkSettings(_Strict):
+class SparkEntry(_Strict):
+    # the schema keeps the name users see in their editors
+    model_config = ConfigDict(title="SparkSettings")
+
     master: str | None = Field(None, description="Spark master URL (local[4], spark://...) or a Spark "
                                "Connect URL sc://host:port; default: embedded local[*]")
     conf: dict[str, PropertyValue] = Field(default_factory=dict, description="Extra Spark configuration")
@@ -145,8 +151,11 @@ class PolicyRule(_Strict):
         None, ge=0, description="At most this many forget and delete actions in one plan")
 
 
-class Policy(_Strict):
+class PolicyFile(_Strict):
     """Rules every plan is checked against before apply; a violation refuses the plan (exit 4)."""
+
+    # the schema keeps the name users see in their editors
+    model_config = ConfigDict(title="Policy")
 
     rules: list[PolicyRule] = Field(default_factory=list)
     unattended: list[Literal["create", "update", "replace", "forget"]] | None = Field(
@@ -174,8 +183,8 @@ class ValidatedManifest(Protocol):
     namespaces: list[Namespace]
     tables: list[Table]
     storage: dict[str, str]
-    spark: SparkSettings | None
-    policy: Policy | None
+    spark: SparkEntry | None
+    policy: PolicyFile | None
 
 
 @functools.cache
@@ -222,15 +231,15 @@ def manifest_model(backend_types: tuple[str, ...] | None = None) -> type[BaseMod
             "setting, e.g. {aws_region: eu-west-1}; unset settings come from the standard environment "
             "(AWS_ENDPOINT_URL, AWS_REGION...) as pylance takes them. Keys that look secret must come "
             "from ${VAR}.")),
-        spark=(SparkSettings | None, None),
-        policy=(Policy | None, None),
+        spark=(SparkEntry | None, None),
+        policy=(PolicyFile | None, None),
     )
 
 
 def policy_json_schema() -> dict[str, Any]:
     """The schema of a policy file (`--policy FILE`): the manifest's `policy:` section on its own."""
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": POLICY_SCHEMA_ID,
-            **Policy.model_json_schema()}
+            **PolicyFile.model_json_schema()}
 
 
 def manifest_json_schema() -> dict[str, Any]:
@@ -244,7 +253,7 @@ def manifest_json_schema() -> dict[str, Any]:
 #: (a table's registrations and columns). Everything else is optional: an overlay only says
 #: what it changes, and a backend entry need not repeat its `type`.
 _OVERLAY_REQUIRED = {"Table": ["name"], "Namespace": ["backend", "id"],
-                     "Registration": ["backend", "namespace"], "Column": ["name", "type"]}
+                     "RegistrationEntry": ["backend", "namespace"], "Column": ["name", "type"]}
 
 
 def overlay_json_schema() -> dict[str, Any]:

@@ -16,10 +16,18 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from lance_sync.drivers import backend_rules
-from lance_sync.drivers.config import BackendRules, Identifier
-from lance_sync.errors import ManifestError, ManifestErrors, Position
-from lance_sync.locations import is_local, is_within, normalize_location
-from lance_sync.manifest.desired import (
+from lance_sync.manifest.loader import DataPath, Document, format_path
+from lance_sync.manifest.models import (
+    RULE_CHECKS,
+    PolicyFile,
+    PolicyRule,
+    Table,
+    ValidatedBackend,
+    ValidatedManifest,
+)
+from lance_sync.model.actions import Kind
+from lance_sync.model.backend_config import BackendRules, Identifier
+from lance_sync.model.desired import (
     BackendSpec,
     DesiredNamespace,
     DesiredState,
@@ -27,18 +35,10 @@ from lance_sync.manifest.desired import (
     Registration,
     UnsetValue,
 )
-from lance_sync.manifest.loader import DataPath, Document, format_path
-from lance_sync.manifest.models import (
-    RULE_CHECKS,
-    PolicyRule,
-    Table,
-    ValidatedBackend,
-    ValidatedManifest,
-)
-from lance_sync.manifest.models import Policy as PolicyModel
-from lance_sync.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
-from lance_sync.plan.model import Kind
-from lance_sync.policy import (
+from lance_sync.model.errors import ManifestError, ManifestErrors, Position
+from lance_sync.model.locations import is_local, is_within, normalize_location
+from lance_sync.model.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
+from lance_sync.model.policy import (
     AllowedLocations,
     ForbiddenActions,
     MaxRemovals,
@@ -47,9 +47,9 @@ from lance_sync.policy import (
     RequiredProperties,
     Rule,
 )
-from lance_sync.secrets import SECRET_KEY, url_password
-from lance_sync.storage_options import layered
-from lance_sync.variables import is_whole_reference
+from lance_sync.model.secrets import SECRET_KEY, url_password
+from lance_sync.model.storage_options import layered
+from lance_sync.model.variables import is_whole_reference
 
 
 class _Checker:
@@ -98,7 +98,7 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
     return state
 
 
-def build_policy(model: PolicyModel, document: Document, base_dir: str, backends: Collection[str]) -> Policy:
+def build_policy(model: PolicyFile, document: Document, base_dir: str, backends: Collection[str]) -> Policy:
     """Check a policy file (`--policy`) against the manifest's backends; ManifestErrors if not."""
     checker = _Checker(document, base_dir)
     policy = _policy(checker, model, (), backends)
@@ -397,7 +397,7 @@ def _check_locations(checker: _Checker, state: DesiredState) -> None:
 
 # --- policy ------------------------------------------------------------------------------------
 
-def _policy(checker: _Checker, model: PolicyModel, path: DataPath, backends: Collection[str]) -> Policy:
+def _policy(checker: _Checker, model: PolicyFile, path: DataPath, backends: Collection[str]) -> Policy:
     rules: list[Rule] = []
     names: dict[str, Position | None] = {}
     for index, entry in enumerate(model.rules):

@@ -32,11 +32,9 @@ from pydantic import ValidationError as ModelError
 from pydantic_core import ErrorDetails
 
 from lance_sync.drivers import available_drivers
-from lance_sync.drivers.config import STORAGE_PREFIX
-from lance_sync.errors import ManifestError, ManifestErrors
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
-    Policy,
+    PolicyFile,
     ValidatedManifest,
     backend_models,
     manifest_json_schema,
@@ -44,6 +42,8 @@ from lance_sync.manifest.models import (
     policy_json_schema,
 )
 from lance_sync.manifest.yaml_core import LeadingZero, yaml_1_1_value
+from lance_sync.model.backend_config import STORAGE_PREFIX
+from lance_sync.model.errors import ManifestError, ManifestErrors
 
 #: tried in turn in place of a backend setting whose variable is not set; the first one the
 #: backend's model accepts stands in (a name, a URL, a Thrift address, client_id:secret, a number)
@@ -111,11 +111,11 @@ def _stand_in_unset_settings(document: Document) -> None:
             break
 
 
-def validate_policy_structure(document: Document) -> Policy:
+def validate_policy_structure(document: Document) -> PolicyFile:
     """The policy model of a policy file (`--policy`), or ManifestErrors listing every problem."""
     _check_schema(_policy_validator(), document)
     try:
-        return Policy.model_validate(document.data)
+        return PolicyFile.model_validate(document.data)
     except ModelError as error:
         raise ManifestErrors(_sorted_unique(
             [p for p in (_model_problem(e, document) for e in error.errors()) if p is not None])) from None

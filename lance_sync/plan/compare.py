@@ -29,27 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lance_sync.arrow_types import (
-    column_drift,
-    columns_from_schema,
-    describe_columns,
-    schema_from_columns,
-)
 from lance_sync.drivers.base import Capabilities, Identifier, TableInfo
-from lance_sync.errors import PlanError
-from lance_sync.locations import LocationIndex, overlap_relation
-from lance_sync.manifest.desired import DesiredState, DesiredTable
-from lance_sync.marks import (
-    MANAGED_KEYS,
-    OWNER_KEY,
-    describe_dataset_owner,
-    drops_data,
-    is_protected,
-    marks,
-    owner_of,
-)
-from lance_sync.observe import LiveState, ObjectKey
-from lance_sync.plan.model import (
+from lance_sync.model.actions import (
     Action,
     Address,
     DatasetStatus,
@@ -63,6 +44,25 @@ from lance_sync.plan.model import (
     fingerprint,
     project,
 )
+from lance_sync.model.arrow_types import (
+    column_drift,
+    columns_from_schema,
+    describe_columns,
+    schema_from_columns,
+)
+from lance_sync.model.desired import DesiredState, DesiredTable
+from lance_sync.model.errors import PlanError
+from lance_sync.model.locations import LocationIndex, overlap_relation
+from lance_sync.model.marks import (
+    MANAGED_KEYS,
+    OWNER_KEY,
+    describe_dataset_owner,
+    drops_data,
+    is_protected,
+    marks,
+    owner_of,
+)
+from lance_sync.plan.observe import LiveState, ObjectKey
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 #: what a location may hold for a table to be registered there

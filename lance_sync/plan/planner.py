@@ -4,28 +4,28 @@ the plan to its targets and check it against the policy."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lance_sync import __version__
-from lance_sync.drivers.base import Capabilities, SyncNamespace
-from lance_sync.locations import shown_path
-from lance_sync.manifest.desired import DesiredState
-from lance_sync.observe import DEFAULT_PARALLELISM, LiveState, observe
+from lance_sync.drivers.base import Capabilities, Drivers
+from lance_sync.model.actions import DatasetStatus, Plan, Scope
+from lance_sync.model.desired import DesiredState
+from lance_sync.model.locations import shown_path
+from lance_sync.model.policy import declared_subjects, enforce
+from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.plan.compare import Comparison, compare, removal_locations
-from lance_sync.plan.model import DatasetStatus, Plan, Scope
+from lance_sync.plan.observe import LiveState, observe
 from lance_sync.plan.select import parse_targets, select_targets
-from lance_sync.policy import declared_subjects, enforce
 
 if TYPE_CHECKING:
-    from lance_sync.data.locations import LocationReport
-
-Progress = Callable[[str], None]
+    from lance_sync.data.inspection import LocationReport
 
 
-def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, SyncNamespace],
+
+def inspect_datasets(state: DesiredState, live: LiveState, drivers: Drivers,
                      progress: Progress | None = None) -> dict[str, DatasetStatus]:
     """What each table location of the manifest holds, and each location an owned table that
     left the manifest points at (thread pool; no Spark at plan time)."""
@@ -34,7 +34,7 @@ def inspect_datasets(state: DesiredState, live: LiveState, drivers: dict[str, Sy
     return statuses
 
 
-def inspect_declared_datasets(state: DesiredState, drivers: dict[str, SyncNamespace],
+def inspect_declared_datasets(state: DesiredState, drivers: Drivers,
                               progress: Progress | None = None) -> dict[str, DatasetStatus]:
     """What each table location of the manifest holds. It needs no live state, so a plan looks
     at the locations while it reads the catalogs (`read_state`)."""
@@ -46,7 +46,7 @@ def inspect_declared_datasets(state: DesiredState, drivers: dict[str, SyncNamesp
     return _inspect(by_options, progress)
 
 
-def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: dict[str, SyncNamespace],
+def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Drivers,
                               known: dict[str, DatasetStatus]) -> dict[str, DatasetStatus]:
     """What each location of an owned table that left the manifest holds (unless known)."""
     options_of = _storage_options(drivers)
@@ -58,13 +58,13 @@ def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: dic
     return _inspect(by_options, None)
 
 
-def _storage_options(drivers: dict[str, SyncNamespace]) -> dict[str, tuple[tuple[str, str], ...]]:
+def _storage_options(drivers: Drivers) -> dict[str, tuple[tuple[str, str], ...]]:
     return {name: tuple(sorted(driver.storage_options().items())) for name, driver in drivers.items()}
 
 
 def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]],
              progress: Progress | None) -> dict[str, DatasetStatus]:
-    from lance_sync.data.locations import inspect_locations
+    from lance_sync.data.inspection import inspect_locations
 
     statuses = {}
     #: one status object for each distinct simple answer (a large plan's locations are mostly missing)
@@ -102,7 +102,7 @@ class Observation:
     api_calls: dict[str, int]
 
 
-def read_state(state: DesiredState, drivers: dict[str, SyncNamespace],
+def read_state(state: DesiredState, drivers: Drivers,
                parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None,
                scan_all: bool = False) -> Observation:
     calls_before = {name: driver.api_calls for name, driver in drivers.items()}
@@ -120,7 +120,7 @@ class _CapabilitiesOnDemand(dict[str, Capabilities]):
     metastore's take a call, which a plan that finds everything in sync does without. Calls
     made for them count with the plan's (`api_calls`)."""
 
-    def __init__(self, drivers: dict[str, SyncNamespace], api_calls: dict[str, int]):
+    def __init__(self, drivers: Drivers, api_calls: dict[str, int]):
         super().__init__()
         self.drivers = drivers
         self.api_calls = api_calls
@@ -133,7 +133,7 @@ class _CapabilitiesOnDemand(dict[str, Capabilities]):
         return self[name]
 
 
-def build_plan(state: DesiredState, drivers: dict[str, SyncNamespace],
+def build_plan(state: DesiredState, drivers: Drivers,
                parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None,
                scan_all: bool = False, targets: Sequence[str] = (), enforce_policy: bool = True) -> Plan:
     """The plan of a manifest; with `targets` (BACKEND:ID globs) only what they need; checked

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 
 import click
 
-from lance_sync.locations import with_manifest_relative_paths
-from lance_sync.plan.model import (
+from lance_sync.model.actions import (
     Action,
     DatasetStatus,
     Destruction,
@@ -23,6 +22,7 @@ from lance_sync.plan.model import (
     Reason,
     Verb,
 )
+from lance_sync.model.locations import with_manifest_relative_paths
 
 MARKDOWN_LIMIT = 65_000
 #: scanned namespaces named per backend before "and N more"

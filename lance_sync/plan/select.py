@@ -14,8 +14,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from lance_sync.errors import LanceSyncError
-from lance_sync.plan.model import Action, Kind, OmittedAction, Partial, Plan, Verb
+from lance_sync.model.actions import Action, Kind, OmittedAction, Partial, Plan, Verb
+from lance_sync.model.errors import LanceSyncError
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from lance_sync.drivers.base import Identifier
-from lance_sync.locations import normalize_location
+from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
 from tests.servers.glue import glue_client
 

@@ -18,7 +18,7 @@ from pymetastore.hive_metastore.ttypes import (
 )
 
 from lance_sync.drivers.base import Identifier
-from lance_sync.locations import normalize_location
+from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
 from tests.servers.hive_support import hive_client
 

@@ -10,7 +10,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
 from lance_sync.drivers.base import Identifier
-from lance_sync.locations import normalize_location
+from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
 from tests.servers import iceberg_rest
 

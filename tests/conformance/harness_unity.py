@@ -29,8 +29,8 @@ from unitycatalog.client import (
 from unitycatalog.client.exceptions import ApiException
 
 from lance_sync.drivers.base import Identifier
-from lance_sync.drivers.unity_config import DEFAULT_API_PATH
-from lance_sync.locations import normalize_location
+from lance_sync.drivers.unity.config import DEFAULT_API_PATH
+from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
 from tests.servers.base import RunningServer
 

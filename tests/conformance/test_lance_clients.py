@@ -22,7 +22,7 @@ from lancedb.index import FTS, IvfFlat
 
 from lance_sync.drivers import impl_name, register
 from lance_sync.drivers.base import SyncNamespace
-from lance_sync.locations import normalize_location
+from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness
 
 pytestmark = pytest.mark.servers

@@ -32,7 +32,7 @@ from lance_namespace.errors import (
     UnsupportedOperationError,
 )
 
-from lance_sync.locations import normalize_location
+from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness
 
 pytestmark = pytest.mark.servers

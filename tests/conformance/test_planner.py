@@ -13,10 +13,10 @@ import yaml
 from click.testing import CliRunner
 from pydantic import SecretStr
 
-from lance_sync.cli import main
+from lance_sync.cli.app import main
 from lance_sync.drivers import driver_class
 from lance_sync.drivers.base import SyncNamespace
-from lance_sync.locations import normalize_location
+from lance_sync.model.locations import normalize_location
 from tests.conformance.conftest import BACKENDS, harness_class
 from tests.conformance.harness import Harness
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from lance_sync.arrow_types import columns_from_schema
 from lance_sync.data import SparkSettings, get_spark, inspect_locations, materialize, stop_spark
+from lance_sync.model.arrow_types import columns_from_schema
 
 
 def main(url: str, parquet_dir: str, location: str) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 
-from lance_sync.arrow_types import schema_from_columns
+from lance_sync.model.arrow_types import schema_from_columns
 
 #: The types that do not survive Spark unless cast back on the executors.
 TYPED_SCHEMA = schema_from_columns(

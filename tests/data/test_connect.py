@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from lance_sync.arrow_types import columns_from_schema
+from lance_sync.model.arrow_types import columns_from_schema
 from tests.data.tables import TYPED_SCHEMA, typed_table
 
 pytestmark = pytest.mark.spark

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from lance_sync.data.datasets import DatasetWriteError, delete_dataset, write_dataset
+from lance_sync.data.inspection import inspect_location
 from lance_sync.data.intents import INTENT_FILE
-from lance_sync.data.locations import inspect_location
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

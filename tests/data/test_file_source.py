@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lance_sync.arrow_types import schema_from_columns
 from lance_sync.data.file_source import ReadSpec, list_files, reads_in_python
 from lance_sync.data.materialize import MaterializeError, materialize, source_schema
 from lance_sync.data.storage import open_storage
+from lance_sync.model.arrow_types import schema_from_columns
 from tests.data.tables import TYPED_SCHEMA, typed_table
 from tests.servers import s3
 

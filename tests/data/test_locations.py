@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow import fs as pafs
 
-from lance_sync.arrow_types import columns_from_schema
-from lance_sync.data import locations as locations_module
-from lance_sync.data.locations import inspect_location, inspect_locations
+from lance_sync.data import inspection as locations_module
+from lance_sync.data.inspection import inspect_location, inspect_locations
+from lance_sync.model.arrow_types import columns_from_schema
 from tests.data.tables import TYPED_SCHEMA, typed_table
 
 

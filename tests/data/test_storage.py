@@ -7,7 +7,7 @@ import os
 import pytest
 
 from lance_sync.data.storage import _s3_arguments
-from lance_sync.locations import normalize_location
+from lance_sync.model.locations import normalize_location
 
 
 @pytest.mark.parametrize(

@@ -57,8 +57,9 @@ from werkzeug.serving import make_server
 
 from lance_sync.drivers import register
 from lance_sync.drivers.base import TableInfo
-from lance_sync.drivers.glue import GlueConfig, GlueNamespace
-from lance_sync.errors import ConfigError
+from lance_sync.drivers.glue.config import GlueConfig
+from lance_sync.drivers.glue.driver import GlueNamespace
+from lance_sync.model.errors import ConfigError
 from tests.servers.base import RunningServer, free_port
 from tests.servers.glue import GlueControl, glue_client
 

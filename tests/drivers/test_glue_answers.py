@@ -47,13 +47,13 @@ from lance_namespace.errors import (
     ThrottlingError,
 )
 
-from lance_sync.drivers.glue import (
+from lance_sync.drivers.glue.answers import (
     BAD_ANSWER_RETRIES,
     READ_OPERATIONS,
     REQUIRED_ANSWER_MEMBERS,
-    GlueNamespace,
 )
-from lance_sync.drivers.retry import BadAnswerError
+from lance_sync.drivers.glue.driver import GlueNamespace
+from lance_sync.drivers.support.retry import BadAnswerError
 
 ACCOUNT = "123456789012"
 DATABASE = (ACCOUNT, "sales")

@@ -51,10 +51,13 @@ from lance_namespace.errors import (
 )
 from pymetastore.hive_metastore.ttypes import GetTableRequest, Table
 
-from lance_sync.drivers import hive3, register
+from lance_sync.drivers import register
 from lance_sync.drivers.base import Identifier
-from lance_sync.drivers.hive3 import Hive3Namespace
-from lance_sync.errors import ConfigError
+from lance_sync.drivers.hive3 import driver as hive3
+from lance_sync.drivers.hive3 import transport
+from lance_sync.drivers.hive3.driver import Hive3Namespace
+from lance_sync.drivers.hive3.objects import database_ref
+from lance_sync.model.errors import ConfigError
 from tests.conformance.harness_hive3 import Hive3Harness
 from tests.conformance.harness_hms import HmsHarness
 from tests.servers.base import RunningServer, free_port
@@ -256,7 +259,7 @@ def test_drop_database(hive: HmsHarness, driver: Hive3Namespace, database: Ident
     with pytest.raises(NamespaceNotEmptyError):
         driver.drop_namespace(DropNamespaceRequest(id=list(database)))
     with hive_client(hive.server.endpoint) as client:
-        client.drop_table(hive3._database_ref(*database), "foreign", False)
+        client.drop_table(database_ref(*database), "foreign", False)
     driver.drop_namespace(DropNamespaceRequest(id=list(database)))
     assert driver.get_namespace_info(database) is None
     with pytest.raises(NamespaceNotFoundError):
@@ -785,12 +788,12 @@ def connections_opened(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Every connection the driver opens, counted on the client side."""
     opened: list[object] = []
 
-    class Counted(hive3._Connection):
+    class Counted(transport.MetastoreConnection):
         def __init__(self, *args) -> None:
             opened.append(self)
             super().__init__(*args)
 
-    monkeypatch.setattr(hive3, "_Connection", Counted)
+    monkeypatch.setattr(transport, "MetastoreConnection", Counted)
     return opened
 
 
@@ -850,7 +853,7 @@ def test_a_connection_closed_by_the_server_is_replaced(hms_server: RunningServer
         assert driver.get_namespace_info(("hive", "default")) is not None  # found closed while idle
         assert proxy.accepted == 2
         # when the closed connection is not noticed before use: a read is retried once...
-        monkeypatch.setattr(hive3._Connection, "is_open", lambda self: True)
+        monkeypatch.setattr(transport.MetastoreConnection, "is_open", lambda self: True)
         cut(proxy)
         assert driver.get_namespace_info(("hive", "default")) is not None
         assert proxy.accepted == 3

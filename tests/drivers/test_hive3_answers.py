@@ -55,14 +55,11 @@ from thrift.Thrift import TException, TMessageType, TType
 from thrift.transport.TSocket import TSocket
 from thrift.transport.TTransport import TBufferedTransport, TMemoryBuffer, TTransportException
 
-from lance_sync.drivers import hive3
-from lance_sync.drivers.hive3 import (
-    ANSWER_CHECKS,
-    READ_CALLS,
-    Hive3Namespace,
-    MetastoreUnreachableError,
-)
-from lance_sync.drivers.retry import BadAnswerError, TransientError
+from lance_sync.drivers.hive3 import transport
+from lance_sync.drivers.hive3.answers import ANSWER_CHECKS, READ_CALLS
+from lance_sync.drivers.hive3.driver import Hive3Namespace
+from lance_sync.drivers.hive3.transport import MetastoreUnreachableError
+from lance_sync.drivers.support.retry import BadAnswerError, TransientError
 
 RETRIES = 3  # the driver's default client.max-retries
 
@@ -574,14 +571,14 @@ def test_a_write_that_could_not_connect_is_retried(tmp_path: Path, sleeps: list[
                                                    monkeypatch: pytest.MonkeyPatch):
     refused = []
 
-    class RefusedOnce(hive3._Connection):
+    class RefusedOnce(transport.MetastoreConnection):
         def __init__(self, *args: Any) -> None:
             if not refused:
                 refused.append(True)
                 raise TTransportException(TTransportException.NOT_OPEN, "Could not connect (refused)")
             super().__init__(*args)
 
-    monkeypatch.setattr(hive3, "_Connection", RefusedOnce)
+    monkeypatch.setattr(transport, "MetastoreConnection", RefusedOnce)
     with metastore() as server:
         driver = driver_for(server, tmp_path, sleeps)
         driver.create_namespace(CreateNamespaceRequest(id=["hive", "new_db"]))

@@ -40,10 +40,10 @@ from lance_namespace.errors import (
     ServiceUnavailableError,
 )
 
-from lance_sync.drivers.http import HttpClient, HttpFailure
-from lance_sync.drivers.iceberg import IcebergNamespace
-from lance_sync.drivers.retry import BadAnswerError, TransientError, is_transient
-from lance_sync.drivers.unity import UnityNamespace
+from lance_sync.drivers.iceberg.driver import IcebergNamespace
+from lance_sync.drivers.support.http import HttpClient, HttpFailure
+from lance_sync.drivers.support.retry import BadAnswerError, TransientError, is_transient
+from lance_sync.drivers.unity.driver import UnityNamespace
 
 MAX_RETRIES = 2
 ATTEMPTS = MAX_RETRIES + 1

@@ -55,9 +55,9 @@ from pyiceberg.types import LongType, NestedField
 
 from lance_sync.drivers import register
 from lance_sync.drivers.base import Capabilities
-from lance_sync.drivers.iceberg import LOAD_PARALLELISM, IcebergNamespace
-from lance_sync.drivers.retry import ServerError
-from lance_sync.errors import ConfigError
+from lance_sync.drivers.iceberg.driver import LOAD_PARALLELISM, IcebergNamespace
+from lance_sync.drivers.support.retry import ServerError
+from lance_sync.model.errors import ConfigError
 from tests.servers import iceberg_rest
 from tests.servers.base import RunningServer, free_port
 
@@ -583,7 +583,7 @@ def test_a_plan_loads_tables_on_its_own_pool_only(iceberg_server, big_namespace,
     """observe() runs the loads as parts on its pool: never more loads in flight than its
     parallelism, and no pool of the driver's own beneath it."""
     from lance_sync.manifest import load_manifest
-    from lance_sync.observe import observe
+    from lance_sync.plan.observe import observe
 
     manifest = tmp_path / "lance-sync.yaml"
     manifest.write_text(f"version: 1\nowner: o\nbackends:\n  ice: {{type: iceberg, endpoint: "

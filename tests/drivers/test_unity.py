@@ -50,11 +50,11 @@ from lance_namespace.errors import (
 from unitycatalog.client import ColumnTypeName, TablesApi
 
 from lance_sync.drivers import register
-from lance_sync.drivers.http import HttpFailure
-from lance_sync.drivers.retry import ServerError
-from lance_sync.drivers.unity import UnityNamespace
-from lance_sync.errors import ConfigError
-from lance_sync.locations import normalize_location
+from lance_sync.drivers.support.http import HttpFailure
+from lance_sync.drivers.support.retry import ServerError
+from lance_sync.drivers.unity.driver import UnityNamespace
+from lance_sync.model.errors import ConfigError
+from lance_sync.model.locations import normalize_location
 from tests.conformance.harness_unity import EXTERNAL_TOKEN, UnityHarness, ensure_catalog, run_sdk
 from tests.servers import unity
 from tests.servers.base import RunningServer, free_port
@@ -445,7 +445,7 @@ def test_declare_fills_columns_from_the_lance_dataset(driver: UnityNamespace, sc
 def test_type_json_is_what_spark_reads():
     """Spark's own type classes parse every type_json into the type named by type_text."""
     types = pytest.importorskip("pyspark.sql.types")
-    from lance_sync.drivers.unity import unity_columns
+    from lance_sync.drivers.unity.driver import unity_columns
 
     arrow_schema = pa.schema([
         pa.field("i8", pa.int8()), pa.field("u16", pa.uint16()), pa.field("f16", pa.float16()),

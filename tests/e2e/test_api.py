@@ -8,11 +8,12 @@ from pathlib import Path
 import lance
 import pyarrow as pa
 import pytest
+import yaml
 
 from lance_sync import api
-from lance_sync.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestErrors
-from lance_sync.manifest.desired import DesiredState
-from lance_sync.plan.model import Plan
+from lance_sync.model.actions import Plan
+from lance_sync.model.desired import DesiredState
+from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestErrors
 from tests.e2e.test_cli_dir import Project
 
 
@@ -123,6 +124,48 @@ def test_verify_and_discover(project: Project):
     assert [Path(location).name for location in found] == ["stray.lance"]
 
 
+def test_drift_is_what_the_next_apply_would_repair(project: Project):
+    state = api.load(project.manifest_path)
+    before = api.drift(state)
+    assert before.has_drift and {item.kind.value for item in before.items} == {"missing", "data"}
+    api.apply(state)
+    assert not api.drift(state).has_drift
+
+
+def test_leases_are_listed_and_a_dead_apply_s_is_removed(project: Project):
+    from lance_sync.apply.lease import Leases, lease_stores
+
+    state = api.load(project.manifest_path)
+    assert api.held_leases(state) == []
+    holder = Leases(lease_stores(api.connect(state), state.ids_by_backend(), state.owner), state.owner)
+    holder.acquire(timeout=0)
+    holder._stop.set()  # its renewals stop, as an apply's that died
+    [(where, record)] = api.held_leases(state)
+    assert record.id == holder.record.id and "lake" in where
+    with pytest.raises(LanceSyncError, match="no lease nope for owner 'quickstart'"):
+        api.unlock(state, "nope")
+    assert len(api.unlock(state, holder.record.id)) == 1
+    assert api.held_leases(state) == []
+
+
+def test_import_manifest_of_a_manifest_s_backend_or_of_a_backend_type(project: Project, tmp_path: Path):
+    state = api.load(project.manifest_path)
+    api.apply(state)
+    imported = api.import_manifest("lake", state, base_dir=project.root)
+    written = yaml.safe_load(imported.text)
+    assert written["owner"] == "quickstart" and imported.left_out == []
+    assert {t["name"] for t in written["tables"]} == {t.name for t in state.tables}
+    root = str(project.root / "lakehouse")
+    other = api.import_manifest("lake", backend_type="dir", properties={"root": root}, owner="them",
+                                base_dir=tmp_path)
+    assert yaml.safe_load(other.text)["owner"] == "them" and not yaml.safe_load(other.text)["tables"]
+    assert other.left_out and all(item.endswith("(owned by 'quickstart')") for item in other.left_out)
+    with pytest.raises(LanceSyncError, match="an owner is required with a backend_type"):
+        api.import_manifest("lake", backend_type="dir", properties={"root": root})
+    with pytest.raises(LanceSyncError, match="backend 'nope' is not defined in the manifest"):
+        api.import_manifest("nope", state)
+
+
 def test_errors_are_the_cli_s(project: Project, tmp_path: Path):
     (tmp_path / "bad.yaml").write_text("version: 1\nowner: x\nbackends: {}\ntables: [{name: t}]\n")
     with pytest.raises(ManifestErrors):
@@ -149,3 +192,17 @@ def test_targets_and_a_policy_file_as_in_the_cli(project: Project, tmp_path: Pat
     with pytest.raises(GuardRefusal, match="breaks the policy"):
         api.apply(checked)
     assert api.plan(api.load(project.manifest_path, tmp_path / "policy.yaml")).refused
+
+
+def test_reconcile_once_applies_what_the_policy_lets_run_unattended(project: Project):
+    records: list[dict] = []
+    last = api.reconcile([project.manifest_path], once=True, on_record=records.append)
+    assert last is not None and last.exit_code == ExitCode.OK
+    assert [record["event"] for record in records] == ["start", "cycle", "stop"]
+    assert project.tables("sales") == ["orders", "returns"]
+
+
+def test_json_schema_is_what_lance_sync_schema_prints(project: Project):
+    for document in ("manifest", "overlay", "plan", "policy"):
+        shipped = json.loads((Path(__file__).resolve().parents[2] / "schemas" / f"{document}.schema.json").read_text())
+        assert api.json_schema(document) == shipped

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lance_sync.cli import main
+from lance_sync.cli.app import main
 from lance_sync.drivers import register
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers

@@ -56,14 +56,14 @@ APPLY_TIMEOUT_SECONDS = 240
 #: imports lance-sync (and the drivers), says it is ready, waits for the barrier, then runs the CLI
 BARRIER_RUNNER = """
 import os, sys, time
-import lance_sync, lance_sync.cli, lance_sync.apply, lance_sync.lease, lance_sync.observe
-import lance_sync.plan.planner, lance_sync.drivers.dir, lance_sync.drivers.iceberg, lance_sync.drivers.glue
+import lance_sync, lance_sync.cli.app, lance_sync.apply.session, lance_sync.apply.lease, lance_sync.plan.observe
+import lance_sync.plan.planner, lance_sync.drivers.dir.driver, lance_sync.drivers.iceberg.driver, lance_sync.drivers.glue.driver
 ready, barrier = sys.argv[1], sys.argv[2]
 open(ready, "w").close()
 while not os.path.exists(barrier):
     time.sleep(0.001)
 sys.argv = ["lance-sync", *sys.argv[3:]]
-lance_sync.cli.main()
+lance_sync.cli.app.main()
 """
 #: what a raw Lance error looks like when it reaches the user (its Rust source paths, its names)
 RAW_LANCE_ERROR = ("commit conflict", "retryable commit", "rust/lance", "lance-table/src", "LanceError",

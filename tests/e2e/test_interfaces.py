@@ -12,7 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lance_sync.cli import main
+from lance_sync.cli.app import main
 from tests.e2e.test_cli_dir import Project
 
 

@@ -50,10 +50,10 @@ KILL_RUNNER = r"""
 import atexit, functools, os, signal, sys, threading, zlib
 import lance, pyarrow as pa
 from lance.fragment import write_fragments
-import lance_sync.cli, lance_sync.data.datasets as datasets
-from lance_sync.drivers.dir import DirNamespace
-from lance_sync.drivers.iceberg import IcebergNamespace
-from lance_sync.drivers.http import HttpClient
+import lance_sync.cli.app, lance_sync.data.datasets as datasets
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.drivers.iceberg.driver import IcebergNamespace
+from lance_sync.drivers.support.http import HttpClient
 
 kill_at = int(os.environ["LS_KILL_AT"])
 lock, seen = threading.Lock(), [0]
@@ -100,7 +100,7 @@ wrap(HttpClient, "request", when=lambda self, method, *a, **k: method == "POST")
 if os.environ.get("LS_EVENT_COUNT"):
     atexit.register(lambda: open(os.environ["LS_EVENT_COUNT"], "w").write(str(seen[0])))
 sys.argv = ["lance-sync", *sys.argv[1:]]
-lance_sync.cli.main()
+lance_sync.cli.app.main()
 """
 
 

@@ -15,10 +15,7 @@ import yaml
 from pymetastore.hive_metastore.ttypes import ShowLocksRequest
 
 from lance_sync import api
-from lance_sync.drivers.base import Identifier, SyncNamespace
-from lance_sync.drivers.dir import DirNamespace
-from lance_sync.drivers.leases import LeaseRecord, NamespaceLeaseRegister
-from lance_sync.lease import (
+from lance_sync.apply.lease import (
     LeaseHeld,
     Leases,
     LeaseStore,
@@ -27,6 +24,9 @@ from lance_sync.lease import (
     lease_stores,
     unlock,
 )
+from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.drivers.leases import LeaseRecord, NamespaceLeaseRegister
 from tests.conformance.conftest import harness_class
 from tests.conformance.harness import Harness
 from tests.e2e.test_faults import (

@@ -33,10 +33,10 @@ from typing import Any
 
 import pytest
 
+from lance_sync.apply.lease import LeaseHeld, Leases, LeaseStore, lease_stores
 from lance_sync.drivers.base import Identifier, SyncNamespace
-from lance_sync.drivers.dir import DirNamespace
+from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease
-from lance_sync.lease import LeaseHeld, Leases, LeaseStore, lease_stores
 from tests.conformance.conftest import harness_class
 
 TAKERS = 50

@@ -26,8 +26,8 @@ import pytest
 import yaml
 from lance_namespace import CreateNamespaceRequest, DeclareTableRequest
 
-from lance_sync.drivers.dir import DirNamespace
-from lance_sync.drivers.iceberg import IcebergNamespace
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.drivers.iceberg.driver import IcebergNamespace
 from tests.e2e.test_faults import (
     LANCE_SYNC,
     cli_env,

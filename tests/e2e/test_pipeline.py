@@ -16,7 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lance_sync.cli import main
+from lance_sync.cli.app import main
 from tests.spark_fixture import TEST_SPARK_BLOCK
 
 VECTOR = pa.list_(pa.float32(), 4)
@@ -202,7 +202,7 @@ def test_plan_and_apply_without_a_source_never_start_spark(tmp_path: Path):
     script = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from lance_sync.cli import main\n"
+        "from lance_sync.cli.app import main\n"
         f"for args in (['plan', '-f', {str(path)!r}], ['apply', '-f', {str(path)!r}, '--auto-approve'],"
         f" ['verify', '-f', {str(path)!r}]):\n"
         "    assert CliRunner().invoke(main, args).exit_code == 0, args\n"

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from lance_sync.secrets import MASK
+from lance_sync.model.secrets import MASK
 from tests.conformance.harness_unity import ensure_catalog
 from tests.e2e.test_faults import LANCE_SYNC, UNITY_CATALOG, cli_env, describe
 from tests.e2e.test_reconcile import Loop, scrape

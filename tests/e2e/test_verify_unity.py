@@ -11,7 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lance_sync.cli import main
+from lance_sync.cli.app import main
 from tests.conformance.harness_unity import UnityHarness
 
 pytestmark = pytest.mark.servers

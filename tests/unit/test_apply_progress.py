@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lance_sync.cli import _ApplyProgress
+from lance_sync.cli.apply_display import ApplyProgress
 
 
 def outcome(status: str, error: str | None = None) -> SimpleNamespace:
@@ -33,7 +33,7 @@ class Stderr:
 
 def test_a_line_with_the_counts_comes_while_an_action_is_still_running(capsys):
     stderr = Stderr(capsys)
-    progress = _ApplyProgress(interval=0.05)
+    progress = ApplyProgress(interval=0.05)
     progress.start(3, None)
     stderr.wait_for("Applying: 0 of 3 actions done")
     progress.update(outcome("succeeded"))
@@ -48,7 +48,7 @@ def test_a_line_with_the_counts_comes_while_an_action_is_still_running(capsys):
 
 
 def test_the_ticker_stops_with_the_apply(capsys):
-    progress = _ApplyProgress(interval=0.01)
+    progress = ApplyProgress(interval=0.01)
     progress.start(1, None)
     ticker = progress.ticker
     progress.update(outcome("succeeded"))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lance_sync.arrow_types import (
+from lance_sync.model.arrow_types import (
     TypeSyntaxError,
     columns_from_schema,
     format_type,

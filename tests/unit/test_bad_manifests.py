@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from lance_sync.cli import main
+from lance_sync.cli.app import main
 from lance_sync.manifest import load_manifest
 
 GOOD_HEAD = "version: 1\nowner: team\nbackends:\n  lake: {type: dir, root: ./lake}\n"

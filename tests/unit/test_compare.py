@@ -7,18 +7,19 @@ from dataclasses import dataclass, field
 import pytest
 
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
-from lance_sync.drivers.dir import DirConfig, DirNamespace
-from lance_sync.errors import PlanError
-from lance_sync.manifest.desired import (
+from lance_sync.drivers.dir.config import DirConfig
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.model.actions import DatasetStatus, Destruction, Kind, Reason, Verb, WriteIntent
+from lance_sync.model.desired import (
     BackendSpec,
     DesiredNamespace,
     DesiredState,
     DesiredTable,
     Registration,
 )
-from lance_sync.observe import LiveState
+from lance_sync.model.errors import PlanError
 from lance_sync.plan.compare import compare
-from lance_sync.plan.model import DatasetStatus, Destruction, Kind, Reason, Verb, WriteIntent
+from lance_sync.plan.observe import LiveState
 
 OWNER = "me"
 MARK = {"lance_sync.owner": OWNER}

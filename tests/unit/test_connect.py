@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from lance_sync.drivers import connect_backends, connect_templates
-from lance_sync.errors import ConfigError
 from lance_sync.manifest import load_manifest
+from lance_sync.model.errors import ConfigError
 
 MANIFEST = """\
 version: 1

@@ -14,9 +14,10 @@ from lance_namespace.errors import (
     TableAlreadyExistsError,
 )
 
-from lance_sync.apply import ApplyOptions, execute
+from lance_sync.apply.execute import execute
+from lance_sync.apply.options import ApplyOptions
 from lance_sync.drivers import register
-from lance_sync.plan.model import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
+from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 

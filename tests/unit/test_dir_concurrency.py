@@ -37,10 +37,10 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-from lance_sync.drivers import dir as dir_driver
 from lance_sync.drivers import register
-from lance_sync.drivers.dir import DirNamespace
-from lance_sync.marks import OWNER_KEY
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.drivers.dir.manifest import is_commit_conflict, short_message
+from lance_sync.model.marks import OWNER_KEY
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
@@ -489,9 +489,9 @@ def test_a_root_level_declare_in_a_fresh_root_whose_properties_fail_is_undone(tm
     "Commit conflict for version 12: concurrent writers",
 ])
 def test_lance_commit_conflicts_are_tried_again(message):
-    assert dir_driver._is_commit_conflict(OSError(message))
-    assert dir_driver._is_commit_conflict(RuntimeError(message))
-    assert ".rs:" not in dir_driver._short(OSError(message))
+    assert is_commit_conflict(OSError(message))
+    assert is_commit_conflict(RuntimeError(message))
+    assert ".rs:" not in short_message(OSError(message))
 
 
 @pytest.mark.parametrize("error", [
@@ -501,4 +501,4 @@ def test_lance_commit_conflicts_are_tried_again(message):
     LanceNamespaceError("Namespace not found"),
 ])
 def test_other_errors_are_final(error):
-    assert not dir_driver._is_commit_conflict(error)
+    assert not is_commit_conflict(error)

@@ -10,19 +10,20 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lance_sync.cli import main
-from lance_sync.drift import DriftKind, DriftReport, render_drift, report_drift
+from lance_sync.check.drift import DriftKind, DriftReport, render_drift, report_drift
+from lance_sync.cli.app import main
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
-from lance_sync.drivers.dir import DirConfig, DirNamespace
-from lance_sync.manifest.desired import (
+from lance_sync.drivers.dir.config import DirConfig
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.model.actions import DatasetStatus
+from lance_sync.model.desired import (
     BackendSpec,
     DesiredNamespace,
     DesiredState,
     DesiredTable,
     Registration,
 )
-from lance_sync.observe import LiveState
-from lance_sync.plan.model import DatasetStatus
+from lance_sync.plan.observe import LiveState
 from lance_sync.plan.planner import Observation
 
 OWNER = "me"

@@ -7,9 +7,11 @@ import time
 
 from lance_namespace.errors import NamespaceAlreadyExistsError, ServiceUnavailableError
 
-from lance_sync.apply import ApplyOptions, execute, rollback_plan
+from lance_sync.apply.execute import execute
+from lance_sync.apply.options import ApplyOptions
+from lance_sync.apply.rollback import rollback_plan
 from lance_sync.drivers.base import NamespaceInfo
-from lance_sync.plan.model import (
+from lance_sync.model.actions import (
     Action,
     Kind,
     ObjectState,
@@ -111,7 +113,7 @@ class LostAnswerDriver(RecordingDriver):
 
 
 def test_a_flaky_read_while_checking_a_resent_create_is_retried(tmp_path, monkeypatch):
-    monkeypatch.setattr("lance_sync.apply.backoff_seconds", lambda attempt: 0.0)
+    monkeypatch.setattr("lance_sync.apply.runner.backoff_seconds", lambda attempt: 0.0)
     driver = LostAnswerDriver(read_failures=1)
     report = execute(plan_of([namespace_action(("a",))]), {"b": driver}, ApplyOptions(state_dir=tmp_path))
     assert report.exit_code == 0 and driver.created == ["a"] and driver.reads == 2
@@ -119,7 +121,7 @@ def test_a_flaky_read_while_checking_a_resent_create_is_retried(tmp_path, monkey
 
 def test_a_read_that_keeps_failing_while_checking_is_a_transient_failure(tmp_path, monkeypatch):
     """Never an exception out of the apply (that would lose the journal of what was done)."""
-    monkeypatch.setattr("lance_sync.apply.backoff_seconds", lambda attempt: 0.0)
+    monkeypatch.setattr("lance_sync.apply.runner.backoff_seconds", lambda attempt: 0.0)
     report = execute(plan_of([namespace_action(("a",))]), {"b": LostAnswerDriver(read_failures=99)},
                      ApplyOptions(state_dir=tmp_path))
     [outcome] = report.outcomes

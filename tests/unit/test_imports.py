@@ -13,10 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lance_sync.drivers import BUILTIN_RULES
+
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
 
-#: never imported by `import lance_sync.cli` (so not by --help or shell completion)
+#: never imported by `import lance_sync.cli.app` (so not by --help or shell completion)
 HEAVY = ["lance_namespace", "lance", "pyarrow", "pyspark", "pydantic", "jsonschema", "requests", "boto3",
          "thrift", "pandas", "numpy"]
 #: never imported by `validate` (the JSON Schema, pydantic and pyarrow's type names are its work)
@@ -33,12 +35,12 @@ def imported_after(code: str) -> set[str]:
 
 
 def test_the_command_line_module_imports_no_heavy_package():
-    loaded = imported_after("import lance_sync.cli")
+    loaded = imported_after("import lance_sync.cli.app")
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
 def test_validate_imports_no_driver_client_and_no_spark():
-    loaded = imported_after("from lance_sync.cli import main\n"
+    loaded = imported_after("from lance_sync.cli.app import main\n"
                             "try:\n"
                             f"    main(['validate', '-f', {str(QUICKSTART)!r}])\n"
                             "except SystemExit as done:\n"
@@ -87,3 +89,11 @@ def test_a_package_imported_before_lance_sync_is_left_as_it_is():
                    "import sys\n"
                    "assert sys.modules['lance_namespace_urllib3_client'] is client\n"
                    "assert '__getattr__' not in client.__dict__ and client.__dict__.keys() == body.keys()")
+
+
+def test_backend_packages_and_their_configs_import_no_client():
+    """Manifest validation reads each backend's `config`: it must not pull in the backend's SDK."""
+    modules = sorted({target.split(":")[0] for target in BUILTIN_RULES.values()})
+    loaded = imported_after("import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules))
+    clients = {"boto3", "botocore", "thrift", "pymetastore", "lance_namespace", "pyarrow", "lance"}
+    assert not loaded & clients, sorted(loaded & clients)

@@ -15,10 +15,7 @@ import yaml
 from click.testing import CliRunner
 from lance_namespace.errors import ServiceUnavailableError
 
-from lance_sync.cli import main
-from lance_sync.drivers.dir import LEASE_DIRECTORY, DirNamespace, FileLeaseRegister
-from lance_sync.drivers.leases import LeaseRecord, StoredLease
-from lance_sync.lease import (
+from lance_sync.apply.lease import (
     LeaseHeld,
     Leases,
     LeaseStore,
@@ -27,6 +24,10 @@ from lance_sync.lease import (
     lease_stores,
     unlock,
 )
+from lance_sync.cli.app import main
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.drivers.dir.leases import LEASE_DIRECTORY, FileLeaseRegister
+from lance_sync.drivers.leases import LeaseRecord, StoredLease
 
 OWNER = "team"
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from lance_sync.locations import is_within, normalize_location, relative_to
+from lance_sync.model.locations import is_within, normalize_location, relative_to
 
 
 def test_one_spelling_per_place():

@@ -12,9 +12,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lance_sync.cli import main
-from lance_sync.plan.model import ActionType, Kind, Verb
-from lance_sync.policy import Policy, combine
+from lance_sync.cli.app import main
+from lance_sync.model.actions import ActionType, Kind, Verb
+from lance_sync.model.policy import Policy, combine
 
 
 class Lake:
@@ -191,7 +191,7 @@ def test_unattended_never_lists_delete(lake: Lake):
 def test_the_action_types_a_rule_can_name_are_every_verb_and_every_operation():
     from typing import get_args
 
-    from lance_sync.plan import model
+    from lance_sync.model import actions as model
 
     operations = {f"{verb.value} {kind.value}" for kind, verb in model._OPERATIONS}
     assert set(get_args(ActionType)) == {v.value for v in Verb} | operations

@@ -13,12 +13,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from lance_sync.apply import ApplyOptions
-from lance_sync.cli import main
-from lance_sync.drivers.dir import DirNamespace
-from lance_sync.errors import LanceSyncError
-from lance_sync.lease import Leases, lease_stores
-from lance_sync.reconcile import (
+from lance_sync.apply.lease import Leases, lease_stores
+from lance_sync.apply.options import ApplyOptions
+from lance_sync.apply.reconcile import (
     CycleReport,
     Metrics,
     MetricsServer,
@@ -27,6 +24,9 @@ from lance_sync.reconcile import (
     parse_duration,
     run_cycle,
 )
+from lance_sync.cli.app import main
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.model.errors import LanceSyncError
 
 # --- the loop, with a fake clock -----------------------------------------------------------------
 

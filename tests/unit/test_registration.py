@@ -19,7 +19,7 @@ from lance_sync.drivers import (
     impl_name,
     register,
 )
-from lance_sync.drivers.dir import DirNamespace
+from lance_sync.drivers.dir.driver import DirNamespace
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_pyproject_declares_each_driver_under_its_lance_sync_name():
 def test_importing_lance_sync_registers_nothing(tmp_path: Path):
     script = textwrap.dedent(f"""
         import lance_namespace
-        import lance_sync, lance_sync.api, lance_sync.cli, lance_sync.drivers, lance_sync.spark
+        import lance_sync, lance_sync.api, lance_sync.cli.app, lance_sync.drivers, lance_sync.spark
         try:
             lance_namespace.connect("lance-sync-dir", {{"root": {str(tmp_path)!r}}})
         except ValueError:

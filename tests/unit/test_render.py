@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 
-from lance_sync.plan.model import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
+from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
 from lance_sync.plan.render import MARKDOWN_LIMIT, render_json, render_markdown, render_text
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "plan.schema.json").read_text())

@@ -13,8 +13,8 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.drivers import BUILTIN_DRIVERS, driver_class
-from lance_sync.drivers.dir import DirNamespace
-from lance_sync.drivers.requests import OPERATIONS, as_request, implemented_operations
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.drivers.support.requests import OPERATIONS, as_request, implemented_operations
 
 
 class DictWithModelDump(dict):

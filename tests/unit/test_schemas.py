@@ -9,7 +9,7 @@ import jsonschema
 import yaml
 
 from lance_sync.manifest.models import manifest_json_schema, overlay_json_schema, policy_json_schema
-from lance_sync.plan.model import plan_json_schema
+from lance_sync.model.actions import plan_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 REGENERATE = "regenerate with: lance-sync schema > schemas/manifest.schema.json; " \

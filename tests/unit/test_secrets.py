@@ -1,4 +1,4 @@
-"""lance_sync.secrets: what `mask` hides, in which forms, and the sinks built on it.
+"""lance_sync.model.secrets: what `mask` hides, in which forms, and the sinks built on it.
 
 The registry is process-wide and only grows, so each test registers values of its own,
 made from a seeded random generator, that no other test uses.
@@ -17,8 +17,8 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from lance_sync import secrets
-from lance_sync.secrets import MASK, MaskingStream, mask, register
+from lance_sync.model import secrets
+from lance_sync.model.secrets import MASK, MaskingStream, mask, register
 from tests.servers.echo import leaks
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"

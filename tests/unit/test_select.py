@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lance_sync.errors import LanceSyncError
-from lance_sync.plan.model import (
+from lance_sync.model.actions import (
     Action,
     Address,
     Kind,
@@ -17,6 +16,7 @@ from lance_sync.plan.model import (
     dataset_key,
     fingerprint,
 )
+from lance_sync.model.errors import LanceSyncError
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
 
 OWNED = {"lance_sync.owner": "o"}

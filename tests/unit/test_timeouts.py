@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from lance_sync.cli import main
-from lance_sync.drivers.iceberg import IcebergNamespace
-from lance_sync.drivers.unity import UnityNamespace
-from lance_sync.errors import ConfigError
+from lance_sync.cli.app import main
+from lance_sync.drivers.iceberg.driver import IcebergNamespace
+from lance_sync.drivers.unity.driver import UnityNamespace
+from lance_sync.model.errors import ConfigError
 
 ENDPOINT = "http://127.0.0.1:9"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from lance_sync.cli import main
+from lance_sync.cli.app import main
 
 MANIFEST = """\
 version: 1

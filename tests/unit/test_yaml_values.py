@@ -19,13 +19,13 @@ import jsonschema
 import pytest
 import yaml
 
-from lance_sync.errors import ManifestErrors
 from lance_sync.manifest import load_manifest
 from lance_sync.manifest import loader as loader_module
 from lance_sync.manifest import validate as validate_module
 from lance_sync.manifest.loader import TEXT_MAPS, NotPlain, load_document, load_plain_document
 from lance_sync.manifest.models import manifest_json_schema
 from lance_sync.manifest.yaml_core import LeadingZero, dump_yaml, plain_value
+from lance_sync.model.errors import ManifestErrors
 
 #: the issue's traps, and a few more of the same kind
 TRAPS = ["NO", "off", "yes", "010", "0x1F", "1_000", "1.10", "1e3", "2026-01-01", "~", ".inf",

@@ -1,0 +1,54 @@
+"""Carry out a checked plan (the guards, lance_sync.apply.guards, passed already).
+
+The `Scheduler` (lance_sync.apply.scheduler) runs actions in parallel as soon as the actions
+they depend on have succeeded, skipping what depends on a failure; the `ActionRunner`
+(lance_sync.apply.runner) says how each (kind, verb) changes a backend, retrying a transient
+failure. Every step is journalled (lance_sync.apply.journal), and the inverses of what
+succeeded are written as a rollback plan (lance_sync.apply.rollback) that `lance-sync apply`
+checks like any other.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import threading
+from collections.abc import Callable
+
+from lance_sync.apply.journal import Journal
+from lance_sync.apply.options import ApplyOptions
+from lance_sync.apply.report import ApplyReport, Outcome
+from lance_sync.apply.rollback import write_rollback
+from lance_sync.apply.runner import ActionRunner
+from lance_sync.apply.scheduler import Scheduler, StopSignal
+from lance_sync.drivers.base import Drivers
+from lance_sync.model.actions import Plan
+
+__all__ = ["execute"]
+
+
+def execute(plan: Plan, drivers: Drivers, options: ApplyOptions,
+            on_done: Callable[[Outcome], None] | None = None, stop: StopSignal | None = None) -> ApplyReport:
+    """Run every action of a checked plan; independent actions in parallel."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    journal = Journal(options.state_dir / "journal" / f"apply-{stamp}.jsonl")
+    journal.write("start", plan_owner=plan.owner, actions=len(plan.actions), pid=os.getpid())
+    report = ApplyReport(journal_path=journal.path)
+    lock = threading.Lock()
+
+    def finish(outcome: Outcome) -> None:
+        with lock:
+            report.outcomes.append(outcome)
+        journal.write(outcome.status, outcome.action, error=outcome.error, version=outcome.version)
+        if on_done:
+            on_done(outcome)
+
+    try:
+        Scheduler(plan.actions, options.parallelism).run(ActionRunner(plan, drivers, options, stamp), finish, stop)
+    finally:
+        journal.write("end", succeeded=len(report.with_status("succeeded")),
+                      failed=len(report.with_status("failed")), skipped=len(report.with_status("skipped")))
+        journal.close()
+    report.rollback_path = write_rollback(plan, report, journal.path.with_suffix(".rollback.json"))
+    return report
+

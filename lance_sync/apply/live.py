@@ -1,0 +1,65 @@
+"""The live counterpart of an action: what its object (or dataset) is now, read from the backend
+and the storage, and its fingerprint. The guards compare it with the plan; the runner with what
+a resent create or removal should have left."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lance_sync.drivers.base import SyncNamespace
+from lance_sync.model.actions import Action, Kind, ObjectState, Verb, fingerprint, project
+from lance_sync.model.errors import GuardRefusal
+from lance_sync.model.locations import normalize_location
+
+if TYPE_CHECKING:
+    from lance_sync.data.inspection import LocationReport
+
+
+def current_fingerprint(action: Action, driver: SyncNamespace) -> str:
+    return fingerprint(live_state(action, driver), action.compared_keys)
+
+
+def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
+    """The live counterpart of `action.before`: what its fingerprint was computed from."""
+    if action.kind == Kind.DATASET:
+        version = dataset_version(action.location, driver)
+        return None if version is None else ObjectState(location=action.location, version=version)
+    live = read_object(action, driver)
+    if live is None:
+        return None
+    location, properties = live
+    state = project(properties, location, action.compared_keys)
+    if action.kind == Kind.TABLE and action.verb == Verb.FORGET:
+        state.version = dataset_version(location, driver)
+    return state
+
+
+def read_object(action: Action, driver: SyncNamespace) -> tuple[str | None, dict[str, str]] | None:
+    """The live namespace or table of an action: its location (a table's) and properties; None
+    when it is absent."""
+    id = tuple(action.id)
+    if action.kind == Kind.NAMESPACE:
+        info = driver.get_namespace_info(id)
+        return None if info is None else (None, info.properties)
+    table = driver.get_table_info(id)
+    if table is None:
+        return None
+    return (normalize_location(table.location) if table.location else None), table.properties
+
+
+def dataset_version(location: str | None, driver: SyncNamespace) -> int | None:
+    """The Lance version at a location; None when there is no dataset. Unreadable storage raises."""
+    report = inspected(location, driver)
+    return report.version if report is not None and report.status == "valid" else None
+
+
+def inspected(location: str | None, driver: SyncNamespace) -> LocationReport | None:
+    """What is at a location (None for no location); storage that cannot be read is a refusal."""
+    if not location:
+        return None
+    from lance_sync.data.inspection import inspect_location
+
+    report = inspect_location(location, driver.storage_options() or None)
+    if report.status == "unreachable":
+        raise GuardRefusal(f"cannot read {location} to check the plan against it: {report.error}")
+    return report

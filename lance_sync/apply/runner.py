@@ -1,0 +1,246 @@
+"""How each action changes a backend: the backend calls of each (kind, verb), a transient
+failure retried, and a retried create that meets "already exists" (or a removal that meets "not
+found") checked against the live object and counted as done when it matches."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+from lance_namespace import (
+    CreateNamespaceRequest,
+    DeclareTableRequest,
+    DeregisterTableRequest,
+    DropNamespaceRequest,
+)
+from lance_namespace.errors import (
+    NamespaceAlreadyExistsError,
+    NamespaceNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+
+from lance_sync.apply.live import live_state
+from lance_sync.apply.options import ApplyOptions
+from lance_sync.apply.report import Outcome
+from lance_sync.drivers.base import Drivers, SyncNamespace
+from lance_sync.drivers.support.retry import backoff_seconds, is_transient
+from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Verb, project
+from lance_sync.model.arrow_types import schema_from_columns
+from lance_sync.model.errors import PlanError
+from lance_sync.model.marks import TABLE_TYPE_KEY
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: declares sent in one request to a backend that takes them in bulk
+DECLARE_BATCH_SIZE = 1000
+
+
+class ActionRunner:
+    """The backend calls of each (kind, verb); a retried write checked against the live object."""
+
+    def __init__(self, plan: Plan, drivers: Drivers, options: ApplyOptions, apply: str = ""):
+        self.plan = plan
+        self.drivers = drivers
+        self.options = options
+        #: this apply, as its journal names it: recorded in the intent record of each dataset it writes
+        self.apply = apply
+        self._bulk_backends: dict[str, bool] = {}
+        self._handlers: dict[tuple[Kind, Verb], Callable[[Action, SyncNamespace], int | None]] = {
+            (Kind.NAMESPACE, Verb.CREATE): self._create_namespace,
+            (Kind.NAMESPACE, Verb.UPDATE): self._update_properties,
+            (Kind.NAMESPACE, Verb.DELETE): self._delete_namespace,
+            (Kind.TABLE, Verb.CREATE): self._declare,
+            (Kind.TABLE, Verb.UPDATE): self._update_properties,
+            (Kind.TABLE, Verb.REPLACE): self._replace,
+            (Kind.TABLE, Verb.FORGET): self._forget,
+            (Kind.DATASET, Verb.CREATE): self._write_data,
+            (Kind.DATASET, Verb.REPLACE): self._write_data,
+            (Kind.DATASET, Verb.DELETE): self._delete_data,
+        }
+
+    def run(self, action: Action) -> Outcome:
+        """Run one action; transient failures are retried, each retry reconciled with the live
+        object. Never raises: a failure, reconciling included, is the action's outcome."""
+        driver = self.drivers[action.backend]
+        attempt = 0
+        while True:
+            try:
+                return self._attempt(action, driver)
+            except Exception as error:  # noqa: BLE001 - reported per action; the run goes on
+                if not is_transient(error) or attempt >= self.options.action_retries:
+                    return _failed(action, error)
+            time.sleep(backoff_seconds(attempt))
+            attempt += 1
+
+    def _attempt(self, action: Action, driver: SyncNamespace) -> Outcome:
+        """One try; a create that meets its object, or a removal that misses it, is checked
+        against the live object (a read that may itself fail transiently and be tried again)."""
+        try:
+            version = self._handlers[(action.kind, action.verb)](action, driver)
+            return Outcome(action, "succeeded", version=version)
+        except (TableAlreadyExistsError, NamespaceAlreadyExistsError) as error:
+            # a create whose first answer was lost and that was sent again (by us or the
+            # driver's client) meets its own object
+            if action.verb == Verb.CREATE and self._matches_after(action, driver):
+                return Outcome(action, "succeeded")
+            return _failed(action, error)
+        except (TableNotFoundError, NamespaceNotFoundError) as error:
+            if action.verb in (Verb.FORGET, Verb.DELETE) and live_state(action, driver) is None:
+                return Outcome(action, "succeeded")
+            return _failed(action, error)
+
+    def batches(self, ready: list[Action]) -> list[list[Action]]:
+        """Ready actions as units of work: declares for a bulk-capable backend go together."""
+        units: list[list[Action]] = []
+        bulk: dict[str, list[Action]] = defaultdict(list)
+        for action in ready:
+            if action.kind == Kind.TABLE and action.verb == Verb.CREATE and self._bulk(action.backend):
+                bulk[action.backend].append(action)
+            else:
+                units.append([action])
+        for actions in bulk.values():
+            units += [actions[i:i + DECLARE_BATCH_SIZE] for i in range(0, len(actions), DECLARE_BATCH_SIZE)]
+        return units
+
+    def run_batch(self, actions: list[Action]) -> list[Outcome]:
+        """One bulk declare; an action whose part failed transiently is run again on its own."""
+        if len(actions) == 1:
+            return [self.run(actions[0])]
+        requests = [_declare_request(a) for a in actions]
+        try:
+            errors: list[Exception | None] = list(self.drivers[actions[0].backend].declare_tables(requests))
+        except Exception as error:  # noqa: BLE001 - reported per action
+            errors = [error] * len(actions)
+        return [Outcome(a, "succeeded") if e is None else (self.run(a) if is_transient(e) else _failed(a, e))
+                for a, e in zip(actions, errors, strict=True)]
+
+    def _bulk(self, backend: str) -> bool:
+        if backend not in self._bulk_backends:
+            self._bulk_backends[backend] = self.drivers[backend].capabilities().bulk_declare
+        return self._bulk_backends[backend]
+
+    def _matches_after(self, action: Action, driver: SyncNamespace) -> bool:
+        """A create that met an existing object: done when that object is what it would have made."""
+        live = live_state(action, driver)
+        return live is not None and action.after is not None and \
+            project(live.properties, live.location, action.compared_keys) == \
+            project(action.after.properties, action.after.location, action.compared_keys)
+
+    # --- handlers ------------------------------------------------------------------------------------
+
+    def _create_namespace(self, action: Action, driver: SyncNamespace) -> None:
+        driver.create_namespace(CreateNamespaceRequest(id=action.id, mode="Create",
+                                                       properties=state_after(action).properties))
+
+    def _update_properties(self, action: Action, driver: SyncNamespace) -> None:
+        location = state_after(action).location
+        if action.kind == Kind.TABLE and location is not None and state_before(action).location != location:
+            driver.update_table_location(tuple(action.id), location)
+        before, after = state_before(action).properties, state_after(action).properties
+        updates = {k: v for k, v in after.items() if before.get(k) != v}
+        removals = sorted(k for k in before if k not in after)
+        update = driver.update_namespace_properties if action.kind == Kind.NAMESPACE else \
+            driver.update_table_properties
+        update(tuple(action.id), updates, removals)
+
+    def _delete_namespace(self, action: Action, driver: SyncNamespace) -> None:
+        driver.drop_namespace(DropNamespaceRequest(id=action.id, mode="Fail", behavior="Restrict"))
+
+    def _declare(self, action: Action, driver: SyncNamespace) -> None:
+        driver.declare_table(_declare_request(action))
+
+    def _replace(self, action: Action, driver: SyncNamespace) -> None:
+        """Deregister and declare again, carrying the properties lance-sync does not manage;
+        if the declare fails, the table is put back as it was."""
+        id = tuple(action.id)
+        current = driver.get_table_info(id)
+        if current is None:
+            self._declare(action, driver)
+            return
+        carried = {k: v for k, v in current.properties.items()
+                   if k not in action.compared_keys and k != TABLE_TYPE_KEY}
+        driver.deregister_table(DeregisterTableRequest(id=action.id))
+        after = state_after(action)
+        try:
+            driver.declare_table(DeclareTableRequest(id=action.id, location=after.location,
+                                                     properties={**carried, **after.properties}))
+        except Exception:
+            driver.declare_table(DeclareTableRequest(id=action.id, location=current.location,
+                                                     properties=current.properties))
+            raise
+
+    def _forget(self, action: Action, driver: SyncNamespace) -> None:
+        driver.deregister_table(DeregisterTableRequest(id=action.id))
+
+    def _write_data(self, action: Action, driver: SyncNamespace) -> int:
+        """Write the dataset all or nothing (create, or overwrite on a schema mismatch, see
+        lance_sync.data.datasets); returns its new version."""
+        from lance_sync.data.datasets import write_dataset
+
+        location = _dataset_location(action)
+        after = state_after(action)
+        mode: Literal["create", "overwrite"] = "overwrite" if action.verb == Verb.REPLACE else "create"
+        options = driver.storage_options() or None
+        schema = schema_from_columns(after.columns) if after.columns else None
+        if not after.source and schema is None:
+            raise PlanError(f"{action.name} {location}: the plan gives neither a schema nor a source")
+        source = after.source
+
+        def write(at: str, write_mode: Literal["create", "overwrite"], target: pa.Schema | None) -> None:
+            if source:
+                from lance_sync.data.materialize import materialize
+                from lance_sync.data.session import SPARK_LOG, resolve_spark_settings
+
+                settings = resolve_spark_settings(self.options.spark, self.plan.spark,
+                                                  log_file=self.options.state_dir / SPARK_LOG)
+                materialize(source, at, target, write_mode, settings, storage_options=options, owner=self.plan.owner)
+            else:
+                import lance
+
+                assert target is not None
+                lance.write_dataset(target.empty_table(), at, mode=write_mode, storage_options=options)
+
+        return write_dataset(location, mode=mode, owner=self.plan.owner, apply=self.apply, schema=schema,
+                             write=write, storage_options=options)
+
+    def _delete_data(self, action: Action, driver: SyncNamespace) -> None:
+        from lance_sync.data.datasets import delete_dataset
+
+        delete_dataset(_dataset_location(action), owner=self.plan.owner,
+                       storage_options=driver.storage_options() or None)
+
+
+def _declare_request(action: Action) -> DeclareTableRequest:
+    after = state_after(action)
+    return DeclareTableRequest(id=action.id, location=after.location, properties=after.properties)
+
+
+def state_after(action: Action) -> ObjectState:
+    """The state the action leads to, which every create, update and replace has."""
+    if action.after is None:
+        raise PlanError(f"{action.name} {action.display_id}: the plan gives no state to reach")
+    return action.after
+
+
+def _dataset_location(action: Action) -> str:
+    """A dataset action's address: the location it writes or deletes."""
+    if action.location is None:
+        raise PlanError(f"{action.name} {action.display_id}: the plan gives no location")
+    return action.location
+
+
+def state_before(action: Action) -> ObjectState:
+    """The state the action starts from, which every update, replace and removal has."""
+    if action.before is None:
+        raise PlanError(f"{action.name} {action.display_id}: the plan gives no state to start from")
+    return action.before
+
+
+def _failed(action: Action, error: Exception) -> Outcome:
+    transient = is_transient(error) or isinstance(error, ConnectionError | TimeoutError)
+    return Outcome(action, "failed", f"{type(error).__name__}: {error}", transient=transient)
+

@@ -1,0 +1,53 @@
+"""`plan`: what apply would change."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from lance_sync.cli.shared import (
+    FORMATS,
+    end_progress,
+    load,
+    manifest_files,
+    manifest_option,
+    parallelism_option,
+    policy_option,
+    progress,
+    render,
+    scan_all_option,
+    target_option,
+)
+from lance_sync.model.errors import ExitCode
+
+
+@click.command()
+@manifest_option
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `apply FILE`.")
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes, 0 when none.")
+@target_option
+@policy_option
+@scan_all_option
+@parallelism_option
+def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_exitcode: bool,
+         targets: tuple[str, ...], policy_file: str | None, scan_all: bool, parallelism: int) -> None:
+    """Show what apply would change. Exits 4 when apply would refuse the plan (a blocked
+    action, a policy violation)."""
+    from lance_sync import api
+
+    state = load(manifest_files(files), policy_file)
+    try:
+        result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
+                          on_progress=progress)
+    finally:
+        end_progress()
+    click.echo(render(result, output_format), nl=False)
+    if out:
+        api.save_plan(result, out)
+        click.echo(f"Saved the plan to {out}; run `lance-sync apply {out}` to carry it out.", err=True)
+    if result.refused:
+        sys.exit(ExitCode.REFUSED)
+    if detailed_exitcode and result.has_changes:
+        sys.exit(ExitCode.CHANGES_PRESENT)

@@ -1,0 +1,99 @@
+"""What several commands share: their options, the manifest they read, the progress line.
+
+Only click and lance-sync's own light modules are imported here: `--help` and `validate`
+must start fast (tests/unit/test_imports.py checks).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from lance_sync.manifest import DEFAULT_MANIFEST
+from lance_sync.model.errors import ManifestError
+from lance_sync.model.shared import DEFAULT_PARALLELISM
+
+if TYPE_CHECKING:
+    from lance_sync.model.actions import Plan
+    from lance_sync.model.desired import DesiredState
+
+FORMATS = ("text", "json", "markdown")
+
+
+def progress(message: str) -> None:
+    if sys.stderr.isatty():
+        click.echo(f"\r\033[K{message}", err=True, nl=False)
+
+
+def end_progress() -> None:
+    if sys.stderr.isatty():
+        click.echo("\r\033[K", err=True, nl=False)
+
+
+def manifest_files(files: tuple[str, ...]) -> list[str]:
+    if files:
+        return list(files)
+    if Path(DEFAULT_MANIFEST).exists():
+        return [DEFAULT_MANIFEST]
+    raise ManifestError(f"no manifest given: use -f FILE, or run where {DEFAULT_MANIFEST} is")
+
+
+def load(paths: list[str], policy_file: str | None = None, allow_unset: bool = False) -> DesiredState:
+    """The manifest's desired state; what it should change but need not goes to stderr."""
+    from lance_sync import api
+
+    state = api.load(paths, policy_file=policy_file, allow_unset=allow_unset)
+    for notice in state.notices:
+        click.echo(f"Warning: {notice}", err=True)
+    return state
+
+
+def render(plan: Plan, output_format: str) -> str:
+    from lance_sync import api
+
+    return api.render(plan, output_format, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+
+
+def manifest_option(command: Callable) -> Callable:
+    return click.option("-f", "--file", "files", multiple=True, type=click.Path(dir_okay=False),
+                        help=f"Manifest file; repeat to lay overlays over a base (default: {DEFAULT_MANIFEST})."
+                        )(command)
+
+
+def key_value_pairs(context: click.Context, parameter: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    """A repeated KEY=VALUE option as a mapping (a value written ${VAR} stays a reference)."""
+    pairs = {}
+    for value in values:
+        key, sep, text = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"takes KEY=VALUE (got '{value}')")
+        pairs[key] = text
+    return pairs
+
+
+def parallelism_option(command: Callable) -> Callable:
+    return click.option("--parallelism", type=click.IntRange(1, 256), default=DEFAULT_PARALLELISM, show_default=True,
+                        help="Catalog calls in flight at once.")(command)
+
+
+def scan_all_option(command: Callable) -> Callable:
+    return click.option("--scan-all", is_flag=True,
+                        help="List every namespace of every backend, to find owned objects that left the "
+                        "manifest anywhere (slower).")(command)
+
+
+def policy_option(command: Callable) -> Callable:
+    return click.option("--policy", "policy_file", type=click.Path(dir_okay=False),
+                        help="A policy file (the manifest's `policy:` section on its own); its rules are "
+                        "checked with the manifest's.")(command)
+
+
+def target_option(command: Callable) -> Callable:
+    return click.option("--target", "targets", multiple=True, metavar="BACKEND:ID",
+                        help="Only this object and what it depends on; repeatable, globs allowed "
+                        "(e.g. 'lake:sales$*'). The plan says it is partial.")(command)

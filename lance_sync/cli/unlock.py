@@ -1,0 +1,30 @@
+"""`unlock`: list this owner's apply leases, or remove the one an apply that is gone left."""
+
+from __future__ import annotations
+
+import click
+
+from lance_sync.cli.shared import load, manifest_files, manifest_option
+
+
+@click.command()
+@manifest_option
+@click.argument("lease_id", required=False)
+def unlock(files: tuple[str, ...], lease_id: str | None) -> None:
+    """Remove the apply lease LEASE_ID of an apply that is gone; without LEASE_ID, list leases.
+
+    Like `terraform force-unlock`: only for a holder that died (a lease whose holder expired
+    or whose process is gone on this host is taken over by the next apply anyway).
+    """
+    from lance_sync import api
+
+    state = load(manifest_files(files))
+    if lease_id is None:
+        held = api.held_leases(state)
+        for where, record in held:
+            click.echo(f"{where}: {record.describe()}")
+        if not held:
+            click.echo(f"No apply holds a lease for owner '{state.owner}'.")
+        return
+    for where in api.unlock(state, lease_id):
+        click.echo(f"Removed {where}")

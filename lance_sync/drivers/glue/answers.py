@@ -1,0 +1,250 @@
+"""Checks of Glue's answers where they enter the driver, before botocore parses them.
+
+Answers are checked by a botocore `before-parse` hook (`check_answer`; STS's XML answers by
+`check_xml_answer`): a 2xx body that is cut short, not JSON, or not of its operation's output
+shape in botocore's model (types everywhere; the members of `REQUIRED_ANSWER_MEMBERS` present)
+never reaches botocore's parser, which would read it as an empty answer. It is an
+`UnfitAnswer`, which the driver raises as a `BadAnswerError`; reads send it again
+(`with_bad_answer_retries`, `BAD_ANSWER_RETRIES` times), writes do not. An error answer's body
+is masked (`lance_sync.model.secrets`) before botocore parses it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+from xml.etree import ElementTree
+
+from botocore.model import OperationModel, Shape
+from botocore.utils import parse_timestamp
+
+from lance_sync.drivers.support.answers import describe_body, html_summary
+from lance_sync.drivers.support.retry import BadAnswerError, with_retries
+from lance_sync.model import secrets
+
+#: Members an answer must carry to mean anything (`[]`: in every item of the list). botocore's
+#: model requires only DatabaseList, CatalogList and each object's Name; it leaves the rest
+#: optional, but GetTables without TableList is garbage, not "no tables". Any other member,
+#: here and in every other answer, must have its model type when present (and be present
+#: where the model requires it).
+REQUIRED_ANSWER_MEMBERS: dict[str, frozenset[str]] = {
+    "GetCatalogs": frozenset({"CatalogList", "CatalogList[].Name", "CatalogList[].CatalogId"}),
+    "GetCatalog": frozenset({"Catalog", "Catalog.Name"}),
+    "GetDatabases": frozenset({"DatabaseList", "DatabaseList[].Name"}),
+    "GetDatabase": frozenset({"Database", "Database.Name"}),
+    "GetTables": frozenset({"TableList", "TableList[].Name"}),
+    "GetTable": frozenset({"Table", "Table.Name"}),
+}
+#: Calls this driver sends again when the answer is garbled, BAD_ANSWER_RETRIES times. Writes
+#: are sent once (botocore retries 5xx and lost connections itself): a garbled answer to a
+#: write may follow a write that landed.
+READ_OPERATIONS = frozenset({"GetCatalogs", "GetCatalog", "GetDatabases", "GetDatabase",
+                             "GetTables", "GetTable"})
+BAD_ANSWER_RETRIES = 2
+
+
+class UnfitAnswer(Exception):
+    """A 2xx answer that does not fit its operation (`check_answer`); `GlueNamespace._send`
+    turns it into a BadAnswerError naming the call. The message says what was wrong and shows
+    the body."""
+
+
+def check_answer(operation_model: OperationModel, response_dict: dict[str, Any], **_: Any) -> None:
+    """botocore `before-parse` hook: raise UnfitAnswer for a 2xx answer that botocore would
+    read wrongly, before botocore parses it. botocore does not enforce Content-Length, reads a
+    non-JSON body as `{"message": body}` and then drops every member its model lacks, so a cut,
+    HTML or foreign body comes out as an empty answer; and it fails with AttributeError or
+    ValueError where a member has the wrong JSON type."""
+    body: bytes = response_dict["body"] or b""
+    status = response_dict["status_code"]
+    if status >= 300:
+        # an error answer: botocore raises ClientError and `translate` reads its code, unless
+        # it was cut short (the code is then lost: AlreadyExists would read as a bare 400)
+        cut = _cut_short(body, response_dict["headers"])
+        if cut is not None:
+            raise UnfitAnswer(f"{status} with {cut} (body: {_body_picture(body)})")
+        response_dict["body"] = _masked(body)
+        return
+    problem = _answer_problem(body, response_dict["headers"], operation_model.output_shape,
+                              REQUIRED_ANSWER_MEMBERS.get(operation_model.name, frozenset()))
+    if problem is not None:
+        raise UnfitAnswer(f"{problem} (body: {_body_picture(body)})")
+
+
+def check_xml_answer(operation_model: OperationModel, response_dict: dict[str, Any],
+                      **_: Any) -> None:
+    """botocore `before-parse` hook for STS (AWS query protocol, XML): raise UnfitAnswer for a
+    2xx answer without its result element, on which botocore's parser fails with KeyError."""
+    if response_dict["status_code"] >= 300:
+        response_dict["body"] = _masked(response_dict["body"] or b"")
+        return
+    if operation_model.output_shape is None:
+        return
+    body: bytes = response_dict["body"] or b""
+    wrapper = operation_model.output_shape.serialization.get("resultWrapper")
+    try:
+        children = {child.tag.rpartition("}")[2] for child in ElementTree.fromstring(body)}
+    except ElementTree.ParseError:
+        raise UnfitAnswer(f"a body that is not XML (body: {_body_picture(body)})") from None
+    if wrapper and wrapper not in children:
+        raise UnfitAnswer(f"without {wrapper} (body: {_body_picture(body)})")
+
+
+def _cut_short(body: bytes, headers: Any) -> str | None:
+    """'a body cut short (n of m bytes)' when the body is shorter than its Content-Length."""
+    announced = headers.get("content-length")
+    if announced and announced.isdigit() and int(announced) > len(body):
+        return f"a body cut short ({len(body)} of {announced} bytes)"
+    return None
+
+
+def _answer_problem(body: bytes, headers: Any, shape: Shape | None,
+                    required: frozenset[str]) -> str | None:
+    """What is wrong with a 2xx body for an operation with output `shape`, or None."""
+    cut = _cut_short(body, headers)
+    if cut is not None:
+        return cut
+    try:
+        answer = json.loads(body.decode("utf-8")) if body.strip() else {}
+    except ValueError:  # UnicodeDecodeError is one
+        return "a body that is not JSON"
+    if not isinstance(answer, dict):
+        return f"{_json_kind(answer)} in JSON, not an object"
+    return _shape_problem(answer, shape, "", "", required) if shape is not None else None
+
+
+def _shape_problem(value: Any, shape: Shape, where: str, pattern: str,
+                   required: frozenset[str]) -> str | None:
+    """The first place where decoded JSON `value` departs from `shape`, or None.
+
+    `where` names the place ("TableList[3].Name"), `pattern` the same place with `[]` for any
+    list item and `{}` for any map value ("TableList[].Name"), matched against `required`. A null member is an absent one
+    (botocore skips it); a null list item or map value is a problem.
+    """
+    kind = shape.type_name
+    if kind == "structure" and not shape.is_document_type:
+        if not isinstance(value, dict):
+            return _wrong(where, value, "an object")
+        for name in _required_names(shape, pattern, required):
+            if value.get(name) is None:
+                return f"without {_member_path(where, name)}"
+        members = shape.members  # Glue's JSON names are its member names (no locationName)
+        for name, item in value.items():
+            member = members.get(name)
+            if member is None or item is None:
+                continue  # a member the model lacks (botocore drops it), or an absent one
+            problem = _shape_problem(item, member, _member_path(where, name),
+                                     _member_path(pattern, name), required)
+            if problem is not None:
+                return problem
+        return None
+    if kind == "list":
+        if not isinstance(value, list):
+            return _wrong(where, value, "a list")
+        items = ((f"{where}[{index}]", item) for index, item in enumerate(value))
+        return _items_problem(items, shape.member, f"{pattern}[]", required)
+    if kind == "map":
+        if not isinstance(value, dict):
+            return _wrong(where, value, "an object")
+        items = ((f"{where}[{key!r}]", item) for key, item in value.items())
+        return _items_problem(items, shape.value, f"{pattern}{{}}", required)
+    return None if _fits_scalar(kind, value) else _wrong(where, value, _SCALAR_KINDS.get(kind, kind))
+
+
+@functools.lru_cache(maxsize=256)
+def _required_names(shape: Shape, pattern: str, required: frozenset[str]) -> tuple[str, ...]:
+    """Members of the structure at `pattern` that must be present: the model's and ours."""
+    ours = (path.rpartition(".")[2] for path in required if path.rpartition(".")[0] == pattern)
+    return tuple(dict.fromkeys([*shape.required_members, *ours]))
+
+
+def _items_problem(items: Iterator[tuple[str, Any]], shape: Shape, pattern: str,
+                   required: frozenset[str]) -> str | None:
+    for where, item in items:
+        if item is None:
+            return f"with {where} null"
+        problem = _shape_problem(item, shape, where, pattern, required)
+        if problem is not None:
+            return problem
+    return None
+
+
+_SCALAR_KINDS = {"string": "a string", "blob": "a string", "integer": "an integer",
+                 "long": "an integer", "float": "a number", "double": "a number",
+                 "boolean": "a boolean", "timestamp": "a timestamp"}
+_SPECIAL_FLOATS = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
+def _fits_scalar(kind: str, value: Any) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind in ("string", "blob"):
+        return isinstance(value, str)
+    if kind in ("integer", "long"):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind in ("float", "double"):
+        return number or (isinstance(value, str) and value in _SPECIAL_FLOATS)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "timestamp":
+        return number or (isinstance(value, str) and _parses_as_timestamp(value))
+    return True  # a kind botocore passes through as it is
+
+
+def _parses_as_timestamp(text: str) -> bool:
+    try:
+        parse_timestamp(text)
+    except (ValueError, TypeError, OverflowError):
+        return False
+    return True
+
+
+def _member_path(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def _wrong(where: str, value: Any, expected: str) -> str:
+    return f"with {where} {_json_kind(value)}, not {expected}"
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else "null"
+
+
+def _body_picture(body: bytes) -> str:
+    """A garbled body in one short line: an HTML page by its title, anything else cut short."""
+    text = secrets.mask(body.decode("utf-8", errors="replace"))
+    return html_summary(text) or describe_body(text or None)
+
+
+def _masked(body: bytes) -> bytes:
+    """An answer's body with any secret it echoes masked (bytes that are not UTF-8 kept)."""
+    return secrets.mask(body.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+
+
+def with_bad_answer_retries(send: Callable[[], Any], sleep: Callable[[float], None]) -> Any:
+    """`send()` again while its answer is garbled, BAD_ANSWER_RETRIES times at most; the last
+    BadAnswerError says how many attempts were made."""
+    attempts = 0
+
+    def attempt() -> Any:
+        nonlocal attempts
+        attempts += 1
+        return send()
+
+    try:
+        return with_retries(attempt, BAD_ANSWER_RETRIES,
+                            retryable=lambda error: isinstance(error, BadAnswerError), sleep=sleep)
+    except BadAnswerError as error:
+        if attempts == 1:
+            raise
+        raise BadAnswerError(f"{error} after {attempts} attempts") from None

@@ -1,0 +1,599 @@
+"""AWS Glue Data Catalog backend (spec: glue.md).
+
+Identifiers (tuples of names; manifests write them `$`-joined):
+
+- `()` is the root catalog: `catalog_id`, or the caller's account id (STS GetCallerIdentity,
+  once per driver, only when `catalog_id` is not set).
+- Level 1 names a catalog: the root catalog's own id (`123456789012`), or a child catalog of
+  the root (`sales_catalog`, CatalogId `123456789012:sales_catalog`).
+- Deeper ids are a catalog chain ending in a database or in a nested catalog:
+  `123456789012$sales` is database `sales` of the root catalog (the root's children are at
+  level 1, so a root-led id is always root + database); `cat$sales` is database `sales` of
+  catalog `cat`, or the nested catalog `cat/sales`; `parent$child$db` is database `db` of
+  `parent/child`. Where a database and a nested catalog share a name, the database wins:
+  the driver asks for the database first (one call in the common case) and for the catalog
+  only when there is no such database.
+- Tables live in databases: `<catalog chain>$<database>$<table>`.
+
+CatalogIds sent to Glue: the account id, `<account>:<a>/<b>` below an account's default
+catalog, `<root>/<a>` below any other root. Glue folds database, table and catalog names to
+lower case; listings answer the folded names.
+
+Modules: `credentials` builds the boto3 session (credentials, an assumed role, STS) and
+registers every credential for masking; `answers` checks each answer before botocore parses it
+(a garbled one is a `BadAnswerError`, reads are sent again, writes are not); `errors`
+translates botocore's errors; `objects` holds what the driver reads and writes of Glue's
+objects.
+
+Apply leases (`leases.GlueLeaseRegister`) are a table in the lease database whose every change
+is an UpdateTable conditional on the VersionId that was read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, overload
+
+from botocore import xform_name
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
+from botocore.parsers import ResponseParserError
+from lance_namespace import (
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
+    NamespaceExistsRequest,
+    NamespaceExistsResponse,
+    TableExistsRequest,
+    TableExistsResponse,
+)
+from lance_namespace.errors import (
+    InvalidInputError,
+    LanceNamespaceError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+
+from lance_sync.drivers.base import (
+    Capabilities,
+    Identifier,
+    NamespaceInfo,
+    SyncNamespace,
+    TableInfo,
+    patched_properties,
+)
+from lance_sync.drivers.glue.answers import (
+    READ_OPERATIONS,
+    UnfitAnswer,
+    check_answer,
+    with_bad_answer_retries,
+)
+from lance_sync.drivers.glue.config import ACCOUNT_ID, CATALOG_ID_SEPARATORS, GlueConfig, GlueRules
+from lance_sync.drivers.glue.credentials import (
+    caller_account,
+    glue_session,
+    register_resolved_credentials,
+    register_session_token,
+    sts_client,
+)
+from lance_sync.drivers.glue.errors import translate
+from lance_sync.drivers.glue.leases import GlueLeaseRegister
+from lance_sync.drivers.glue.objects import (
+    DatabaseRef,
+    FoundNamespace,
+    checked_id,
+    is_lance,
+    lance_table_input,
+    location_of,
+    parameters_of,
+    projected,
+)
+from lance_sync.drivers.leases import LeaseRegister
+from lance_sync.drivers.support.paging import follow_pages, page_of_names
+from lance_sync.drivers.support.retry import BadAnswerError
+from lance_sync.model.errors import ConfigError
+from lance_sync.model.locations import join_location, normalize_location
+from lance_sync.model.marks import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, lance_table_properties
+
+#: Glue's page caps: GetDatabases / GetTables 100, GetCatalogs 1000
+OBJECT_PAGE_SIZE = 100
+CATALOG_PAGE_SIZE = 1000
+MAX_POOL_CONNECTIONS = 32
+
+
+class GlueNamespace(GlueRules, SyncNamespace):
+    config: GlueConfig
+    bulk_namespace_reads = True
+
+    def __init__(self, config: GlueConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
+        config = self.config
+        client_config = Config(retries={"mode": "standard"}, max_pool_connections=MAX_POOL_CONNECTIONS,
+                               user_agent_extra="lance-sync")
+        try:
+            self._session = glue_session(config)
+            self._glue = self._session.client("glue", endpoint_url=config.endpoint, config=client_config)
+        except NoRegionError:
+            raise ConfigError("glue: no region: set `region` or AWS_REGION") from None
+        register_resolved_credentials(self._session)
+        self._glue.meta.events.register("before-send.glue", lambda **_: self.count_call())
+        self._glue.meta.events.register("before-send.glue", register_session_token)
+        self._glue.meta.events.register("before-parse.glue", check_answer)
+        #: waits between sends of a read whose answer was garbled (tests replace it)
+        self._sleep: Callable[[float], None] = time.sleep
+        self._service_model = self._glue.meta.service_model
+        self._root_id = config.catalog_id
+        self._root_lock = threading.Lock()
+        #: CatalogIds seen to exist, so creating databases in one checks the catalog once
+        self._known_catalogs: set[str] = set()
+
+    def namespace_id(self) -> str:
+        config: GlueConfig = self.config
+        return (f"lance-sync glue {{ region: {self._glue.meta.region_name!r}, "
+                f"endpoint: {config.endpoint!r}, catalog_id: {config.catalog_id!r} }}")
+
+    def capabilities(self) -> Capabilities:
+        # CreateCatalog only creates children of the caller's default catalog
+        root = self.config.catalog_id
+        catalogs_creatable = root is None or ACCOUNT_ID.fullmatch(root) is not None
+        return Capabilities(update_table_location=True,
+                            creatable_namespace_levels=(1 if catalogs_creatable else 2, None))
+
+    def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
+        return GlueLeaseRegister(self, (*parent, name))
+
+    # --- namespaces ----------------------------------------------------------------------------
+
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        id = checked_id(id)
+        database, catalog_id = self._namespace_refs(id)
+        if database is not None:
+            self._create_database(id, database, properties)
+        elif catalog_id is not None:
+            self._create_catalog(id, properties)
+        else:
+            raise NamespaceNotFoundError(_under_database(self._subject(id)))
+        return properties
+
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        self._write_namespace_properties(id, self._resolve_namespace(id), properties)
+
+    def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
+        names = [info.id[-1] for info in self._child_namespaces(checked_id(request.id, root_ok=True))]
+        page, token = page_of_names(names, request.page_token, request.limit)
+        return ListNamespacesResponse(namespaces=page, page_token=token)
+
+    def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+        found = self._resolve_namespace(checked_id(request.id, root_ok=True))
+        return DescribeNamespaceResponse(properties=found.properties)
+
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+        self._resolve_namespace(checked_id(request.id, root_ok=True))
+        return NamespaceExistsResponse()
+
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str]:
+        id = checked_id(id)
+        if self._namespace_refs(id) == (None, self._root_catalog_id()):
+            raise InvalidInputError(f"{self._subject(id)} is the root catalog; it cannot be dropped")
+        found = self._resolve_namespace(id)
+        subject = self._subject(id)
+        if found.database is not None:
+            self._check_empty(subject, "GetTables", "TableList", "tables",
+                              CatalogId=found.catalog_id, DatabaseName=found.database)
+            self._call("DeleteDatabase", subject, missing=NamespaceNotFoundError,
+                       CatalogId=found.catalog_id, Name=found.database)
+        else:
+            self._check_empty(subject, "GetDatabases", "DatabaseList", "databases",
+                              CatalogId=found.catalog_id)
+            self._check_empty(subject, "GetCatalogs", "CatalogList", "child catalogs",
+                              ParentCatalogId=found.catalog_id)
+            self._call("DeleteCatalog", subject, missing=NamespaceNotFoundError,
+                       CatalogId=found.catalog_id)
+            self._known_catalogs.discard(found.catalog_id)
+        return found.properties
+
+    # --- tables --------------------------------------------------------------------------------
+
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        id = checked_id(request.id)
+        database, name = self._table_ref(id)
+        if request.location:
+            location = normalize_location(request.location)
+        else:
+            location = self._default_location(id, database)
+        parameters = lance_table_properties(request.properties)
+        self._call("CreateTable", self._subject(id), missing=NamespaceNotFoundError,
+                   duplicate=TableAlreadyExistsError, CatalogId=database.catalog_id,
+                   DatabaseName=database.name, TableInput=lance_table_input(name, location, parameters))
+        return DeclareTableResponse(location=location, properties=parameters,
+                                    storage_options=self.storage_options() or None)
+
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        names = [info.id[-1] for info in self.list_table_infos(checked_id(request.id, root_ok=True))]
+        page, token = page_of_names(names, request.page_token, request.limit)
+        return ListTablesResponse(tables=page, page_token=token)
+
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        if request.load_detailed_metadata:
+            raise UnsupportedOperationError("glue: only load_detailed_metadata=false is supported")
+        table = self._lance_table(checked_id(request.id))
+        return DescribeTableResponse(location=location_of(table), properties=parameters_of(table),
+                                     storage_options=self.storage_options() or None)
+
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        self._lance_table(checked_id(request.id))
+        return TableExistsResponse()
+
+    def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        id = checked_id(request.id)
+        table = self._lance_table(id)
+        database, name = self._table_ref(id)
+        self._call("DeleteTable", self._subject(id), missing=TableNotFoundError,
+                   CatalogId=database.catalog_id, DatabaseName=database.name, Name=name)
+        return DeregisterTableResponse(id=list(id), location=location_of(table),
+                                       properties=parameters_of(table))
+
+    # --- reconciler extensions -----------------------------------------------------------------
+
+    def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
+                                    removals: list[str]) -> None:
+        found = self._resolve_namespace(id)
+        self._write_namespace_properties(id, found, patched_properties(found.properties, updates, removals))
+
+    def update_table_properties(self, id: Identifier, updates: dict[str, str],
+                                removals: list[str]) -> None:
+        if TABLE_TYPE_KEY in removals or updates.get(TABLE_TYPE_KEY, LANCE_TABLE_TYPE).lower() != LANCE_TABLE_TYPE:
+            raise InvalidInputError(f"glue: '{TABLE_TYPE_KEY}={LANCE_TABLE_TYPE}' marks a Lance "
+                                    "table and cannot be changed")
+        self._update_table(id, lambda current: patched_properties(current, updates, removals))
+
+    def _overwrite_registration(self, id: Identifier, location: str,
+                                properties: dict[str, str] | None) -> DeclareTableResponse:
+        """In place: one UpdateTable of the location and parameters, refused by Glue if the
+        table changed since it was read."""
+        location, parameters = normalize_location(location), lance_table_properties(properties)
+        self._update_table(checked_id(id), lambda _: parameters, location)
+        return DeclareTableResponse(location=location, properties=parameters,
+                                    storage_options=self.storage_options() or None)
+
+    def update_table_location(self, id: Identifier, location: str) -> None:
+        """Point a registered Lance table at another location, in place (UpdateTable)."""
+        self._update_table(id, dict, normalize_location(location))
+
+    def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
+        return iter(self._child_namespaces(parent))
+
+    def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
+        """Lance tables of a database from GetTables pages of 100; no call per table."""
+        database, nested_catalog = self._namespace_refs(namespace)
+        if database is None:
+            # a catalog (or nothing): tables live only in databases
+            self._resolve_namespace(namespace)
+            return
+        listed = False
+        try:
+            for table in self._items("GetTables", "TableList", self._subject(namespace),
+                                     CatalogId=database.catalog_id, DatabaseName=database.name,
+                                     MaxResults=OBJECT_PAGE_SIZE):
+                listed = True
+                if is_lance(table):
+                    yield TableInfo((*namespace, table["Name"]), location_of(table), parameters_of(table))
+        except NamespaceNotFoundError:
+            if listed or nested_catalog is None or self._get_catalog(namespace, nested_catalog) is None:
+                raise
+
+    def get_namespace_info(self, id: Identifier) -> NamespaceInfo | None:
+        try:
+            return NamespaceInfo(id, self._resolve_namespace(id).properties)
+        except NamespaceNotFoundError:
+            return None
+
+    def get_namespace_infos(self, ids: list[Identifier]) -> list[NamespaceInfo | None]:
+        """Databases from GetDatabases pages of their catalog (100 a page) while that takes fewer
+        calls than one GetDatabase each; the others (and catalogs) one by one."""
+        found: dict[Identifier, NamespaceInfo] = {}
+        by_catalog: dict[str, dict[str, Identifier]] = {}
+        for id in map(checked_id, ids):
+            database = self._namespace_refs(id)[0]
+            if database is not None:
+                by_catalog.setdefault(database.catalog_id, {})[database.name] = id
+        for catalog_id, wanted in by_catalog.items():
+            with contextlib.suppress(NamespaceNotFoundError):  # no such catalog: each id says so
+                found.update(self._listed_databases(catalog_id, dict(wanted)))
+        return [found[id] if id in found else self.get_namespace_info(id) for id in ids]
+
+    def _listed_databases(self, catalog_id: str, wanted: dict[str, Identifier]) -> dict[Identifier, NamespaceInfo]:
+        """The `wanted` databases (name -> id) found in GetDatabases pages of a catalog, paging
+        while fewer pages were read than databases are still wanted."""
+        found: dict[Identifier, NamespaceInfo] = {}
+        token: str | None = None
+        pages = 0
+        while len(wanted) > max(pages, 1):
+            paging: dict[str, Any] = {"NextToken": token} if token else {}
+            answer = self._call("GetDatabases", catalog_id, missing=NamespaceNotFoundError, CatalogId=catalog_id,
+                                MaxResults=OBJECT_PAGE_SIZE, **paging)
+            pages += 1
+            for database in answer["DatabaseList"]:
+                id = wanted.pop(database["Name"], None)
+                if id is not None:
+                    found[id] = NamespaceInfo(id, parameters_of(database))
+            token = answer.get("NextToken")
+            if not token:
+                break
+        return found
+
+    def get_table_info(self, id: Identifier) -> TableInfo | None:
+        table = self._get_table(id)
+        if table is None:
+            return None
+        return TableInfo(id, location_of(table), parameters_of(table), is_lance=is_lance(table))
+
+    # --- identifiers ---------------------------------------------------------------------------
+
+    def _root_catalog_id(self) -> str:
+        """`catalog_id`, or the caller's account id (one STS call per driver)."""
+        with self._root_lock:
+            if self._root_id is None:
+                sts = sts_client(self._session, self._glue.meta.region_name)
+                self._root_id = with_bad_answer_retries(lambda: caller_account(sts), self._sleep)
+            return self._root_id
+
+    def _catalog_id(self, chain: Identifier) -> str:
+        """The CatalogId of a catalog chain below the root (the root itself for `(root,)`)."""
+        root = self._root_catalog_id()
+        if chain == (root,):
+            return root
+        catalog_id = root
+        for name in chain:
+            if any(sep in name for sep in CATALOG_ID_SEPARATORS):
+                raise InvalidInputError(f"glue: catalog name {name!r} cannot contain '/' or ':'")
+            catalog_id = f"{catalog_id}:{name}" if ACCOUNT_ID.fullmatch(catalog_id) else f"{catalog_id}/{name}"
+        return catalog_id
+
+    def _namespace_refs(self, id: Identifier) -> tuple[DatabaseRef | None, str | None]:
+        """What a namespace id can name: (database, CatalogId of a catalog); None where it cannot."""
+        root = self._root_catalog_id()
+        if len(id) <= 1:
+            return None, self._catalog_id(id or (root,))
+        if id[0] == root:
+            return (DatabaseRef(root, id[1]), None) if len(id) == 2 else (None, None)
+        parent = self._catalog_id(id[:-1])
+        nested = None if any(sep in id[-1] for sep in CATALOG_ID_SEPARATORS) else self._catalog_id(id)
+        return DatabaseRef(parent, id[-1]), nested
+
+    def _table_ref(self, id: Identifier) -> tuple[DatabaseRef, str]:
+        database = self._namespace_refs(id[:-1])[0] if len(id) >= 3 else None
+        if database is None:
+            raise InvalidInputError(f"glue: {self._subject(id)} is not a table id: tables are "
+                                    "<catalog chain>$<database>$<table>")
+        return database, id[-1]
+
+    def _subject(self, id: Identifier) -> str:
+        return self.format_identifier(id) if id else "the root namespace"
+
+    # --- namespace helpers ---------------------------------------------------------------------
+
+    def _resolve_namespace(self, id: Identifier) -> FoundNamespace:
+        """The database (asked first) or catalog an id names; NamespaceNotFound otherwise."""
+        database, catalog_id = self._namespace_refs(id)
+        subject = self._subject(id)
+        if database is not None:
+            found = self._call("GetDatabase", subject, missing=None,
+                               CatalogId=database.catalog_id, Name=database.name)
+            if found is not None:
+                return FoundNamespace(database.catalog_id, database.name, found["Database"])
+        if catalog_id is not None:
+            catalog = self._get_catalog(id, catalog_id)
+            if catalog is not None:
+                return FoundNamespace(catalog_id, None, catalog)
+        raise NamespaceNotFoundError(f"namespace {subject} not found")
+
+    def _get_catalog(self, id: Identifier, catalog_id: str) -> dict[str, Any] | None:
+        found = self._call("GetCatalog", self._subject(id), missing=None, CatalogId=catalog_id)
+        if found is None:
+            return None
+        self._known_catalogs.add(catalog_id)
+        return found["Catalog"]
+
+    def _create_catalog(self, id: Identifier, properties: dict[str, str]) -> None:
+        subject = self._subject(id)
+        if id[0] == self._root_catalog_id():
+            raise NamespaceAlreadyExistsError(f"{subject} is the root catalog")
+        if self.capabilities().creatable_namespace_levels[0] > 1:
+            raise UnsupportedOperationError(
+                f"glue: cannot create catalog {subject}: CreateCatalog only creates catalogs under "
+                "an account's default catalog, and the root catalog is not one")
+        self._call("CreateCatalog", subject, missing=NamespaceNotFoundError,
+                   duplicate=NamespaceAlreadyExistsError, Name=id[0],
+                   CatalogInput={"Parameters": properties})
+
+    def _create_database(self, id: Identifier, database: DatabaseRef,
+                         properties: dict[str, str]) -> None:
+        subject = self._subject(id)
+        parent = database.catalog_id
+        unchecked = parent != self._root_catalog_id() and parent not in self._known_catalogs
+        if unchecked and self._get_catalog(id[:-1], parent) is None:
+            raise NamespaceNotFoundError(f"parent catalog of {subject} not found")
+        self._call("CreateDatabase", subject, missing=NamespaceNotFoundError,
+                   duplicate=NamespaceAlreadyExistsError, CatalogId=parent,
+                   DatabaseInput={"Name": database.name, "Parameters": properties})
+
+    def _write_namespace_properties(self, id: Identifier, found: FoundNamespace,
+                                    properties: dict[str, str]) -> None:
+        """Replace the Parameters of a database or catalog, keeping its other fields."""
+        subject = self._subject(id)
+        if found.database is not None:
+            database_input = self._as_input(found.described, "DatabaseInput")
+            self._call("UpdateDatabase", subject, missing=NamespaceNotFoundError,
+                       CatalogId=found.catalog_id, Name=found.database,
+                       DatabaseInput={**database_input, "Parameters": properties})
+        else:
+            catalog_input = self._as_input(found.described, "CatalogInput")
+            self._call("UpdateCatalog", subject, missing=NamespaceNotFoundError,
+                       CatalogId=found.catalog_id,
+                       CatalogInput={**catalog_input, "Parameters": properties})
+
+    def _child_namespaces(self, parent: Identifier) -> list[NamespaceInfo]:
+        """Child catalogs and databases of `parent`, each with its Parameters."""
+        if not parent:
+            return self._root_children()
+        subject = self._subject(parent)
+        if len(parent) == 1:
+            catalog_id = self._catalog_id(parent)
+        else:
+            found = self._resolve_namespace(parent)
+            if found.database is not None:
+                return []  # databases hold tables, not namespaces
+            catalog_id = found.catalog_id
+        children = [NamespaceInfo((*parent, database["Name"]), parameters_of(database))
+                    for database in self._items("GetDatabases", "DatabaseList", subject,
+                                                CatalogId=catalog_id, MaxResults=OBJECT_PAGE_SIZE)]
+        if catalog_id != self._root_catalog_id():  # the root's child catalogs are level-1 names
+            children += [NamespaceInfo((*parent, catalog["Name"]), parameters_of(catalog))
+                         for catalog in self._child_catalogs(subject, catalog_id)]
+        return children
+
+    def _root_children(self) -> list[NamespaceInfo]:
+        """Level 1: the root catalog (named by its id) and its child catalogs."""
+        root = self._root_catalog_id()
+        subject = self._subject(())
+        if ACCOUNT_ID.fullmatch(root):
+            return [NamespaceInfo((root if c["CatalogId"] == root else c["Name"],), parameters_of(c))
+                    for c in self._child_catalogs(subject, root, IncludeRoot=True)]
+        # IncludeRoot is only accepted for an account's default catalog
+        own = self._call("GetCatalog", subject, missing=NamespaceNotFoundError, CatalogId=root)
+        return [NamespaceInfo((root,), parameters_of(own["Catalog"])),
+                *(NamespaceInfo((c["Name"],), parameters_of(c)) for c in self._child_catalogs(subject, root))]
+
+    def _child_catalogs(self, subject: str, catalog_id: str, **options: Any) -> Iterator[dict]:
+        return self._items("GetCatalogs", "CatalogList", subject, ParentCatalogId=catalog_id,
+                           Recursive=False, MaxResults=CATALOG_PAGE_SIZE, **options)
+
+    def _check_empty(self, subject: str, operation: str, list_key: str, what: str,
+                     **params: Any) -> None:
+        response = self._call(operation, subject, missing=NamespaceNotFoundError, MaxResults=1,
+                              **params)
+        if response[list_key]:
+            raise NamespaceNotEmptyError(f"namespace {subject} is not empty: it has {what}")
+
+    # --- table helpers -------------------------------------------------------------------------
+
+    def _get_table(self, id: Identifier) -> dict[str, Any] | None:
+        database, name = self._table_ref(id)
+        found = self._call("GetTable", self._subject(id), missing=None,
+                           CatalogId=database.catalog_id, DatabaseName=database.name, Name=name)
+        return found["Table"] if found is not None else None
+
+    def _lance_table(self, id: Identifier) -> dict[str, Any]:
+        table = self._get_table(id)
+        if table is None:
+            raise TableNotFoundError(f"table {self._subject(id)} not found")
+        if not is_lance(table):
+            raise InvalidInputError(f"table {self._subject(id)} is not a Lance table "
+                                    f"(TableType {table.get('TableType')!r}, "
+                                    f"{TABLE_TYPE_KEY} {parameters_of(table).get(TABLE_TYPE_KEY)!r})")
+        return table
+
+    def _update_table(self, id: Identifier, parameters: Callable[[dict[str, str]], dict[str, str]],
+                      location: str | None = None) -> None:
+        """UpdateTable of a Lance table with new Parameters (and Location), the rest kept.
+
+        VersionId makes it conditional: Glue refuses it if the table changed since GetTable.
+        """
+        table = self._lance_table(id)
+        database, name = self._table_ref(id)
+        table_input = self._as_input(table, "TableInput")
+        table_input["Parameters"] = lance_table_properties(parameters(parameters_of(table)))
+        if location is not None:
+            table_input["StorageDescriptor"] = {**table_input.get("StorageDescriptor", {}),
+                                                "Location": location}
+        version = {"VersionId": table["VersionId"]} if table.get("VersionId") else {}
+        self._call("UpdateTable", self._subject(id), missing=TableNotFoundError,
+                   CatalogId=database.catalog_id, DatabaseName=database.name,
+                   TableInput=table_input, **version)
+
+    def _default_location(self, id: Identifier, database: DatabaseRef) -> str:
+        """`{LocationUri}/{table}.lance` of the database, else `{root}/{namespace...}/{table}.lance`."""
+        found = self._call("GetDatabase", self._subject(id[:-1]), missing=NamespaceNotFoundError,
+                           CatalogId=database.catalog_id, Name=database.name)
+        database_location = found["Database"].get("LocationUri")
+        if database_location:
+            return join_location(normalize_location(database_location), f"{id[-1]}.lance")
+        if self.config.root:
+            return join_location(normalize_location(self.config.root),
+                                 "/".join([*id[:-1], f"{id[-1]}.lance"]))
+        raise InvalidInputError(f"glue: {self._subject(id)} has no location, its database has no "
+                                "LocationUri and no `root` is configured")
+
+    # --- requests ------------------------------------------------------------------------------
+
+    @overload
+    def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError],
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any]: ...
+
+    @overload
+    def _call(self, operation: str, subject: str, *, missing: None,
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any] | None: ...
+
+    def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError] | None,
+              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any] | None:
+        """One Glue request, errors translated. EntityNotFound raises `missing` (None: returns None).
+
+        A read whose answer does not fit (`check_answer`) is sent again, BAD_ANSWER_RETRIES
+        times, then raised as a BadAnswerError; a write is sent once. botocore's own retries
+        (5xx, throttling, lost connections) happen inside each send.
+        """
+        def send() -> dict[str, Any] | None:
+            return self._send(operation, subject, missing, duplicate, params)
+
+        if operation not in READ_OPERATIONS:
+            return send()
+        return with_bad_answer_retries(send, self._sleep)
+
+    def _send(self, operation: str, subject: str, missing: type[LanceNamespaceError] | None,
+              duplicate: type[LanceNamespaceError] | None, params: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            return getattr(self._glue, xform_name(operation))(**params)
+        except UnfitAnswer as unfit:
+            raise BadAnswerError(f"glue: {operation} on {subject} answered {unfit}") from None
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            if code == "EntityNotFoundException" and missing is None:
+                return None
+            raise translate(error, subject, operation, missing, duplicate) from error
+        except (BotoCoreError, ResponseParserError) as error:
+            raise translate(error, subject, operation) from error
+
+    def _items(self, operation: str, list_key: str, subject: str, **params: Any) -> Iterator[dict]:
+        """Every item of a NextToken listing, page after page."""
+        def fetch(token: str | None) -> tuple[list[dict], str | None]:
+            paging: dict[str, Any] = {"NextToken": token} if token else {}
+            response = self._call(operation, subject, missing=NamespaceNotFoundError, **params, **paging)
+            return response[list_key], response.get("NextToken")
+
+        return follow_pages(fetch)
+
+    def _as_input(self, described: dict[str, Any], input_shape: str) -> dict[str, Any]:
+        """A Get answer reduced to what the matching *Input shape accepts (for Update calls)."""
+        return projected(described, self._service_model.shape_for(input_shape))
+
+
+def _under_database(subject: str) -> str:
+    return f"parent of {subject} not found: a database of the root catalog holds no namespaces"
+

@@ -1,0 +1,48 @@
+"""The Hive Metastore 3.x backend's configuration and identifier rules, read offline
+(see lance_sync.model.backend_config)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
+
+from lance_sync.model.backend_config import BackendConfig, BackendRules, Identifier, root_field
+from lance_sync.model.config_types import ThriftUri
+
+#: what manifests may name a catalog or database: HMS folds case and refuses other characters
+MANIFEST_NAME = re.compile(r"[a-z0-9_]+")
+
+
+class Hive3Config(BackendConfig):
+    uri: ThriftUri = Field(description="Metastore address, thrift://host:port (not in the spec; "
+                           "lance-sync's addition)")
+    client_pool_size: PositiveInt = Field(3, alias="client.pool-size",
+                                          description="Size of the metastore connection pool")
+    client_socket_timeout: PositiveFloat = Field(
+        60, alias="client.socket-timeout-sec",
+        description="Socket timeout of every metastore call, seconds (lance-sync's addition)")
+    client_max_retries: NonNegativeInt = Field(
+        3, alias="client.max-retries",
+        description="Times a read is sent again after a broken or garbled answer, and any call "
+                    "after a failed connect (lance-sync's addition)")
+    root: str = root_field()
+
+
+class Hive3Rules(BackendRules):
+    backend_type = "hive3"
+    config_model = Hive3Config
+    #: manifests declare databases (catalog$database); see the driver's docstring for catalogs
+    namespace_levels = (2, 2)
+    table_namespace_levels = (2, 2)
+
+    @classmethod
+    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        if not all(MANIFEST_NAME.fullmatch(name) for name in parts):
+            return ("Hive names are lower-case letters, digits and '_' (HMS folds names to lower "
+                    "case and refuses other characters)")
+        return None
+
+    @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        return cls.check_namespace_id((name,), config)

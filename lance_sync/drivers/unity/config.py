@@ -1,0 +1,62 @@
+"""The Unity Catalog backend's configuration and identifier rules, read offline
+(see lance_sync.model.backend_config)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, NonNegativeInt, PositiveFloat, SecretStr
+
+from lance_sync.model.backend_config import (
+    BackendConfig,
+    BackendRules,
+    HttpTimeoutsConfig,
+    Identifier,
+    RenamedKey,
+    root_field,
+    spec_timeout_field,
+)
+from lance_sync.model.config_types import HttpUrl, NonEmpty
+
+DEFAULT_API_PATH = "/api/2.1/unity-catalog"
+#: what UC OSS accepts as a schema or table name (ValidationUtils)
+VALID_NAME = re.compile(r"[a-zA-Z0-9_@-]+")
+
+
+class UnityConfig(HttpTimeoutsConfig):
+    endpoint: HttpUrl = Field(description="Unity Catalog REST endpoint, e.g. http://localhost:8080")
+    catalog: NonEmpty = Field(description="The Unity catalog this backend manages (the first identifier level)")
+    api_path: str = Field(DEFAULT_API_PATH, description="API path prefix")
+    auth_token: SecretStr | None = Field(None, description="Bearer token; only from ${VAR}")
+    connect_timeout: PositiveFloat = spec_timeout_field(10, "HTTP connect timeout, seconds", "connect_timeout_seconds")
+    read_timeout: PositiveFloat = spec_timeout_field(60, "HTTP read timeout, seconds", "read_timeout_seconds")
+    max_retries: NonNegativeInt = Field(3, description="Retries of failed requests")
+    root: str = root_field()
+
+
+class UnityRules(BackendRules):
+    backend_type = "unity"
+    config_model = UnityConfig
+    namespace_levels = (2, 2)
+    table_namespace_levels = (2, 2)
+    checks_read = frozenset({"catalog"})
+    renamed_keys = {"connect_timeout": RenamedKey("connect_timeout_seconds", "seconds", 1.0),
+                    "read_timeout": RenamedKey("read_timeout_seconds", "seconds", 1.0)}
+
+    @classmethod
+    def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
+        assert isinstance(config, UnityConfig)
+        if parts and parts[0] != config.catalog:
+            return f"catalog '{parts[0]}' is not the configured catalog '{config.catalog}'"
+        return next((_name_problem(name) for name in parts[1:] if _name_problem(name)), None)
+
+    @classmethod
+    def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
+        return _name_problem(name)
+
+
+def _name_problem(name: str) -> str | None:
+    """UC OSS refuses other names with 400 INVALID_ARGUMENT; say so before anything is sent."""
+    if VALID_NAME.fullmatch(name):
+        return None
+    return f"Unity names take letters, digits, '_', '@' and '-' only (got {name!r})"

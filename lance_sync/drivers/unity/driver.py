@@ -1,0 +1,574 @@
+"""Unity Catalog backend (spec: unity.md).
+
+Lance ids map onto Unity's fixed hierarchy as [catalog, schema, table]; the catalog is the
+configured one and is the only child of the root. A Lance table is an EXTERNAL table with
+`data_source_format` TEXT and the property `table_type=lance`; its `columns` describe the
+Lance dataset's Arrow schema when one exists at the location (mapping at the end of this
+module, documented in docs/backends/unity.md).
+
+An id naming another catalog is refused as InvalidInput by operations that create
+(create_namespace, declare_table, register_table), and is "not found" for the rest (the
+spec's rule for ListNamespaces), so `mode=Skip` and the reconciler's "absent" logic hold.
+
+Every answer is parsed where it enters (`http.request(..., expect=Model)`) into a model of
+the UC OSS API response (the "answers" section below): a body without that shape is a
+BadAnswerError naming the call, retried like a 5xx for reads, never an empty listing.
+
+Error answers are translated at the boundary (`_translate`): UC 0.4+ names the object in
+`error_code` (SCHEMA_NOT_FOUND, TABLE_ALREADY_EXISTS with HTTP 400, ...); older servers answer
+NOT_FOUND / 409 ALREADY_EXISTS, and the request path says which kind of object was meant.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import lance
+import pyarrow as pa
+from lance_namespace import (
+    DeclareTableRequest,
+    DeclareTableResponse,
+    DeregisterTableRequest,
+    DeregisterTableResponse,
+    DescribeNamespaceRequest,
+    DescribeNamespaceResponse,
+    DescribeTableRequest,
+    DescribeTableResponse,
+    ListNamespacesRequest,
+    ListNamespacesResponse,
+    ListTablesRequest,
+    ListTablesResponse,
+    NamespaceExistsRequest,
+    NamespaceExistsResponse,
+    TableExistsRequest,
+    TableExistsResponse,
+)
+from lance_namespace.errors import (
+    ConcurrentModificationError,
+    InternalError,
+    InvalidInputError,
+    LanceNamespaceError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    PermissionDeniedError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    ThrottlingError,
+    UnauthenticatedError,
+    UnsupportedOperationError,
+)
+from pydantic import StrictInt, StrictStr
+
+from lance_sync.drivers.base import (
+    Capabilities,
+    Identifier,
+    NamespaceInfo,
+    SyncNamespace,
+    TableInfo,
+    secret_value,
+)
+from lance_sync.drivers.support.answers import Answer
+from lance_sync.drivers.support.http import HttpClient, HttpFailure, transient_if_5xx
+from lance_sync.drivers.support.locations import catalog_url
+from lance_sync.drivers.support.paging import follow_pages
+from lance_sync.drivers.unity.config import UnityConfig, UnityRules
+from lance_sync.model.arrow_types import spark_compatible
+from lance_sync.model.locations import join_location, normalize_location
+from lance_sync.model.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
+
+BACKEND = "unity"
+#: UC OSS serves at most 100 items per page (PagedListingHelper); bulk reads ask for that
+PAGE_SIZE = 100
+EXTERNAL = "EXTERNAL"
+#: UC has no LANCE data source format; the spec registers Lance tables as TEXT
+DATA_SOURCE_FORMAT = "TEXT"
+
+
+# --- answers: the UC OSS API responses the driver reads (unitycatalog/unitycatalog api/all.yaml) --
+#
+# The OpenAPI marks every member optional; the driver requires what it cannot do without: the
+# `name` of every catalog, schema and table, and the list of a listing. A null or absent
+# next_page_token (or "", as older UC sends) is the last page.
+# Empty means `"schemas": []`: UC OSS always sends the list (SchemaRepository.listSchemas), so a body without it is an error.
+
+
+class ColumnAnswer(Answer):
+    """ColumnInfo."""
+
+    name: StrictStr | None = None
+    type_text: StrictStr | None = None
+    position: StrictInt | None = None
+
+
+class CatalogAnswer(Answer):
+    """CatalogInfo."""
+
+    name: StrictStr
+    properties: dict[str, StrictStr] | None = None
+
+
+class SchemaAnswer(Answer):
+    """SchemaInfo."""
+
+    name: StrictStr
+    properties: dict[str, StrictStr] | None = None
+
+
+class TableAnswer(Answer):
+    """TableInfo."""
+
+    name: StrictStr
+    table_type: StrictStr | None = None
+    storage_location: StrictStr | None = None
+    properties: dict[str, StrictStr] | None = None
+    columns: list[ColumnAnswer] | None = None
+
+
+class ListSchemasAnswer(Answer):
+    """ListSchemasResponse."""
+
+    schemas: list[SchemaAnswer]
+    next_page_token: StrictStr | None = None
+
+
+class UnityTablesAnswer(Answer):
+    """ListTablesResponse."""
+
+    tables: list[TableAnswer]
+    next_page_token: StrictStr | None = None
+
+
+class UnityNamespace(UnityRules, SyncNamespace):
+    config: UnityConfig
+    drops_cascade = True
+
+    def __init__(self, config: UnityConfig | None = None, /, **properties: Any) -> None:
+        super().__init__(config, **properties)
+        self.catalog = self.config.catalog
+        self.root = normalize_location(self.config.root)
+        token = secret_value(self.config.auth_token)
+        auth_headers = {"Authorization": f"Bearer {token}"} if token else {}
+        connect_timeout, read_timeout = self.config.timeout_seconds()
+        self.http = HttpClient(
+            self.config.endpoint + "/" + self.config.api_path.strip("/"), backend=BACKEND,
+            connect_timeout=connect_timeout, read_timeout=read_timeout, max_retries=self.config.max_retries, translate=self._translate,
+            headers=lambda: auth_headers, on_request=self.count_call,
+        )
+
+    def namespace_id(self) -> str:
+        return f"lance-sync unity {{ endpoint: {self.config.endpoint!r}, catalog: {self.catalog!r} }}"
+
+    def capabilities(self) -> Capabilities:
+        # UC OSS has no table PATCH: the planner replaces a table whose properties changed.
+        return Capabilities(update_table_properties=False, creatable_namespace_levels=(2, 2))
+
+    # --- namespaces --------------------------------------------------------------------------
+
+    def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
+        catalog, schema = self._schema_name(id, other_catalog=InvalidInputError)
+        body = {"name": schema, "catalog_name": catalog, "properties": properties}
+        return _properties(self.http.request("POST", "/schemas", json=body, expect=SchemaAnswer))
+
+    def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
+        parts = self._namespace_parts(request.id)
+        if not parts:
+            return ListNamespacesResponse(namespaces=[self.catalog])
+        if len(parts) == 2:  # a schema exists or not, but never has children
+            self._get_schema(*parts)
+            return ListNamespacesResponse(namespaces=[])
+        page = self._schemas_page(request.limit, request.page_token)
+        names = sorted(schema.name for schema in page.schemas)
+        return ListNamespacesResponse(namespaces=names, page_token=page.next_page_token or None)
+
+    def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
+        """A schema's properties; the catalog's own for [catalog]; none for the root."""
+        parts = self._namespace_parts(request.id)
+        if not parts:
+            return DescribeNamespaceResponse(properties={})
+        found = self._get_catalog() if len(parts) == 1 else self._get_schema(*parts)
+        return DescribeNamespaceResponse(properties=_properties(found))
+
+    def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
+        self.describe_namespace(DescribeNamespaceRequest(id=request.id))
+        return NamespaceExistsResponse()
+
+    def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
+        """Cascade is UC's force delete: it deregisters every table of the schema (data stays)."""
+        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
+        self._delete_schema(catalog, schema, force=cascade)
+
+    # --- tables ------------------------------------------------------------------------------
+
+    def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
+        """Register an EXTERNAL TEXT table; columns come from the Lance dataset if one exists.
+
+        Without a location the table goes to `{root}/{catalog}/{schema}/{table}.lance`; a
+        relative location is taken from the root. Without a dataset at the location, `columns`
+        is empty (UC needs a list: null is a 500).
+        """
+        catalog, schema, name = self._table_name(request.id, other_catalog=InvalidInputError)
+        location = join_location(self.root, request.location or f"{catalog}/{schema}/{name}.lance")
+        properties = lance_table_properties(request.properties)
+        storage_location = catalog_url(location)
+        body = {
+            "name": name, "catalog_name": catalog, "schema_name": schema,
+            "table_type": EXTERNAL, "data_source_format": DATA_SOURCE_FORMAT,
+            "storage_location": storage_location,
+            "columns": unity_columns(self._dataset_schema(location)),
+            "properties": properties,
+        }
+        created = self.http.request("POST", "/tables", json=body, expect=TableAnswer)
+        return DeclareTableResponse(location=created.storage_location or storage_location,
+                                    properties=_properties(created) or properties,
+                                    storage_options=self.storage_options() or None)
+
+    def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
+        """Lance tables only, so a page may hold fewer than `limit` names (even none)."""
+        catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
+        page = self._tables_page(catalog, schema, request.limit, request.page_token)
+        names = sorted(table.name for table in page.tables if _is_lance(table))
+        return ListTablesResponse(tables=names, page_token=page.next_page_token or None)
+
+    def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
+        """Location and properties from one GET; no Arrow schema (that would read the dataset)."""
+        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        table = self._get_lance_table(catalog, schema, name)
+        return DescribeTableResponse(table=name, namespace=[catalog, schema],
+                                     location=table.storage_location,
+                                     properties=_properties(table),
+                                     storage_options=self.storage_options() or None)
+
+    def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
+        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        self._get_lance_table(catalog, schema, name)
+        return TableExistsResponse()
+
+    def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
+        """GET and check that it is a Lance table, then DELETE (UC keeps an EXTERNAL table's data)."""
+        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        table = self._get_lance_table(catalog, schema, name)
+        self.http.request("DELETE", f"/tables/{_full_name(catalog, schema, name)}")
+        return DeregisterTableResponse(id=[catalog, schema, name], location=table.storage_location,
+                                       properties=_properties(table))
+
+    # --- reconciler extensions -----------------------------------------------------------------
+
+    def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
+                                    removals: list[str]) -> None:
+        """Read-modify-write: UC's PATCH replaces the whole map and ignores an empty one.
+
+        So the last properties of a schema cannot be removed: that is refused before any
+        write, rather than sent and silently ignored. Another writer between the GET and the
+        PATCH is overwritten (UC offers no version check).
+        """
+        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
+        current = _properties(self._get_schema(catalog, schema))
+        wanted = {k: v for k, v in current.items() if k not in removals} | updates
+        if wanted == current:
+            return
+        if not wanted:
+            raise UnsupportedOperationError(
+                f"unity: cannot remove every property of schema {catalog}.{schema} "
+                f"({', '.join(sorted(current))}): Unity Catalog ignores an empty properties map")
+        # the PATCH carries the whole map, so sending it again leaves the same state
+        self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": wanted},
+                          expect=SchemaAnswer, retry_safe=True)
+
+    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        """One PATCH, which replaces the whole map in UC; no properties at all is a read-modify-write
+        (UC ignores an empty map, see update_namespace_properties)."""
+        if not properties:
+            super()._replace_namespace_properties(id, properties)
+            return
+        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
+        self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": properties},
+                          expect=SchemaAnswer, retry_safe=True)
+
+    def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
+        """One call per page of schemas (they carry their properties); the catalog for the root."""
+        parts = self._namespace_parts(parent)
+        if not parts:
+            yield NamespaceInfo((self.catalog,), _properties(self._get_catalog()))
+            return
+        if len(parts) == 2:
+            self._get_schema(*parts)
+            return
+
+        def fetch(token: str | None) -> tuple[list[NamespaceInfo], str | None]:
+            page = self._schemas_page(PAGE_SIZE, token)
+            infos = [NamespaceInfo((self.catalog, schema.name), _properties(schema)) for schema in page.schemas]
+            return infos, page.next_page_token
+
+        yield from follow_pages(fetch)
+
+    def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
+        """Every table of the schema, one call per page; non-Lance ones with is_lance=False."""
+        catalog, schema = self._schema_name(namespace, other_catalog=NamespaceNotFoundError)
+
+        def fetch(token: str | None) -> tuple[list[TableInfo], str | None]:
+            page = self._tables_page(catalog, schema, PAGE_SIZE, token)
+            infos = [TableInfo((catalog, schema, table.name), table.storage_location,
+                               _properties(table), is_lance=_is_lance(table),
+                               columns=_recorded_columns(table))
+                     for table in page.tables]
+            return infos, page.next_page_token
+
+        yield from follow_pages(fetch)
+
+    def catalog_columns(self, schema: pa.Schema) -> list[dict[str, str]]:
+        return [{"name": c["name"], "type": c["type_text"]} for c in unity_columns(schema)]
+
+    # --- identifiers -----------------------------------------------------------------------------
+
+    def _namespace_parts(self, id: list[str] | Identifier | None) -> tuple[str, ...]:
+        """[], [catalog] or [catalog, schema]; another catalog is NamespaceNotFound."""
+        parts = tuple(id or ())
+        if len(parts) > 2:
+            raise InvalidInputError(f"unity: namespaces have at most 2 levels (catalog, schema): {list(parts)}")
+        if parts:
+            self._check_names(parts, NamespaceNotFoundError)
+        return parts
+
+    def _schema_name(self, id: list[str] | Identifier | None,
+                     other_catalog: type[LanceNamespaceError]) -> tuple[str, str]:
+        parts = tuple(id or ())
+        if len(parts) != 2:
+            raise InvalidInputError(f"unity: a namespace id is [catalog, schema], got {list(parts)}")
+        self._check_names(parts, other_catalog)
+        return parts[0], parts[1]
+
+    def _table_name(self, id: list[str] | Identifier | None,
+                    other_catalog: type[LanceNamespaceError]) -> tuple[str, str, str]:
+        parts = tuple(id or ())
+        if len(parts) != 3:
+            raise InvalidInputError(f"unity: a table id is [catalog, schema, table], got {list(parts)}")
+        self._check_names(parts, other_catalog)
+        return parts[0], parts[1], parts[2]
+
+    def _check_names(self, parts: tuple[str, ...], other_catalog: type[LanceNamespaceError]) -> None:
+        # UC addresses objects by dot-joined full names, so a name with a dot names another object.
+        if any(not part or "." in part for part in parts):
+            raise InvalidInputError(f"unity: names must be non-empty and cannot contain '.': {list(parts)}")
+        if parts[0] != self.catalog:
+            raise other_catalog(f"unity: catalog '{parts[0]}' is not the configured catalog '{self.catalog}'")
+
+    # --- requests --------------------------------------------------------------------------------
+
+    def _get_catalog(self) -> CatalogAnswer:
+        return self.http.request("GET", f"/catalogs/{_full_name(self.catalog)}", expect=CatalogAnswer)
+
+    def _get_schema(self, catalog: str, schema: str) -> SchemaAnswer:
+        return self.http.request("GET", f"/schemas/{_full_name(catalog, schema)}", expect=SchemaAnswer)
+
+    def _delete_schema(self, catalog: str, schema: str, force: bool) -> None:
+        self.http.request("DELETE", f"/schemas/{_full_name(catalog, schema)}",
+                          params={"force": "true"} if force else None)
+
+    def _schemas_page(self, limit: int | None, token: str | None) -> ListSchemasAnswer:
+        return self.http.request("GET", "/schemas", expect=ListSchemasAnswer, params={
+            "catalog_name": self.catalog, "max_results": limit if limit is not None else PAGE_SIZE,
+            "page_token": token})
+
+    def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> UnityTablesAnswer:
+        return self.http.request("GET", "/tables", expect=UnityTablesAnswer, params={
+            "catalog_name": catalog, "schema_name": schema,
+            "max_results": limit if limit is not None else PAGE_SIZE, "page_token": token})
+
+    def _get_lance_table(self, catalog: str, schema: str, name: str) -> TableAnswer:
+        """The table's TableInfo; TableNotFound also when its schema or catalog is missing."""
+        full_name = _full_name(catalog, schema, name)
+        try:
+            table = self.http.request("GET", f"/tables/{full_name}", expect=TableAnswer)
+        except NamespaceNotFoundError as error:
+            raise TableNotFoundError(f"unity: table {full_name} not found: {error}") from error
+        if not _is_lance(table):
+            raise InvalidInputError(f"unity: table {full_name} is not a Lance table "
+                                    f"(table_type {table.table_type}, properties.{TABLE_TYPE_KEY}="
+                                    f"{_properties(table).get(TABLE_TYPE_KEY)!r})")
+        return table
+
+    def _dataset_schema(self, location: str) -> pa.Schema | None:
+        """The Arrow schema of the Lance dataset at `location`; None when there is none."""
+        try:
+            return lance.dataset(location, storage_options=self.storage_options() or None).schema
+        except (ValueError, OSError) as error:
+            if "not found" in str(error).lower():
+                return None
+            raise InternalError(f"unity: cannot read the Lance dataset at {location} "
+                                f"to describe its columns: {error}") from error
+
+    def _translate(self, failure: HttpFailure) -> LanceNamespaceError:
+        body = failure.body if isinstance(failure.body, dict) else {}
+        code = str(body.get("error_code") or "")
+        if code in ("NOT_FOUND", "ALREADY_EXISTS"):
+            error_class = self._generic_error_class(code, failure)
+        elif not code and failure.status == 404:
+            # a bare 404 is a path the server does not know, not a missing object
+            return InternalError(f"unity: {failure.message()} (is this a Unity Catalog API? "
+                                 f"check endpoint and api_path)")
+        else:
+            error_class = ERRORS_BY_CODE.get(code) or ERRORS_BY_STATUS.get(failure.status, InternalError)
+        return transient_if_5xx(error_class, failure.status)(f"unity: {failure.message()}")
+
+    def _generic_error_class(self, code: str, failure: HttpFailure) -> type[LanceNamespaceError]:
+        """UC before 0.5 says only NOT_FOUND / ALREADY_EXISTS: the request tells what was meant."""
+        path = failure.url[len(self.http.base_url):]
+        names_a_table = path.startswith("/tables/") or (path == "/tables" and code == "ALREADY_EXISTS")
+        if code == "NOT_FOUND":
+            return TableNotFoundError if names_a_table and failure.method != "POST" else NamespaceNotFoundError
+        return TableAlreadyExistsError if names_a_table else NamespaceAlreadyExistsError
+
+
+#: UC `error_code` -> Lance error; FAILED_PRECONDITION is what UC answers for deleting a
+#: non-empty schema, the only precondition it checks on the calls this driver makes.
+ERRORS_BY_CODE: dict[str, type[LanceNamespaceError]] = {
+    "CATALOG_NOT_FOUND": NamespaceNotFoundError,
+    "SCHEMA_NOT_FOUND": NamespaceNotFoundError,
+    "TABLE_NOT_FOUND": TableNotFoundError,
+    "CATALOG_ALREADY_EXISTS": NamespaceAlreadyExistsError,
+    "SCHEMA_ALREADY_EXISTS": NamespaceAlreadyExistsError,
+    "TABLE_ALREADY_EXISTS": TableAlreadyExistsError,
+    "FAILED_PRECONDITION": NamespaceNotEmptyError,
+    "INVALID_ARGUMENT": InvalidInputError,
+    "UNAUTHENTICATED": UnauthenticatedError,
+    "PERMISSION_DENIED": PermissionDeniedError,
+    "ABORTED": ConcurrentModificationError,
+    "RESOURCE_EXHAUSTED": ThrottlingError,
+    "UNIMPLEMENTED": UnsupportedOperationError,
+    "UNAVAILABLE": ServiceUnavailableError,
+}
+#: for answers without a UC error body
+ERRORS_BY_STATUS: dict[int, type[LanceNamespaceError]] = {
+    400: InvalidInputError,
+    401: UnauthenticatedError,
+    403: PermissionDeniedError,
+    501: UnsupportedOperationError,
+    503: ServiceUnavailableError,
+}
+
+
+def _full_name(*names: str) -> str:
+    return quote(".".join(names), safe=".")
+
+
+def _properties(info: CatalogAnswer | SchemaAnswer | TableAnswer) -> dict[str, str]:
+    """An object's properties; none when UC leaves the map out (as listings may)."""
+    return dict(info.properties or {})
+
+
+def _is_lance(table: TableAnswer) -> bool:
+    """The spec's test: EXTERNAL, and properties.table_type equal to 'lance' in any case."""
+    return table.table_type == EXTERNAL and is_lance_table(_properties(table))
+
+
+def _recorded_columns(table: TableAnswer) -> list[dict[str, str | None]]:
+    """The columns Unity records for a table, as {name, type_text} in position order."""
+    columns = sorted(table.columns or [], key=lambda c: c.position or 0)
+    return [{"name": c.name, "type": c.type_text} for c in columns]
+
+
+# --- Arrow schema -> Unity columns ---------------------------------------------------------------
+#
+# Each Arrow type becomes the Spark type Unity readers expect: `type_name` (UC's ColumnTypeName),
+# `type_text` (Spark's catalog string) and `type_json` (a Spark StructField as JSON, which UC
+# 0.5+ validates). Types Spark lacks are widened as the Spark data plane widens them
+# (arrow_types.spark_compatible); types with no Spark equivalent (time, duration, interval,
+# union, decimals above 38 digits) are recorded as USER_DEFINED_TYPE with Arrow's own type
+# name as text.
+
+@dataclass(frozen=True)
+class SparkType:
+    type_name: str
+    text: str
+    json: str | dict[str, Any]
+    precision: int | None = None
+    scale: int | None = None
+
+
+_SIMPLE_TYPES: tuple[tuple[tuple[Any, ...], SparkType], ...] = (
+    ((pa.types.is_boolean,), SparkType("BOOLEAN", "boolean", "boolean")),
+    ((pa.types.is_int8,), SparkType("BYTE", "tinyint", "byte")),
+    ((pa.types.is_int16,), SparkType("SHORT", "smallint", "short")),
+    ((pa.types.is_int32,), SparkType("INT", "int", "integer")),
+    ((pa.types.is_int64,), SparkType("LONG", "bigint", "long")),
+    ((pa.types.is_float32,), SparkType("FLOAT", "float", "float")),
+    ((pa.types.is_float64,), SparkType("DOUBLE", "double", "double")),
+    ((pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view),
+     SparkType("STRING", "string", "string")),
+    ((pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view, pa.types.is_fixed_size_binary),
+     SparkType("BINARY", "binary", "binary")),
+    ((pa.types.is_date,), SparkType("DATE", "date", "date")),
+    ((pa.types.is_null,), SparkType("NULL", "void", "void")),
+)
+_LIST_TYPES = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list,
+               pa.types.is_list_view, pa.types.is_large_list_view)
+_MAX_DECIMAL_PRECISION = 38
+
+
+def unity_columns(schema: pa.Schema | None) -> list[dict[str, Any]]:
+    """UC ColumnInfo dicts for an Arrow schema; [] for None (no dataset yet)."""
+    columns = []
+    for position, field in enumerate(schema or []):
+        spark = spark_type(field.type)
+        column = {
+            "name": field.name, "type_name": spark.type_name, "type_text": spark.text,
+            "type_json": json.dumps(_struct_field(field.name, spark, field.nullable)),
+            "position": position, "nullable": field.nullable,
+        }
+        if spark.precision is not None:
+            column.update(type_precision=spark.precision, type_scale=spark.scale)
+        columns.append(column)
+    return columns
+
+
+def spark_type(arrow_type: pa.DataType) -> SparkType:
+    if pa.types.is_run_end_encoded(arrow_type):
+        return spark_type(arrow_type.value_type)  # an encoding of its value type
+    if isinstance(arrow_type, pa.ExtensionType):
+        return spark_type(arrow_type.storage_type)
+    arrow_type = spark_compatible(arrow_type)
+    for predicates, spark in _SIMPLE_TYPES:
+        if any(predicate(arrow_type) for predicate in predicates):
+            return spark
+    if pa.types.is_timestamp(arrow_type):
+        return SparkType("TIMESTAMP", "timestamp", "timestamp") if arrow_type.tz else \
+            SparkType("TIMESTAMP_NTZ", "timestamp_ntz", "timestamp_ntz")
+    if pa.types.is_decimal(arrow_type) and 0 <= arrow_type.scale <= arrow_type.precision <= _MAX_DECIMAL_PRECISION:
+        return _decimal(arrow_type.precision, arrow_type.scale)
+    if any(predicate(arrow_type) for predicate in _LIST_TYPES):
+        element = spark_type(arrow_type.value_type)
+        return SparkType("ARRAY", f"array<{element.text}>", {
+            "type": "array", "elementType": element.json, "containsNull": arrow_type.value_field.nullable})
+    if pa.types.is_map(arrow_type):
+        key, value = spark_type(arrow_type.key_type), spark_type(arrow_type.item_type)
+        return SparkType("MAP", f"map<{key.text},{value.text}>", {
+            "type": "map", "keyType": key.json, "valueType": value.json,
+            "valueContainsNull": arrow_type.item_field.nullable})
+    if pa.types.is_struct(arrow_type):
+        fields = [(f, spark_type(f.type)) for f in arrow_type]
+        text = ",".join(f"{_quoted(f.name)}:{spark.text}" for f, spark in fields)
+        return SparkType("STRUCT", f"struct<{text}>", {
+            "type": "struct", "fields": [_struct_field(f.name, spark, f.nullable) for f, spark in fields]})
+    return SparkType("USER_DEFINED_TYPE", str(arrow_type), str(arrow_type))
+
+
+def _decimal(precision: int, scale: int) -> SparkType:
+    text = f"decimal({precision},{scale})"
+    return SparkType("DECIMAL", text, text, precision, scale)
+
+
+def _struct_field(name: str, spark: SparkType, nullable: bool) -> dict[str, Any]:
+    return {"name": name, "type": spark.json, "nullable": nullable, "metadata": {}}
+
+
+def _quoted(name: str) -> str:
+    """Spark's quoting of a field name in a type string."""
+    if name and name.replace("_", "a").isalnum() and name.isascii() and not name.isdigit():
+        return name
+    return "`" + name.replace("`", "``") + "`"

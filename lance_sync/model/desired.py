@@ -1,0 +1,98 @@
+"""The desired state a manifest declares, after every check: what the planner compares."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any
+
+from lance_sync.model.backend_config import BackendConfig, BackendRules, Identifier
+from lance_sync.model.errors import Position
+from lance_sync.model.policy import Policy
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    type: str
+    config: BackendConfig
+    #: namespaces to scan for owned objects beyond the declared ones
+    scope: tuple[Identifier, ...]
+    #: the configuration as a saved plan stores it: secrets as their ${VAR} reference
+    template: dict[str, Any]
+    #: the backend's identifier rules (checked offline); the driver class inherits them
+    # builtins.type: the field `type` above shadows the builtin inside this class
+    rules: builtins.type[BackendRules]
+
+    def format_id(self, id: Identifier) -> str:
+        return self.rules.format_identifier(id)
+
+
+@dataclass(frozen=True, slots=True)
+class DesiredNamespace:
+    backend: str
+    id: Identifier
+    properties: dict[str, str]
+    protect: bool = False
+    position: Position | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    backend: str
+    #: the full table id: namespace plus table name
+    id: Identifier
+
+
+@dataclass(frozen=True, slots=True)
+class DesiredTable:
+    name: str
+    #: normalized (see lance_sync.model.locations)
+    location: str
+    registrations: tuple[Registration, ...]
+    properties: dict[str, str]
+    #: manifest columns ({name, type, nullable}) or None
+    columns: list[dict[str, Any]] | None = None
+    #: the manifest's source block, its path resolved, or None
+    source: dict[str, Any] | None = None
+    on_remove: str = "deregister"
+    protect: bool = False
+    position: Position | None = None
+
+
+@dataclass(frozen=True)
+class UnsetValue:
+    """A manifest value that names an environment variable which is not set (validate only)."""
+
+    variable: str
+    field: str
+    position: Position | None = None
+
+
+@dataclass
+class DesiredState:
+    owner: str
+    files: list[str]
+    base_dir: str
+    backends: dict[str, BackendSpec]
+    namespaces: list[DesiredNamespace] = field(default_factory=list)
+    tables: list[DesiredTable] = field(default_factory=list)
+    spark: dict[str, Any] | None = None
+    #: the manifest's default storage options (each backend's `BackendConfig.storage` has
+    #: them laid under its own already)
+    storage: dict[str, str] = field(default_factory=dict)
+    policy: Policy = field(default_factory=Policy)
+    #: values whose variables are not set, when loaded for `validate` (otherwise an error)
+    unset: list[UnsetValue] = field(default_factory=list)
+    #: what the manifest should change but need not (deprecated keys), with file and line
+    notices: list[str] = field(default_factory=list)
+
+    def ids_by_backend(self) -> dict[str, set[Identifier]]:
+        """Per backend, every id the manifest names: declared namespaces, registrations, scope."""
+        ids: dict[str, set[Identifier]] = {name: set(spec.scope) for name, spec in self.backends.items()}
+        for namespace in self.namespaces:
+            ids[namespace.backend].add(namespace.id)
+        for table in self.tables:
+            for registration in table.registrations:
+                ids[registration.backend].add(registration.id)
+        return ids

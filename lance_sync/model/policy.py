@@ -1,0 +1,265 @@
+"""Policies: named rules every plan is checked against before apply.
+
+A manifest's `policy:` section (and a file given with `--policy`) lists rules. Each rule is
+one check, limited to some backends (names or globs; default: all), and every violation
+names its rule:
+
+- allowed_locations: a table registered in these backends lies under one of these prefixes;
+- required_properties: declared namespaces and tables carry these property keys;
+- name_pattern: declared names (the last level of the id) match this regular expression whole;
+- forbidden_actions: the plan holds no action of these types in these backends;
+- max_removals: the plan removes (forget, delete) at most this many objects.
+
+The first three are about what a manifest declares: they run offline (`validate`) and on
+every plan, against the objects the plan creates or changes and against the declared objects
+already in sync. The last two are about the plan itself. A violation tied to an action
+blocks that action; any violation refuses the plan (exit 4), saved plans included.
+
+`unattended` lists what `lance-sync reconcile` applies without a person: by default creates
+and in-place updates, never removals. Actions that destroy data never run unattended.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, ClassVar
+
+from lance_sync.model.actions import Action, Kind, Plan, PolicyViolation, Verb, action_key
+from lance_sync.model.errors import Position
+from lance_sync.model.locations import is_within
+
+if TYPE_CHECKING:
+    from lance_sync.model.desired import DesiredState
+
+#: what reconcile applies unattended when the policy does not say
+DEFAULT_UNATTENDED: tuple[str, ...] = ("create", "update")
+#: the verbs `unattended` may list; `delete` destroys data or a namespace and always needs a person
+UNATTENDED_VERBS: tuple[str, ...] = ("create", "update", "replace", "forget")
+REMOVALS = (Verb.FORGET, Verb.DELETE)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A namespace or a table registration as a rule sees it: declared, or an action's result."""
+
+    kind: Kind
+    backend: str
+    id: tuple[str, ...]
+    display_id: str
+    properties: dict[str, str]
+    location: str | None
+    #: where it is declared (file:line:column), when known
+    where: str | None = None
+    #: the key of the action that creates or changes it, if any
+    action: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind.value} {self.backend}: {self.display_id}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """One named check; subclasses say what it looks at."""
+
+    check: ClassVar[str]
+    name: str
+    #: backend names or globs the rule covers
+    backends: tuple[str, ...] = ("*",)
+    #: where the rule is written
+    where: Position | None = None
+
+    def covers(self, backend: str) -> bool:
+        return any(fnmatchcase(backend, pattern) for pattern in self.backends)
+
+    def subject_problem(self, subject: Subject) -> str | None:
+        """What is wrong with a declared object, or None."""
+        return None
+
+    def action_problem(self, action: Action) -> str | None:
+        """What is wrong with one action of a plan, or None."""
+        return None
+
+    def plan_problem(self, actions: list[Action]) -> str | None:
+        """What is wrong with the plan as a whole, or None."""
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllowedLocations(Rule):
+    check: ClassVar[str] = "allowed_locations"
+    #: normalized location prefixes
+    prefixes: tuple[str, ...]
+
+    def subject_problem(self, subject: Subject) -> str | None:
+        if subject.kind != Kind.TABLE or subject.location is None or not self.covers(subject.backend):
+            return None
+        if self._allowed(subject.location):
+            return None
+        return f"{subject.label}: location {subject.location} is not under {' or '.join(self.prefixes)}"
+
+    def action_problem(self, action: Action) -> str | None:
+        """Data is not written outside the prefixes either (a dataset's registrations say where)."""
+        writes = action.kind == Kind.DATASET and action.after is not None and action.location is not None
+        if not writes or not any(self.covers(b) for b in action.backends) or self._allowed(action.location):
+            return None
+        return f"{action.name} {action.display_id}: writes data outside {' or '.join(self.prefixes)}"
+
+    def _allowed(self, location: str | None) -> bool:
+        return location is not None and any(is_within(location, prefix) for prefix in self.prefixes)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequiredProperties(Rule):
+    check: ClassVar[str] = "required_properties"
+    keys: tuple[str, ...]
+    objects: tuple[Kind, ...] = (Kind.NAMESPACE, Kind.TABLE)
+
+    def subject_problem(self, subject: Subject) -> str | None:
+        if subject.kind not in self.objects or not self.covers(subject.backend):
+            return None
+        missing = [key for key in self.keys if key not in subject.properties]
+        return f"{subject.label} lacks the required properties {', '.join(missing)}" if missing else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamePattern(Rule):
+    check: ClassVar[str] = "name_pattern"
+    pattern: str
+    objects: tuple[Kind, ...] = (Kind.NAMESPACE, Kind.TABLE)
+
+    def subject_problem(self, subject: Subject) -> str | None:
+        if subject.kind not in self.objects or not self.covers(subject.backend) or not subject.id:
+            return None
+        name = subject.id[-1]
+        if re.fullmatch(self.pattern, name):
+            return None
+        return f"{subject.label}: the name '{name}' does not match {self.pattern}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForbiddenActions(Rule):
+    check: ClassVar[str] = "forbidden_actions"
+    #: action types: a verb ('delete') or a verb and a kind ('delete dataset')
+    types: tuple[str, ...]
+
+    def action_problem(self, action: Action) -> str | None:
+        covered = sorted(b for b in action.backends if self.covers(b))
+        if not covered or not any(action.is_a(t) for t in self.types):
+            return None
+        return f"{action.name} {action.backend}: {action.display_id} is forbidden in backend '{covered[0]}'"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxRemovals(Rule):
+    check: ClassVar[str] = "max_removals"
+    limit: int
+
+    def plan_problem(self, actions: list[Action]) -> str | None:
+        removals = [a for a in actions if a.verb in REMOVALS and any(self.covers(b) for b in a.backends)]
+        if len(removals) <= self.limit:
+            return None
+        return f"the plan removes {len(removals)} objects; at most {self.limit} may be removed in one apply"
+
+
+@dataclass(frozen=True)
+class Policy:
+    rules: tuple[Rule, ...] = ()
+    #: the verbs reconcile applies unattended, as written (None: not stated)
+    unattended: tuple[str, ...] | None = None
+
+    @property
+    def unattended_verbs(self) -> tuple[str, ...]:
+        return self.unattended if self.unattended is not None else DEFAULT_UNATTENDED
+
+    def __bool__(self) -> bool:
+        return bool(self.rules) or self.unattended is not None
+
+
+def combine(first: Policy, second: Policy) -> Policy:
+    """Both policies' rules; `unattended` allows only what both allow. Rule names must differ
+    (the caller checks, since it knows where each rule is written)."""
+    if first.unattended is None or second.unattended is None:
+        unattended = first.unattended if second.unattended is None else second.unattended
+    else:
+        unattended = tuple(verb for verb in first.unattended if verb in second.unattended)
+    return Policy(rules=first.rules + second.rules, unattended=unattended)
+
+
+# --- checking ------------------------------------------------------------------------------------
+
+def declared_subjects(state: DesiredState) -> Iterator[Subject]:
+    """Every namespace and table registration the manifest declares, as it declares it."""
+    for namespace in state.namespaces:
+        yield Subject(Kind.NAMESPACE, namespace.backend, namespace.id,
+                      state.backends[namespace.backend].format_id(namespace.id), namespace.properties, None,
+                      str(namespace.position) if namespace.position else None)
+    for table in state.tables:
+        for registration in table.registrations:
+            yield Subject(Kind.TABLE, registration.backend, registration.id,
+                          state.backends[registration.backend].format_id(registration.id), table.properties,
+                          table.location, str(table.position) if table.position else None)
+
+
+def action_subjects(plan: Plan) -> Iterator[Subject]:
+    """The namespaces and tables a plan creates or changes, as they will be."""
+    for action in plan.actions:
+        if action.kind == Kind.DATASET or action.after is None:
+            continue
+        yield Subject(action.kind, action.backend, tuple(action.id), action.display_id, action.after.properties,
+                      action.after.location, action=action.key)
+
+
+def check_declared(policy: Policy, state: DesiredState) -> list[PolicyViolation]:
+    """The offline rules against what the manifest declares (`validate`)."""
+    return list(_subject_violations(policy, declared_subjects(state)))
+
+
+def check_plan(policy: Policy, plan: Plan, state: DesiredState | None = None) -> list[PolicyViolation]:
+    """Every rule against a plan: its actions, the objects it creates or changes, the plan as a
+    whole, and (given the desired state) the declared objects it leaves as they are."""
+    subjects = list(action_subjects(plan))
+    if state is not None:
+        changed = {a.key for a in plan.actions}
+        subjects += [s for s in declared_subjects(state) if action_key(s.kind, s.backend, s.id) not in changed]
+    found = list(_subject_violations(policy, subjects))
+    for rule in policy.rules:
+        for action in plan.actions:
+            problem = rule.action_problem(action)
+            if problem:
+                found.append(_violation(rule, problem, action.backend, action.display_id, None, action.key))
+        problem = rule.plan_problem(plan.actions)
+        if problem:
+            found.append(_violation(rule, problem))
+    return found
+
+
+def enforce(policy: Policy, plan: Plan, state: DesiredState | None = None) -> None:
+    """Check the plan and record what breaks the policy on it: each violation in
+    `plan.policy_violations`, and on the action it concerns as `blocked` (apply refuses both)."""
+    violations = check_plan(policy, plan, state)
+    by_key = {a.key: a for a in plan.actions}
+    for violation in violations:
+        action = by_key.get(violation.action or "")
+        if action is not None:
+            reason = f"policy rule '{violation.rule}': {violation.message}"
+            action.blocked = f"{action.blocked}; {reason}" if action.blocked else reason
+    plan.policy_violations = [*plan.policy_violations, *violations]
+
+
+def _subject_violations(policy: Policy, subjects: Iterable[Subject]) -> Iterator[PolicyViolation]:
+    for subject in subjects:
+        for rule in policy.rules:
+            problem = rule.subject_problem(subject)
+            if problem:
+                yield _violation(rule, problem, subject.backend, subject.display_id, subject.where, subject.action)
+
+
+def _violation(rule: Rule, message: str, backend: str | None = None, display_id: str | None = None,
+               where: str | None = None, action: str | None = None) -> PolicyViolation:
+    return PolicyViolation(rule=rule.name, check=rule.check, message=message, backend=backend,
+                           display_id=display_id, where=where, action=action)
+
