@@ -148,6 +148,11 @@ class Capabilities:
     creatable_namespace_levels: tuple[int, int | None] = (1, None)
     #: declare_tables writes many tables in one request, so apply sends declares in batches
     bulk_declare: bool = False
+    #: rename_table gives a table another name in its namespace, keeping its identity (its id,
+    #: grants and history); otherwise a rename is a replace
+    rename_table: bool = False
+    #: rename_table also moves a table to another namespace of the backend, keeping its identity
+    move_table: bool = False
 
 
 @dataclass(frozen=True)
