@@ -12,6 +12,7 @@ adds to pylance's DirectoryNamespace", sets each pylance behaviour beside the dr
 - request modes mean what they mean on every backend (lance_sync.drivers.base; pylance
   ignores them);
 - namespace and table properties can be updated, by updating the manifest row;
+- a table can be renamed (also into another namespace), by giving its row another object id;
 - bulk reads scan the manifest once instead of describing every table.
 
 Several processes may write to one root at once (two applies of different owners). The
@@ -66,6 +67,8 @@ from lance_namespace import (
     NamespaceExistsRequest,
     NamespaceExistsResponse,
     RegisterTableRequest,
+    RenameTableRequest,
+    RenameTableResponse,
     TableExistsRequest,
     TableExistsResponse,
 )
@@ -77,6 +80,7 @@ from lance_namespace.errors import (
     NamespaceNotFoundError,
     ServiceUnavailableError,
     TableAlreadyExistsError,
+    TableNotFoundError,
     UnsupportedOperationError,
 )
 
@@ -162,7 +166,7 @@ class DirNamespace(DirRules, SyncNamespace):
         return {join_location(self.root, MANIFEST_TABLE)}
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(update_table_location=False, bulk_declare=True)
+        return Capabilities(update_table_location=False, bulk_declare=True, rename_table=True, move_table=True)
 
     def lease_parents(self, touched: list[Identifier]) -> list[Identifier]:
         """One lease per root, at the root (which exists before anything else)."""
@@ -325,6 +329,33 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
         return self._committed(f"drop table {id_text(request.id)}", lambda: self._native.drop_table(request))
+
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        """Give the table's row another object id (into `new_namespace_id`, when given), its
+        location and properties kept, in one commit against the version the checks read."""
+        old = checked_id(request.id)
+        new = checked_id([*(old[:-1] if request.new_namespace_id is None else request.new_namespace_id),
+                          request.new_table_name])
+
+        def attempt() -> lance.LanceDataset:
+            dataset = self._writable_manifest()
+            existing = {} if dataset is None else self._existing_objects(
+                dataset, [id_text(old), id_text(new), id_text(new[:-1])])
+            if dataset is None or existing.get(id_text(old)) != "table":
+                raise TableNotFoundError(f"Table not found: {id_text(old)}")
+            if new[:-1] and existing.get(id_text(new[:-1])) != "namespace":
+                raise NamespaceNotFoundError(f"Namespace not found: {id_text(new[:-1])}")
+            if id_text(new) in existing:
+                raise TableAlreadyExistsError(f"Table already exists: {id_text(new)}")
+            self.count_call()
+            renamed = dataset.update({"object_id": sql_string(id_text(new))}, where=row_filter("table", old),
+                                     conflict_retries=0)
+            if renamed["num_rows_updated"] != 1:
+                raise Raced(f"the table {id_text(old)} changed since it was read")
+            return dataset
+
+        self._compact_if_fragmented(self._committed(f"rename table {id_text(old)} to {id_text(new)}", attempt))
+        return RenameTableResponse()
 
     # --- reconciler extensions -----------------------------------------------------------------
 
