@@ -105,3 +105,25 @@ def test_without_renames_the_table_is_declared_again_under_the_new_name_with_all
     assert catalog.names() == ["sales$orders_v2"]
     properties = catalog.driver.get_table_info(("sales", "orders_v2")).properties
     assert properties["tier"] == "platinum" and properties["set.by.someone"] == "x"  # unmanaged ones carried
+
+
+def test_a_table_is_moved_out_of_a_namespace_the_manifest_does_not_name(tmp_path: Path):
+    """The namespace a former id names is read too, though nothing else brings it in scope."""
+    from lance_namespace import CreateNamespaceRequest
+
+    from lance_sync.drivers.dir.config import DirConfig
+
+    legacy = DirNamespace(DirConfig(root=str(tmp_path / "lake")))
+    legacy.create_namespace(CreateNamespaceRequest(id=["legacy"]))
+    legacy.declare_table(DeclareTableRequest(id=["legacy", "orders"], location=str(tmp_path / "lake" / "o.lance"),
+                                             properties={"lance_sync.owner": "me"}))
+    path = tmp_path / "lance-sync.yaml"
+    path.write_text(yaml.safe_dump({
+        "version": 1, "owner": "me", "backends": {"lake": {"type": "dir", "root": "./lake"}},
+        "namespaces": [{"backend": "lake", "id": "sales"}],
+        "tables": [{"name": "orders", "location": "./lake/o.lance", "renamed_from": "legacy$orders",
+                    "register": [{"backend": "lake", "namespace": "sales"}]}]}), encoding="utf-8")
+    plan = api.plan(api.load(path))
+    assert [(a.verb, a.shown_id) for a in plan.actions if a.kind.value == "table"] == \
+        [(Verb.RENAME, "legacy$orders -> sales$orders")]
+    assert "legacy" in plan.scope[0].namespaces
