@@ -4,9 +4,10 @@ saved one, a rollback).
 Blocked actions and destruction without its flag are refused (`check_flags`), and every action
 is checked against the live object it will touch (`check_live`): it must still match the
 plan's fingerprint (a dataset's version included), must not have become protected, and must
-still be this owner's; a rename's new id must still be free. Data is deleted or rewritten only when the dataset carries this owner's
-record (lance-sync created it) and nothing else registered, in any namespace of any backend
-the plan names, points at or into its location: every registration is read again for that.
+still be this owner's; a rename's new id must still be free. Data is deleted or rewritten only
+when the dataset carries this owner's record (lance-sync created it) and nothing else
+registered, in any namespace of any backend the plan names, points at or into its location:
+every registration is read again for that.
 An apply session (lance_sync.apply.session) runs them while it holds the backends' leases.
 """
 
