@@ -111,6 +111,36 @@ def test_plan_apply_update_remove(harness: Harness, tmp_path: Path, monkeypatch:
     assert project.run("plan", "--detailed-exitcode").exit_code == 0
 
 
+def test_renamed_from_renames_in_place_or_replaces_where_the_backend_cannot(
+        harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A rename where `capabilities().rename_table` says the backend can; elsewhere one replace
+    under the new name that says why and needs --allow-replace."""
+    driver: SyncNamespace = harness.driver()
+    project = ManifestProject(tmp_path)
+    project.manifest["backends"]["b"] = backend_entry(harness, "b", monkeypatch)
+    namespace = list(harness.new_namespace_id())
+    project.manifest["namespaces"].append({"backend": "b", "id": namespace})
+    location = harness.location(harness.unique("orders"))
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), location)
+    project.manifest["tables"] = [{"name": "orders", "location": location, "properties": {"tier": "gold"},
+                                   "register": [{"backend": "b", "namespace": namespace}]}]
+    assert project.run("apply", "--auto-approve").exit_code == 0
+    project.manifest["tables"][0].update(name="orders_v2", renamed_from="orders")
+
+    planned = project.run("plan")
+    renames = driver.capabilities().rename_table
+    assert ("~> rename table" if renames else "-/+ replace table") in planned.stdout, planned.stdout
+    if not renames:
+        assert "has no table rename: the table is declared again under the new name" in planned.stdout
+        assert project.run("apply", "--auto-approve").exit_code == 4
+    applied = project.run("apply", "--auto-approve", "--allow-replace")
+    assert applied.exit_code == 0, applied.output
+    assert driver.get_table_info((*namespace, "orders")) is None
+    harness.check_lance_table((*namespace, "orders_v2"), location, {"tier": "gold", "lance_sync.owner": project.owner})
+    assert lance.dataset(location).version == 1
+    assert project.run("plan", "--detailed-exitcode").exit_code == 0
+
+
 def test_one_table_registered_in_every_backend(request: pytest.FixtureRequest, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch):
     """One physical table, declared in the directory backend and all four catalogs by one manifest."""
