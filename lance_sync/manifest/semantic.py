@@ -415,8 +415,10 @@ def _with_former_ids(checker: _Checker, model: ValidatedManifest, state: Desired
                     checker.fail(f"{shown} is still registered by table '{declared[key]}'; renamed_from names "
                                  "what a table was called before, which the manifest no longer declares", item_path)
                 elif claimant != (table.name, registration.id):
-                    checker.fail(f"{shown} is a former id of two registrations (of tables '{claimant[0]}' and "
-                                 f"'{table.name}'); one registration can be renamed from it", item_path)
+                    format_id = state.backends[registration.backend].format_id
+                    checker.fail(f"{shown} is a former id of two registrations ({format_id(claimant[1])} of table "
+                                 f"'{claimant[0]}' and {format_id(registration.id)} of table '{table.name}'); one "
+                                 "registration can be renamed from it", item_path)
                 elif id not in former[registration]:
                     former[registration].append(id)
         registrations = tuple(replace(r, renamed_from=tuple(former[r])) for r in table.registrations)

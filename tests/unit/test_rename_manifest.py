@@ -74,8 +74,15 @@ BAD = [
      "'sales$other' in backend 'lake' is still registered by table 'other'", "12:20", "tables[0].renamed_from[0]"),
     ("an id two tables claim", ORDERS + "    renamed_from: orders\n"
      + OTHER + "    renamed_from: sales$orders\n",
-     "'sales$orders' in backend 'lake' is a former id of two registrations (of tables 'orders_v2' and 'other')",
+     "'sales$orders' in backend 'lake' is a former id of two registrations (sales$orders_v2 of table 'orders_v2' "
+     "and sales$other of table 'other')",
      "16:19", "tables[1].renamed_from"),
+    ("an id two registrations of one table claim", ORDERS.replace(
+        "register: [{backend: lake, namespace: sales}]",
+        "register: [{backend: lake, namespace: sales}, {backend: lake, namespace: sales, name: orders_2}]")
+     + "    renamed_from: sales$orders\n",
+     "(sales$orders_v2 of table 'orders_v2' and sales$orders_2 of table 'orders_v2')", "12:19",
+     "tables[0].renamed_from"),
     ("an empty name", ORDERS + "    renamed_from: [sales$]\n", "'sales$' has an empty name", "12:20",
      "tables[0].renamed_from[0]"),
     ("an id of no backend of the table", ORDERS.replace("backend: lake, namespace: sales", "backend: ice, "
