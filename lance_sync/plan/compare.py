@@ -413,9 +413,12 @@ class Comparer:
         moves = pairing.former[:-1] != id[:-1]
         changes = [] if have == want else [_diff_detail(have, want)]
         cannot = None
+        fixed = capabilities.move_fixed_levels
         if not (capabilities.move_table if moves else capabilities.rename_table):
             cannot = "cannot move a table to another namespace" if moves and capabilities.rename_table \
                 else "has no table rename"
+        elif moves and pairing.former[:fixed] != id[:fixed]:
+            cannot = f"cannot move a table out of the first {fixed} level(s) of its id (its catalog)"
         elif changes and not capabilities.update_table_properties:
             cannot = "cannot update table properties in place"
         if cannot is None:

@@ -125,7 +125,9 @@ def test_a_move_into_a_namespace_the_plan_creates_waits_for_it():
 @pytest.mark.parametrize("capabilities, former, why", [
     (Capabilities(), ("ns", "orders"), "b (dir) has no table rename"),
     (Capabilities(rename_table=True), ("old", "orders"), "b (dir) cannot move a table to another namespace"),
-], ids=["no rename", "rename but no move"])
+    (Capabilities(rename_table=True, move_table=True, move_fixed_levels=1), ("old", "orders"),
+     "b (dir) cannot move a table out of the first 1 level(s) of its id (its catalog)"),
+], ids=["no rename", "rename but no move", "a move out of its catalog"])
 def test_where_the_backend_cannot_rename_it_is_one_replace_that_says_why(capabilities, former, why):
     state = desired(renamed_from=(former,))
     result = compared({former: (LOCATION, WANT)}, capabilities, state, namespaces=(("ns",), ("old",)))
