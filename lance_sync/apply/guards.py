@@ -4,9 +4,10 @@ saved one, a rollback).
 Blocked actions and destruction without its flag are refused (`check_flags`), and every action
 is checked against the live object it will touch (`check_live`): it must still match the
 plan's fingerprint (a dataset's version included), must not have become protected, and must
-still be this owner's. Data is deleted or rewritten only when the dataset carries this owner's
-record (lance-sync created it) and nothing else registered, in any namespace of any backend
-the plan names, points at or into its location: every registration is read again for that.
+still be this owner's; a rename's new id must still be free. Data is deleted or rewritten only
+when the dataset carries this owner's record (lance-sync created it) and nothing else
+registered, in any namespace of any backend the plan names, points at or into its location:
+every registration is read again for that.
 An apply session (lance_sync.apply.session) runs them while it holds the backends' leases.
 """
 
@@ -98,6 +99,8 @@ def _live_problem(action: Action, drivers: Drivers, owner: str) -> str | None:
             live_owner = owner_of(properties)
             if live_owner is not None and live_owner != owner:
                 return f"owned by '{live_owner}', not '{owner}'"
+        if action.renamed_from is not None and read_object(action, driver, action.id) is not None:
+            return f"{action.display_id} is registered already: the new name was taken since the plan"
     return None if current_fingerprint(action, driver) == action.fingerprint else STALE
 
 
@@ -151,7 +154,7 @@ def _registration_text(location: str, key: tuple[str, Identifier], info: TableIn
 
 def _listed(items: Sequence[tuple[Action, str | None]]) -> str:
     """One line per action (and why), the first LISTED of them."""
-    lines = [f"  - {a.name} {a.backend}: {a.display_id}" + (f": {why}" if why else "") for a, why in items[:LISTED]]
+    lines = [f"  - {a.headline}" + (f": {why}" if why else "") for a, why in items[:LISTED]]
     if len(items) > LISTED:
         lines.append(f"  ... and {len(items) - LISTED} more")
     return "\n".join(lines)

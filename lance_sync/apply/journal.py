@@ -25,6 +25,8 @@ class Journal:
         if action is not None:
             record.update(verb=action.verb.value, kind=action.kind.value, backend=action.backend,
                           id=action.id, display_id=action.display_id)
+            if action.renamed_from is not None:
+                record.update(renamed_from=action.renamed_from.id)
         with self._lock:
             self._file.write(mask(json.dumps(record, ensure_ascii=False)) + "\n")
             self._file.flush()

@@ -94,6 +94,8 @@ def touched_ids(plan: Plan) -> dict[str, set[Identifier]]:
     for action in plan.actions:
         if action.id:
             touched[action.backend].add(tuple(action.id))
+        if action.renamed_from is not None:
+            touched[action.backend].add(tuple(action.renamed_from.id))
         for address in action.registrations:
             touched[address.backend].add(tuple(address.id))
     return touched

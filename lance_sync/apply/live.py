@@ -4,6 +4,7 @@ a resent create or removal should have left."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lance_sync.drivers.base import SyncNamespace
@@ -34,10 +35,12 @@ def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
     return state
 
 
-def read_object(action: Action, driver: SyncNamespace) -> tuple[str | None, dict[str, str]] | None:
-    """The live namespace or table of an action: its location (a table's) and properties; None
-    when it is absent."""
-    id = tuple(action.id)
+def read_object(action: Action, driver: SyncNamespace,
+                id: Sequence[str] | None = None) -> tuple[str | None, dict[str, str]] | None:
+    """The live namespace or table of an action, where the action finds it (the id a rename
+    starts from) unless `id` says where: its location (a table's) and properties; None when it
+    is absent."""
+    id = tuple(action.current_id if id is None else id)
     if action.kind == Kind.NAMESPACE:
         info = driver.get_namespace_info(id)
         return None if info is None else (None, info.properties)

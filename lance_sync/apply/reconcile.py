@@ -7,8 +7,8 @@ unattended filter as its review:
 2. take the backends' apply leases before planning (another apply holding one: the cycle
    ends as `lease_held` and the next one tries again);
 3. plan, and leave out what needs a person: what the policy's `unattended` list does not
-   name (by default everything but creates and in-place updates), anything that destroys
-   data (always), anything blocked, and whatever depends on those. They are *pending
+   name (by default everything but creates, in-place updates and renames), anything that
+   destroys data (always), anything blocked, and whatever depends on those. They are *pending
    approval*, reported every cycle until someone applies them;
 4. check the rest against the policy (a violation of the plan as a whole, or by a declared
    object, refuses the cycle; an action a rule forbids is left out as pending), then the

@@ -35,7 +35,7 @@ def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
     for outcome in reversed(succeeded):
         action, inverse = outcome.action, inverses[outcome.action.key]
         if inverse is None:
-            notes.append(f"{action.name} {action.backend}: {action.display_id} cannot be undone")
+            notes.append(f"{action.headline} cannot be undone")
             continue
         needed = (inverses.get(k) for k in dependents[action.key])
         inverse.depends_on = sorted(need.key for need in needed if need is not None)

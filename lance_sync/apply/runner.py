@@ -1,6 +1,7 @@
 """How each action changes a backend: the backend calls of each (kind, verb), a transient
-failure retried, and a retried create that meets "already exists" (or a removal that meets "not
-found") checked against the live object and counted as done when it matches."""
+failure retried, and a retried create that meets "already exists" (a removal that meets "not
+found", a rename whose old id is gone) checked against the live object and counted as done
+when it matches."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lance_namespace import (
     DeclareTableRequest,
     DeregisterTableRequest,
     DropNamespaceRequest,
+    RenameTableRequest,
 )
 from lance_namespace.errors import (
     NamespaceAlreadyExistsError,
@@ -22,7 +24,7 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-from lance_sync.apply.live import live_state
+from lance_sync.apply.live import live_state, read_object
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.report import Outcome
 from lance_sync.drivers.base import Drivers, SyncNamespace
@@ -30,7 +32,7 @@ from lance_sync.drivers.support.retry import backoff_seconds, is_transient
 from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Verb, project
 from lance_sync.model.arrow_types import schema_from_columns
 from lance_sync.model.errors import PlanError
-from lance_sync.model.marks import TABLE_TYPE_KEY
+from lance_sync.model.marks import TABLE_TYPE_KEY, owner_of
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -55,6 +57,7 @@ class ActionRunner:
             (Kind.NAMESPACE, Verb.DELETE): self._delete_namespace,
             (Kind.TABLE, Verb.CREATE): self._declare,
             (Kind.TABLE, Verb.UPDATE): self._update_properties,
+            (Kind.TABLE, Verb.RENAME): self._rename,
             (Kind.TABLE, Verb.REPLACE): self._replace,
             (Kind.TABLE, Verb.FORGET): self._forget,
             (Kind.DATASET, Verb.CREATE): self._write_data,
@@ -84,12 +87,15 @@ class ActionRunner:
             return Outcome(action, "succeeded", version=version)
         except (TableAlreadyExistsError, NamespaceAlreadyExistsError) as error:
             # a create whose first answer was lost and that was sent again (by us or the
-            # driver's client) meets its own object
-            if action.verb == Verb.CREATE and self._matches_after(action, driver):
+            # driver's client) meets its own object; so does a replace under a new id
+            creates = action.verb == Verb.CREATE or action.renamed_from is not None
+            if (creates and self._matches_after(action, driver)) or self._renamed_already(action, driver):
                 return Outcome(action, "succeeded")
             return _failed(action, error)
         except (TableNotFoundError, NamespaceNotFoundError) as error:
             if action.verb in (Verb.FORGET, Verb.DELETE) and live_state(action, driver) is None:
+                return Outcome(action, "succeeded")
+            if self._renamed_already(action, driver):
                 return Outcome(action, "succeeded")
             return _failed(action, error)
 
@@ -125,10 +131,22 @@ class ActionRunner:
 
     def _matches_after(self, action: Action, driver: SyncNamespace) -> bool:
         """A create that met an existing object: done when that object is what it would have made."""
-        live = live_state(action, driver)
+        live = read_object(action, driver, action.id)
         return live is not None and action.after is not None and \
-            project(live.properties, live.location, action.compared_keys) == \
+            project(live[1], live[0], action.compared_keys) == \
             project(action.after.properties, action.after.location, action.compared_keys)
+
+    def _renamed_already(self, action: Action, driver: SyncNamespace) -> bool:
+        """A rename sent again after its first answer was lost: done when the old id is gone and
+        the new one holds this owner's table at the planned location (the property changes that
+        come with the rename are made then)."""
+        if action.verb != Verb.RENAME or read_object(action, driver) is not None:
+            return False
+        renamed = read_object(action, driver, action.id)
+        if renamed is None or renamed[0] != state_after(action).location or owner_of(renamed[1]) != self.plan.owner:
+            return False
+        self._update_renamed(action, driver)
+        return True
 
     # --- handlers ------------------------------------------------------------------------------------
 
@@ -153,23 +171,34 @@ class ActionRunner:
     def _declare(self, action: Action, driver: SyncNamespace) -> None:
         driver.declare_table(_declare_request(action))
 
+    def _rename(self, action: Action, driver: SyncNamespace) -> None:
+        """Rename the registration in place (into another namespace, for a move), then make the
+        property changes that come with it."""
+        driver.rename_table(RenameTableRequest(id=action.current_id, new_table_name=action.id[-1],
+                                               new_namespace_id=action.id[:-1]))
+        self._update_renamed(action, driver)
+
+    def _update_renamed(self, action: Action, driver: SyncNamespace) -> None:
+        if state_before(action).properties != state_after(action).properties:
+            self._update_properties(action, driver)
+
     def _replace(self, action: Action, driver: SyncNamespace) -> None:
-        """Deregister and declare again, carrying the properties lance-sync does not manage;
-        if the declare fails, the table is put back as it was."""
-        id = tuple(action.id)
-        current = driver.get_table_info(id)
+        """Deregister and declare again (under its new id, for a rename the backend cannot make),
+        carrying the properties lance-sync does not manage; if the declare fails, the table is
+        put back as it was."""
+        current = driver.get_table_info(tuple(action.current_id))
         if current is None:
             self._declare(action, driver)
             return
         carried = {k: v for k, v in current.properties.items()
                    if k not in action.compared_keys and k != TABLE_TYPE_KEY}
-        driver.deregister_table(DeregisterTableRequest(id=action.id))
+        driver.deregister_table(DeregisterTableRequest(id=action.current_id))
         after = state_after(action)
         try:
             driver.declare_table(DeclareTableRequest(id=action.id, location=after.location,
                                                      properties={**carried, **after.properties}))
         except Exception:
-            driver.declare_table(DeclareTableRequest(id=action.id, location=current.location,
+            driver.declare_table(DeclareTableRequest(id=action.current_id, location=current.location,
                                                      properties=current.properties))
             raise
 

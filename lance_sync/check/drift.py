@@ -6,6 +6,8 @@ differs, with the repair the next apply would do beside it:
 
 - missing: a declared namespace or table is absent (everywhere the table is registered);
 - missing_registration: a table registered in several catalogs is absent from some of them;
+- renamed: a registration is found under a former id the manifest's `renamed_from` names (the
+  repair renames it, or replaces it where the backend cannot rename);
 - split_brain: the catalogs that register one table disagree about its location;
 - location, properties: a declared value differs from the live one;
 - ownership: lance-sync's marks differ (no owner mark, another owner's, protect, on_remove);
@@ -54,6 +56,7 @@ from lance_sync.plan.render import MARKDOWN_LIMIT, SYMBOLS
 class DriftKind(str, Enum):
     MISSING = "missing"
     MISSING_REGISTRATION = "missing_registration"
+    RENAMED = "renamed"
     SPLIT_BRAIN = "split_brain"
     LOCATION = "location"
     PROPERTIES = "properties"
@@ -189,6 +192,10 @@ class _Reader:
                        "remove it (a removal: reconcile leaves it for approval)")
         elif action.kind == Kind.DATASET:
             yield item(DriftKind.SCHEMA if action.verb == Verb.REPLACE else DriftKind.DATA, action.detail)
+        elif action.renamed_from is not None:
+            yield item(DriftKind.RENAMED, f"registered as {action.renamed_from.display_id}; the manifest calls it "
+                       f"{action.display_id} (renamed_from)")
+            yield from (item(kind, detail) for kind, detail in self._differences(action))
         elif action.verb == Verb.CREATE:
             elsewhere = self._other_registrations(action.table, action.key) if action.kind == Kind.TABLE else []
             if elsewhere:
@@ -274,7 +281,7 @@ class _Reader:
 def _subject(action: Action) -> str:
     if action.kind == Kind.DATASET:
         return f"dataset {action.display_id}"
-    return f"{action.kind.value} {action.backend}: {action.display_id}"
+    return f"{action.kind.value} {action.backend}: {action.shown_id}"
 
 
 def _property_difference(key: str, live: str | None, declared: str | None) -> str:
@@ -287,7 +294,7 @@ def _property_difference(key: str, live: str | None, declared: str | None) -> st
 
 def repair_text(action: Action) -> str:
     """'~ update table ice: wh.db.orders', and what stands in the way of doing it."""
-    text = f"{SYMBOLS[action.verb]} {action.name} {action.backend}: {action.display_id}"
+    text = f"{SYMBOLS[action.verb]} {action.headline}"
     if action.blocked:
         return f"{text} (blocked: {action.blocked})"
     if action.destroys == Destruction.DATA:

@@ -182,7 +182,7 @@ def _print_outcome(outcome: Outcome, base_dir: str | None) -> None:
     action = outcome.action
     mark = {"succeeded": "ok", "failed": "FAILED", "skipped": "skipped"}[outcome.status]
     detail = f": {outcome.error}" if outcome.error else ""
-    line = f"{mark:>7}  {action.name} {action.backend}: {action.display_id}{detail}"
+    line = f"{mark:>7}  {action.headline}{detail}"
     click.echo(with_manifest_relative_paths(line, base_dir), err=True)
 
 
@@ -197,11 +197,9 @@ def _print_report(report: ApplyReport, base_dir: str | None) -> None:
     echo(f"\nApply {'complete' if not failed and not skipped else 'partly failed'}: "
          f"{len(succeeded)} succeeded, {len(failed)} failed, {len(skipped)} skipped.")
     for outcome in failed:
-        echo(f"  failed:  {outcome.action.name} {outcome.action.backend}: "
-             f"{outcome.action.display_id}: {outcome.error}")
+        echo(f"  failed:  {outcome.action.headline}: {outcome.error}")
     for outcome in skipped:
-        echo(f"  skipped: {outcome.action.name} {outcome.action.backend}: "
-             f"{outcome.action.display_id} ({outcome.error})")
+        echo(f"  skipped: {outcome.action.headline} ({outcome.error})")
     if failed and report.rerun_converges:
         echo("The failures were transient (unavailable, throttled, cut-off answers): `apply` again "
              "converges; `lance-sync plan` shows what is left.")

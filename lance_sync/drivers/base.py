@@ -42,6 +42,17 @@ driver supplies only the backend calls (`_create_namespace_object`,
 - RegisterTable `Create` answers TableAlreadyExists (5) for a name that is taken; `Overwrite`
   points the Lance table of that name at the new location with the new properties (a table
   that is not a Lance table is InvalidInput, 13, and is left alone).
+- RenameTable, where `capabilities().rename_table` says so, renames a Lance table in place in
+  one change of the backend: the table is registered under its old id or its new one, never
+  both, never neither; its location, properties and data stay as they are. Before changing
+  anything it answers TableNotFound (4) for a missing source (InvalidInput, 13, for a table
+  that is not a Lance table), NamespaceNotFound (1) for a missing destination namespace and
+  TableAlreadyExists (5) for a destination that is taken (by any table). `new_namespace_id`
+  moves the table (`move_table`) to another namespace with the same first
+  `move_fixed_levels` levels; a move beyond them is UnsupportedOperation (0). The source is
+  checked first, so a rename sent again after its answer was lost meets TableNotFound: the
+  caller tells "done already" from "never there" by finding the destination at the source's
+  location (drivers never guess).
 
 Configuration: each driver has a pydantic `config_model` (a `BackendConfig`) whose field
 names are the spec's property names. A driver is built from a configuration validated
@@ -76,6 +87,7 @@ from lance_namespace import (
     ListTablesRequest,
     RegisterTableRequest,
     RegisterTableResponse,
+    RenameTableRequest,
 )
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -144,6 +156,15 @@ class Capabilities:
     update_table_properties: bool = True
     #: an in-place location change (otherwise a location change is a replace)
     update_table_location: bool = False
+    #: RenameTable renames a table in place, keeping its identity (the catalog's id, create
+    #: time, grants); otherwise a rename is a replace (deregister, then declare)
+    rename_table: bool = False
+    #: RenameTable can also move a table to another namespace of the same catalog: one whose
+    #: id keeps the first `move_fixed_levels` levels of the table's id
+    move_table: bool = False
+    #: levels at the start of a table id that a move cannot change (the Iceberg warehouse,
+    #: the Hive catalog: 1; a directory root: 0); a move that changes them is a replace
+    move_fixed_levels: int = 0
     #: namespace levels this instance can create (Hive without the 3.x catalog API: databases only)
     creatable_namespace_levels: tuple[int, int | None] = (1, None)
     #: declare_tables writes many tables in one request, so apply sends declares in batches
@@ -315,6 +336,27 @@ class SyncNamespace(BackendRules, LanceNamespace):
             self.deregister_table(DeregisterTableRequest(id=list(id)))
         return self.declare_table(DeclareTableRequest(id=list(id), location=location, properties=properties))
 
+    def _rename_ids(self, request: RenameTableRequest, fixed_levels: int) -> tuple[Identifier, Identifier]:
+        """(source, destination) of a RenameTable request: the destination is `new_table_name`
+        in `new_namespace_id`, or in the source's namespace. InvalidInput for a rename without a
+        name or to the source itself; UnsupportedOperation for a move that changes the first
+        `fixed_levels` levels of the id (see the module docstring)."""
+        source = tuple(request.id or ())
+        if not source or not request.new_table_name:
+            raise InvalidInputError(f"{self.backend_type}: a rename needs the table id and the new "
+                                    f"table name (got {list(source)} and {request.new_table_name!r})")
+        namespace = source[:-1] if request.new_namespace_id is None else tuple(request.new_namespace_id)
+        destination = (*namespace, request.new_table_name)
+        if destination == source:
+            raise InvalidInputError(f"{self.backend_type}: table {self.format_identifier(source)} "
+                                    "cannot be renamed to itself")
+        if destination[:fixed_levels] != source[:fixed_levels]:
+            raise UnsupportedOperationError(
+                f"{self.backend_type}: table {self.format_identifier(source)} cannot move to "
+                f"{self.format_identifier(destination)}: a move keeps the first {fixed_levels} "
+                "level(s) of the id; deregister it and declare it there instead")
+        return source, destination
+
     # --- reconciler extensions ------------------------------------------------------------
 
     def capabilities(self) -> Capabilities:
@@ -375,7 +417,10 @@ class SyncNamespace(BackendRules, LanceNamespace):
         return errors
 
     def update_table_location(self, id: Identifier, location: str) -> None:
-        """Point a registered table at another location (only where capabilities say so)."""
+        """Point a registered Lance table at another location in place, keeping the table itself
+        (its identity, properties and create time), only where `capabilities()` says so.
+        TableNotFound for a missing table, InvalidInput for one that is not a Lance table. The
+        data is not moved: the new location holds it already, or will."""
         raise UnsupportedOperationError(f"{self.backend_type}: a table location cannot be changed in place")
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:

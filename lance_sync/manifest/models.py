@@ -38,6 +38,9 @@ IdentifierInput = Annotated[
           "list of names (always accepted; needed when a name contains the delimiter)"),
 ]
 
+#: a table's former names: one, or a list (where an id written as a list of names is a list inside it)
+RenamedFrom = str | Annotated[list[IdentifierInput], Field(min_length=1)]
+
 
 def _arrow_type(value: Any) -> Any:
     if isinstance(value, str):
@@ -104,6 +107,12 @@ class Table(_Strict):
         "drop (delete data; needs --allow-drop)")
     protect: bool = Field(False, description="Never deregistered or dropped, even after the entry "
                           "leaves the manifest")
+    renamed_from: RenamedFrom | None = Field(
+        None, description="The table's former names, newest first: a name (registered under it in the same "
+        "namespaces) or a whole table id in the backend's syntax ('sales$orders': a move); a list gives "
+        "several, and an id written as a list of names is a list inside it. A registration found under "
+        "exactly one of them, with this owner's mark and at this location, is renamed in place instead of "
+        "declared again")
 
 
 class Namespace(_Strict):
@@ -146,7 +155,7 @@ class PolicyRule(_Strict):
         "matches as a whole")
     forbidden_actions: list[ActionType] | None = Field(
         None, min_length=1, description="Action types the plan may not hold in these backends: a verb "
-        "(create, update, replace, forget, delete) or a verb and a kind ('delete dataset')")
+        "(create, update, rename, replace, forget, delete) or a verb and a kind ('delete dataset')")
     max_removals: int | None = Field(
         None, ge=0, description="At most this many forget and delete actions in one plan")
 
@@ -158,9 +167,9 @@ class PolicyFile(_Strict):
     model_config = ConfigDict(title="Policy")
 
     rules: list[PolicyRule] = Field(default_factory=list)
-    unattended: list[Literal["create", "update", "replace", "forget"]] | None = Field(
+    unattended: list[Literal["create", "update", "rename", "replace", "forget"]] | None = Field(
         None, description="What `lance-sync reconcile` applies without a person (default: create, "
-        "update). Deleting data or namespaces never runs unattended")
+        "update, rename). Deleting data or namespaces never runs unattended")
 
 
 class ValidatedBackend(Protocol):

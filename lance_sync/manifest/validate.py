@@ -59,6 +59,12 @@ _JSON_TYPES = {dict: "a mapping", list: "a list", str: "a string", bool: "a bool
 _MODEL_EXPECTS = {"string_type": "string", "bool_type": "boolean", "bool_parsing": "boolean",
                   "int_type": "integer", "int_parsing": "integer", "int_from_float": "integer",
                   "float_type": "number", "float_parsing": "number"}
+#: fields an entry of a section lacks on purpose, and why (said instead of "unknown field")
+_REFUSED_FIELDS: dict[tuple[str | int, str], str] = {
+    ("namespaces", "renamed_from"): "namespaces cannot be renamed: no backend here can; declare the new "
+    "namespace, give its tables renamed_from (a table id in the old namespace moves them), then remove "
+    "the old namespace",
+}
 
 
 @functools.cache
@@ -169,8 +175,7 @@ def _explain(error: SchemaError, document: Document) -> list[ManifestError]:
     if error.validator == "additionalProperties":
         allowed = list(error.schema.get("properties", {}))
         extras = [k for k in instance if k not in allowed]
-        return [problem(f"unknown field '{k}'{_did_you_mean(k, allowed)}", (*path, k), key=True)
-                for k in extras]
+        return [problem(_unknown_field(path, k, allowed), (*path, k), key=True) for k in extras]
     if error.validator == "type":
         types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         got = "" if templated else f", got {_JSON_TYPES.get(type(instance), type(instance).__name__)}"
@@ -283,6 +288,12 @@ def _article(json_type: str) -> str:
     names = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
              "number": "a number", "boolean": "true or false", "null": "empty"}
     return " or ".join(names.get(t.strip(), t) for t in json_type.split(" or "))
+
+
+def _unknown_field(path: DataPath, key: str, allowed: list[str]) -> str:
+    """What to say about a key the entry at `path` does not have."""
+    refused = _REFUSED_FIELDS.get((path[0], key)) if len(path) == 2 else None
+    return refused or f"unknown field '{key}'{_did_you_mean(key, allowed)}"
 
 
 def _did_you_mean(key: str, allowed: list[str]) -> str:

@@ -1,7 +1,8 @@
 """The plan: an ordered list of actions, each with before/after, and what was left alone.
 
 Like Terraform's plans package, an action says three things apart: the *verb* (create,
-update, replace, forget, delete), the *address* of the object (its kind, backend and id),
+update, rename, replace, forget, delete), the *address* of the object (its kind, backend and
+id; a rename's also the id it had, like Terraform's `moved`),
 and the *reason* it is planned (absent, changed, adopt, ...). Everything else follows from
 those: the symbol a renderer prints, whether the action destroys data or an object's
 identity, its execution phase, and its inverse for a rollback plan. Nothing here is
@@ -28,6 +29,8 @@ SCHEMA_ID = "https://lance-sync.dev/schemas/plan.schema.json"
 class Verb(str, Enum):
     CREATE = "create"
     UPDATE = "update"
+    #: give a table registration another name (or namespace) in place: same table id, data and grants
+    RENAME = "rename"
     #: delete, then create: the object comes back as a new one (a new table id; rewritten data)
     REPLACE = "replace"
     #: remove the catalog entry, keep the data (deregister)
@@ -48,6 +51,7 @@ class Reason(str, Enum):
     ABSENT = "absent"                  # declared, not there
     CHANGED = "changed"                # declared values differ from the live ones
     ADOPT = "adopt"                    # exists without an owner mark: take ownership
+    RENAMED = "renamed"                # registered under a name the manifest's renamed_from gives
     SCHEMA_MISMATCH = "schema_mismatch"  # the dataset's columns differ and on_mismatch: overwrite
     LEFT_MANIFEST = "left_manifest"    # owned, no longer declared
     UNDO = "undo"                      # a rollback plan's inverse
@@ -62,10 +66,10 @@ class Destruction(str, Enum):
 
 #: the action types a policy rule can name: a verb (every kind), or a verb and a kind
 ActionType = Literal[
-    "create", "update", "replace", "forget", "delete",
+    "create", "update", "rename", "replace", "forget", "delete",
     "create namespace", "update namespace", "delete namespace",
     "create dataset", "replace dataset", "delete dataset",
-    "create table", "update table", "replace table", "forget table",
+    "create table", "update table", "rename table", "replace table", "forget table",
 ]
 
 
@@ -92,12 +96,18 @@ _OPERATIONS: dict[tuple[Kind, Verb], _Operation] = {
     (Kind.DATASET, Verb.CREATE): _Operation(2, Verb.DELETE),
     (Kind.DATASET, Verb.REPLACE): _Operation(2, None),
     (Kind.TABLE, Verb.CREATE): _Operation(3, Verb.FORGET),
+    (Kind.TABLE, Verb.RENAME): _Operation(3, Verb.RENAME),
     (Kind.TABLE, Verb.UPDATE): _Operation(4, Verb.UPDATE),
     (Kind.TABLE, Verb.REPLACE): _Operation(4, Verb.REPLACE),
     (Kind.DATASET, Verb.DELETE): _Operation(5, None),
     (Kind.TABLE, Verb.FORGET): _Operation(6, Verb.CREATE),
     (Kind.NAMESPACE, Verb.DELETE): _Operation(7, Verb.CREATE),
 }
+
+
+#: the actions that may take a table registration to a new id (`Action.renamed_from`): a rename,
+#: or a replace where the backend cannot rename
+_RENAMING = {(Kind.TABLE, Verb.RENAME), (Kind.TABLE, Verb.REPLACE)}
 
 
 class _Model(BaseModel):
@@ -194,11 +204,20 @@ class Action(_Model):
     dataset: DatasetStatus | None = None
     #: a dataset action: the registrations of its location, checked for protection at apply time
     registrations: list[Address] = Field(default_factory=list)
+    #: a rename, or a replace under a new name: the registration's address before the action
+    #: (optional field: plans of format 2 without it load)
+    renamed_from: Address | None = None
 
     @model_validator(mode="after")
     def _derived(self) -> Action:
         if (self.kind, self.verb) not in _OPERATIONS:
             raise ValueError(f"a {self.kind.value} cannot be {self.verb.value}d")
+        if self.verb == Verb.RENAME and self.renamed_from is None:
+            raise ValueError("a rename names the id the table had (renamed_from)")
+        if self.renamed_from is not None and (self.kind, self.verb) not in _RENAMING:
+            raise ValueError(f"a {self.name} names no id the object had (renamed_from)")
+        if self.renamed_from is not None and self.renamed_from.backend != self.backend:
+            raise ValueError("a rename stays in its backend")
         self.destroys = destruction(self.kind, self.verb)
         return self
 
@@ -213,6 +232,23 @@ class Action(_Model):
     def location(self) -> str | None:
         state = self.after or self.before
         return state.location if state else None
+
+    @property
+    def current_id(self) -> list[str]:
+        """Where the object is before the action: the id it had for a rename, else `id`."""
+        return self.renamed_from.id if self.renamed_from is not None else self.id
+
+    @property
+    def shown_id(self) -> str:
+        """The display id, for a rename with the one it had: 'sales.orders -> sales.orders_v2'."""
+        if self.renamed_from is None:
+            return self.display_id
+        return f"{self.renamed_from.display_id} -> {self.display_id}"
+
+    @property
+    def headline(self) -> str:
+        """'rename table lake: sales$orders -> sales$orders_v2': how messages name the action."""
+        return f"{self.name} {self.backend}: {self.shown_id}"
 
     @property
     def phase(self) -> int:
@@ -238,17 +274,22 @@ class Action(_Model):
         return action_type in (self.verb.value, self.name)
 
     def inverse(self) -> Action | None:
-        """The action that undoes this one, or None when it cannot be undone (data deleted)."""
+        """The action that undoes this one, or None when it cannot be undone (data deleted). A
+        rename is undone by renaming back: from the new id to the one it had."""
         verb = _OPERATIONS[(self.kind, self.verb)].inverse
         if verb is None:
             return None
+        id, display_id, renamed_from = self.id, self.display_id, None
+        if self.renamed_from is not None:
+            id, display_id = self.renamed_from.id, self.renamed_from.display_id
+            renamed_from = Address(backend=self.backend, id=self.id, display_id=self.display_id)
         before = _undo_state(self.after, self.kind)
         return Action(
-            verb=verb, kind=self.kind, reason=Reason.UNDO, backend=self.backend, id=self.id,
-            display_id=self.display_id, detail=f"undo: {self.name} {self.display_id}",
+            verb=verb, kind=self.kind, reason=Reason.UNDO, backend=self.backend, id=id,
+            display_id=display_id, detail=f"undo: {self.name} {self.shown_id}",
             before=before, after=_undo_state(self.before, self.kind), compared_keys=self.compared_keys,
             fingerprint=fingerprint(before, self.compared_keys), table=self.table,
-            registrations=self.registrations)
+            registrations=self.registrations, renamed_from=renamed_from)
 
 
 def _undo_state(state: ObjectState | None, kind: Kind) -> ObjectState | None:

@@ -42,6 +42,9 @@ class Registration:
     backend: str
     #: the full table id: namespace plus table name
     id: Identifier
+    #: ids this registration had, newest first (the table's `renamed_from`, resolved in this
+    #: backend): one found live is renamed to `id` instead of declared again
+    renamed_from: tuple[Identifier, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +91,13 @@ class DesiredState:
     notices: list[str] = field(default_factory=list)
 
     def ids_by_backend(self) -> dict[str, set[Identifier]]:
-        """Per backend, every id the manifest names: declared namespaces, registrations, scope."""
+        """Per backend, every id the manifest names: declared namespaces, registrations and the
+        ids they were renamed from, scope."""
         ids: dict[str, set[Identifier]] = {name: set(spec.scope) for name, spec in self.backends.items()}
         for namespace in self.namespaces:
             ids[namespace.backend].add(namespace.id)
         for table in self.tables:
             for registration in table.registrations:
                 ids[registration.backend].add(registration.id)
+                ids[registration.backend].update(registration.renamed_from)
         return ids

@@ -8,15 +8,18 @@ names its rule:
 - required_properties: declared namespaces and tables carry these property keys;
 - name_pattern: declared names (the last level of the id) match this regular expression whole;
 - forbidden_actions: the plan holds no action of these types in these backends;
-- max_removals: the plan removes (forget, delete) at most this many objects.
+- max_removals: the plan removes (forget, delete) at most this many objects (a rename removes
+  nothing).
 
 The first three are about what a manifest declares: they run offline (`validate`) and on
 every plan, against the objects the plan creates or changes and against the declared objects
 already in sync. The last two are about the plan itself. A violation tied to an action
 blocks that action; any violation refuses the plan (exit 4), saved plans included.
 
-`unattended` lists what `lance-sync reconcile` applies without a person: by default creates
-and in-place updates, never removals. Actions that destroy data never run unattended.
+`unattended` lists what `lance-sync reconcile` applies without a person: by default creates,
+in-place updates and renames (a rename removes nothing: the table keeps its id, data and
+grants, and the manifest asks for it by name with `renamed_from`), never removals. Actions
+that destroy data never run unattended.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ if TYPE_CHECKING:
     from lance_sync.model.desired import DesiredState
 
 #: what reconcile applies unattended when the policy does not say
-DEFAULT_UNATTENDED: tuple[str, ...] = ("create", "update")
+DEFAULT_UNATTENDED: tuple[str, ...] = ("create", "update", "rename")
 #: the verbs `unattended` may list; `delete` destroys data or a namespace and always needs a person
-UNATTENDED_VERBS: tuple[str, ...] = ("create", "update", "replace", "forget")
+UNATTENDED_VERBS: tuple[str, ...] = ("create", "update", "rename", "replace", "forget")
 REMOVALS = (Verb.FORGET, Verb.DELETE)
 
 
@@ -150,7 +153,7 @@ class ForbiddenActions(Rule):
         covered = sorted(b for b in action.backends if self.covers(b))
         if not covered or not any(action.is_a(t) for t in self.types):
             return None
-        return f"{action.name} {action.backend}: {action.display_id} is forbidden in backend '{covered[0]}'"
+        return f"{action.headline} is forbidden in backend '{covered[0]}'"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,9 @@ operation objects; rendering and execution live elsewhere. Rules, in short:
 - an existing object without a mark is adopted: stamped in place, or, where the backend
   cannot stamp a table in place, taken over without touching it (never replaced);
 - a table whose backend cannot change it in place is replaced: a new table, shown as such;
+- a table registered under a former id its `renamed_from` names (this owner's, at its location:
+  see lance_sync.plan.renames) is renamed in place, or replaced where the backend cannot rename;
+  a create beside a forget of the same location only gets a note that it looks like a rename;
 - a dataset with columns beyond the declared ones is fine (a writer evolved it); a declared
   column that is missing or of another type is an error, or a rewrite with on_mismatch;
 - one asset per path: a create, adopt or move of a table whose location equals, lies inside or
@@ -63,6 +66,7 @@ from lance_sync.model.marks import (
     owner_of,
 )
 from lance_sync.plan.observe import LiveState, ObjectKey
+from lance_sync.plan.renames import Pairing, pair_renames, rename_hints
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 #: what a location may hold for a table to be registered there
@@ -112,6 +116,7 @@ class Comparer:
         self.capabilities = capabilities
         self.datasets = datasets
         self.result = Comparison()
+        self.renames = pair_renames(desired, live)
         self.created_namespaces: set[ObjectKey] = set()
         #: every registration the manifest declares
         self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
@@ -131,6 +136,8 @@ class Comparer:
         self._namespace_removals()
         self._link_dependencies()
         self.result.actions.sort(key=_order)
+        self.result.notes += self.renames.notes + rename_hints(self.result.actions, self._display)
+        self.result.warnings += self.renames.warnings
         if strict and self.result.conflicts:
             raise PlanError("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in self.result.conflicts))
         return self.result
@@ -350,6 +357,9 @@ class Comparer:
             if conflict.message not in {c.message for c in self.result.conflicts}:
                 self.result.conflicts.append(conflict)
             return
+        if live is None and key in self.renames.pairs:
+            self._rename(key, self.renames.pairs[key], want, common)
+            return
         if live is None:
             self._action(Verb.CREATE, Kind.TABLE, Reason.ABSENT, backend, id, before=None, after=want,
                          detail="declared in the manifest, absent", blocked=overlap, **common)
@@ -393,13 +403,45 @@ class Comparer:
                      detail=f"{_diff_detail(have, want)}; {why}: deregister and declare again "
                      "(data untouched; the table gets a new id and loses its grants)", blocked=blocked, **common)
 
+    def _rename(self, key: ObjectKey, pairing: Pairing, want: ObjectState, common: dict[str, Any]) -> None:
+        """Rename the registration found under a former id in place; where the backend cannot
+        (or cannot make the property changes that come with it), replace it under the new id."""
+        backend, id = key
+        have = project(pairing.info.properties, pairing.info.location, common["keys"])
+        old = Address(backend=backend, id=list(pairing.former), display_id=self._display(backend, pairing.former))
+        capabilities = self.capabilities[backend]
+        moves = pairing.former[:-1] != id[:-1]
+        changes = [] if have == want else [_diff_detail(have, want)]
+        cannot = None
+        fixed = capabilities.move_fixed_levels
+        if not (capabilities.move_table if moves else capabilities.rename_table):
+            cannot = "cannot move a table to another namespace" if moves and capabilities.rename_table \
+                else "has no table rename"
+        elif moves and pairing.former[:fixed] != id[:fixed]:
+            cannot = f"cannot move a table out of the first {fixed} level(s) of its id (its catalog)"
+        elif changes and not capabilities.update_table_properties:
+            cannot = "cannot update table properties in place"
+        if cannot is None:
+            self._action(Verb.RENAME, Kind.TABLE, Reason.RENAMED, backend, id, before=have, after=want,
+                         detail="; ".join([f"renamed_from: registered as {old.display_id}; renamed in place (same "
+                                           "table id, data and grants)", *changes]), renamed_from=old, **common)
+            return
+        spec = self.desired.backends[backend]
+        self._action(Verb.REPLACE, Kind.TABLE, Reason.RENAMED, backend, id, before=have, after=want,
+                     detail="; ".join([f"renamed_from: registered as {old.display_id}", *changes,
+                                       f"{spec.name} ({spec.type}) {cannot}: the table is declared again under "
+                                       "the new name (new table id, grants are lost; data untouched)"]),
+                     blocked=PROTECTED if _stays_protected(pairing.info.properties, want) else None,
+                     renamed_from=old, **common)
+
     # --- removals --------------------------------------------------------------------------------
 
     def _table_removals(self) -> None:
         leaving: dict[str | None, list[tuple[ObjectKey, TableInfo]]] = defaultdict(list)
+        vacated = self.renames.vacated
         for key in sorted(self.live.tables):
             info = self.live.tables[key]
-            if key in self.wanted or not info.is_lance:
+            if key in self.wanted or key in vacated or not info.is_lance:
                 continue
             owner = owner_of(info.properties)
             if owner != self.desired.owner:
@@ -469,6 +511,7 @@ class Comparer:
         wanted = {(ns.backend, ns.id) for ns in self.desired.namespaces}
         holds_tables = {(r.backend, r.id[:-1]) for t in self.desired.tables for r in t.registrations}
         removed_tables = {a.key for a in self.result.actions if a.kind == Kind.TABLE and a.after is None}
+        removed_tables |= {action_key(Kind.TABLE, backend, id) for backend, id in self.renames.vacated}
         for key in sorted(self.live.namespaces, key=lambda k: (k[0], -len(k[1]), k[1])):
             backend, id = key
             info = self.live.namespaces[key]
@@ -516,14 +559,15 @@ class Comparer:
         for action in self.result.actions:
             needs: set[str] = set(action.depends_on)
             parent = by_key.get(action_key(Kind.NAMESPACE, action.backend, action.id[:-1]))
-            if action.id and parent is not None and parent.verb == Verb.CREATE and not action.removes:
+            if action.id and parent is not None and parent.verb == Verb.CREATE and action.after is not None:
                 needs.add(parent.key)
             if action.kind == Kind.TABLE and action.verb == Verb.CREATE and action.location and \
                     dataset_key(action.location) in by_key:
                 needs.add(dataset_key(action.location))
             if action.kind == Kind.NAMESPACE and action.verb == Verb.DELETE:
-                needs |= {a.key for a in self.result.actions if a.after is None and a.key != action.key
-                          and a.id and a.backend == action.backend and a.id[:-1] == action.id}
+                needs |= {a.key for a in self.result.actions if (a.after is None or a.renamed_from is not None)
+                          and a.key != action.key and a.backend == action.backend
+                          and a.current_id and a.current_id[:-1] == action.id}
             action.depends_on = sorted(needs - {action.key})
 
 

@@ -1,7 +1,8 @@
 """Read the live state of every backend a manifest names, in parallel and scoped.
 
 Scope, per backend: the declared namespaces and their parents (listed, which finds owned
-siblings that left the manifest), the namespaces tables are registered in, the backend's
+siblings that left the manifest), the namespaces tables are registered in (and, for a table
+moved with `renamed_from`, the namespace it is moved from), the backend's
 `scope` list (the root when the backend declares nothing), and recursively the children
 of every namespace that carries this owner's mark or sits above the levels a manifest
 can declare (a Unity catalog, an Iceberg warehouse). With `scan_all`, every namespace of
@@ -195,10 +196,12 @@ class Observer:
 
     @cached_property
     def _table_namespaces(self) -> dict[str, set[Identifier]]:
+        """Per backend, the namespaces the manifest's tables are registered in or renamed from."""
         namespaces: dict[str, set[Identifier]] = {b: set() for b in self.state.backends}
         for table in self.state.tables:
             for registration in table.registrations:
                 namespaces[registration.backend].add(registration.id[:-1])
+                namespaces[registration.backend].update(former[:-1] for former in registration.renamed_from)
         return namespaces
 
     # --- calls ---------------------------------------------------------------------------------

@@ -30,15 +30,16 @@ SCOPE_SHOWN = 10
 #: actions a partial plan names as left out before "and N more"
 OMITTED_SHOWN = 10
 
-SYMBOLS = {Verb.CREATE: "+", Verb.UPDATE: "~", Verb.REPLACE: "-/+", Verb.FORGET: "-", Verb.DELETE: "-"}
-COLOURS = {"+": "green", "~": "yellow", "-": "red", "-/+": "magenta"}
+SYMBOLS = {Verb.CREATE: "+", Verb.UPDATE: "~", Verb.RENAME: "~>", Verb.REPLACE: "-/+", Verb.FORGET: "-",
+           Verb.DELETE: "-"}
+COLOURS = {"+": "green", "~": "yellow", "~>": "cyan", "-": "red", "-/+": "magenta"}
 DESTRUCTION_TAGS = {Destruction.DATA: "[destroys data]", Destruction.IDENTITY: "[new table id, grants are lost]"}
 NAMESPACE_DELETION_TAG = "[deletes the namespace]"
 
 
 def summary_counts(plan: Plan) -> dict[str, int]:
     """Actions grouped the way the summary line reads them."""
-    groups = {"create": 0, "update": 0, "adopt": 0, "replace": 0, "remove": 0}
+    groups = {"create": 0, "update": 0, "adopt": 0, "rename": 0, "replace": 0, "remove": 0}
     for action in plan.actions:
         if action.reason == Reason.ADOPT:
             groups["adopt"] += 1
@@ -56,8 +57,10 @@ def summary_line(plan: Plan) -> str:
             text += f" {len(plan.policy_violations)} policy violation(s): apply refuses this plan."
         return text
     counts = summary_counts(plan)
+    # renames are counted when there are some, as Terraform counts imports
+    renames = f"{counts['rename']} to rename, " if counts["rename"] else ""
     text = (f"Plan: {counts['create']} to create, {counts['update']} to update, {counts['adopt']} to adopt, "
-            f"{counts['replace']} to replace, {counts['remove']} to remove.")
+            f"{renames}{counts['replace']} to replace, {counts['remove']} to remove.")
     losing = len(plan.destroying(Destruction.DATA))
     if losing:
         text += f" {losing} destroy data (needs --allow-drop)."
@@ -103,8 +106,9 @@ def violation_line(violation: PolicyViolation) -> str:
 
 
 def action_label(action: Action) -> str:
-    """'create table     lake: sales$orders', with why it is notable and what it destroys."""
-    label = f"{action.name:<16} {action.backend}: {action.display_id}"
+    """'create table     lake: sales$orders' ('rename table     lake: sales$orders -> sales$orders_v2'),
+    with why it is notable and what it destroys."""
+    label = f"{action.name:<16} {action.backend}: {action.shown_id}"
     if action.reason == Reason.ADOPT:
         label += "  (adopt)"
     if action.kind == Kind.NAMESPACE and action.destroys is not None:
@@ -302,7 +306,7 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
 
 
 def _markdown_action(action: Action) -> str:
-    sign = {"+": "+", "~": "!", "-": "-", "-/+": "!"}[SYMBOLS[action.verb]]
+    sign = {"+": "+", "~": "!", "~>": "!", "-": "-", "-/+": "!"}[SYMBOLS[action.verb]]
     head = f"{sign} {_fence_safe(action_label(action))}"
     lines = [head] + [f"{' ' if sign != '-' else '-'}     {_fence_safe(line)}" for line in _details(action)]
     return "\n".join(lines) + "\n"

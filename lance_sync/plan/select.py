@@ -50,9 +50,9 @@ def select_targets(plan: Plan, targets: list[Target], declared: Iterable[tuple[s
     `declared`: (backend, display id) of every object the manifest declares, so that a target
     that names nothing at all is told apart from one whose objects are in sync.
     """
-    chosen = {a.key for a in plan.actions if any(t.matches(a.backend, a.display_id) for t in targets)}
+    chosen = {a.key for a in plan.actions if any(t.matches(*address) for t in targets for address in _addresses(a))}
     keep = _with_dependencies(plan.actions, chosen)
-    known = [(a.backend, a.display_id) for a in plan.actions] + list(declared)
+    known = [address for a in plan.actions for address in _addresses(a)] + list(declared)
     warnings = [f"--target {t.text} matches nothing the manifest declares or the plan changes"
                 for t in targets if not any(t.matches(*pair) for pair in known)]
     omitted = [_omitted(a, "not targeted") for a in plan.actions if a.key not in keep]
@@ -71,7 +71,7 @@ def leave_out(plan: Plan, why: Callable[[Action], str | None]) -> Plan:
         key = pending.pop()
         for dependent in dependents[key]:
             if dependent not in reasons:
-                reasons[dependent] = f"depends on {by_key[key].name} {by_key[key].display_id}, which is left out"
+                reasons[dependent] = f"depends on {by_key[key].name} {by_key[key].shown_id}, which is left out"
                 pending.append(dependent)
     if not reasons:
         return plan
@@ -79,6 +79,14 @@ def leave_out(plan: Plan, why: Callable[[Action], str | None]) -> Plan:
     omitted = earlier + [_omitted(a, reasons[a.key]) for a in plan.actions if a.key in reasons]
     return plan.model_copy(update={"actions": [a for a in plan.actions if a.key not in reasons],
                                    "partial": Partial(by="unattended", omitted=omitted)})
+
+
+def _addresses(action: Action) -> list[tuple[str, str]]:
+    """(backend, display id) a target may name the action by: a rename's old id too."""
+    addresses = [(action.backend, action.display_id)]
+    if action.renamed_from is not None:
+        addresses.append((action.renamed_from.backend, action.renamed_from.display_id))
+    return addresses
 
 
 def _with_dependencies(actions: list[Action], chosen: set[str]) -> set[str]:
@@ -109,4 +117,4 @@ def _dependents(actions: list[Action]) -> dict[str, list[str]]:
 
 def _omitted(action: Action, why: str) -> OmittedAction:
     return OmittedAction(key=action.key, action=action.name, backend=action.backend,
-                         display_id=action.display_id, why=why)
+                         display_id=action.shown_id, why=why)

@@ -43,6 +43,9 @@ class Harness(ABC):
     #: the session fixture (tests/servers/fixtures.py) this backend runs against
     server_fixture: str
     behaviour = SpecBehaviour()
+    #: how coarse `table_identity` is when it is a time (HMS keeps seconds): tests that compare
+    #: it wait this long first, so that an identity made anew would differ
+    identity_resolution_seconds: float = 0.0
 
     def __init__(self, server: RunningServer, data_root: Path):
         self.server = server
@@ -79,6 +82,12 @@ class Harness(ABC):
     @abstractmethod
     def check_lance_table(self, table_id: Identifier, location: str, properties: dict[str, str]) -> None:
         """Assert, through the independent client, that the table is registered as the spec says."""
+
+    def table_identity(self, table_id: Identifier) -> Any:
+        """What, through the independent client, tells this table from another registered in
+        its place (an Iceberg table's UUID, a Hive table's create time): a rename or a location
+        change in place keeps it, a replace does not. None where the client shows nothing."""
+        return None
 
     def requests_served(self) -> int:
         return self.server.requests_served()

@@ -32,6 +32,12 @@ class DirHarness(Harness):
             filter=pa.compute.field("object_id") == "$".join(table_id)).to_pylist()
         assert len(rows) == 1 and rows[0]["object_type"] == "table"
 
+    def table_identity(self, table_id: Identifier) -> Any:
+        """The manifest row but its id: where the table lies and its properties."""
+        rows = lance.dataset(str(self.data_root / "__manifest")).to_table(
+            filter=pa.compute.field("object_id") == "$".join(table_id)).to_pylist()
+        return {k: v for k, v in rows[0].items() if k != "object_id"} if rows else None
+
     def requests_served(self) -> int:
         raise NotImplementedError("the dir backend has no server")
 

@@ -35,6 +35,8 @@ class GlueHarness(Harness):
         # a database (the namespace the suite creates) holds tables, never child namespaces
         extra={"nested_namespaces": False},
     )
+    #: CreateTime, in seconds as Glue answers it
+    identity_resolution_seconds = 1.0
 
     def __init__(self, server, data_root):
         super().__init__(server, data_root)
@@ -75,6 +77,10 @@ class GlueHarness(Harness):
         assert {k: parameters.get(k) for k in properties} == properties, parameters
         stored = table["StorageDescriptor"]["Location"]
         assert normalize_location(stored) == normalize_location(location), (stored, location)
+
+    def table_identity(self, table_id: Identifier) -> Any:
+        catalog_id, database = self._database(table_id[:-1])
+        return self.glue.get_table(CatalogId=catalog_id, DatabaseName=database, Name=table_id[-1])["Table"]["CreateTime"]
 
     def _conformance_catalog(self) -> Identifier:
         try:

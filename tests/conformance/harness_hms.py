@@ -37,6 +37,7 @@ class HmsHarness(Harness):
     backend_type = "hive3"
     server_fixture = "hms_server"
     behaviour = HIVE_BEHAVIOUR
+    identity_resolution_seconds = 1.0
 
     def config(self) -> dict[str, Any]:
         return {"uri": self.server.endpoint, "root": str(self.data_root)}
@@ -61,6 +62,12 @@ class HmsHarness(Harness):
                 parameters={}))
         with hive_client(self.server.endpoint) as client:
             client.create_table(table)
+
+    def table_identity(self, table_id: Identifier) -> Any:
+        """The create time HMS sets on create_table (seconds): tests that compare it wait a second."""
+        catalog, database, name = table_id
+        with hive_client(self.server.endpoint) as client:
+            return client.get_table_req(GetTableRequest(dbName=database, tblName=name, catName=catalog)).table.createTime
 
     def check_lance_table(self, table_id: Identifier, location: str, properties: dict[str, str]) -> None:
         catalog, database, name = table_id

@@ -46,6 +46,9 @@ class IcebergHarness(Harness):
     def create_foreign_table(self, namespace: Identifier, name: str) -> None:
         self.catalog.create_table((*namespace[1:], name), FOREIGN_SCHEMA)
 
+    def table_identity(self, table_id: Identifier) -> Any:
+        return self.catalog.load_table(table_id[1:]).metadata.table_uuid
+
     def check_lance_table(self, table_id: Identifier, location: str, properties: dict[str, str]) -> None:
         table = self.catalog.load_table(table_id[1:])
         assert table.properties.get("table_type", "").lower() == "lance"

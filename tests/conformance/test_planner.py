@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,113 @@ def test_plan_apply_update_remove(harness: Harness, tmp_path: Path, monkeypatch:
     assert driver.get_table_info((*namespace, "events")) is None
     assert lance.dataset(existing).count_rows() == 3
     assert project.run("plan", "--detailed-exitcode").exit_code == 0
+
+
+def test_renamed_from_renames_in_place_or_replaces_where_the_backend_cannot(
+        harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A rename where `capabilities().rename_table` says the backend can: the table keeps what
+    its catalog tells it by (an Iceberg UUID, a Hive create time), needs no flag, and its
+    rollback plan renames it back. Elsewhere one replace under the new name that says why and
+    needs --allow-replace."""
+    driver: SyncNamespace = harness.driver()
+    project = ManifestProject(tmp_path)
+    project.manifest["backends"]["b"] = backend_entry(harness, "b", monkeypatch)
+    namespace = list(harness.new_namespace_id())
+    project.manifest["namespaces"].append({"backend": "b", "id": namespace})
+    location = harness.location(harness.unique("orders"))
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), location)
+    project.manifest["tables"] = [{"name": "orders", "location": location, "properties": {"tier": "gold"},
+                                   "register": [{"backend": "b", "namespace": namespace}]}]
+    assert project.run("apply", "--auto-approve").exit_code == 0
+    identity = harness.table_identity((*namespace, "orders"))
+    time.sleep(1.1)  # a table declared again now would get another create time (seconds) on Hive
+    project.manifest["tables"][0].update(name="orders_v2", renamed_from="orders")
+
+    planned = project.run("plan")
+    renames = driver.capabilities().rename_table
+    assert ("~> rename table" if renames else "-/+ replace table") in planned.stdout, planned.stdout
+    if not renames:
+        assert "has no table rename: the table is declared again under the new name" in planned.stdout
+        assert project.run("apply", "--auto-approve").exit_code == 4
+    applied = project.run("apply", "--auto-approve", *([] if renames else ["--allow-replace"]))
+    assert applied.exit_code == 0, applied.output
+    assert driver.get_table_info((*namespace, "orders")) is None
+    harness.check_lance_table((*namespace, "orders_v2"), location, {"tier": "gold", "lance_sync.owner": project.owner})
+    assert lance.dataset(location).version == 1
+    assert project.run("plan", "--detailed-exitcode").exit_code == 0
+    if not renames:
+        return
+    assert harness.table_identity((*namespace, "orders_v2")) == identity
+
+    rollback = next(line.split(": ", 1)[1].split(" (")[0] for line in applied.stdout.splitlines()
+                    if line.startswith("Rollback plan:"))
+    undone = CliRunner().invoke(main, ["apply", rollback, "--auto-approve"], catch_exceptions=False)
+    assert undone.exit_code == 0, undone.output
+    assert driver.get_table_info((*namespace, "orders_v2")) is None
+    harness.check_lance_table((*namespace, "orders"), location, {"tier": "gold", "lance_sync.owner": project.owner})
+    assert harness.table_identity((*namespace, "orders")) == identity
+
+
+def test_a_move_to_another_namespace_keeps_the_table(harness: Harness, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch):
+    """`renamed_from` naming the table's former id in another namespace moves it in place where
+    the backend can move tables, keeping what its catalog tells it by."""
+    driver: SyncNamespace = harness.driver()
+    if not driver.capabilities().move_table:
+        pytest.skip("the backend cannot move a table (a move is a replace there, as a rename is)")
+    project = ManifestProject(tmp_path)
+    project.manifest["backends"]["b"] = backend_entry(harness, "b", monkeypatch)
+    source, target = list(harness.new_namespace_id()), list(harness.new_namespace_id())
+    project.manifest["namespaces"] += [{"backend": "b", "id": source}, {"backend": "b", "id": target}]
+    location = harness.location(harness.unique("orders"))
+    lance.write_dataset(pa.table({"id": [1]}), location)
+    project.manifest["tables"] = [{"name": "orders", "location": location,
+                                   "register": [{"backend": "b", "namespace": source}]}]
+    assert project.run("apply", "--auto-approve").exit_code == 0
+    identity = harness.table_identity((*source, "orders"))
+    time.sleep(1.1)  # as above: a table declared again would get another create time on Hive
+    former = driver.format_identifier((*source, "orders"))
+    project.manifest["tables"][0].update(renamed_from=[former], register=[{"backend": "b", "namespace": target}])
+
+    planned = project.run("plan")
+    assert "~> rename table" in planned.stdout, planned.stdout
+    applied = project.run("apply", "--auto-approve")
+    assert applied.exit_code == 0, applied.output
+    assert driver.get_table_info((*source, "orders")) is None
+    harness.check_lance_table((*target, "orders"), location, {"lance_sync.owner": project.owner})
+    assert harness.table_identity((*target, "orders")) == identity
+    assert project.run("plan", "--detailed-exitcode").exit_code == 0
+
+
+def test_a_location_change_is_made_in_place_where_the_backend_can(harness: Harness, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch):
+    """A table pointed at another location is updated in place where
+    `capabilities().update_table_location` says so (keeping what its catalog tells it by);
+    elsewhere it is a replace that needs --allow-replace."""
+    driver: SyncNamespace = harness.driver()
+    project = ManifestProject(tmp_path)
+    project.manifest["backends"]["b"] = backend_entry(harness, "b", monkeypatch)
+    namespace = list(harness.new_namespace_id())
+    project.manifest["namespaces"].append({"backend": "b", "id": namespace})
+    first, second = harness.location(harness.unique("orders")), harness.location(harness.unique("orders_moved"))
+    for location in (first, second):
+        lance.write_dataset(pa.table({"id": [1, 2]}), location)
+    project.manifest["tables"] = [{"name": "orders", "location": first,
+                                   "register": [{"backend": "b", "namespace": namespace}]}]
+    assert project.run("apply", "--auto-approve").exit_code == 0
+    identity = harness.table_identity((*namespace, "orders"))
+    time.sleep(1.1)  # a table declared again now would get another create time (seconds) on Hive
+    project.manifest["tables"][0]["location"] = second
+
+    in_place = driver.capabilities().update_table_location
+    planned = project.run("plan")
+    assert ("~ update table" if in_place else "-/+ replace table") in planned.stdout, planned.stdout
+    applied = project.run("apply", "--auto-approve", *([] if in_place else ["--allow-replace"]))
+    assert applied.exit_code == 0, applied.output
+    harness.check_lance_table((*namespace, "orders"), second, {"lance_sync.owner": project.owner})
+    assert project.run("plan", "--detailed-exitcode").exit_code == 0
+    if in_place and identity is not None:
+        assert harness.table_identity((*namespace, "orders")) == identity
 
 
 def test_one_table_registered_in_every_backend(request: pytest.FixtureRequest, tmp_path: Path,

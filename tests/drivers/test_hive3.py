@@ -36,6 +36,7 @@ from lance_namespace import (
     ListTablesRequest,
     NamespaceExistsRequest,
     RegisterTableRequest,
+    RenameTableRequest,
     TableExistsRequest,
 )
 from lance_namespace.errors import (
@@ -466,6 +467,145 @@ def test_list_tables_lance_only_sorted_and_paged(hive: HmsHarness, driver: Hive3
 def test_empty_database_lists_nothing(driver: Hive3Namespace, database: Identifier):
     assert driver.list_tables(ListTablesRequest(id=list(database))).tables == []
     assert list(driver.list_table_infos(database)) == []
+
+
+# --- renames and location changes ---------------------------------------------------------------
+
+#: parameters HMS maintains itself, which an alter may refresh
+HMS_BOOKKEEPING = {"transient_lastDdlTime", "numFiles", "totalSize"}
+
+
+def rename(driver: Hive3Namespace, source: Identifier, name: str, database: Identifier | None = None) -> None:
+    driver.rename_table(RenameTableRequest(id=list(source), new_table_name=name,
+                                           new_namespace_id=list(database) if database is not None else None))
+
+
+def kept_fields(table: Table) -> tuple:
+    """What a rename or location change must keep of a stored table."""
+    parameters = {k: v for k, v in table.parameters.items() if k not in HMS_BOOKKEEPING}
+    return table.createTime, table.tableType, table.owner, parameters, table.sd.serdeInfo.name
+
+
+@pytest.fixture
+def lance_table(hive: HmsHarness, driver: Hive3Namespace, database: Identifier) -> Identifier:
+    """database$t: a Lance dataset of 3 rows, registered with properties; its create time a
+    second in the past, so that a create time set anew would differ."""
+    location = hive.location("t")
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), location)
+    declare(driver, (*database, "t"), location, tier="gold")
+    time.sleep(1.1)
+    return (*database, "t")
+
+
+def test_rename_keeps_create_time_location_and_parameters(hive: HmsHarness, driver: Hive3Namespace,
+                                                          lance_table: Identifier):
+    before = stored_table(hive, lance_table)
+    version = lance.dataset(hive.location("t")).version
+    calls = driver.api_calls
+    rename(driver, lance_table, "renamed")
+    assert driver.api_calls - calls == 3  # get the source, look for the destination, alter
+    after = stored_table(hive, (*lance_table[:-1], "renamed"))
+    assert kept_fields(after) == kept_fields(before)
+    assert after.sd.location == before.sd.location  # an external table's data is never moved
+    assert (lance.dataset(hive.location("t")).version, lance.dataset(hive.location("t")).count_rows()) == (version, 3)
+    assert not (Path(hive.location("t")).parent / "renamed").exists()
+    assert driver.get_table_info(lance_table) is None
+    hive.check_lance_table((*lance_table[:-1], "renamed"), hive.location("t"), {"tier": "gold"})
+
+
+def test_move_between_databases_of_one_catalog(hive: HmsHarness, driver: Hive3Namespace, lance_table: Identifier):
+    other = hive.new_namespace_id()
+    driver.create_namespace(CreateNamespaceRequest(id=list(other)))
+    before = stored_table(hive, lance_table)
+    driver.rename_table({"id": list(lance_table), "new_table_name": "moved", "new_namespace_id": list(other)})
+    after = stored_table(hive, (*other, "moved"))
+    assert after.dbName == other[1] and kept_fields(after) == kept_fields(before)
+    assert after.sd.location == before.sd.location
+    assert [i.id for i in driver.list_table_infos(other)] == [(*other, "moved")]
+    assert list(driver.list_table_infos(lance_table[:-1])) == []
+
+
+def test_rename_errors_change_nothing(hive: HmsHarness, driver: Hive3Namespace, lance_table: Identifier):
+    database = lance_table[:-1]
+    declare(driver, (*database, "taken"), hive.location("taken"))
+    hive.create_foreign_table(database, "foreign")
+    before = stored_table(hive, lance_table)
+    with pytest.raises(TableNotFoundError):
+        rename(driver, (*database, "absent"), "x")
+    with pytest.raises(InvalidInputError, match="not a Lance table"):
+        rename(driver, (*database, "foreign"), "x")
+    with pytest.raises(NamespaceNotFoundError):
+        rename(driver, lance_table, "x", (database[0], unique("nodb")))
+    with pytest.raises(TableAlreadyExistsError):
+        rename(driver, lance_table, "taken")
+    with pytest.raises(TableAlreadyExistsError):  # a table that is not a Lance table too
+        rename(driver, lance_table, "foreign")
+    with pytest.raises(UnsupportedOperationError, match="first 1 level"):  # tables stay in their catalog
+        rename(driver, lance_table, "x", ("other_cat", database[1]))
+    with pytest.raises(InvalidInputError):
+        rename(driver, lance_table, "t")
+    with pytest.raises(InvalidInputError):
+        rename(driver, lance_table, "has space")
+    assert kept_fields(stored_table(hive, lance_table)) == kept_fields(before)
+    assert sorted(i.id[-1] for i in driver.list_table_infos(database)) == ["foreign", "t", "taken"]
+
+
+def test_a_repeated_rename_meets_table_not_found_and_the_table_where_it_went(hive: HmsHarness,
+                                                                             driver: Hive3Namespace,
+                                                                             lance_table: Identifier):
+    """What apply's runner sees when it sends a rename again after losing the first answer."""
+    rename(driver, lance_table, "renamed")
+    with pytest.raises(TableNotFoundError):
+        rename(driver, lance_table, "renamed")
+    info = driver.get_table_info((*lance_table[:-1], "renamed"))
+    assert info is not None and info.location == hive.location("t")
+
+
+def test_a_table_without_external_true_is_never_renamed(driver: Hive3Namespace, lance_table: Identifier,
+                                                        monkeypatch: pytest.MonkeyPatch):
+    """HMS moves a renamed table's data unless EXTERNAL=TRUE: a table read without it is refused."""
+    read = driver._lance_table
+
+    def without_external(*args: str) -> Table:
+        table = read(*args)
+        del table.parameters["EXTERNAL"]
+        return table
+
+    monkeypatch.setattr(driver, "_lance_table", without_external)
+    with pytest.raises(InvalidInputError, match="EXTERNAL=TRUE"):
+        rename(driver, lance_table, "renamed")
+    monkeypatch.undo()
+    assert driver.get_table_info(lance_table) is not None
+
+
+def test_update_table_location_keeps_create_time_and_parameters(hive: HmsHarness, driver: Hive3Namespace,
+                                                                lance_table: Identifier):
+    before = stored_table(hive, lance_table)
+    driver.update_table_location(lance_table, hive.location("moved"))
+    after = stored_table(hive, lance_table)
+    assert kept_fields(after) == kept_fields(before)
+    assert after.sd.location == f"file:{hive.location('moved')}"
+    hive.check_lance_table(lance_table, hive.location("moved"), {"tier": "gold"})
+    calls = driver.api_calls
+    driver.update_table_location(lance_table, (Path(hive.location("moved"))).as_uri() + "/")  # already there
+    assert driver.api_calls - calls == 1
+    driver.update_table_location(lance_table, "relative/moved.lance")  # taken from the root, as a declare
+    assert driver.get_table_info(lance_table).location == str(hive.data_root / "relative" / "moved.lance")
+
+
+def test_update_table_location_errors(hive: HmsHarness, driver: Hive3Namespace, database: Identifier):
+    hive.create_foreign_table(database, "foreign")
+    with pytest.raises(TableNotFoundError):
+        driver.update_table_location((*database, "absent"), hive.location("x"))
+    with pytest.raises(InvalidInputError, match="not a Lance table"):
+        driver.update_table_location((*database, "foreign"), hive.location("x"))
+    assert stored_table(hive, (*database, "foreign")).sd.location != f"file:{hive.location('x')}"
+
+
+def test_capabilities_name_renames_moves_and_location_changes(driver: Hive3Namespace):
+    capabilities = driver.capabilities()
+    assert (capabilities.rename_table, capabilities.move_table, capabilities.move_fixed_levels,
+            capabilities.update_table_location) == (True, True, 1, True)
 
 
 def test_sixteen_threads_declare_and_describe_at_once(hive: HmsHarness, counted: HmsHarness,

@@ -32,6 +32,7 @@ from lance_namespace import (
     ListTablesRequest,
     NamespaceExistsRequest,
     RegisterTableRequest,
+    RenameTableRequest,
     TableExistsRequest,
 )
 from lance_namespace.errors import (
@@ -179,7 +180,8 @@ def test_identifiers_and_capabilities():
     assert IcebergNamespace.check_namespace_id(("lakehouse", ".."), None) is not None
     assert IcebergNamespace.check_namespace_id(("lakehouse", "a b%$"), None) is None
     capabilities = make_driver("http://127.0.0.1:1", Path("/tmp")).capabilities()
-    assert capabilities == Capabilities(update_table_location=False, creatable_namespace_levels=(2, None))
+    assert capabilities == Capabilities(update_table_location=True, rename_table=True, move_table=True,
+                                        move_fixed_levels=1, creatable_namespace_levels=(2, None))
 
 
 # --- warehouse and prefix ----------------------------------------------------------------------
@@ -527,6 +529,134 @@ def test_unaddressable_names_are_invalid_input(driver, namespace, name):
         declare(driver, (*namespace, name))
 
 
+# --- renames and location changes -------------------------------------------------------------
+
+RENAME_ROUTE = "POST /v1/{prefix}/tables/rename"
+COMMIT_ROUTE = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
+
+
+def rename(driver: IcebergNamespace, source: tuple[str, ...], name: str,
+           namespace: tuple[str, ...] | None = None) -> None:
+    driver.rename_table(RenameTableRequest(id=list(source), new_table_name=name,
+                                           new_namespace_id=list(namespace) if namespace is not None else None))
+
+
+def test_rename_keeps_the_table_uuid_location_and_properties(iceberg_server, driver, namespace, catalog,
+                                                             tmp_path):
+    declare(driver, (*namespace, "t"), str(tmp_path / "t.lance"), tier="gold")
+    before = catalog.load_table((*namespace[1:], "t")).metadata
+    iceberg_server.reset_request_count()
+
+    rename(driver, (*namespace, "t"), "renamed")
+
+    assert routes(iceberg_server) == {LOAD_ROUTE: 1, RENAME_ROUTE: 1}
+    after = catalog.load_table((*namespace[1:], "renamed")).metadata
+    assert after.table_uuid == before.table_uuid and after.location == before.location
+    assert after.properties == before.properties and after.properties["tier"] == "gold"
+    assert not catalog.table_exists((*namespace[1:], "t"))
+    assert driver.get_table_info((*namespace, "t")) is None
+
+
+def test_move_to_another_namespace_keeps_the_table_uuid(driver, namespace, catalog, tmp_path):
+    child = (*namespace, "child")
+    driver.create_namespace(CreateNamespaceRequest(id=list(child)))
+    declare(driver, (*namespace, "t"), str(tmp_path / "t.lance"))
+    uuid_before = catalog.load_table((*namespace[1:], "t")).metadata.table_uuid
+
+    driver.rename_table({"id": [*namespace, "t"], "new_table_name": "moved", "new_namespace_id": list(child)})
+
+    moved = catalog.load_table((*child[1:], "moved"))
+    assert moved.metadata.table_uuid == uuid_before and moved.location() == str(tmp_path / "t.lance")
+    assert [i.id for i in driver.list_table_infos(child)] == [(*child, "moved")]
+    assert list(driver.list_table_infos(namespace)) == []
+
+
+@pytest.mark.parametrize("name", SPECIAL_NAMES)
+def test_rename_to_special_names(driver, namespace, catalog, name):
+    declare(driver, (*namespace, "t"))
+    rename(driver, (*namespace, "t"), name)
+    assert catalog.table_exists((*namespace[1:], name))
+    assert driver.get_table_info((*namespace, name)) is not None
+
+
+def test_rename_errors_change_nothing(driver, namespace, catalog, tmp_path):
+    declare(driver, (*namespace, "t"), str(tmp_path / "t.lance"))
+    declare(driver, (*namespace, "taken"))
+    catalog.create_table((*namespace[1:], "foreign"), Schema(NestedField(1, "id", LongType(), required=False)))
+    uuid_before = catalog.load_table((*namespace[1:], "t")).metadata.table_uuid
+    with pytest.raises(TableNotFoundError):
+        rename(driver, (*namespace, "absent"), "x")
+    with pytest.raises(InvalidInputError, match="not a Lance table"):
+        rename(driver, (*namespace, "foreign"), "x")
+    with pytest.raises(NamespaceNotFoundError):
+        rename(driver, (*namespace, "t"), "x", (*namespace, "missing"))
+    with pytest.raises(TableAlreadyExistsError):  # the catalog's 409
+        rename(driver, (*namespace, "t"), "taken")
+    with pytest.raises(TableAlreadyExistsError):  # a table that is not a Lance table too
+        rename(driver, (*namespace, "t"), "foreign")
+    with pytest.raises(UnsupportedOperationError, match="first 1 level"):  # a warehouse is a catalog
+        rename(driver, (*namespace, "t"), "x", ("elsewhere", *namespace[1:]))
+    with pytest.raises(InvalidInputError):
+        rename(driver, (*namespace, "t"), "t")
+    assert catalog.load_table((*namespace[1:], "t")).metadata.table_uuid == uuid_before
+    assert sorted(identifier[-1] for identifier in catalog.list_tables(namespace[1:])) == ["foreign", "t", "taken"]
+
+
+def test_a_repeated_rename_meets_table_not_found_and_the_table_where_it_went(driver, namespace, tmp_path):
+    """What apply's runner sees when it sends a rename again after losing the first answer."""
+    declare(driver, (*namespace, "t"), str(tmp_path / "t.lance"))
+    rename(driver, (*namespace, "t"), "renamed")
+    with pytest.raises(TableNotFoundError):
+        rename(driver, (*namespace, "t"), "renamed")
+    info = driver.get_table_info((*namespace, "renamed"))
+    assert info is not None and info.location == str(tmp_path / "t.lance")
+
+
+def test_update_table_location_keeps_the_table_uuid(iceberg_server, driver, namespace, catalog, tmp_path):
+    declare(driver, (*namespace, "t"), str(tmp_path / "t.lance"), tier="gold")
+    before = catalog.load_table((*namespace[1:], "t")).metadata
+    iceberg_server.reset_request_count()
+
+    driver.update_table_location((*namespace, "t"), f"file://{tmp_path}/moved.lance/")
+
+    assert routes(iceberg_server) == {LOAD_ROUTE: 1, COMMIT_ROUTE: 1}
+    after = catalog.load_table((*namespace[1:], "t")).metadata
+    assert after.table_uuid == before.table_uuid and after.location == str(tmp_path / "moved.lance")
+    assert after.properties == before.properties
+    assert driver.describe_table(DescribeTableRequest(id=[*namespace, "t"])).location == str(tmp_path / "moved.lance")
+    iceberg_server.reset_request_count()
+    driver.update_table_location((*namespace, "t"), str(tmp_path / "moved.lance"))  # already there
+    assert routes(iceberg_server) == {LOAD_ROUTE: 1}
+
+
+def test_update_table_location_errors(driver, namespace, catalog, tmp_path):
+    catalog.create_table((*namespace[1:], "foreign"), Schema(NestedField(1, "id", LongType(), required=False)))
+    with pytest.raises(TableNotFoundError):
+        driver.update_table_location((*namespace, "absent"), str(tmp_path / "x"))
+    with pytest.raises(InvalidInputError, match="not a Lance table"):
+        driver.update_table_location((*namespace, "foreign"), str(tmp_path / "x"))
+    assert catalog.load_table((*namespace[1:], "foreign")).location() != str(tmp_path / "x")
+
+
+def test_location_change_of_a_replaced_table_is_a_concurrent_modification(driver, namespace, catalog, tmp_path):
+    declare(driver, (*namespace, "t"), str(tmp_path / "t.lance"))
+    identifier = (*namespace[1:], "t")
+    send = driver._http.request
+
+    def replace_after_load(method: str, path: str, **kwargs: Any) -> Any:
+        answer = send(method, path, **kwargs)
+        if method == "GET" and path.endswith("/tables/t"):
+            catalog.drop_table(identifier)
+            catalog.create_table(identifier, Schema(), location=str(tmp_path / "new.lance"),
+                                 properties={"table_type": "lance"})
+        return answer
+
+    driver._http.request = replace_after_load
+    with pytest.raises(ConcurrentModificationError, match="UUID does not match"):
+        driver.update_table_location((*namespace, "t"), str(tmp_path / "moved.lance"))
+    assert catalog.load_table(identifier).location() == str(tmp_path / "new.lance")
+
+
 # --- bulk reads: call counts, parallel loads, failures -----------------------------------------
 
 
@@ -857,6 +987,29 @@ def test_a_create_is_not_repeated_after_a_500(scripted, tmp_path):
     with pytest.raises(InternalError):
         driver.create_namespace(CreateNamespaceRequest(id=[WAREHOUSE, "ns"]))
     assert scripted.seen == ["GET /v1/config", "POST /v1/p/namespaces"]
+
+
+LANCE_TABLE = (200, {}, {"metadata": {"format-version": 2, "table-uuid": "u-1", "location": "/lake/t",
+                                      "properties": {"table_type": "lance"}}})
+
+
+@pytest.mark.parametrize("scripted, error", [
+    ([LANCE_TABLE, OK_NAMESPACE, (404, {}, iceberg_error(404, "NoSuchNamespaceException"))], NamespaceNotFoundError),
+    ([LANCE_TABLE, OK_NAMESPACE, (404, {}, iceberg_error(404, "NoSuchTableException"))], TableNotFoundError),
+    ([LANCE_TABLE, OK_NAMESPACE, (406, {}, iceberg_error(406, "UnsupportedOperationException"))],
+     UnsupportedOperationError),
+    ([LANCE_TABLE, OK_NAMESPACE, (500, {}, iceberg_error(500, "RuntimeException")), (204, {}, None)],
+     ServerError),  # Internal (18), not sent again: the catalog may have renamed it
+], indirect=["scripted"], ids=["namespace-dropped-meanwhile", "table-dropped-meanwhile", "no-moves", "500"])
+def test_rename_answers(scripted, tmp_path, error):
+    """What the catalog's rename answers means; a rename is never sent twice by the driver."""
+    driver, _ = scripted_driver(scripted, tmp_path)
+    with pytest.raises(error) as raised:
+        driver.rename_table(RenameTableRequest(id=[WAREHOUSE, "ns", "t"], new_table_name="t2",
+                                               new_namespace_id=[WAREHOUSE, "other"]))
+    assert type(raised.value) is error
+    assert scripted.seen == ["GET /v1/config", "GET /v1/p/namespaces/ns/tables/t", "GET /v1/p/namespaces/other",
+                             "POST /v1/p/tables/rename"]
 
 
 def test_connection_refused_is_unavailable_after_retries(tmp_path):

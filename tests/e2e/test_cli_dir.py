@@ -349,3 +349,53 @@ def test_partial_failure_reports_and_a_rerun_converges(project: Project):
     assert "Plan: 2 to create" in rest.stdout
     assert project.apply("--auto-approve").exit_code == 0
     assert project.plan("--detailed-exitcode").exit_code == 0
+
+
+def renamed(project: Project, new_name: str, renamed_from, namespace: str = "sales") -> None:
+    """The manifest with `orders` called `new_name` (in `namespace`), renamed from `renamed_from`."""
+    manifest = project.manifest
+    orders = next(t for t in manifest["tables"] if t["name"] == "orders")
+    orders.update(name=new_name, renamed_from=renamed_from, register=[{"backend": "lake", "namespace": namespace}])
+    project.write(manifest)
+
+
+def test_a_rename_keeps_the_table_and_its_data_and_the_rollback_renames_it_back(applied: Project):
+    import lance
+
+    orders = applied.root / "lakehouse" / "data" / "orders.lance"
+    version = lance.dataset(str(orders)).version
+    renamed(applied, "orders_v2", "orders")
+    plan = applied.plan()
+    assert " ~> rename table     lake: sales$orders -> sales$orders_v2" in plan.stdout
+    assert "Plan: 0 to create, 0 to update, 0 to adopt, 1 to rename, 0 to replace, 0 to remove." in plan.stdout
+    result = applied.apply("--auto-approve")
+    assert result.exit_code == 0, result.output
+    assert applied.tables("sales") == ["orders_v2", "returns"]
+    info = applied.driver().get_table_info(("sales", "orders_v2"))
+    assert info.location == orders.as_uri() and info.properties["lance_sync.owner"] == "quickstart"
+    assert lance.dataset(str(orders)).version == version  # the data was not touched
+    assert applied.plan("--detailed-exitcode").exit_code == 0
+    back = applied.run("apply", rollback_path(result), "--auto-approve")
+    assert back.exit_code == 0, back.output
+    assert " ~> rename table     lake: sales$orders_v2 -> sales$orders" in back.stdout
+    assert applied.tables("sales") == ["orders", "returns"]
+
+
+def test_a_move_to_another_namespace_keeps_the_table(applied: Project):
+    renamed(applied, "orders", "sales$orders", namespace="sales$archive")
+    plan = applied.plan()
+    assert " ~> rename table     lake: sales$orders -> sales$archive$orders" in plan.stdout
+    assert applied.apply("--auto-approve").exit_code == 0
+    assert applied.tables("sales") == ["returns"] and applied.tables("sales", "archive") == ["orders", "returns_2026"]
+    assert applied.plan("--detailed-exitcode").exit_code == 0
+
+
+def test_a_rename_without_renamed_from_is_planned_as_before_with_a_hint(applied: Project):
+    renamed(applied, "orders_v2", None)
+    manifest = applied.manifest
+    del next(t for t in manifest["tables"] if t["name"] == "orders_v2")["renamed_from"]
+    applied.write(manifest)
+    plan = applied.plan()
+    assert "Plan: 1 to create, 0 to update, 0 to adopt, 0 to replace, 1 to remove." in plan.stdout
+    assert "Note: lake: sales$orders_v2 looks like a rename of sales$orders: add renamed_from: orders to table " \
+        "'orders_v2'" in plan.stdout

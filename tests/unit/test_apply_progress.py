@@ -12,7 +12,8 @@ from lance_sync.cli.apply_display import ApplyProgress
 
 
 def outcome(status: str, error: str | None = None) -> SimpleNamespace:
-    action = SimpleNamespace(name="create table", backend="lake", display_id="sales$orders")
+    action = SimpleNamespace(name="create table", backend="lake", display_id="sales$orders",
+                             headline="create table lake: sales$orders")
     return SimpleNamespace(action=action, status=status, error=error)
 
 

@@ -282,3 +282,20 @@ def test_a_write_committed_before_its_apply_was_cut_off_is_finished():
 
 def verbs_of(result) -> list[tuple[str, str, str]]:
     return [(a.verb.value, a.kind.value, a.reason.value) for a in result.actions]
+
+
+def test_a_location_moved_in_place_renders_as_an_update_that_needs_no_flag():
+    from lance_sync.apply.guards import check_flags
+    from lance_sync.apply.options import ApplyOptions
+    from lance_sync.model.actions import Plan
+    from lance_sync.plan.render import render_text
+
+    result = plan(Case(live_table={"tier": "gold", **MARK}, live_location="/data/old.lance",
+                       capabilities=Capabilities(update_table_location=True)))
+    [update] = result.actions
+    assert update.destroys is None
+    moved = Plan(tool_version="0", created_at="now", owner=OWNER, manifest_files=[], backends={}, actions=[update])
+    text = render_text(moved)
+    assert "  ~ update table     b: ns$t" in text and f"~ location = /data/old.lance -> {LOCATION}" in text
+    assert "Plan: 0 to create, 1 to update, 0 to adopt, 0 to replace, 0 to remove." in text
+    check_flags(moved, ApplyOptions())  # neither --allow-replace nor --allow-drop

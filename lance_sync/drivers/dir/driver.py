@@ -12,6 +12,7 @@ adds to pylance's DirectoryNamespace", sets each pylance behaviour beside the dr
 - request modes mean what they mean on every backend (lance_sync.drivers.base; pylance
   ignores them);
 - namespace and table properties can be updated, by updating the manifest row;
+- a table can be renamed (also into another namespace), by giving its row another object id;
 - bulk reads scan the manifest once instead of describing every table.
 
 Several processes may write to one root at once (two applies of different owners). The
@@ -66,6 +67,8 @@ from lance_namespace import (
     NamespaceExistsRequest,
     NamespaceExistsResponse,
     RegisterTableRequest,
+    RenameTableRequest,
+    RenameTableResponse,
     TableExistsRequest,
     TableExistsResponse,
 )
@@ -162,7 +165,8 @@ class DirNamespace(DirRules, SyncNamespace):
         return {join_location(self.root, MANIFEST_TABLE)}
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(update_table_location=False, bulk_declare=True)
+        return Capabilities(update_table_location=False, rename_table=True, move_table=True,
+                            move_fixed_levels=0, bulk_declare=True)
 
     def lease_parents(self, touched: list[Identifier]) -> list[Identifier]:
         """One lease per root, at the root (which exists before anything else)."""
@@ -323,6 +327,48 @@ class DirNamespace(DirRules, SyncNamespace):
         return self._committed(f"deregister table {id_text(request.id)}",
                                lambda: self._native.deregister_table(request))
 
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        """Give the table's manifest row the new id, in one commit (pylance has no rename): its
+        location, properties and dataset stay as they are (the dataset's version too), so the
+        table keeps its data wherever it lies; a move to any namespace of the root is the same
+        rewrite.
+
+        Checked on the version the commit is made against, before it: TableNotFound for a
+        missing source, NamespaceNotFound for a missing destination namespace,
+        TableAlreadyExists for a destination id that is taken (by a table or a namespace). The
+        commit replaces the row (`_replace_row_id`): one that conflicts with another writer's
+        is tried again on a fresh read, so the table is never under both ids, nor under neither.
+        A rename sent again after it was carried out meets TableNotFound (the source is gone;
+        the destination row holds the source's location).
+
+        Tables at the root level are out of reach (UnsupportedOperation): pylance finds them by
+        their directory (`{root}/{name}.lance`), not by their row, so a renamed row would not
+        be seen (lance-sync's manifests never declare tables there).
+        """
+        source_id, destination_id = self._rename_ids(request, fixed_levels=0)
+        source, destination = checked_id(source_id), checked_id(destination_id)
+        if len(source) < 2 or len(destination) < 2:
+            raise UnsupportedOperationError(
+                f"dir: {id_text(source)} cannot be renamed to {id_text(destination)}: pylance finds a table "
+                "at the root level by its directory name, not by its manifest row")
+        namespace, new_id = DELIMITER.join(destination[:-1]), DELIMITER.join(destination)
+
+        def attempt() -> lance.LanceDataset:
+            dataset = self._writable_manifest()
+            rows = [] if dataset is None else dataset.to_table(filter=row_filter("table", source)).to_pylist()
+            if dataset is None or not rows:
+                raise missing_error("table", source)
+            existing = self._existing_objects(dataset, [namespace, new_id])
+            if namespace and existing.get(namespace) != "namespace":
+                raise NamespaceNotFoundError(f"Namespace not found: {namespace}")
+            if new_id in existing:
+                raise TableAlreadyExistsError(f"Table already exists: {new_id}")
+            self._replace_row_id(dataset, rows[0], source, new_id)
+            return dataset
+
+        self._compact_if_fragmented(self._committed(f"rename table {id_text(source)} to {new_id}", attempt))
+        return RenameTableResponse()
+
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
         return self._committed(f"drop table {id_text(request.id)}", lambda: self._native.drop_table(request))
 
@@ -443,6 +489,21 @@ class DirNamespace(DirRules, SyncNamespace):
         if result["num_inserted_rows"] != len(rows):
             raise InternalError(f"dir: the manifest of {self.root} took {result['num_inserted_rows']} "
                                 f"of {len(rows)} new rows")
+
+    def _replace_row_id(self, dataset: lance.LanceDataset, row: dict[str, Any], id: list[str],
+                        new_id: str) -> None:
+        """One commit, against the version `dataset` was read at, that inserts the table row
+        `row` of `id` under `new_id` and deletes it under `id`: a merge on the object id, so that
+        Lance refuses the commit if another writer added `new_id` or changed the row since."""
+        moved = pa.Table.from_pylist([{**row, "object_id": new_id}], schema=dataset.schema)
+        self.count_call()
+        result = (dataset.merge_insert("object_id").when_not_matched_insert_all()
+                  .when_not_matched_by_source_delete(row_filter("table", id))
+                  .conflict_retries(0).execute(moved))
+        if (result["num_inserted_rows"], result["num_deleted_rows"]) != (1, 1):
+            raise InternalError(f"dir: the manifest of {self.root} took {result['num_inserted_rows']} new "
+                                f"row(s) for {new_id} and deleted {result['num_deleted_rows']} for "
+                                f"{row['object_id']}, where one of each was asked")
 
     def _patch_metadata(self, object_type: str, id: list[str],
                         patch: Callable[[dict[str, str]], dict[str, str]]) -> None:

@@ -58,6 +58,8 @@ from lance_namespace import (
     ListTablesResponse,
     NamespaceExistsRequest,
     NamespaceExistsResponse,
+    RenameTableRequest,
+    RenameTableResponse,
     TableExistsRequest,
     TableExistsResponse,
 )
@@ -127,6 +129,7 @@ from lance_sync.drivers.hive3.objects import (
     table_info,
     table_location,
 )
+from lance_sync.drivers.hive3.renames import MOVE_FIXED_LEVELS, relocate, rename
 from lance_sync.drivers.hive3.transport import MetastoreClient, MetastorePool
 from lance_sync.drivers.leases import LeaseRegister
 from lance_sync.drivers.support.locations import catalog_url
@@ -173,7 +176,8 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
     def capabilities(self) -> Capabilities:
         levels = (1, 2) if self._has_catalog_api() else (2, 2)
         return Capabilities(update_namespace_properties=True, update_table_properties=True,
-                            update_table_location=False, creatable_namespace_levels=levels)
+                            update_table_location=True, rename_table=True, move_table=True,
+                            move_fixed_levels=MOVE_FIXED_LEVELS, creatable_namespace_levels=levels)
 
     # --- namespaces ----------------------------------------------------------------------------
 
@@ -282,6 +286,25 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         return TableExistsResponse()
 
     @translated
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        """One alter_table with the new name and, for a move, the new database of the same
+        catalog (`renames.rename`): the table keeps its create time, parameters, storage
+        descriptor and location (an external table's data is never moved).
+
+        TableNotFound for a missing source, InvalidInput for a table that is not a Lance
+        table, NamespaceNotFound for a missing destination database, TableAlreadyExists for a
+        destination that is taken: all checked before the alter. A rename sent again after its
+        answer was lost meets TableNotFound (the source is gone, the destination holds the
+        table at the source's location); the driver never sends the alter again itself once
+        it may have reached the metastore (a TransientError says it may have been carried out).
+        """
+        source, destination = self._rename_ids(request, MOVE_FIXED_LEVELS)
+        id_parts(source, "table", 3, 3)
+        id_parts(destination, "table", 3, 3)
+        rename(self, source, destination)
+        return RenameTableResponse()
+
+    @translated
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         catalog, database, name = id_parts(request.id, "table", 3, 3)
         table = self._lance_table(catalog, database, name)
@@ -328,12 +351,13 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         if parameters == table.parameters:
             return
         table.parameters = parameters
-        try:
-            self._send("alter_table", database_ref(catalog, database), name, table)
-        except InvalidOperationException as error:
-            self._lance_table(catalog, database, name)  # TableNotFound if it was dropped meanwhile
-            raise InvalidInputError(f"hive3: the metastore refused to alter {display(id)}: "
-                                    f"{message(error)}") from error
+        self._alter_lance_table((catalog, database, name), table)
+
+    @translated
+    def update_table_location(self, id: Identifier, location: str) -> None:
+        """One alter_table with the storage descriptor's location changed (`renames.relocate`):
+        the same table, its create time and parameters kept. HMS keeps no location elsewhere."""
+        relocate(self, id_parts(list(id), "table", 3, 3), location)
 
     @translated
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
@@ -567,6 +591,18 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
                                     f"table (tableType {table.tableType}, {TABLE_TYPE_KEY}="
                                     f"{(table.parameters or {}).get(TABLE_TYPE_KEY)})")
         return table
+
+    def _alter_lance_table(self, id: Identifier, table: Table) -> None:
+        """alter_table of the Lance table `id` (as read, then changed) with the Lance marks;
+        TableNotFound when it was dropped meanwhile, InvalidInput for any other refusal."""
+        catalog, database, name = id
+        table.parameters = {**(table.parameters or {}), **LANCE_TABLE_PARAMETERS}
+        try:
+            self._send("alter_table", database_ref(catalog, database), name, table)
+        except InvalidOperationException as error:
+            self._lance_table(catalog, database, name)  # TableNotFound if it was dropped meanwhile
+            raise InvalidInputError(f"hive3: the metastore refused to alter {display(id)}: "
+                                    f"{message(error)}") from error
 
     def _table_names(self, catalog: str, database: str) -> list[str]:
         """Sorted names of every table; HMS answers [] for a missing database, so an empty

@@ -44,6 +44,8 @@ from lance_namespace import (
     ListTablesResponse,
     NamespaceExistsRequest,
     NamespaceExistsResponse,
+    RenameTableRequest,
+    RenameTableResponse,
     TableExistsRequest,
     TableExistsResponse,
 )
@@ -105,6 +107,8 @@ DUMMY_SCHEMA = {"type": "struct", "schema-id": 0,
 LOAD_PARALLELISM = 16
 #: table loads per part of `table_info_parts`
 LOADS_PER_PART = 25
+#: a rename stays in its warehouse (each warehouse is a catalog of its own, with its own prefix)
+MOVE_FIXED_LEVELS = 1
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -141,7 +145,8 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
         return f"lance-sync iceberg {{ endpoint: {self.config.endpoint!r} }}"
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(creatable_namespace_levels=(2, None))
+        return Capabilities(update_table_location=True, rename_table=True, move_table=True,
+                            move_fixed_levels=MOVE_FIXED_LEVELS, creatable_namespace_levels=(2, None))
 
     def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
         return IcebergLeaseRegister(self, (*parent, name))
@@ -224,6 +229,35 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
         self._require_lance(request.id)
         return TableExistsResponse()
 
+    def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
+        """POST /v1/{prefix}/tables/rename: one change in the catalog, after which the table
+        (its UUID, metadata, location and properties) answers to the new id only.
+
+        Before it, the source is loaded (TableNotFound; InvalidInput for a table that is not a
+        Lance table) and, for a move, the destination namespace is read (NamespaceNotFound: not
+        every server checks it). The catalog answers 409 for a destination that is taken
+        (TableAlreadyExists), 404 NoSuchTableException for a source dropped meanwhile, and 406
+        where it does not move tables across namespaces (UnsupportedOperation).
+
+        A rename sent again after its answer was lost meets TableNotFound (the source is gone;
+        the destination holds the table at the source's location). The driver never sends the
+        POST again itself once it may have reached the server: that is a TransientError saying
+        the catalog may have carried it out.
+        """
+        source, destination = self._rename_ids(request, MOVE_FIXED_LEVELS)
+        warehouse, levels, name = split_table(source)
+        _, new_levels, new_name = split_table(destination)
+        self._require_lance(source)
+        if new_levels != levels and not self._namespace_exists(warehouse, new_levels):
+            raise NamespaceNotFoundError(f"iceberg: namespace {display((warehouse, *new_levels))} not found "
+                                         f"(the destination of {display(source)})")
+        body = {"source": {"namespace": list(levels), "name": name},
+                "destination": {"namespace": list(new_levels), "name": new_name}}
+        self._send("POST", f"/v1/{self._prefix(warehouse, TableNotFoundError)}/tables/rename", json=body,
+                   ok=(200, 204), meanings={(404, "NoSuchNamespaceException"): NamespaceNotFoundError,
+                                            404: TableNotFoundError, 409: TableAlreadyExistsError})
+        return RenameTableResponse()
+
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """Check it is a Lance table, then DELETE without purge (data and Iceberg metadata stay).
 
@@ -262,6 +296,20 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
             changes.append({"action": "remove-properties", "removals": list(removals)})
         commit = {"requirements": [{"type": "assert-table-uuid", "uuid": loaded.metadata.table_uuid}],
                   "updates": changes}
+        self._send("POST", path, json=commit, expect=CommitTableAnswer,
+                   meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
+
+    def update_table_location(self, id: Identifier, location: str) -> None:
+        """Load the Lance table for its UUID, then commit set-location asserting that UUID: the
+        same table (UUID, properties, snapshots and metadata history kept) at the new location."""
+        path = self._table_path(id)
+        metadata = self._send("GET", path, expect=LoadTableAnswer, meanings={404: TableNotFoundError}).metadata
+        self._check_lance(id, metadata.properties)
+        new_location = normalize_location(location)
+        if normalize_location(metadata.location) == new_location:
+            return
+        commit = {"requirements": [{"type": "assert-table-uuid", "uuid": metadata.table_uuid}],
+                  "updates": [{"action": "set-location", "location": new_location}]}
         self._send("POST", path, json=commit, expect=CommitTableAnswer,
                    meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
 
@@ -411,11 +459,15 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
 
     def _require_lance(self, id: Iterable[str] | None) -> TableInfo:
         info = self._load_table(id)
-        if not info.is_lance:
-            found = info.properties.get(TABLE_TYPE_KEY, "(none)")
+        self._check_lance(id, info.properties)
+        return info
+
+    @staticmethod
+    def _check_lance(id: Iterable[str] | None, properties: dict[str, str]) -> None:
+        if not is_lance_table(properties):
+            found = properties.get(TABLE_TYPE_KEY, "(none)")
             raise InvalidInputError(f"iceberg: {display(id)} is not a Lance table "
                                     f"({TABLE_TYPE_KEY}={found})")
-        return info
 
     def _in_parallel(self, load: Callable[[T], R | None], items: Iterable[T]) -> Iterator[R]:
         """`load` of every item on the driver's bounded pool; results in item order, None skipped.

@@ -1,8 +1,9 @@
 """Error answers of the Iceberg REST API as `lance_namespace.errors`.
 
 Errors are translated at one place (`IcebergNamespace._send`, with `error_for`): what a 404 or
-409 means depends on the call (a missing table, a missing namespace, a name taken), the rest
-by status (see `_STATUS_ERRORS`).
+409 means depends on the call (a missing table, a missing namespace, a name taken), and where
+one status has several meanings for one call, on the error's `type` too (a rename's 404 is
+NoSuchTableException or NoSuchNamespaceException); the rest by status (see `_STATUS_ERRORS`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ _STATUS_ERRORS: dict[int, type[LanceNamespaceError]] = {
     422: InvalidInputError,
     503: ServiceUnavailableError,
 }
-ErrorMeanings = Mapping[int, type[LanceNamespaceError]]
+#: what an error answer means for one call: by status, or by (status, Iceberg error type),
+#: which wins where both match
+ErrorMeanings = Mapping[int | tuple[int, str], type[LanceNamespaceError]]
 
 
 class ErrorAnswer(InternalError):
@@ -45,8 +48,8 @@ class ErrorAnswer(InternalError):
 
 
 def error_for(failure: HttpFailure, meanings: ErrorMeanings) -> LanceNamespaceError:
-    kind = meanings.get(failure.status) or transient_if_5xx(_STATUS_ERRORS.get(failure.status, InternalError),
-                                                            failure.status)
+    kind = (meanings.get((failure.status, _error_type(failure) or "")) or meanings.get(failure.status)
+            or transient_if_5xx(_STATUS_ERRORS.get(failure.status, InternalError), failure.status))
     if kind is TableNotFoundError and _error_type(failure) == "NotFoundException":
         # upstream answers 404 for Iceberg's NotFoundException too: a file the table needs (its
         # metadata.json, kept in the table's location) is missing, while the table is listed.

@@ -15,6 +15,7 @@ from lance_namespace.errors import (
 
 from lance_sync.drivers.base import Identifier
 from lance_sync.drivers.iceberg.answers import LeaseTableAnswer
+from lance_sync.drivers.iceberg.errors import ErrorMeanings
 from lance_sync.drivers.iceberg.identifiers import display, split_namespace
 from lance_sync.drivers.leases import (
     PREVIOUS_FORMAT,
@@ -60,7 +61,7 @@ class IcebergLeaseRegister(TableLeaseRegister):
         body = {"name": LEASE_TABLE, "schema": _lease_schema(0), "stage-create": False,
                 "properties": {**LEASE_TABLE_PROPERTIES, **record.to_properties()}}
         tables = self.driver._namespace_path(warehouse, levels) + "/tables"
-        meanings = {404: NamespaceNotFoundError, 409: TableAlreadyExistsError}
+        meanings: ErrorMeanings = {404: NamespaceNotFoundError, 409: TableAlreadyExistsError}
         for _ in range(2):
             try:
                 # sent again after a lost answer: a create that landed then answers 409, and the
