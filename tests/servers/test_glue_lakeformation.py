@@ -411,6 +411,14 @@ def test_lake_formation_calls_are_counted_and_faulted(
         lf.grant_permissions(Principal=ANALYST, Resource=table(database, name), Permissions=["SELECT"])
     lf.grant_permissions(Principal=ANALYST, Resource=table(database, name), Permissions=["SELECT"])
     assert control.request_counts()["by_operation"] == {"ListPermissions": 1, "GrantPermissions": 2}
+    control.inject_fault("AccessDeniedException", times=None, names=[database],
+                         operations=["ListPermissions", "BatchGrantPermissions"])
+    with glue_error("AccessDeniedException"):
+        lf.list_permissions(Resource=table(database, name))
+    with glue_error("AccessDeniedException"):
+        lf.batch_grant_permissions(Entries=[{"Id": "1", "Principal": BOB, "Resource": table(database, name),
+                                             "Permissions": ["SELECT"]}])
+    lf.list_permissions(Resource=database_resource("some_other_db"))  # not named: not faulted
 
 
 def test_reset_forgets_grants(local: RunningServer, tmp_path: Path) -> None:
