@@ -3,7 +3,8 @@
 `start` is what the `glue_server` fixture calls. `GlueControl` drives the test
 server's control paths (request counts, injected faults, seeded child
 catalogs); `glue_client` builds a boto3 client for the test server or for an
-external Glue-compatible endpoint. See tests/servers/docs/glue.md.
+external Glue-compatible endpoint, and `lakeformation_client` one for the Lake
+Formation calls the same server answers. See tests/servers/docs/glue.md.
 """
 
 from __future__ import annotations
@@ -84,6 +85,13 @@ def glue_client(server: RunningServer, **config: Any) -> Any:
     return _local_client(server.endpoint, **config)
 
 
+def lakeformation_client(server: RunningServer, **config: Any) -> Any:
+    """A boto3 Lake Formation client for `server`, which answers Lake Formation on the Glue port."""
+    if server.external:
+        return boto3.client("lakeformation", endpoint_url=server.endpoint, config=Config(**config))
+    return _local_client(server.endpoint, service="lakeformation", **config)
+
+
 class GlueControl:
     """Client of the test server's control paths (tests/servers/glue_server/app.py)."""
 
@@ -134,7 +142,7 @@ class GlueControl:
         return self._call("POST", "/catalogs", spec)["CatalogId"]
 
     def reset(self) -> None:
-        """Forget every catalog, database, table, count and fault."""
+        """Forget every catalog, database, table, Lake Formation grant, count and fault."""
         self._call("POST", "/reset")
 
     def _call(self, method: str, path: str, payload: dict | None = None) -> Any:
@@ -181,10 +189,10 @@ def _answers_glue(endpoint: str) -> bool:
     return True
 
 
-def _local_client(endpoint: str, **config: Any) -> Any:
+def _local_client(endpoint: str, service: str = "glue", **config: Any) -> Any:
     """A client of the test server: its fake credentials, and never a proxy from the environment."""
     return boto3.client(
-        "glue",
+        service,
         endpoint_url=endpoint,
         region_name=REGION,
         aws_access_key_id=ACCESS_KEY_ID,

@@ -1,4 +1,5 @@
-"""The WSGI application: test-only control paths, and the Glue JSON protocol in front of moto.
+"""The WSGI application: test-only control paths, the Glue JSON protocol in front of moto, and
+Lake Formation's permission calls (lakeformation.py) on the same port.
 
 Each Glue request is counted, may be answered by an injected fault, is checked
 against Glue's input constraints, and is then handled by moto's Glue handler
@@ -11,7 +12,12 @@ thread-safe. Control paths live under CONTROL_PREFIX and are not counted:
     POST   /_lance_sync/faults     add a rule (see control.py)
     DELETE /_lance_sync/faults     remove every rule
     POST   /_lance_sync/catalogs   {"ParentCatalogId", "Name", "CatalogInput"}: seed a child catalog
-    POST   /_lance_sync/reset      forget all catalogs, databases, tables, counts and faults
+    POST   /_lance_sync/reset      forget all catalogs, databases, tables, grants, counts and faults
+
+Lake Formation is REST-JSON: boto3's `lakeformation` client with this server as
+`endpoint_url` sends `POST /GrantPermissions` and so on. The older JSON form
+(`POST /` with `X-Amz-Target: AWSLakeFormation.GrantPermissions`) is accepted too.
+Lake Formation calls are counted, faulted and checked like Glue calls.
 """
 
 from __future__ import annotations
@@ -31,10 +37,16 @@ from tests.servers.glue_server import CONTROL_PREFIX
 from tests.servers.glue_server.catalogs import CatalogTree
 from tests.servers.glue_server.control import FaultInjector, FaultRule, RequestCounter
 from tests.servers.glue_server.errors import GlueError
+from tests.servers.glue_server.lakeformation import DELETING_GLUE_OPERATIONS, LakeFormation
 from tests.servers.glue_server.responses import CatalogScopedGlueResponse
-from tests.servers.glue_server.validation import validate
+from tests.servers.glue_server.validation import service_model, validate
 
 GLUE_TARGET_PREFIX = "AWSGlue."
+LAKEFORMATION_TARGET_PREFIX = "AWSLakeFormation."
+#: Paths of Lake Formation's REST-JSON operations: "/" + operation name.
+LAKEFORMATION_PATHS = frozenset(
+    f"/{name}" for name in service_model("lakeformation").operation_names
+)
 
 log = logging.getLogger("glue_server")
 
@@ -44,6 +56,7 @@ class GlueFrontend:
         self.catalogs = catalogs
         self.counter = RequestCounter()
         self.faults = FaultInjector()
+        self.lakeformation = LakeFormation(catalogs)
         self._moto = _moto_glue_app(catalogs)
         self._lock = threading.Lock()
         self._control_routes: dict[tuple[str, str], Callable[[dict], Any]] = {
@@ -59,6 +72,10 @@ class GlueFrontend:
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         if environ.get("PATH_INFO", "").startswith(CONTROL_PREFIX):
             return self._control(environ, start_response)
+        if environ.get("PATH_INFO", "") in LAKEFORMATION_PATHS or environ.get(
+            "HTTP_X_AMZ_TARGET", ""
+        ).startswith(LAKEFORMATION_TARGET_PREFIX):
+            return self._lakeformation(environ, start_response)
         return self._glue(environ, start_response)
 
     def _glue(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
@@ -76,7 +93,29 @@ class GlueFrontend:
         except GlueError as error:
             return error(environ, respond)
         with self._lock:
-            return self._moto(environ, respond)
+            answer = self._moto(environ, respond)
+            if operation in DELETING_GLUE_OPERATIONS:
+                self.lakeformation.prune()
+            return answer
+
+    def _lakeformation(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if target.startswith(LAKEFORMATION_TARGET_PREFIX):
+            operation = target.removeprefix(LAKEFORMATION_TARGET_PREFIX)
+        else:
+            operation = environ["PATH_INFO"].removeprefix("/")
+        self.counter.record(operation)
+        body = _read_body(environ)
+        respond = _logging(operation, start_response)
+        try:
+            params = _json_object(body)
+            self.faults.raise_if_injected(operation, params)
+            validate(operation, params, service="lakeformation")
+            with self._lock:
+                answer = self.lakeformation.handle(operation, params)
+        except GlueError as error:
+            return error(environ, respond)
+        return _json_answer(respond, "200 OK", answer)
 
     def _control(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         route = (environ["REQUEST_METHOD"], environ["PATH_INFO"].removeprefix(CONTROL_PREFIX))
@@ -112,6 +151,7 @@ class GlueFrontend:
     def _reset(self, _: dict) -> None:
         with self._lock:
             self.catalogs.reset()
+            self.lakeformation.reset()
         self.counter.reset()
         self.faults.clear()
 

@@ -65,12 +65,30 @@ class FaultRule:
 
 
 def names_in(params: dict) -> set[str]:
-    """The catalog, database and table names a Glue request mentions, lower case."""
+    """The catalog, database and table names a Glue or Lake Formation request mentions, lower case."""
     names = [params.get(key) for key in ("Name", "DatabaseName", "TableName")]
     names += [(params.get(key) or {}).get("Name") for key in ("DatabaseInput", "TableInput")]
-    for key in ("CatalogId", "ParentCatalogId"):
-        names += re.split(r"[:/]", params.get(key) or "")
+    ids = [params.get(key) for key in ("CatalogId", "ParentCatalogId")]
+    for spec in _lakeformation_resources(params):
+        names += [spec.get("Name"), spec.get("DatabaseName")]
+        ids += [spec.get("CatalogId"), spec.get("Id")]
+    for catalog_id in ids:
+        names += re.split(r"[:/]", catalog_id) if isinstance(catalog_id, str) else []
     return {name.lower() for name in names if isinstance(name, str) and name}
+
+
+def _lakeformation_resources(params: dict) -> list[dict]:
+    """The inner dicts of a Lake Formation request's Resource and of its batch entries' Resources."""
+    entries = params.get("Entries")
+    resources = [params.get("Resource")]
+    resources += [entry.get("Resource") for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
+    return [
+        spec
+        for resource in resources
+        if isinstance(resource, dict)
+        for spec in resource.values()
+        if isinstance(spec, dict)
+    ]
 
 
 class RequestCounter:

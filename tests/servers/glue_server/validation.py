@@ -22,22 +22,30 @@ _JAVA_SUPPLEMENTARY = r"\uD800\uDC00-\uDBFF\uDFFF"
 _PYTHON_SUPPLEMENTARY = r"\U00010000-\U0010FFFF"
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=2)
+def service_model(service: str) -> ServiceModel:
+    return botocore.session.get_session().get_service_model(service)
+
+
 def glue_model() -> ServiceModel:
-    return botocore.session.get_session().get_service_model("glue")
+    return service_model("glue")
 
 
-def operation_model(operation: str) -> OperationModel:
+def operation_model(operation: str, service: str = "glue") -> OperationModel:
     try:
-        return glue_model().operation_model(operation)
+        return service_model(service).operation_model(operation)
     except OperationNotFoundError as error:
         raise GlueError("UnknownOperationException", f"Unknown operation {operation}.") from error
 
 
-def validate(operation: str, params: dict) -> None:
-    """Raise a ValidationException listing every constraint `params` break."""
+def validate(operation: str, params: dict, service: str = "glue") -> None:
+    """Raise a ValidationException listing every constraint `params` break.
+
+    `service` names the botocore model: "glue", or "lakeformation" for the Lake
+    Formation calls the same server answers (lakeformation.py).
+    """
     violations: list[str] = []
-    _check(operation_model(operation).input_shape, params, "", violations)
+    _check(operation_model(operation, service).input_shape, params, "", violations)
     if violations:
         plural = "s" if len(violations) > 1 else ""
         raise GlueError(
