@@ -46,14 +46,15 @@ def create_user(db_store: store.Store, resource: Any) -> dict:
         raise ScimError(412, "User does not have a primary email.")
     email = primary.get("value")
     user_id = str(uuid.uuid4())
-    with db_store.transaction("Failed to create user") as db:
-        external_id = resource.get("externalId")
-        if db.execute("SELECT 1 FROM users WHERE email = ?", (email,)).fetchone() or (
-                external_id is not None
-                and db.execute("SELECT 1 FROM users WHERE external_id = ?", (external_id,)).fetchone()):
-            raise ScimError(409, f"User already exists: {email}")
-        insert_user(db, user_id, resource.get("displayName"), email, external_id)
-        return user_resource(find_user(db, user_id))
+    external_id = resource.get("externalId")
+    with db_store.transaction("Failed to create user") as db:  # it turns other exceptions into 500 INTERNAL
+        exists = db.execute("SELECT 1 FROM users WHERE email = ?", (email,)).fetchone() or (
+            external_id is not None
+            and db.execute("SELECT 1 FROM users WHERE external_id = ?", (external_id,)).fetchone())
+        if not exists:
+            insert_user(db, user_id, resource.get("displayName"), email, external_id)
+            return user_resource(find_user(db, user_id))
+    raise ScimError(409, f"User already exists: {email}")
 
 
 def insert_user(db: sqlite3.Connection, user_id: str, name: str | None, email: str | None,
