@@ -644,6 +644,9 @@ def test_grant_and_revoke_are_idempotent(sdk: Sdk, unity_server: RunningServer, 
         assert await patch_grants(uc, SecurableType.CATALOG, catalog,
                                   change(alice, (Privilege.USE_CATALOG,), (Privilege.USE_CATALOG,))) == {}
         assert await patch_grants(uc, SecurableType.CATALOG, catalog) == {}
+        # UC does not check that a privilege suits the securable.
+        assert await patch_grants(uc, SecurableType.CATALOG, catalog, change(alice, (Privilege.SELECT,))) == {
+            alice: ["SELECT"]}
 
     sdk.run(unity_server, scenario)
 
@@ -669,6 +672,9 @@ def test_grant_errors(sdk: Sdk, unity_server: RunningServer, catalog: str, schem
             await expect_error(uc.grants.update(kind, name, UpdatePermissions(
                 changes=[change(alice, (Privilege.SELECT,))])), 404, code)
         await expect_error(uc.grants.get(SecurableType.TABLE, f"{catalog}.{schema}"), 400, "INVALID_ARGUMENT")
+        if not unity_server.external:  # this server keeps no functions or volumes
+            for kind in (SecurableType.FUNCTION, SecurableType.VOLUME):
+                await expect_error(uc.grants.get(kind, f"{catalog}.{schema}.x"), 404, "NOT_FOUND")
 
     sdk.run(unity_server, scenario)
     # What the SDK cannot send: a privilege outside UC's enum (OWNER included), a type UC has no route for.
