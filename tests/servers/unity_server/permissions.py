@@ -53,8 +53,11 @@ def update_permissions(db_store: store.Store, authorization: bool, securable_typ
                        request: dict) -> dict:
     with db_store.transaction("Failed to update permissions") as db:
         resource_id = resource_id_of(db, securable_type, name)
+    if request["changes"] is None:
+        raise UcError("INTERNAL", 'Cannot invoke "java.util.List.forEach(java.util.function.Consumer)" because '
+                                  '"changes" is null')
     principal_ids: set[str] = set()
-    for change in request["changes"] or []:
+    for change in request["changes"]:
         if change is None:
             raise UcError("INTERNAL", 'Cannot invoke "io.unitycatalog.server.model.PermissionsChange'
                                       '.getPrincipal()" because "change" is null')
@@ -102,7 +105,7 @@ def resource_id_of(db: sqlite3.Connection, securable_type: str, name: str) -> st
 def user_id_by_email(db: sqlite3.Connection, email: str | None) -> str:
     row = db.execute("SELECT id FROM users WHERE email = ?", (email,)).fetchone()
     if row is None:
-        raise UcError("NOT_FOUND", f"User not found: {email}")
+        raise UcError("NOT_FOUND", f"User not found: {'null' if email is None else email}")
     return row["id"]
 
 
