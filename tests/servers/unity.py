@@ -4,7 +4,8 @@
 by the server, reported through a file), checks it with a real API request and
 hands back a `RunningServer` whose endpoint is `http://127.0.0.1:PORT` (the
 API lives under /api/2.1/unity-catalog). `inject_faults` and `clear_faults`
-drive its test-only fault injection. See tests/servers/docs/unity.md.
+drive its test-only fault injection; `create_user` makes a grant principal
+through UC's SCIM API. See tests/servers/docs/unity.md.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.servers.base import RunningServer, stop_process, wait_until
-from tests.servers.unity_server.app import API_ROOT, CONTROL_ROOT
+from tests.servers.unity_server.app import API_ROOT, CONTROL_API_ROOT, CONTROL_ROOT
 from tests.servers.unity_server.server import TOKEN_VARIABLE
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -28,17 +29,21 @@ STARTUP_TIMEOUT = 30.0
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def start(workdir: Path, token: str | None = None) -> RunningServer:
+def start(workdir: Path, token: str | None = None, authorization: bool = True) -> RunningServer:
     """Start a server keeping its SQLite database and log in `workdir`.
 
     With `token`, every API call must carry `Authorization: Bearer <token>`.
+    `authorization` is UC's `server.authorization`. It is on by default, unlike
+    UC's own default, because grants are stored only with it on; with it off
+    the server behaves as a stock UC does: PATCH of permissions is accepted and
+    drops every grant, and GET lists none.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / "unity-server.log"
     port_file = workdir / "unity-server.port"
     port_file.unlink(missing_ok=True)
     began = time.monotonic()
-    process = _spawn(workdir, port_file, log_path, token)
+    process = _spawn(workdir, port_file, log_path, token, authorization)
     try:
         wait_until(port_file.exists, STARTUP_TIMEOUT, "Unity Catalog test server", log_path, process)
         endpoint = f"http://127.0.0.1:{port_file.read_text().strip()}"
@@ -74,7 +79,22 @@ def clear_faults(server: RunningServer) -> None:
     _control(server.endpoint, "DELETE", "/faults")
 
 
-def _spawn(workdir: Path, port_file: Path, log_path: Path, token: str | None) -> subprocess.Popen:
+def create_user(server: RunningServer, email: str, name: str | None = None,
+                token: str | None = None) -> dict:
+    """Create a user (a grant's principal) through UC's SCIM API, as on a real UC; returns the
+    SCIM UserResource. Works against an external UC too (its admin token as `token`)."""
+    resource = {"displayName": name or email, "emails": [{"value": email, "primary": True}]}
+    request = urllib.request.Request(f"{server.endpoint}{CONTROL_API_ROOT}/scim2/Users",
+                                     data=json.dumps(resource).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    with _opener.open(request, timeout=10) as response:
+        return json.load(response)
+
+
+def _spawn(workdir: Path, port_file: Path, log_path: Path, token: str | None,
+           authorization: bool) -> subprocess.Popen:
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
     environment.pop(TOKEN_VARIABLE, None)
     if token is not None:
@@ -84,6 +104,7 @@ def _spawn(workdir: Path, port_file: Path, log_path: Path, token: str | None) ->
         "--db", str(workdir / "unity.sqlite3"),
         "--port-file", str(port_file),
         "--parent-pid", str(os.getpid()),
+        "--authorization", "enable" if authorization else "disable",
     ]
     with open(log_path, "ab") as log:
         return subprocess.Popen(command, cwd=PROJECT_ROOT, env=environment, stdin=subprocess.DEVNULL,

@@ -1,9 +1,11 @@
 """The Unity Catalog REST API and the test-only control API, independent of sockets.
 
 `UnityApp.respond` turns one HTTP request into one `Response`:
-- `/api/2.1/unity-catalog/...`: catalogs, schemas and tables as UC OSS serves
-  them (an unknown path answers 404, a known path with another method 405,
-  in plain text like UC's Armeria server). Every such request is counted.
+- `/api/2.1/unity-catalog/...`: catalogs, schemas, tables and permissions as
+  UC OSS serves them (an unknown path answers 404, a known path with another
+  method 405, in plain text like UC's Armeria server). Every such request is
+  counted.
+- `/api/1.0/unity-control/scim2/Users...`: UC's SCIM user API (not counted).
 - `/_test/...`: request counting and fault injection for tests; never counted.
 """
 
@@ -15,15 +17,17 @@ import logging
 import re
 import threading
 import urllib.parse
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
-from tests.servers.unity_server import bodies, catalogs, schemas, tables
+from tests.servers.unity_server import bodies, catalogs, permissions, schemas, tables, users
 from tests.servers.unity_server.errors import CODE_FOR_STATUS, UcError, error_body
 from tests.servers.unity_server.store import Store
 
 API_ROOT = "/api/2.1/unity-catalog"
+CONTROL_API_ROOT = "/api/1.0/unity-control"
 CONTROL_ROOT = "/_test"
 #: The owner UC records for calls made with its admin token.
 TOKEN_PRINCIPAL = "admin"
@@ -63,6 +67,7 @@ class ApiRequest:
     query: dict[str, str]
     body: bytes
     caller: str | None
+    authorization: bool = True
 
     def required(self, name: str) -> str:
         if name not in self.query:
@@ -142,6 +147,22 @@ ROUTES = (
         store, call.params["full_name"])),
     Route("DELETE", ("tables", "{full_name}"), lambda store, call: tables.delete_table(
         store, call.params["full_name"])),
+    *(route for kind in permissions.SECURABLE_TYPES for route in (
+        Route("GET", ("permissions", kind, "{name}"), lambda store, call, kind=kind: permissions.get_permissions(
+            store, call.authorization, kind, call.params["name"])),
+        Route("PATCH", ("permissions", kind, "{name}"), lambda store, call, kind=kind: permissions.update_permissions(
+            store, call.authorization, kind, call.params["name"],
+            bodies.read_body(call.body, bodies.UPDATE_PERMISSIONS))),
+    )),
+)
+
+#: UC's SCIM2 user service, under CONTROL_API_ROOT.
+CONTROL_ROUTES = (
+    Route("POST", ("scim2", "Users"), lambda store, call: users.create_user(store, _json_body(call.body))),
+    Route("GET", ("scim2", "Users"), lambda store, call: users.list_users(
+        store, call.query.get("filter"), call.optional_int("startIndex"), call.optional_int("count"))),
+    Route("GET", ("scim2", "Users", "{id}"), lambda store, call: users.get_user(store, call.params["id"])),
+    Route("DELETE", ("scim2", "Users", "{id}"), lambda store, call: users.delete_user(store, call.params["id"])),
 )
 
 
@@ -167,9 +188,12 @@ class Fault:
 
 
 class UnityApp:
-    def __init__(self, store: Store, token: str | None = None) -> None:
+    def __init__(self, store: Store, token: str | None = None, authorization: bool = True) -> None:
         self._store = store
         self._token = token
+        self.authorization = authorization
+        if authorization:
+            _initialize_admin(store)
         self._lock = threading.Lock()
         self._requests = 0
         self._faults: list[Fault] = []
@@ -184,40 +208,56 @@ class UnityApp:
             return self._control(method, raw_path[len(CONTROL_ROOT):], body)
         if raw_path == "/":
             return text_response(200, "Hello, Unity Catalog!")
+        if raw_path.startswith(CONTROL_API_ROOT + "/"):
+            return self._guarded(method, raw_path, lambda: self._serve(
+                CONTROL_ROUTES, method, raw_path[len(CONTROL_API_ROOT):], raw_query, authorization, body))
         if not raw_path.startswith(API_ROOT + "/"):
             return status_text(404)
         api_path = raw_path[len(API_ROOT):]
         fault = self._count_and_take_fault(method, api_path)
         if fault is not None:
             return fault.response()
+        return self._guarded(method, raw_path, lambda: self._serve(
+            ROUTES, method, api_path, raw_query, authorization, body))
+
+    def _guarded(self, method: str, raw_path: str, serve: Callable[[], Response]) -> Response:
         try:
-            return self._serve_api(method, api_path, raw_query, authorization, body)
+            return serve()
         except UcError as error:
             return json_response(error.status, error_body(error.error_code, error.message))
+        except users.ScimError as error:  # UC's GlobalExceptionHandler answers SCIM errors with 500
+            return json_response(500, error.body)
         except Exception as error:  # answered as UC answers an unexpected exception
             log.exception("unexpected failure on %s %s", method, raw_path)
             return json_response(500, error_body("INTERNAL", str(error) or type(error).__name__))
 
-    def _serve_api(self, method: str, api_path: str, raw_query: str, authorization: str | None,
-                   body: bytes) -> Response:
+    def _serve(self, routes: tuple[Route, ...], method: str, api_path: str, raw_query: str,
+               authorization: str | None, body: bytes) -> Response:
         caller = self._authenticate(authorization)
         segments = _decoded_segments(api_path)
         if segments is None:
             return status_text(400)
         path_known = False
-        for route in ROUTES:
+        for route in routes:
             params = route.match(segments)
             if params is None:
                 continue
             if route.method == method:
-                return self._call(route, ApiRequest(params, _first_values(raw_query), body, caller))
+                request = ApiRequest(params, _first_values(raw_query), body, caller, self.authorization)
+                return self._call(route, request, scim=routes is CONTROL_ROUTES)
             path_known = True
         return status_text(405 if path_known else 404)
 
-    def _call(self, route: Route, request: ApiRequest) -> Response:
+    def _call(self, route: Route, request: ApiRequest, scim: bool = False) -> Response:
         result = route.handler(self._store, request)
         # UC answers a delete with Armeria's bare "200 OK".
-        return status_text(200) if result is None else json_response(200, result)
+        if result is None:
+            return status_text(200)
+        if scim:  # SCIM answers are application/scim+json; a create is 201
+            response = json_response(201 if route.method == "POST" else 200, result)
+            response.content_type = "application/scim+json"
+            return response
+        return json_response(200, result)
 
     def _authenticate(self, authorization: str | None) -> str | None:
         """UC's AuthDecorator answers, for a server started with a token."""
@@ -270,6 +310,21 @@ def _parse_fault(body: bytes) -> Fault | None:
     except (ValueError, KeyError, TypeError):
         return None
     return fault if fault.status in CODE_FOR_STATUS else None
+
+
+def _initialize_admin(store: Store) -> None:
+    """UC's UnityAccessUtil.initializeAdmin: with authorization on, a user `admin` exists and owns
+    the metastore (OWNER is implicit here: every caller acts as that owner)."""
+    with store.transaction("Failed to initialize admin") as db:
+        if db.execute("SELECT 1 FROM users WHERE email = ?", (TOKEN_PRINCIPAL,)).fetchone() is None:
+            users.insert_user(db, str(uuid.uuid4()), "Admin", TOKEN_PRINCIPAL, None)
+
+
+def _json_body(raw: bytes) -> object:
+    try:
+        return json.loads(raw.decode("utf-8")) if raw.strip() else None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise UcError("INVALID_ARGUMENT", f"Failed to parse JSON request body: {error}") from error
 
 
 def _first_values(raw_query: str) -> dict[str, str]:

@@ -187,3 +187,32 @@ CREATE_TABLE = Model("CreateTable", {
     "comment": Field(string), "properties": _PROPERTIES, "view_definition": Field(string),
     "view_dependencies": Field(nested(DEPENDENCY_LIST)),
 })
+
+#: UC's Privilege enum (api/all.yaml): the values, with spaces, are what the wire carries.
+#: OWNER exists only inside the server and cannot be sent.
+PRIVILEGES = (
+    "CREATE CATALOG", "USE CATALOG", "CREATE SCHEMA", "USE SCHEMA", "CREATE TABLE", "SELECT", "MODIFY",
+    "CREATE FUNCTION", "EXECUTE", "CREATE VOLUME", "READ VOLUME", "CREATE MODEL",
+    "CREATE EXTERNAL LOCATION", "READ FILES", "WRITE FILES", "CREATE EXTERNAL TABLE",
+    "CREATE EXTERNAL VOLUME", "CREATE MANAGED STORAGE", "CREATE STORAGE CREDENTIAL",
+)
+
+
+def list_of_values(reader: Reader) -> Reader:
+    def read(value: Any, where: str) -> list | None:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise _Refused(f"Cannot deserialize value of type `java.util.List` from {_json_kind(value)} value "
+                           f"(through reference chain: {where})")
+        return [reader(item, f"{where}[{index}]") for index, item in enumerate(value)]
+    return read
+
+
+_PRIVILEGE_LIST = Field(list_of_values(enum("Privilege", PRIVILEGES)), default=[])
+PERMISSIONS_CHANGE = Model("PermissionsChange", {
+    "principal": Field(string), "add": _PRIVILEGE_LIST, "remove": _PRIVILEGE_LIST,
+})
+UPDATE_PERMISSIONS = Model("UpdatePermissions", {
+    "changes": Field(list_of(PERMISSIONS_CHANGE), default=[]),
+})

@@ -96,7 +96,7 @@ def delete_catalog(db_store: store.Store, name: str, force: bool) -> None:
             )
         for schema in schemas:
             delete_schema_rows(db, schema, force=True)
-        store.delete_properties(db, [catalog["id"]])
+        store.forget_deleted(db, [catalog["id"]])
         db.execute("DELETE FROM catalogs WHERE id = ?", (catalog["id"],))
 
 

@@ -108,7 +108,7 @@ def delete_schema_rows(db: sqlite3.Connection, schema: sqlite3.Row, force: bool)
     table_ids = [row["id"] for row in db.execute("SELECT id FROM tables WHERE schema_id = ?", (schema["id"],))]
     if table_ids and not force:
         raise UcError("FAILED_PRECONDITION", "Cannot delete schema with tables")
-    store.delete_properties(db, [*table_ids, schema["id"]])
+    store.forget_deleted(db, [*table_ids, schema["id"]])
     db.execute("DELETE FROM tables WHERE schema_id = ?", (schema["id"],))
     db.execute("DELETE FROM schemas WHERE id = ?", (schema["id"],))
 

@@ -1,7 +1,7 @@
 """HTTP/1.1 server for `UnityApp` on 127.0.0.1, and the process entry point.
 
 Run as `python -m tests.servers.unity_server --db FILE --port-file FILE
-[--port N] [--parent-pid PID]`. The bearer token, when wanted, comes from the
+[--port N] [--parent-pid PID] [--authorization enable|disable]`. The bearer token, when wanted, comes from the
 environment variable named by TOKEN_VARIABLE, never from the command line.
 The process stops on SIGTERM, and on its own when its parent process is gone.
 """
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
     arguments = _parse_arguments(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     store = Store(arguments.db)
-    app = UnityApp(store, token=os.environ.pop(TOKEN_VARIABLE, None) or None)
+    app = UnityApp(store, token=os.environ.pop(TOKEN_VARIABLE, None) or None,
+                   authorization=arguments.authorization == "enable")
     server = UnityHttpServer(arguments.port, app)
     port = server.server_address[1]
     _write_atomically(arguments.port_file, str(port))
@@ -103,8 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop())
     if arguments.parent_pid:
         threading.Thread(target=_stop_when_orphaned, args=(arguments.parent_pid, stop), daemon=True).start()
-    log.info("Unity Catalog test server on http://%s:%d (db %s, auth %s)", HOST, port, arguments.db,
-             "on" if app.requires_token else "off")
+    log.info("Unity Catalog test server on http://%s:%d (db %s, token %s, authorization %s)", HOST, port,
+             arguments.db, "on" if app.requires_token else "off", arguments.authorization)
     try:
         server.serve_forever(poll_interval=0.2)
     finally:
@@ -119,6 +120,8 @@ def _parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks a free one")
     parser.add_argument("--port-file", type=Path, required=True, help="where to write the bound port")
     parser.add_argument("--parent-pid", type=int, help="stop when this process is gone")
+    parser.add_argument("--authorization", choices=("enable", "disable"), default="enable",
+                        help="UC's server.authorization: with disable, grants are accepted and dropped")
     return parser.parse_args(argv)
 
 

@@ -1,4 +1,4 @@
-"""SQLite storage for catalogs, schemas, tables and their properties.
+"""SQLite storage for catalogs, schemas, tables, their properties, users and grants.
 
 One connection, one lock: every API call runs as one serialized transaction,
 as UC runs each call in one Hibernate transaction. A failure that is not a
@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,14 @@ CREATE TABLE IF NOT EXISTS tables (
 CREATE TABLE IF NOT EXISTS properties (
     entity_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (entity_id, key));
+CREATE TABLE IF NOT EXISTS metastore (id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY, name TEXT, email TEXT UNIQUE, external_id TEXT,
+    state TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS grants (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, principal_id TEXT NOT NULL,
+    resource_id TEXT NOT NULL, privilege TEXT NOT NULL,
+    UNIQUE (principal_id, resource_id, privilege));
 """
 
 #: Width of UC's uc_properties key and value columns (Hibernate's default for String).
@@ -55,6 +64,8 @@ class Store:
         for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"):
             self._db.execute(f"PRAGMA {pragma}")
         self._db.executescript(_DDL)
+        if self._db.execute("SELECT 1 FROM metastore").fetchone() is None:
+            self._db.execute("INSERT INTO metastore VALUES (?)", (str(uuid.uuid4()),))
         self._lock = threading.Lock()
 
     @contextmanager
@@ -135,9 +146,17 @@ def replace_properties(db: sqlite3.Connection, entity_id: str, properties: dict 
         db.execute("INSERT INTO properties VALUES (?, ?, ?)", (entity_id, key, value))
 
 
-def delete_properties(db: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
-    db.executemany("DELETE FROM properties WHERE entity_id = ?", ((entity_id,) for entity_id in entity_ids))
+def forget_deleted(db: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
+    """Forget what belongs to deleted securables: their properties and the grants on them
+    (UC's services clear a deleted resource's authorizations, cascades included)."""
+    ids = list(entity_ids)
+    db.executemany("DELETE FROM properties WHERE entity_id = ?", ((entity_id,) for entity_id in ids))
+    db.executemany("DELETE FROM grants WHERE resource_id = ?", ((entity_id,) for entity_id in ids))
 
 
 def audit_fields(row: sqlite3.Row) -> dict:
     return {key: row[key] for key in ("owner", "created_at", "created_by", "updated_at", "updated_by")}
+
+
+def metastore_id(db: sqlite3.Connection) -> str:
+    return db.execute("SELECT id FROM metastore").fetchone()["id"]

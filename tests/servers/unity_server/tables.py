@@ -115,7 +115,7 @@ def delete_table(db_store: store.Store, full_name: str) -> None:
         row = store.find_table(db, schema["id"], name)
         if row is None:
             raise UcError("TABLE_NOT_FOUND", f"Table not found: {name}")
-        store.delete_properties(db, [row["id"]])
+        store.forget_deleted(db, [row["id"]])
         db.execute("DELETE FROM tables WHERE id = ?", (row["id"],))
 
 
