@@ -694,6 +694,19 @@ def check_grants_go_with_their_table(scratch: Scratch) -> None:
         assert held(client, database, "t2") == set()
 
 
+def check_malformed_privilege_requests(scratch: Scratch) -> None:
+    """No request type or no bag is a NullPointerException inside HMS (INTERNAL_ERROR); an
+    empty bag succeeds and changes nothing."""
+    with scratch.client() as client:
+        for request in (GrantRevokePrivilegeRequest(privileges=PrivilegeBag([])),
+                        GrantRevokePrivilegeRequest(requestType=GrantRevokeType.GRANT),
+                        GrantRevokePrivilegeRequest(requestType=GrantRevokeType.REVOKE)):
+            with pytest.raises(TApplicationException) as raised:
+                client.grant_revoke_privileges(request)
+            assert raised.value.type == TApplicationException.INTERNAL_ERROR
+        assert grant(client) and revoke(client)
+
+
 PRIVILEGE_CHECKS: list[Callable[[Scratch], None]] = [
     check_table_grants_round_trip,
     check_database_grants,
@@ -704,6 +717,7 @@ PRIVILEGE_CHECKS: list[Callable[[Scratch], None]] = [
     check_revoking_only_the_grant_option,
     check_role_principals,
     check_grants_go_with_their_table,
+    check_malformed_privilege_requests,
 ]
 
 

@@ -170,6 +170,8 @@ class Privileges:
 
     def grant(self, bag: PrivilegeBag | None, database_exists, table_exists,
               call: str = "grant_privileges") -> bool:
+        if bag is None:
+            raise _internal_error(call)  # privileges.getPrivileges() on null
         try:
             added = self._granted(bag, database_exists, table_exists)
         except _StoreError as error:
@@ -183,6 +185,8 @@ class Privileges:
 
     def revoke(self, bag: PrivilegeBag | None, grant_option: bool, database_exists,
                call: str = "revoke_privileges") -> bool:
+        if bag is None:
+            raise _internal_error(call)
         try:
             removed, without_option = self._revoked(bag, grant_option, database_exists)
         except _StoreError as error:
