@@ -33,7 +33,12 @@ from pymetastore.hive_metastore.ttypes import (
     GetCatalogRequest,
     GetTableRequest,
     GetTablesRequest,
+    GrantRevokePrivilegeRequest,
+    GrantRevokeType,
     HeartbeatRequest,
+    HiveObjectPrivilege,
+    HiveObjectRef,
+    HiveObjectType,
     InvalidObjectException,
     InvalidOperationException,
     LockComponent,
@@ -45,6 +50,10 @@ from pymetastore.hive_metastore.ttypes import (
     MetaException,
     NoSuchLockException,
     NoSuchObjectException,
+    PrincipalType,
+    PrivilegeBag,
+    PrivilegeGrantInfo,
+    Role,
     SerDeInfo,
     ShowLocksRequest,
     StorageDescriptor,
@@ -418,6 +427,300 @@ LOCK_CHECKS: list[Callable[[Scratch], None]] = [
     check_concurrent_exclusive_locks,
 ]
 
+# ---- privileges and roles (no authorization manager: HMS stores what it is sent) ----------
+
+GRANTOR = "lance-sync"
+
+
+def privilege(database: str, table: str | None, principal: str, name: str,
+              principal_type: int = PrincipalType.USER, grantor: str | None = GRANTOR,
+              grant_option: bool = False) -> HiveObjectPrivilege:
+    """One privilege on a database (table None) or a table, as a grant or revoke sends it."""
+    ref = HiveObjectRef(objectType=HiveObjectType.TABLE if table else HiveObjectType.DATABASE,
+                        dbName=database, objectName=table)
+    return HiveObjectPrivilege(
+        hiveObject=ref, principalName=principal, principalType=principal_type,
+        grantInfo=PrivilegeGrantInfo(privilege=name, createTime=0, grantor=grantor,
+                                     grantorType=PrincipalType.USER, grantOption=grant_option))
+
+
+def grant(client: Client, *privileges: HiveObjectPrivilege) -> bool:
+    return client.grant_revoke_privileges(GrantRevokePrivilegeRequest(
+        requestType=GrantRevokeType.GRANT, privileges=PrivilegeBag(list(privileges)))).success
+
+
+def revoke(client: Client, *privileges: HiveObjectPrivilege, grant_option: bool = False) -> bool:
+    return client.grant_revoke_privileges(GrantRevokePrivilegeRequest(
+        requestType=GrantRevokeType.REVOKE, privileges=PrivilegeBag(list(privileges)),
+        revokeGrantOption=grant_option)).success
+
+
+def held(client: Client, database: str, table: str | None = None,
+         principal: tuple[str, int] | None = None) -> set[tuple[str, int, str, str | None, bool]]:
+    """(principal, principal type, privilege, grantor, grant option) of every grant on the
+    object, or of one principal's: one list_privileges call."""
+    ref = HiveObjectRef(objectType=HiveObjectType.TABLE if table else HiveObjectType.DATABASE,
+                        dbName=database, objectName=table)
+    name, kind = principal or (None, None)
+    return {(found.principalName, found.principalType, found.grantInfo.privilege,
+             found.grantInfo.grantor, found.grantInfo.grantOption)
+            for found in client.list_privileges(name, kind, ref)}
+
+
+@contextmanager
+def refused(cause: str) -> Iterator[None]:
+    """A grant or revoke that ObjectStore refuses. HMS 2.3 wraps the cause in a
+    RuntimeException (TApplicationException INTERNAL_ERROR, the cause only in its log);
+    HMS 3.1 answers MetaException("Got exception: <class> <cause>")."""
+    with pytest.raises((TApplicationException, MetaException)) as raised:
+        yield
+    if isinstance(raised.value, TApplicationException):
+        assert raised.value.type == TApplicationException.INTERNAL_ERROR
+        assert str(raised.value.message).startswith("Internal error processing ")
+    else:
+        assert raised.value.message.startswith("Got exception: "), raised.value.message
+        assert cause in raised.value.message, raised.value.message
+
+
+def principal_name(prefix: str) -> str:
+    return unique_name(f"lsync_{prefix}")
+
+
+def check_table_grants_round_trip(scratch: Scratch) -> None:
+    """Grants to users and groups, listed per principal and for everyone, and revoked; the
+    server sets createTime, keeps grantor and grant option, and lower-cases the names."""
+    alice, analysts = principal_name("alice"), principal_name("analysts")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        assert grant(client, privilege(database.upper(), "T", alice, "SELECT"))
+        assert grant(client, privilege(database, "t", analysts, "SELECT", PrincipalType.GROUP),
+                     privilege(database, "t", analysts, "INSERT", PrincipalType.GROUP,
+                               grant_option=True))
+        assert held(client, database, "t") == {
+            (alice, PrincipalType.USER, "SELECT", GRANTOR, False),
+            (analysts, PrincipalType.GROUP, "SELECT", GRANTOR, False),
+            (analysts, PrincipalType.GROUP, "INSERT", GRANTOR, True)}
+        assert held(client, database, "t", (alice, PrincipalType.USER)) \
+            == {(alice, PrincipalType.USER, "SELECT", GRANTOR, False)}
+        assert held(client, database, "t", (alice, PrincipalType.GROUP)) == set()
+        assert held(client, database, "t", (alice.upper(), PrincipalType.USER)) == set()
+        [listed] = client.list_privileges(alice, PrincipalType.USER, HiveObjectRef(
+            objectType=HiveObjectType.TABLE, dbName=database, objectName="t"))
+        assert (listed.hiveObject.objectType, listed.hiveObject.dbName, listed.hiveObject.objectName) \
+            == (HiveObjectType.TABLE, database, "t")
+        assert listed.grantInfo.createTime > 0  # the server's clock, not the 0 sent
+        assert listed.grantInfo.grantorType == PrincipalType.USER
+        assert held(client, database) == set()  # a table grant is not a database grant
+
+        assert revoke(client, privilege(database, "T", alice, "SELECT"))
+        assert held(client, database, "t", (alice, PrincipalType.USER)) == set()
+        assert client.grant_privileges(PrivilegeBag([privilege(database, "t", alice, "UPDATE")]))
+        assert client.revoke_privileges(PrivilegeBag([privilege(database, "t", alice, "UPDATE")]))
+        assert {entry[0] for entry in held(client, database, "t")} == {analysts}
+        with pytest.raises(TApplicationException) as raised:  # principalType.toString() on null
+            client.list_privileges(alice, None, HiveObjectRef(
+                objectType=HiveObjectType.TABLE, dbName=database, objectName="t"))
+        assert raised.value.type == TApplicationException.INTERNAL_ERROR
+
+
+def check_database_grants(scratch: Scratch) -> None:
+    alice = principal_name("alice")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        assert grant(client, privilege(database, None, alice, "SELECT"))
+        assert held(client, database) == {(alice, PrincipalType.USER, "SELECT", GRANTOR, False)}
+        [listed] = client.list_privileges(None, None, HiveObjectRef(
+            objectType=HiveObjectType.DATABASE, dbName=database.upper()))
+        assert (listed.hiveObject.objectType, listed.hiveObject.dbName) \
+            == (HiveObjectType.DATABASE, database)
+        assert revoke(client, privilege(database, None, alice, "SELECT"))
+        assert held(client, database) == set()
+        missing = unique_name()
+        with refused("There is no database"):
+            grant(client, privilege(missing, None, alice, "SELECT"))
+        assert held(client, missing) == set()
+
+
+def check_double_grant_is_refused_whole(scratch: Scratch) -> None:
+    """A privilege the principal already holds from the same grantor (any case of the
+    grantor's name) fails the whole request: nothing in it is stored. From another grantor
+    it is a second grant."""
+    alice = principal_name("alice")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        assert grant(client, privilege(database, "t", alice, "SELECT"))
+        with refused("SELECT is already granted on table"):
+            grant(client, privilege(database, "t", alice, "UPDATE"),
+                  privilege(database, "t", alice, "SELECT", grantor=GRANTOR.upper()))
+        assert held(client, database, "t") == {(alice, PrincipalType.USER, "SELECT", GRANTOR, False)}
+        # Each entry is checked against the grants stored before the request. Naming one
+        # privilege twice stores a table's twice; a database's breaks DB_PRIVS' unique index
+        # (an internal error in 2.3 and 3.1 alike), and nothing is stored.
+        assert grant(client, privilege(database, "t", alice, "INSERT"),
+                     privilege(database, "t", alice, "INSERT"))
+        assert len(client.list_privileges(alice, PrincipalType.USER, HiveObjectRef(
+            objectType=HiveObjectType.TABLE, dbName=database, objectName="t"))) == 3
+        assert revoke(client, privilege(database, "t", alice, "INSERT,INSERT"))  # the first, twice
+        assert len(client.list_privileges(alice, PrincipalType.USER, HiveObjectRef(
+            objectType=HiveObjectType.TABLE, dbName=database, objectName="t"))) == 2
+        assert revoke(client, privilege(database, "t", alice, "INSERT"))
+        with pytest.raises(TApplicationException) as raised:
+            grant(client, privilege(database, None, alice, "ALL"),
+                  privilege(database, None, alice, "ALL"))
+        assert raised.value.type == TApplicationException.INTERNAL_ERROR
+        assert held(client, database) == set()
+        assert grant(client, privilege(database, None, alice, "ALL"))
+        with refused("ALL is already granted on database"):
+            grant(client, privilege(database, None, alice, "ALL"))
+
+        assert grant(client, privilege(database, "t", alice, "SELECT", grantor="someone-else"))
+        assert held(client, database, "t") == {
+            (alice, PrincipalType.USER, "SELECT", GRANTOR, False),
+            (alice, PrincipalType.USER, "SELECT", "someone-else", False)}
+        assert revoke(client, privilege(database, "t", alice, "SELECT"))  # one grant per revoke
+        assert len(held(client, database, "t")) == 1
+        assert revoke(client, privilege(database, "t", alice, "SELECT", grantor=None))
+        assert held(client, database, "t") == set()
+
+
+def check_revoking_what_is_not_held_is_refused(scratch: Scratch) -> None:
+    alice, bob = principal_name("alice"), principal_name("bob")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        assert grant(client, privilege(database, "t", alice, "SELECT"))
+        with refused("No grant (SELECT) found"):
+            revoke(client, privilege(database, "t", alice, "SELECT"),
+                   privilege(database, "t", bob, "SELECT"))
+        assert held(client, database, "t") == {(alice, PrincipalType.USER, "SELECT", GRANTOR, False)}
+        with refused("No database grant found for privileges SELECT"):
+            revoke(client, privilege(database, None, alice, "SELECT"))
+        with refused("No grant (SELECT) found"):
+            revoke(client, privilege(database, "missing", alice, "SELECT"))
+        assert revoke(client, privilege(database, "t", alice, " "))  # a blank privilege is skipped
+        assert len(held(client, database, "t")) == 1
+
+
+def check_grant_on_missing_table_is_silent(scratch: Scratch) -> None:
+    """Success, and nothing stored: a table created later under that name has no grants."""
+    alice = principal_name("alice")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        assert grant(client, privilege(database, "later", alice, "SELECT"))
+        assert held(client, database, "later") == set()
+        client.create_table(external_table(database, "later", scratch.uri(f"{database}_later")))
+        assert held(client, database, "later") == set()
+
+
+def check_privileges_are_stored_as_sent(scratch: Scratch) -> None:
+    """Any string is a privilege, compared case-sensitively when granting; a comma splits one
+    into several. Revoking matches a table's privileges ignoring case, a database's exactly."""
+    alice = principal_name("alice")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        assert grant(client, privilege(database, "t", alice, "FROBNICATE"),
+                     privilege(database, "t", alice, "select"),
+                     privilege(database, "t", alice, "SELECT"),
+                     privilege(database, "t", alice, "INSERT,DELETE"))
+        assert {entry[2] for entry in held(client, database, "t")} \
+            == {"FROBNICATE", "select", "SELECT", "INSERT", "DELETE"}
+        assert revoke(client, privilege(database, "t", alice, "frobnicate"))
+        assert revoke(client, privilege(database, "t", alice, "DELETE,INSERT"))
+        assert {entry[2] for entry in held(client, database, "t")} == {"select", "SELECT"}
+
+        assert grant(client, privilege(database, None, alice, "select"))
+        with refused("No database grant found for privileges SELECT"):
+            revoke(client, privilege(database, None, alice, "SELECT"))
+        assert revoke(client, privilege(database, None, alice, "select"))
+
+
+def check_revoking_only_the_grant_option(scratch: Scratch) -> None:
+    alice = principal_name("alice")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        assert grant(client, privilege(database, "t", alice, "SELECT", grant_option=True))
+        assert revoke(client, privilege(database, "t", alice, "SELECT"), grant_option=True)
+        assert held(client, database, "t") == {(alice, PrincipalType.USER, "SELECT", GRANTOR, False)}
+        with pytest.raises(MetaException) as raised:
+            revoke(client, privilege(database, "t", alice, "SELECT"), grant_option=True)
+        assert raised.value.message == f"User {alice} does not have grant option with privilege SELECT"
+        assert len(held(client, database, "t")) == 1
+
+
+def check_role_principals(scratch: Scratch) -> None:
+    """A ROLE principal must exist (create_role); dropping the role drops its grants."""
+    role = principal_name("role")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        with refused(f"Role {role} does not exist"):
+            grant(client, privilege(database, None, role, "ALL", PrincipalType.ROLE))
+        assert {"admin", "public"} <= set(client.get_role_names())
+        assert client.create_role(Role(roleName=role, ownerName="admin"))
+        try:
+            assert role in client.get_role_names()
+            with pytest.raises((TApplicationException, MetaException)):
+                client.create_role(Role(roleName=role, ownerName="admin"))
+            assert grant(client, privilege(database, None, role, "ALL", PrincipalType.ROLE))
+            assert held(client, database) == {(role, PrincipalType.ROLE, "ALL", GRANTOR, False)}
+        finally:
+            assert client.drop_role(role)
+        assert role not in client.get_role_names()
+        assert held(client, database) == set()
+        with pytest.raises(MetaException):
+            client.drop_role("public")
+
+
+def check_grants_go_with_their_table(scratch: Scratch) -> None:
+    """Dropping a table drops its grants (a replaced table starts with none); a rename keeps
+    them; a dropped database's grants are gone when one of that name is created again."""
+    alice = principal_name("alice")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        assert grant(client, privilege(database, "t", alice, "SELECT"),
+                     privilege(database, None, alice, "SELECT"))
+        client.drop_table(database, "t", False)
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        assert held(client, database, "t") == set()
+        assert len(held(client, database)) == 1
+
+        assert grant(client, privilege(database, "t", alice, "SELECT"))
+        table = client.get_table(database, "t")
+        table.tableName = "t2"
+        client.alter_table(database, "t", table)
+        assert held(client, database, "t2") == {(alice, PrincipalType.USER, "SELECT", GRANTOR, False)}
+        assert held(client, database, "t") == set()
+
+        client.drop_database(database, False, True)
+        client.create_database(Database(name=database, locationUri=scratch.uri(database),
+                                        parameters={}))
+        assert held(client, database) == set()
+        client.create_table(external_table(database, "t2", scratch.uri(f"{database}_t")))
+        assert held(client, database, "t2") == set()
+
+
+def check_malformed_privilege_requests(scratch: Scratch) -> None:
+    """No request type or no bag is a NullPointerException inside HMS (INTERNAL_ERROR); an
+    empty bag succeeds and changes nothing."""
+    with scratch.client() as client:
+        for request in (GrantRevokePrivilegeRequest(privileges=PrivilegeBag([])),
+                        GrantRevokePrivilegeRequest(requestType=GrantRevokeType.GRANT),
+                        GrantRevokePrivilegeRequest(requestType=GrantRevokeType.REVOKE)):
+            with pytest.raises(TApplicationException) as raised:
+                client.grant_revoke_privileges(request)
+            assert raised.value.type == TApplicationException.INTERNAL_ERROR
+        assert grant(client) and revoke(client)
+
+
+PRIVILEGE_CHECKS: list[Callable[[Scratch], None]] = [
+    check_table_grants_round_trip,
+    check_database_grants,
+    check_double_grant_is_refused_whole,
+    check_revoking_what_is_not_held_is_refused,
+    check_grant_on_missing_table_is_silent,
+    check_privileges_are_stored_as_sent,
+    check_revoking_only_the_grant_option,
+    check_role_principals,
+    check_grants_go_with_their_table,
+    check_malformed_privilege_requests,
+]
+
+
 SHARED_CHECKS: list[Callable[[Scratch], None]] = [
     check_database_lifecycle,
     check_database_errors,
@@ -428,6 +731,7 @@ SHARED_CHECKS: list[Callable[[Scratch], None]] = [
     check_missing_required_field,
     check_concurrent_clients,
     *LOCK_CHECKS,
+    *PRIVILEGE_CHECKS,
 ]
 
 

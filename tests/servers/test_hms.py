@@ -9,8 +9,12 @@ from pymetastore.hive_metastore.ttypes import (
     Database,
     DropCatalogRequest,
     GetCatalogRequest,
+    HiveObjectRef,
+    HiveObjectType,
     MetaException,
     NoSuchObjectException,
+    PrincipalType,
+    PrivilegeBag,
 )
 from thrift.Thrift import TApplicationException
 
@@ -18,6 +22,10 @@ from tests.servers.hive_checks import (
     SHARED_CHECKS,
     Scratch,
     check_request_count,
+    external_table,
+    grant,
+    privilege,
+    revoke,
     scratch_database,
     unique_name,
 )
@@ -81,3 +89,40 @@ def test_database_description_and_location_are_not_altered(scratch):
         after = client.get_database(name)
         assert (after.description, after.locationUri, after.parameters) \
             == (before.description, before.locationUri, {"a": "1"})
+
+
+def test_privilege_refusals_are_internal_errors(scratch):
+    """2.3's HMSHandler wraps what ObjectStore throws in a RuntimeException: the client gets
+    only "Internal error processing <call>" (HMS 3.1 answers a MetaException instead)."""
+    alice = unique_name("alice")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        client.create_table(external_table(database, "t", scratch.uri(f"{database}_t")))
+        assert grant(client, privilege(database, "t", alice, "SELECT"))
+        refusals = [
+            ("grant_revoke_privileges", lambda: grant(client, privilege(database, "t", alice, "SELECT"))),
+            ("grant_privileges", lambda: client.grant_privileges(
+                PrivilegeBag([privilege(database, "t", alice, "SELECT")]))),
+            ("grant_revoke_privileges", lambda: revoke(client, privilege(database, "t", alice, "UPDATE"))),
+            ("revoke_privileges", lambda: client.revoke_privileges(
+                PrivilegeBag([privilege(database, "t", alice, "UPDATE")]))),
+            ("grant_revoke_privileges", lambda: grant(client, privilege(
+                database, "t", unique_name("role"), "SELECT", PrincipalType.ROLE))),
+        ]
+        for call, refusal in refusals:
+            with pytest.raises(TApplicationException) as raised:
+                refusal()
+            assert raised.value.type == TApplicationException.INTERNAL_ERROR
+            assert raised.value.message == f"Internal error processing {call}"
+
+
+def test_privilege_answers_carry_no_catalog(scratch):
+    """2.3 has no catalogs: catName is not read from a request nor set in an answer."""
+    alice = unique_name("alice")
+    with scratch.client() as client, scratch_database(client, scratch) as database:
+        with_catalog = privilege(database, None, alice, "SELECT")
+        with_catalog.hiveObject.catName = unique_name("no_such_catalog")
+        assert grant(client, with_catalog)
+        [listed] = client.list_privileges(None, None, HiveObjectRef(
+            objectType=HiveObjectType.DATABASE, dbName=database))
+        assert listed.hiveObject.catName is None
+        assert listed.authorizer is None

@@ -33,7 +33,11 @@ from pymetastore.hive_metastore.ttypes import (
     GetTableResult,
     GetTablesRequest,
     GetTablesResult,
+    GrantRevokePrivilegeRequest,
+    GrantRevokePrivilegeResponse,
     HeartbeatRequest,
+    HiveObjectPrivilege,
+    HiveObjectRef,
     InvalidObjectException,
     InvalidOperationException,
     LockRequest,
@@ -41,6 +45,8 @@ from pymetastore.hive_metastore.ttypes import (
     MetaException,
     NoSuchObjectException,
     PrincipalType,
+    PrivilegeBag,
+    Role,
     ShowLocksRequest,
     ShowLocksResponse,
     SkewedInfo,
@@ -63,6 +69,7 @@ from tests.servers.hive3_server.names import (
     parse_db_name,
     qualify_location,
 )
+from tests.servers.hive3_server.privileges import Privileges
 
 EXTERNAL_TABLE = "EXTERNAL_TABLE"
 MANAGED_TABLE = "MANAGED_TABLE"
@@ -93,6 +100,7 @@ class HiveMetastoreHandler:
         self._databases: dict[tuple[str, str], Database] = {}
         self._tables: dict[tuple[str, str, str], Table] = {}
         self._lock_table = LockTable()
+        self._privileges = Privileges()
         root = qualify_location(warehouse.as_uri())
         files.make_directory(root)
         self._catalogs[DEFAULT_CATALOG] = Catalog(
@@ -123,6 +131,44 @@ class HiveMetastoreHandler:
     @_synchronized
     def show_locks(self, rqst: ShowLocksRequest) -> ShowLocksResponse:
         return self._lock_table.show_locks(rqst)
+
+    # ---- privileges and roles (privileges.py) ----------------------------------------
+
+    @_synchronized
+    def grant_revoke_privileges(self, request: GrantRevokePrivilegeRequest
+                                ) -> GrantRevokePrivilegeResponse:
+        return self._privileges.grant_revoke(request, self._database_exists, self._table_exists)
+
+    @_synchronized
+    def grant_privileges(self, privileges: PrivilegeBag) -> bool:
+        return self._privileges.grant(privileges, self._database_exists, self._table_exists)
+
+    @_synchronized
+    def revoke_privileges(self, privileges: PrivilegeBag) -> bool:
+        return self._privileges.revoke(privileges, False, self._database_exists)
+
+    @_synchronized
+    def list_privileges(self, principal_name: str | None, principal_type: int | None,
+                        hive_object: HiveObjectRef) -> list[HiveObjectPrivilege]:
+        return self._privileges.list(principal_name, principal_type, hive_object)
+
+    @_synchronized
+    def create_role(self, role: Role) -> bool:
+        return self._privileges.create_role(role)
+
+    @_synchronized
+    def drop_role(self, role_name: str) -> bool:
+        return self._privileges.drop_role(role_name)
+
+    @_synchronized
+    def get_role_names(self) -> list[str]:
+        return self._privileges.get_role_names()
+
+    def _database_exists(self, catalog: str, database: str) -> bool:
+        return (catalog, database) in self._databases
+
+    def _table_exists(self, catalog: str, database: str, table: str) -> bool:
+        return (catalog, database, table) in self._tables
 
     # ---- catalogs -------------------------------------------------------------------
 
@@ -264,10 +310,12 @@ class HiveMetastoreHandler:
                 f"Database {database.name} is not empty. One or more tables exist.")
         for key in table_keys:
             table = self._tables.pop(key)
+            self._privileges.forget(("table", *key))
             if table.sd.location and _deletes_data(table, delete_data) \
                     and not files.is_inside(table.sd.location, database.locationUri):
                 files.delete_directory(table.sd.location)
         del self._databases[(database.catalogName, database.name)]
+        self._privileges.forget(("database", database.catalogName, database.name))
         if delete_data:
             files.delete_directory(database.locationUri)
 
@@ -391,6 +439,7 @@ class HiveMetastoreHandler:
             _update_quick_stats(altered, force=True)
         del self._tables[old_key]
         self._tables[new_key] = _with_stored_defaults(altered, *new_key)
+        self._privileges.move(("table", *old_key), ("table", *new_key))
 
     def _check_rename_target(self, key: tuple[str, str, str]) -> None:
         catalog, database, table = key
@@ -404,6 +453,7 @@ class HiveMetastoreHandler:
         catalog, database = parse_db_name(dbname)
         table = self._table(catalog, database, name)
         del self._tables[(table.catName, table.dbName, table.tableName)]
+        self._privileges.forget(("table", table.catName, table.dbName, table.tableName))
         if _deletes_data(table, delete_data):
             files.delete_directory(table.sd.location)
 
