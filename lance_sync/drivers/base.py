@@ -54,6 +54,17 @@ driver supplies only the backend calls (`_create_namespace_object`,
   caller tells "done already" from "never there" by finding the destination at the source's
   location (drivers never guess).
 
+Grants, where `capabilities().grants` says so (lance_sync.model.grants): `list_grants` answers
+every principal's privileges on a namespace or table in the backend's canonical spelling
+(`canonical_privilege`; a privilege held with a grant option counts as held), principals
+written as a manifest writes them; NamespaceNotFound (1) or TableNotFound (4) for a missing
+object. `change_grants` grants and revokes privileges of one principal on one object: it
+sends only what differs from what the backend holds (re-read first; some backends fail a
+whole request that grants a privilege held or revokes one not held) and leaves other
+principals and the object itself alone. Whether the backend stored the change is the
+caller's to check by listing again (a Unity server with authorization off accepts grants
+and keeps none).
+
 Configuration: each driver has a pydantic `config_model` (a `BackendConfig`) whose field
 names are the spec's property names. A driver is built from a configuration validated
 already (`Driver(config)`: the manifest's, see `lance_sync.drivers.connect_backends`) or from
@@ -105,6 +116,7 @@ from lance_sync.drivers.leases import LeaseRegister, NamespaceLeaseRegister
 from lance_sync.drivers.support.paging import follow_pages
 from lance_sync.drivers.support.requests import OPERATIONS, accepting_mappings, unsupported
 from lance_sync.model import secrets
+from lance_sync.model.grants import GrantMap, Securable
 
 # the configuration and identifier rules live in a module that validation imports without
 # the Lance Namespace client; drivers import them from here too
@@ -169,6 +181,8 @@ class Capabilities:
     creatable_namespace_levels: tuple[int, int | None] = (1, None)
     #: declare_tables writes many tables in one request, so apply sends declares in batches
     bulk_declare: bool = False
+    #: list_grants and change_grants work (on the objects `grant_privileges` allows)
+    grants: bool = False
 
 
 @dataclass(frozen=True)
@@ -415,6 +429,15 @@ class SyncNamespace(BackendRules, LanceNamespace):
             else:
                 errors.append(None)
         return errors
+
+    def list_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        """Every principal's privileges on the namespace or table (see the module docstring)."""
+        raise UnsupportedOperationError(f"{self.backend_type}: grants are not supported")
+
+    def change_grants(self, kind: Securable, id: Identifier, principal: str,
+                      grant: frozenset[str], revoke: frozenset[str]) -> None:
+        """Grant `grant` and revoke `revoke` of `principal` on the object (see the module docstring)."""
+        raise UnsupportedOperationError(f"{self.backend_type}: grants are not supported")
 
     def update_table_location(self, id: Identifier, location: str) -> None:
         """Point a registered Lance table at another location in place, keeping the table itself

@@ -26,6 +26,7 @@ from pydantic import (
 
 from lance_sync.model.config_types import TextValue
 from lance_sync.model.errors import ConfigError
+from lance_sync.model.grants import ParentNeed, Securable
 from lance_sync.model.secrets import SECRET_KEY, url_password
 
 Identifier = tuple[str, ...]
@@ -215,3 +216,27 @@ class BackendRules:
     def check_location(cls, location: str, config: BackendConfig) -> str | None:
         """Backend-specific rules for a table location (already normalized)."""
         return None
+
+    # --- grants (lance_sync.model.grants), checked offline ---------------------------------
+
+    @classmethod
+    def grant_privileges(cls, kind: Securable, id: Identifier, config: BackendConfig) -> frozenset[str]:
+        """The privileges a grant on this object may name, in canonical spelling; empty where
+        the backend (or this level of it) has no grants."""
+        return frozenset()
+
+    @classmethod
+    def canonical_privilege(cls, privilege: str) -> str:
+        """How the backend spells a privilege a manifest wrote ('select' -> 'SELECT')."""
+        return privilege.strip().upper()
+
+    @classmethod
+    def check_principal(cls, principal: str, config: BackendConfig) -> str | None:
+        """Backend-specific rules for a principal's name; returns a problem or None."""
+        return None if principal.strip() else "a principal cannot be empty"
+
+    @classmethod
+    def parent_needs(cls, kind: Securable, id: Identifier, config: BackendConfig) -> list[ParentNeed]:
+        """Privileges on parent namespaces without which a grant on this object is of no use
+        (the plan notes those the principal lacks; it never grants them unasked)."""
+        return []

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lance_sync.drivers.base import Identifier, SyncNamespace
+from lance_sync.model.grants import GrantMap, Securable
 from tests.servers.base import RunningServer
 
 
@@ -88,6 +89,25 @@ class Harness(ABC):
         its place (an Iceberg table's UUID, a Hive table's create time): a rename or a location
         change in place keeps it, a replace does not. None where the client shows nothing."""
         return None
+
+    # --- grants (tests/conformance/test_grants.py), where `capabilities().grants` says so ----
+
+    def grant_principals(self) -> list[str]:
+        """Three principals that can hold grants on this server, as a manifest names them
+        (created on the server first where it needs that), of the kinds the backend has."""
+        raise NotImplementedError(f"{self.backend_type} has no grants")
+
+    def grant_examples(self, kind: Securable) -> list[str]:
+        """Three privileges a grant on a `kind` may name, in canonical spelling."""
+        raise NotImplementedError(f"{self.backend_type} has no grants")
+
+    def read_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        """Every principal's privileges on the object, read through the independent client."""
+        raise NotImplementedError(f"{self.backend_type} has no grants")
+
+    def grant_out_of_band(self, kind: Securable, id: Identifier, principal: str, privileges: list[str]) -> None:
+        """Grant through the independent client, as another tool or a person would."""
+        raise NotImplementedError(f"{self.backend_type} has no grants")
 
     def requests_served(self) -> int:
         return self.server.requests_served()

@@ -1,0 +1,51 @@
+"""Grants: who holds which privileges on a namespace or a table, in the backend's own terms.
+
+A manifest declares grants on an object as a mapping from principal to privileges. What the
+principal and privilege names mean is the backend's (`BackendRules.grant_privileges`,
+`check_principal`); here is only the vocabulary every layer shares:
+
+- `GrantMap`: principal -> privileges, privileges in the backend's canonical spelling;
+- the two modes: `named` (the default) manages exactly the privileges of the principals the
+  manifest names on the object and leaves everyone else's grants alone; `authoritative` also
+  revokes the grants of every principal it does not name;
+- `ParentNeed`: a privilege on a parent namespace without which a grant is of no use (Unity's
+  USE SCHEMA, Lake Formation's DESCRIBE on the database).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+#: principal -> privileges held or declared (canonical spelling)
+GrantMap = dict[str, frozenset[str]]
+
+#: the kinds of object grants are declared on
+Securable = Literal["namespace", "table"]
+
+GrantsMode = Literal["named", "authoritative"]
+NAMED: Final = "named"
+AUTHORITATIVE: Final = "authoritative"
+GRANTS_MODES: Final = (NAMED, AUTHORITATIVE)
+
+
+@dataclass(frozen=True)
+class ParentNeed:
+    """A grant on an object is of no use unless the principal also holds one of `any_of` on
+    the namespace `id` (a parent of the object)."""
+
+    id: tuple[str, ...]
+    any_of: frozenset[str]
+
+    @property
+    def shown(self) -> str:
+        return " or ".join(sorted(self.any_of))
+
+
+def grant_changes(held: frozenset[str], declared: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(to grant, to revoke) to take one principal from `held` to exactly `declared`."""
+    return declared - held, held - declared
+
+
+def format_privileges(privileges: frozenset[str] | list[str]) -> str:
+    return ", ".join(sorted(privileges))
