@@ -116,7 +116,6 @@ from lance_sync.drivers.leases import LeaseRegister, NamespaceLeaseRegister
 from lance_sync.drivers.support.paging import follow_pages
 from lance_sync.drivers.support.requests import OPERATIONS, accepting_mappings, unsupported
 from lance_sync.model import secrets
-from lance_sync.model.grants import GrantMap, Securable
 
 # the configuration and identifier rules live in a module that validation imports without
 # the Lance Namespace client; drivers import them from here too
@@ -127,6 +126,7 @@ from lance_sync.model.backend_config import (  # noqa: F401 - re-exported
     Identifier,
     default_root,
 )
+from lance_sync.model.grants import GrantMap, Securable
 
 #: Lance request modes as `request_mode` spells them; the first of each is the default
 CREATE_MODES = ("create", "existok", "overwrite")

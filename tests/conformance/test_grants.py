@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import pytest
 from lance_namespace import DeclareTableRequest
-from lance_namespace.errors import NamespaceNotFoundError, TableNotFoundError, UnsupportedOperationError
+from lance_namespace.errors import (
+    NamespaceNotFoundError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
 
 from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.model.grants import GrantMap, Securable
