@@ -149,3 +149,21 @@ def test_privilege_spelling_is_canonical(harness: Harness):
     first = harness.grant_examples("table")[0]
     assert driver.canonical_privilege(first.lower()) == first
     assert driver.canonical_privilege(f" {first} ") == first
+
+
+def test_grants_follow_a_rename(harness: Harness):
+    """A rename in place keeps the table, and so its grants (where the backend renames)."""
+    driver = with_grants(harness)
+    if not driver.capabilities().rename_table:
+        pytest.skip(f"{harness.backend_type} renames by replacing")
+    from lance_namespace import RenameTableRequest
+
+    id = securable(harness, driver, "table")
+    principal = harness.grant_principals()[0]
+    first = harness.grant_examples("table")[0]
+    driver.change_grants("table", id, principal, frozenset({first}), frozenset())
+    new_name = harness.unique("renamed")
+    driver.rename_table(RenameTableRequest(id=list(id), new_table_name=new_name))
+    renamed = (*id[:-1], new_name)
+    assert ours(driver.list_grants("table", renamed), [principal]) == {principal: frozenset({first})}
+    assert ours(harness.read_grants("table", renamed), [principal]) == {principal: frozenset({first})}
