@@ -216,6 +216,7 @@ class ApplyResult:
 
 @_masking_errors
 def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replace: bool = False,
+          allow_revoke: bool = False,
           dry_run: bool = False, lock_timeout: float = 0, targets: Sequence[str] = (), scan_all: bool = False,
           parallelism: int = DEFAULT_PARALLELISM, spark: str | None = None, state_dir: str | Path | None = None,
           drivers: Drivers | None = None, hooks: ApplyHooks | None = None) -> ApplyResult:
@@ -224,7 +225,7 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     Plan), as `lance-sync apply` does.
 
     Refusals raise GuardRefusal: a policy violation, blocked actions, data loss without
-    `allow_drop`, a replace without `allow_replace`, a stale plan, a protected object, another
+    `allow_drop`, a replace without `allow_replace`, a revoke without `allow_revoke`, a stale plan, a protected object, another
     apply's lease (waited for up to `lock_timeout` seconds). Journals and rollback plans go to `state_dir` (default:
     `.lance-sync` beside the manifest, or in the current directory for a plan).
     """
@@ -235,7 +236,8 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
         raise LanceSyncError("targets limit a fresh plan: plan the manifest with targets instead")
     hooks = hooks or ApplyHooks()
     default_dir = Path(target.base_dir) if isinstance(target, DesiredState) else Path.cwd()
-    options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, parallelism=parallelism,
+    options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke,
+                           parallelism=parallelism,
                            spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / STATE_DIRECTORY)
     if isinstance(target, DesiredState):
         def planned(drivers: Drivers) -> Plan:

@@ -53,6 +53,10 @@ def check_flags(plan: Plan, options: ApplyOptions) -> None:
         raise GuardRefusal("refusing to apply: these tables would be replaced (deregistered and declared "
                            "again: a new table id, and their grants are lost); rerun with --allow-replace "
                            "to allow it\n" + _listed([(a, None) for a in replacing]))
+    revoking = plan.destroying(Destruction.ACCESS)
+    if revoking and not options.allow_revoke:
+        raise GuardRefusal("refusing to apply: these actions revoke privileges; rerun with --allow-revoke to "
+                           "allow them\n" + _listed([(a, None) for a in revoking]))
 
 
 def check_live(plan: Plan, drivers: Drivers, *, include_creates: bool = True,

@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lance_namespace.errors import NamespaceNotFoundError, TableNotFoundError
+
 from lance_sync.drivers.base import SyncNamespace
 from lance_sync.model.actions import Action, Kind, ObjectState, Verb, fingerprint, project
 from lance_sync.model.errors import GuardRefusal
+from lance_sync.model.grants import Securable
 from lance_sync.model.locations import normalize_location
 
 if TYPE_CHECKING:
@@ -25,6 +28,8 @@ def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
     if action.kind == Kind.DATASET:
         version = dataset_version(action.location, driver)
         return None if version is None else ObjectState(location=action.location, version=version)
+    if action.is_grant:
+        return live_privileges(action, driver)
     live = read_object(action, driver)
     if live is None:
         return None
@@ -33,6 +38,16 @@ def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
     if action.kind == Kind.TABLE and action.verb == Verb.FORGET:
         state.version = dataset_version(location, driver)
     return state
+
+
+def live_privileges(action: Action, driver: SyncNamespace) -> ObjectState | None:
+    """A grant's or revoke's object: its principal's privileges on it; None when it is absent."""
+    kind: Securable = "namespace" if action.kind == Kind.NAMESPACE else "table"
+    try:
+        grants = driver.list_grants(kind, tuple(action.id))
+    except (NamespaceNotFoundError, TableNotFoundError):
+        return None
+    return ObjectState(privileges=sorted(grants.get(action.principal or "", frozenset())))
 
 
 def read_object(action: Action, driver: SyncNamespace,

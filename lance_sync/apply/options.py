@@ -15,6 +15,8 @@ ACTION_RETRIES = 2
 class ApplyOptions:
     allow_drop: bool = False
     allow_replace: bool = False
+    #: revokes take privileges from principals
+    allow_revoke: bool = False
     parallelism: int = DEFAULT_PARALLELISM
     #: --spark value, for dataset writes that read a source
     spark: str | None = None

@@ -89,7 +89,7 @@ class Settings:
     max_backoff: float = 3600.0
     lock_timeout: float = 0.0
     scan_all: bool = False
-    #: parallelism, spark and state_dir are used; allow_drop and allow_replace follow the policy
+    #: parallelism, spark and state_dir are used; allow_drop, allow_replace and allow_revoke follow the policy
     options: ApplyOptions = field(default_factory=ApplyOptions)
 
 
@@ -166,7 +166,8 @@ class _Cycle:
         state = load_manifest(self.settings.files, policy_file=self.settings.policy_file)
         options = self.settings.options
         allowed = state.policy.unattended_verbs
-        unattended = dataclasses.replace(options, allow_drop=False, allow_replace="replace" in allowed)
+        unattended = dataclasses.replace(options, allow_drop=False, allow_replace="replace" in allowed,
+                                         allow_revoke="revoke" in allowed)
 
         def planned(drivers: Drivers) -> Plan:
             return build_plan(state, drivers, options.parallelism, scan_all=self.settings.scan_all,

@@ -31,7 +31,8 @@ from lance_sync.drivers.base import Drivers, SyncNamespace
 from lance_sync.drivers.support.retry import backoff_seconds, is_transient
 from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Verb, project
 from lance_sync.model.arrow_types import schema_from_columns
-from lance_sync.model.errors import PlanError
+from lance_sync.model.errors import LanceSyncError, PlanError
+from lance_sync.model.grants import Securable
 from lance_sync.model.marks import TABLE_TYPE_KEY, owner_of
 
 if TYPE_CHECKING:
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
 
 #: declares sent in one request to a backend that takes them in bulk
 DECLARE_BATCH_SIZE = 1000
+
+
+class GrantNotKept(LanceSyncError):
+    """A backend accepted a grant or revoke that its own listing then does not show."""
 
 
 class ActionRunner:
@@ -63,6 +68,10 @@ class ActionRunner:
             (Kind.DATASET, Verb.CREATE): self._write_data,
             (Kind.DATASET, Verb.REPLACE): self._write_data,
             (Kind.DATASET, Verb.DELETE): self._delete_data,
+            (Kind.NAMESPACE, Verb.GRANT): self._change_grants,
+            (Kind.NAMESPACE, Verb.REVOKE): self._change_grants,
+            (Kind.TABLE, Verb.GRANT): self._change_grants,
+            (Kind.TABLE, Verb.REVOKE): self._change_grants,
         }
 
     def run(self, action: Action) -> Outcome:
@@ -201,6 +210,23 @@ class ActionRunner:
             driver.declare_table(DeclareTableRequest(id=action.current_id, location=current.location,
                                                      properties=current.properties))
             raise
+
+    def _change_grants(self, action: Action, driver: SyncNamespace) -> None:
+        """Grant (revoke) what the principal lacks (holds) of the action's privileges, then read
+        them back: a backend that accepts a change and keeps none (Unity with authorization off)
+        fails the action instead of passing for done. Sent again, it sends only what is left."""
+        kind: Securable = "namespace" if action.kind == Kind.NAMESPACE else "table"
+        id, principal, privileges = tuple(action.id), action.principal or "", frozenset(action.privileges)
+        granting = action.verb == Verb.GRANT
+        held = driver.list_grants(kind, id).get(principal, frozenset())
+        grant, revoke = (privileges - held, frozenset()) if granting else (frozenset(), privileges & held)
+        if grant or revoke:
+            driver.change_grants(kind, id, principal, grant, revoke)
+        now = driver.list_grants(kind, id).get(principal, frozenset())
+        left = privileges - now if granting else privileges & now
+        if left:
+            raise GrantNotKept(f"{action.headline}: the backend accepted the change but lists {principal} with "
+                               f"{', '.join(sorted(now)) or 'no privileges'}; is its authorization enabled?")
 
     def _forget(self, action: Action, driver: SyncNamespace) -> None:
         driver.deregister_table(DeregisterTableRequest(id=action.id))

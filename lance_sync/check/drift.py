@@ -11,6 +11,9 @@ differs, with the repair the next apply would do beside it:
 - split_brain: the catalogs that register one table disagree about its location;
 - location, properties: a declared value differs from the live one;
 - ownership: lance-sync's marks differ (no owner mark, another owner's, protect, on_remove);
+- grants: a declared principal lacks a declared privilege (revoked out of band) or holds one the
+  manifest does not declare (granted out of band), or, with grants_mode authoritative, an
+  undeclared principal holds grants;
 - data: no Lance dataset where a table's data should be;
 - schema: the dataset's columns contradict the manifest's schema;
 - catalog_schema: the columns a catalog records differ from the dataset's;
@@ -48,8 +51,8 @@ from lance_sync.model.arrow_types import column_drift, columns_from_schema, sche
 from lance_sync.model.desired import DesiredState, DesiredTable
 from lance_sync.model.marks import MANAGED_KEYS, OWNER_KEY
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
-from lance_sync.plan.compare import Conflict, compare
-from lance_sync.plan.planner import Observation, assemble_plan, read_state
+from lance_sync.plan.compare import Conflict
+from lance_sync.plan.planner import Observation, assemble_plan, compare_all, read_state
 from lance_sync.plan.render import MARKDOWN_LIMIT, SYMBOLS
 
 
@@ -61,6 +64,7 @@ class DriftKind(str, Enum):
     LOCATION = "location"
     PROPERTIES = "properties"
     OWNERSHIP = "ownership"
+    GRANTS = "grants"
     DATA = "data"
     SCHEMA = "schema"
     CATALOG_SCHEMA = "catalog_schema"
@@ -119,7 +123,7 @@ def drift_report(state: DesiredState, drivers: Drivers, parallelism: int = DEFAU
 
 def report_drift(state: DesiredState, observation: Observation, drivers: Drivers) -> DriftReport:
     """The drift between a manifest and what was read: the plan's comparison, told by what differs."""
-    comparison = compare(state, observation.live, observation.capabilities, observation.datasets, strict=False)
+    comparison = compare_all(state, observation, drivers, strict=False)
     plan = assemble_plan(state, observation, comparison)
     items = _Reader(state, observation, plan, comparison.conflicts, drivers).items()
     return DriftReport(
@@ -190,6 +194,9 @@ class _Reader:
             owner = (action.before.properties.get(OWNER_KEY) if action.before else None) or self.state.owner
             yield item(DriftKind.NOT_DECLARED, f"owned by '{owner}' and no longer in the manifest: apply would "
                        "remove it (a removal: reconcile leaves it for approval)")
+        elif action.is_grant:
+            if not self._on_new_object(action):
+                yield item(DriftKind.GRANTS, _grant_drift(action))
         elif action.kind == Kind.DATASET:
             yield item(DriftKind.SCHEMA if action.verb == Verb.REPLACE else DriftKind.DATA, action.detail)
         elif action.renamed_from is not None:
@@ -205,6 +212,11 @@ class _Reader:
                 yield item(DriftKind.MISSING, f"declared in the manifest, absent from backend '{action.backend}'")
         else:
             yield from (item(kind, detail) for kind, detail in self._differences(action))
+
+    def _on_new_object(self, action: Action) -> bool:
+        """A grant that follows its object's create or replace: the object's drift says it."""
+        return any(self.by_key[key].verb in (Verb.CREATE, Verb.REPLACE)
+                   for key in action.depends_on if key in self.by_key)
 
     def _differences(self, action: Action) -> Iterator[tuple[DriftKind, str]]:
         """An update or replace: location, declared properties, marks; each its own item."""
@@ -302,6 +314,8 @@ def repair_text(action: Action) -> str:
         text += f" ({what}: apply needs --allow-drop)"
     elif action.destroys == Destruction.IDENTITY:
         text += " (a new table id: apply needs --allow-replace)"
+    elif action.destroys == Destruction.ACCESS:
+        text += " (apply needs --allow-revoke)"
     return text
 
 
@@ -365,3 +379,15 @@ def render_markdown(report: DriftReport, limit: int = MARKDOWN_LIMIT) -> str:
         note = (f"\n_Truncated: {len(report.items) - len(body)} of {len(report.items)} differences not shown to "
                 f"stay under {limit:,} characters. Run `lance-sync drift` for the full report._\n")
     return text + opening + "".join(body) + closing + note
+
+
+def _grant_drift(action: Action) -> str:
+    """'alice holds SELECT; the manifest declares SELECT, MODIFY (MODIFY was revoked out of band?)'."""
+    held = ", ".join(action.before.privileges or []) if action.before and action.before.privileges else "nothing"
+    if action.verb == Verb.GRANT:
+        return (f"{action.principal} holds {held}, without {', '.join(action.privileges)} that the manifest "
+                "declares (revoked out of band, or never granted)")
+    if action.reason == Reason.UNDECLARED:
+        return (f"{action.principal} holds {', '.join(action.privileges)}, and the manifest declares no grants for "
+                "them (grants_mode: authoritative)")
+    return f"{action.principal} holds {', '.join(action.privileges)} beyond what the manifest declares"

@@ -29,6 +29,7 @@ from lance_sync.model.shared import STATE_DIRECTORY
 @click.option("--allow-drop", is_flag=True, help="Allow actions that delete data or namespaces.")
 @click.option("--allow-replace", is_flag=True,
               help="Allow replacing tables (deregister and declare again: a new table id, grants lost).")
+@click.option("--allow-revoke", is_flag=True, help="Allow revoking privileges (grants_mode, or fewer declared).")
 @click.option("--lock-timeout", type=click.FloatRange(0), default=0, show_default=True, metavar="SECONDS",
               help="How long to wait for another apply's lease before refusing.")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
@@ -41,7 +42,7 @@ from lance_sync.model.shared import STATE_DIRECTORY
 @scan_all_option
 @parallelism_option
 def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry_run: bool,
-          allow_drop: bool, allow_replace: bool, lock_timeout: float, output_format: str,
+          allow_drop: bool, allow_replace: bool, allow_revoke: bool, lock_timeout: float, output_format: str,
           state_dir: str | None, spark: str | None, targets: tuple[str, ...], policy_file: str | None,
           scan_all: bool, parallelism: int) -> None:
     """Carry out a fresh plan of the manifest, or a saved plan (PLAN_FILE).
@@ -61,7 +62,7 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
         else load(manifest_files(files), policy_file)
     directory = Path(state_dir) if state_dir else state_dir_beside(anchor)
     ApplyDisplay(output_format, auto_approve).run(lambda hooks: api.apply(
-        target, allow_drop=allow_drop, allow_replace=allow_replace, dry_run=dry_run, lock_timeout=lock_timeout,
+        target, allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke, dry_run=dry_run, lock_timeout=lock_timeout,
         targets=targets, scan_all=scan_all, parallelism=parallelism, spark=spark, state_dir=directory, hooks=hooks))
 
 

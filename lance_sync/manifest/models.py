@@ -38,6 +38,19 @@ IdentifierInput = Annotated[
           "list of names (always accepted; needed when a name contains the delimiter)"),
 ]
 
+#: principal -> privileges, in the backend's own terms
+GrantsEntry = Annotated[
+    dict[Annotated[str, Field(min_length=1)], list[Annotated[str, Field(min_length=1)]]],
+    Field(description="Who holds which privileges on the object: principal -> privileges, in the "
+          "backend's own terms (docs/grants.md). Only these principals' grants are managed, unless "
+          "grants_mode is authoritative; an empty list takes every privilege from that principal"),
+]
+GrantsModeEntry = Annotated[
+    Literal["named", "authoritative"],
+    Field(description="named (default): manage only the principals `grants` names; authoritative: also "
+          "revoke every other principal's grants on the object (needs --allow-revoke)"),
+]
+
 #: a table's former names: one, or a list (where an id written as a list of names is a list inside it)
 RenamedFrom = str | Annotated[list[IdentifierInput], Field(min_length=1)]
 
@@ -89,6 +102,8 @@ class RegistrationEntry(_Strict):
     namespace: IdentifierInput
     name: str | None = Field(None, min_length=1,
                              description="Table name in this backend (default: the table's name)")
+    grants: GrantsEntry | None = None
+    grants_mode: GrantsModeEntry | None = None
 
 
 class Table(_Strict):
@@ -120,6 +135,8 @@ class Namespace(_Strict):
     id: IdentifierInput
     properties: Properties = Field(default_factory=dict)
     protect: bool = False
+    grants: GrantsEntry | None = None
+    grants_mode: GrantsModeEntry | None = None
 
 
 class SparkEntry(_Strict):
@@ -132,12 +149,13 @@ class SparkEntry(_Strict):
 
 
 #: the keys of which a policy rule states exactly one: what it checks
-RULE_CHECKS = ("allowed_locations", "required_properties", "name_pattern", "forbidden_actions", "max_removals")
+RULE_CHECKS = ("allowed_locations", "required_properties", "name_pattern", "forbidden_actions", "max_removals",
+               "forbidden_privileges", "allowed_principals")
 
 
 class PolicyRule(_Strict):
     """One named check. A rule states exactly one of allowed_locations, required_properties,
-    name_pattern, forbidden_actions and max_removals."""
+    name_pattern, forbidden_actions, max_removals, forbidden_privileges and allowed_principals."""
 
     name: str = Field(pattern=NAME_PATTERN, description="The rule's name, shown with every violation")
     backends: list[Annotated[str, Field(min_length=1)]] | None = Field(
@@ -158,6 +176,12 @@ class PolicyRule(_Strict):
         "(create, update, rename, replace, forget, delete) or a verb and a kind ('delete dataset')")
     max_removals: int | None = Field(
         None, ge=0, description="At most this many forget and delete actions in one plan")
+    forbidden_privileges: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="Privileges no grant in these backends may give (case and '_' "
+        "or ' ' do not matter: use_schema is USE SCHEMA)")
+    allowed_principals: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="Grants in these backends go only to principals matching one of "
+        "these globs ('role:*', '*@example.com')")
 
 
 class PolicyFile(_Strict):
@@ -167,17 +191,18 @@ class PolicyFile(_Strict):
     model_config = ConfigDict(title="Policy")
 
     rules: list[PolicyRule] = Field(default_factory=list)
-    unattended: list[Literal["create", "update", "rename", "replace", "forget"]] | None = Field(
+    unattended: list[Literal["create", "update", "rename", "replace", "forget", "grant", "revoke"]] | None = Field(
         None, description="What `lance-sync reconcile` applies without a person (default: create, "
-        "update, rename). Deleting data or namespaces never runs unattended")
+        "update, rename, grant). Deleting data or namespaces never runs unattended")
 
 
 class ValidatedBackend(Protocol):
     """A validated backend entry as the checks read it: its driver's configuration fields
-    plus `type` and `scope` (the model is built at run time, see `backend_models`)."""
+    plus `type`, `scope` and `grants_mode` (the model is built at run time, see `backend_models`)."""
 
     type: str
     scope: list[str | list[str]]
+    grants_mode: str | None
 
     def model_dump(self, *, by_alias: bool = ..., exclude: set[str] | None = ...,
                    exclude_unset: bool = ...) -> dict[str, Any]: ...
@@ -208,6 +233,9 @@ def backend_model(backend_type: str) -> type[BaseModel]:
             default_factory=list,
             description="More namespaces to scan for objects this owner created (their "
             "children are scanned too); declared namespaces and their parents always are")),
+        grants_mode=(GrantsModeEntry | None, Field(
+            None, description="The grants_mode of every object of this backend that declares `grants` "
+            "and no grants_mode of its own (default: named)")),
     )
 
 

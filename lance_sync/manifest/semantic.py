@@ -3,8 +3,8 @@
 Checks: backends that are referenced but not defined; identifiers of the wrong depth or
 shape for their backend; duplicates; table locations that are equal or nest (one asset
 per path); a table's former names (`renamed_from`) that are valid in its backends, no longer
-declared and claimed by one registration only; reserved property keys; secrets written
-inline instead of `${VAR}`; policy rules that state one check each, with unique names, known
+declared and claimed by one registration only; reserved property keys; grants the backend
+cannot hold (lance_sync.manifest.grants); secrets written inline instead of `${VAR}`; policy rules that state one check each, with unique names, known
 backends and valid patterns.
 """
 
@@ -19,11 +19,14 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from lance_sync.drivers import backend_rules
+from lance_sync.manifest.grants import declared_grants
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
     RULE_CHECKS,
+    Namespace,
     PolicyFile,
     PolicyRule,
+    RegistrationEntry,
     Table,
     ValidatedBackend,
     ValidatedManifest,
@@ -39,11 +42,14 @@ from lance_sync.model.desired import (
     UnsetValue,
 )
 from lance_sync.model.errors import ManifestError, ManifestErrors, Position
+from lance_sync.model.grants import DeclaredGrants, Securable
 from lance_sync.model.locations import is_local, is_within, normalize_location
 from lance_sync.model.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
 from lance_sync.model.policy import (
     AllowedLocations,
+    AllowedPrincipals,
     ForbiddenActions,
+    ForbiddenPrivileges,
     MaxRemovals,
     NamePattern,
     Policy,
@@ -134,7 +140,7 @@ def _backend(checker: _Checker, name: str, entry: ValidatedBackend,
     _check_secrets(checker, secrets, path)
     if len(checker.problems) > problems_before or default_storage is None:
         return None
-    values = entry.model_dump(by_alias=True, exclude={"type", "scope"}, exclude_unset=True)
+    values = entry.model_dump(by_alias=True, exclude={"type", "scope", "grants_mode"}, exclude_unset=True)
     values = {k: (v.get_secret_value() if isinstance(v, SecretStr) else v) for k, v in values.items()}
     if default_storage:
         values["storage"] = layered(default_storage, values.get("storage"))
@@ -152,7 +158,8 @@ def _backend(checker: _Checker, name: str, entry: ValidatedBackend,
         if parts is not None:
             scope.append(parts)
     return BackendSpec(name=name, type=entry.type, config=config, scope=tuple(scope),
-                       template=_template(checker, entry.type, secrets, path, values), rules=cls)
+                       template=_template(checker, entry.type, secrets, path, values), rules=cls,
+                       grants_mode=entry.grants_mode)  # type: ignore[arg-type]  # the schema allows only the modes
 
 
 def _note_renamed_keys(checker: _Checker, cls: type[BackendRules], path: DataPath) -> None:
@@ -278,9 +285,19 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
             continue
         seen[key] = checker.document.position((*path, "id"))
         _check_properties(checker, entry.properties, (*path, "properties"))
+        grants = _grants(checker, spec, "namespace", parts, entry, path)
         result.append(DesiredNamespace(entry.backend, parts, dict(entry.properties), entry.protect,
-                                       checker.document.position(path)))
+                                       checker.document.position(path), grants))
     return result
+
+
+def _grants(checker: _Checker, spec: BackendSpec, kind: Securable, id: Identifier,
+            entry: Namespace | RegistrationEntry, path: DataPath) -> DeclaredGrants | None:
+    def fail(message: str, below: tuple[str | int, ...], key: bool) -> None:
+        checker.fail(message, (*path, *below), key)
+
+    where = checker.document.position((*path, "grants")) if entry.grants is not None else None
+    return declared_grants(spec, kind, id, entry.grants, entry.grants_mode, fail, str(where) if where else None)
 
 
 def _backend_ref(checker: _Checker, backends: dict[str, BackendSpec], model: ValidatedManifest, name: str,
@@ -340,7 +357,8 @@ def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, Bac
                 checker.fail(f"table name '{table_name}': {problem}",
                              (*r_path, "name") if registration.name else (*path, "name"))
                 continue
-            registrations.append(Registration(spec.name, (*parts, table_name)))
+            grants = _grants(checker, spec, "table", (*parts, table_name), registration, r_path)
+            registrations.append(Registration(spec.name, (*parts, table_name), grants=grants))
         source = _source(checker, entry, path)
         result.append(DesiredTable(
             name=entry.name, location=location, registrations=tuple(registrations),
@@ -551,5 +569,9 @@ def _rule(checker: _Checker, entry: PolicyRule, path: DataPath, backends: Collec
         return NamePattern(pattern=entry.name_pattern, objects=objects, **common)
     if entry.forbidden_actions is not None:
         return ForbiddenActions(types=tuple(entry.forbidden_actions), **common)
+    if entry.forbidden_privileges is not None:
+        return ForbiddenPrivileges(privileges=tuple(entry.forbidden_privileges), **common)
+    if entry.allowed_principals is not None:
+        return AllowedPrincipals(patterns=tuple(entry.allowed_principals), **common)
     assert entry.max_removals is not None  # one check is stated, and it is the last one
     return MaxRemovals(limit=entry.max_removals, **common)

@@ -1,8 +1,9 @@
 """The plan: an ordered list of actions, each with before/after, and what was left alone.
 
 Like Terraform's plans package, an action says three things apart: the *verb* (create,
-update, rename, replace, forget, delete), the *address* of the object (its kind, backend and
-id; a rename's also the id it had, like Terraform's `moved`),
+update, rename, replace, forget, delete; grant and revoke for one principal's privileges on a
+namespace or table), the *address* of the object (its kind, backend and id; a rename's also
+the id it had, like Terraform's `moved`; a grant's also its principal),
 and the *reason* it is planned (absent, changed, adopt, ...). Everything else follows from
 those: the symbol a renderer prints, whether the action destroys data or an object's
 identity, its execution phase, and its inverse for a rollback plan. Nothing here is
@@ -37,6 +38,10 @@ class Verb(str, Enum):
     FORGET = "forget"
     #: remove the object and what it holds (a namespace; a dataset's data)
     DELETE = "delete"
+    #: give one principal privileges on a namespace or table (the object is not touched)
+    GRANT = "grant"
+    #: take privileges away from one principal (destructive: --allow-revoke)
+    REVOKE = "revoke"
 
 
 class Kind(str, Enum):
@@ -51,6 +56,7 @@ class Reason(str, Enum):
     ABSENT = "absent"                  # declared, not there
     CHANGED = "changed"                # declared values differ from the live ones
     ADOPT = "adopt"                    # exists without an owner mark: take ownership
+    UNDECLARED = "undeclared"          # a grant the manifest does not declare (grants_mode: authoritative)
     RENAMED = "renamed"                # registered under a name the manifest's renamed_from gives
     SCHEMA_MISMATCH = "schema_mismatch"  # the dataset's columns differ and on_mismatch: overwrite
     LEFT_MANIFEST = "left_manifest"    # owned, no longer declared
@@ -62,14 +68,16 @@ class Destruction(str, Enum):
 
     DATA = "data"          # --allow-drop: data or a namespace is deleted
     IDENTITY = "identity"  # --allow-replace: the table gets a new id; its grants are lost
+    ACCESS = "access"      # --allow-revoke: a principal loses privileges
 
 
 #: the action types a policy rule can name: a verb (every kind), or a verb and a kind
 ActionType = Literal[
-    "create", "update", "rename", "replace", "forget", "delete",
-    "create namespace", "update namespace", "delete namespace",
+    "create", "update", "rename", "replace", "forget", "delete", "grant", "revoke",
+    "create namespace", "update namespace", "delete namespace", "grant namespace", "revoke namespace",
     "create dataset", "replace dataset", "delete dataset",
-    "create table", "update table", "rename table", "replace table", "forget table",
+    "create table", "update table", "rename table", "replace table", "forget table", "grant table",
+    "revoke table",
 ]
 
 
@@ -78,6 +86,8 @@ def destruction(kind: Kind, verb: Verb) -> Destruction | None:
         return Destruction.DATA
     if kind == Kind.TABLE and verb == Verb.REPLACE:
         return Destruction.IDENTITY
+    if verb == Verb.REVOKE:
+        return Destruction.ACCESS
     return None
 
 
@@ -93,12 +103,16 @@ class _Operation:
 _OPERATIONS: dict[tuple[Kind, Verb], _Operation] = {
     (Kind.NAMESPACE, Verb.CREATE): _Operation(0, Verb.DELETE),
     (Kind.NAMESPACE, Verb.UPDATE): _Operation(1, Verb.UPDATE),
+    (Kind.NAMESPACE, Verb.GRANT): _Operation(1, Verb.REVOKE),
+    (Kind.NAMESPACE, Verb.REVOKE): _Operation(1, Verb.GRANT),
     (Kind.DATASET, Verb.CREATE): _Operation(2, Verb.DELETE),
     (Kind.DATASET, Verb.REPLACE): _Operation(2, None),
     (Kind.TABLE, Verb.CREATE): _Operation(3, Verb.FORGET),
     (Kind.TABLE, Verb.RENAME): _Operation(3, Verb.RENAME),
     (Kind.TABLE, Verb.UPDATE): _Operation(4, Verb.UPDATE),
     (Kind.TABLE, Verb.REPLACE): _Operation(4, Verb.REPLACE),
+    (Kind.TABLE, Verb.GRANT): _Operation(4, Verb.REVOKE),
+    (Kind.TABLE, Verb.REVOKE): _Operation(4, Verb.GRANT),
     (Kind.DATASET, Verb.DELETE): _Operation(5, None),
     (Kind.TABLE, Verb.FORGET): _Operation(6, Verb.CREATE),
     (Kind.NAMESPACE, Verb.DELETE): _Operation(7, Verb.CREATE),
@@ -162,6 +176,8 @@ class ObjectState(_Model):
     source: dict[str, Any] | None = None
     #: a dataset's Lance version (None: no dataset)
     version: int | None = None
+    #: a grant or revoke: the principal's privileges on the object (None: not a grant's state)
+    privileges: list[str] | None = None
 
 
 class Address(_Model):
@@ -207,6 +223,9 @@ class Action(_Model):
     #: a rename, or a replace under a new name: the registration's address before the action
     #: (optional field: plans of format 2 without it load)
     renamed_from: Address | None = None
+    #: a grant or revoke: whose privileges change, and which (before/after hold all of theirs)
+    principal: str | None = None
+    privileges: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _derived(self) -> Action:
@@ -218,6 +237,8 @@ class Action(_Model):
             raise ValueError(f"a {self.name} names no id the object had (renamed_from)")
         if self.renamed_from is not None and self.renamed_from.backend != self.backend:
             raise ValueError("a rename stays in its backend")
+        if self.is_grant != (self.principal is not None) or self.is_grant != bool(self.privileges):
+            raise ValueError("a grant or revoke, and only one, names a principal and its privileges")
         self.destroys = destruction(self.kind, self.verb)
         return self
 
@@ -226,7 +247,14 @@ class Action(_Model):
         """Unique within a plan: the object's address (a dataset's is its location)."""
         if self.kind == Kind.DATASET:
             return dataset_key(self.location or "")
+        if self.is_grant:
+            return grant_key(self.verb, self.kind, self.backend, self.id, self.principal or "")
         return action_key(self.kind, self.backend, self.id)
+
+    @property
+    def is_grant(self) -> bool:
+        """A grant or a revoke: one principal's privileges on the object, not the object."""
+        return self.verb in (Verb.GRANT, Verb.REVOKE)
 
     @property
     def location(self) -> str | None:
@@ -247,7 +275,12 @@ class Action(_Model):
 
     @property
     def headline(self) -> str:
-        """'rename table lake: sales$orders -> sales$orders_v2': how messages name the action."""
+        """'rename table lake: sales$orders -> sales$orders_v2', 'grant SELECT to analysts on table
+        lake: sales$orders': how messages name the action."""
+        if self.is_grant:
+            to = "to" if self.verb == Verb.GRANT else "from"
+            return (f"{self.verb.value} {', '.join(self.privileges)} {to} {self.principal} on "
+                    f"{self.kind.value} {self.backend}: {self.shown_id}")
         return f"{self.name} {self.backend}: {self.shown_id}"
 
     @property
@@ -256,7 +289,7 @@ class Action(_Model):
 
     @property
     def removes(self) -> bool:
-        """The action takes something away that exists (guards check these against live state)."""
+        """The action takes an object away that exists (guards check these against live state)."""
         return self.verb in (Verb.FORGET, Verb.DELETE, Verb.REPLACE)
 
     @property
@@ -286,10 +319,11 @@ class Action(_Model):
         before = _undo_state(self.after, self.kind)
         return Action(
             verb=verb, kind=self.kind, reason=Reason.UNDO, backend=self.backend, id=id,
-            display_id=display_id, detail=f"undo: {self.name} {self.shown_id}",
+            display_id=display_id, detail=f"undo: {self.headline}",
             before=before, after=_undo_state(self.before, self.kind), compared_keys=self.compared_keys,
             fingerprint=fingerprint(before, self.compared_keys), table=self.table,
-            registrations=self.registrations, renamed_from=renamed_from)
+            registrations=self.registrations, renamed_from=renamed_from, principal=self.principal,
+            privileges=self.privileges)
 
 
 def _undo_state(state: ObjectState | None, kind: Kind) -> ObjectState | None:
@@ -298,12 +332,19 @@ def _undo_state(state: ObjectState | None, kind: Kind) -> ObjectState | None:
         return None
     if kind == Kind.DATASET:
         return ObjectState(location=state.location, version=state.version)
+    if state.privileges is not None:
+        return ObjectState(privileges=state.privileges)
     return ObjectState(properties=state.properties, location=state.location)
 
 
 def action_key(kind: Kind | str, backend: str, id: list[str] | tuple[str, ...]) -> str:
     kind = kind.value if isinstance(kind, Kind) else kind
     return f"{kind}:{backend}:{json.dumps(list(id), ensure_ascii=False)}"
+
+
+def grant_key(verb: Verb, kind: Kind, backend: str, id: list[str] | tuple[str, ...], principal: str) -> str:
+    """A grant's or revoke's key: the object's, with the verb and the principal."""
+    return f"{verb.value}:{action_key(kind, backend, id)}:{principal}"
 
 
 def dataset_key(location: str) -> str:
@@ -323,6 +364,8 @@ def fingerprint(state: ObjectState | None, keys: list[str]) -> str:
     """
     if state is None:
         payload: Any = {"absent": True}
+    elif state.privileges is not None:
+        payload = {"privileges": sorted(state.privileges)}
     else:
         payload = {"location": state.location, "version": state.version,
                    "properties": {k: state.properties.get(k) for k in sorted(keys)}}

@@ -45,7 +45,7 @@ class BackendConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     #: fields the manifest adds to a backend entry that are not driver properties
-    MANIFEST_ONLY_FIELDS: ClassVar[frozenset[str]] = frozenset({"type", "scope"})
+    MANIFEST_ONLY_FIELDS: ClassVar[frozenset[str]] = frozenset({"type", "scope", "grants_mode"})
 
     storage: dict[str, TextValue] = Field(
         default_factory=dict,

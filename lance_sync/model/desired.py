@@ -8,6 +8,7 @@ from typing import Any
 
 from lance_sync.model.backend_config import BackendConfig, BackendRules, Identifier
 from lance_sync.model.errors import Position
+from lance_sync.model.grants import DeclaredGrants, GrantsMode
 from lance_sync.model.policy import Policy
 
 
@@ -23,6 +24,8 @@ class BackendSpec:
     #: the backend's identifier rules (checked offline); the driver class inherits them
     # builtins.type: the field `type` above shadows the builtin inside this class
     rules: builtins.type[BackendRules]
+    #: the grants_mode of its objects that declare grants and no mode of their own (None: named)
+    grants_mode: GrantsMode | None = None
 
     def format_id(self, id: Identifier) -> str:
         return self.rules.format_identifier(id)
@@ -35,6 +38,8 @@ class DesiredNamespace:
     properties: dict[str, str]
     protect: bool = False
     position: Position | None = None
+    #: None: the manifest says nothing of its grants (they are left alone)
+    grants: DeclaredGrants | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,8 @@ class Registration:
     #: ids this registration had, newest first (the table's `renamed_from`, resolved in this
     #: backend): one found live is renamed to `id` instead of declared again
     renamed_from: tuple[Identifier, ...] = ()
+    #: None: the manifest says nothing of its grants (they are left alone)
+    grants: DeclaredGrants | None = None
 
 
 @dataclass(frozen=True, slots=True)

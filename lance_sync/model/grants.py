@@ -30,6 +30,31 @@ GRANTS_MODES: Final = (NAMED, AUTHORITATIVE)
 
 
 @dataclass(frozen=True)
+class DeclaredGrants:
+    """What a manifest declares of one object's grants."""
+
+    grants: GrantMap
+    mode: GrantsMode = NAMED
+    #: where `grants:` is written (file:line:column), for messages
+    where: str | None = None
+
+    def changes(self, live: GrantMap) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+        """principal -> (to grant, to revoke): the declared principals' differences, and in
+        authoritative mode every other principal's privileges to revoke. Principals without
+        a difference are left out."""
+        principals = set(self.grants) | (set(live) if self.mode == AUTHORITATIVE else set())
+        found = {p: grant_changes(live.get(p, frozenset()), self.grants.get(p, frozenset()))
+                 for p in sorted(principals)}
+        return {p: change for p, change in found.items() if change[0] or change[1]}
+
+    def others(self, live: GrantMap) -> GrantMap:
+        """The live grants this declaration leaves alone: undeclared principals' (mode named)."""
+        if self.mode == AUTHORITATIVE:
+            return {}
+        return {p: privileges for p, privileges in live.items() if p not in self.grants and privileges}
+
+
+@dataclass(frozen=True)
 class ParentNeed:
     """A grant on an object is of no use unless the principal also holds one of `any_of` on
     the namespace `id` (a parent of the object)."""

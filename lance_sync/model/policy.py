@@ -9,17 +9,21 @@ names its rule:
 - name_pattern: declared names (the last level of the id) match this regular expression whole;
 - forbidden_actions: the plan holds no action of these types in these backends;
 - max_removals: the plan removes (forget, delete) at most this many objects (a rename removes
-  nothing).
+  nothing);
+- forbidden_privileges: no grant in these backends gives these privileges;
+- allowed_principals: grants in these backends go only to principals matching these globs.
 
+The last two check the grants a manifest declares (`validate`) and each grant a plan holds.
 The first three are about what a manifest declares: they run offline (`validate`) and on
 every plan, against the objects the plan creates or changes and against the declared objects
 already in sync. The last two are about the plan itself. A violation tied to an action
 blocks that action; any violation refuses the plan (exit 4), saved plans included.
 
 `unattended` lists what `lance-sync reconcile` applies without a person: by default creates,
-in-place updates and renames (a rename removes nothing: the table keeps its id, data and
-grants, and the manifest asks for it by name with `renamed_from`), never removals. Actions
-that destroy data never run unattended.
+in-place updates, renames (a rename removes nothing: the table keeps its id, data and
+grants, and the manifest asks for it by name with `renamed_from`) and grants (restoring the
+declared privileges), never removals nor revokes unless listed. Actions that destroy data never
+run unattended.
 """
 
 from __future__ import annotations
@@ -38,9 +42,9 @@ if TYPE_CHECKING:
     from lance_sync.model.desired import DesiredState
 
 #: what reconcile applies unattended when the policy does not say
-DEFAULT_UNATTENDED: tuple[str, ...] = ("create", "update", "rename")
+DEFAULT_UNATTENDED: tuple[str, ...] = ("create", "update", "rename", "grant")
 #: the verbs `unattended` may list; `delete` destroys data or a namespace and always needs a person
-UNATTENDED_VERBS: tuple[str, ...] = ("create", "update", "rename", "replace", "forget")
+UNATTENDED_VERBS: tuple[str, ...] = ("create", "update", "rename", "replace", "forget", "grant", "revoke")
 REMOVALS = (Verb.FORGET, Verb.DELETE)
 
 
@@ -58,6 +62,8 @@ class Subject:
     where: str | None = None
     #: the key of the action that creates or changes it, if any
     action: str | None = None
+    #: the grants the manifest declares on it (validate checks them; a plan checks its grant actions)
+    grants: dict[str, frozenset[str]] | None = None
 
     @property
     def label(self) -> str:
@@ -168,6 +174,54 @@ class MaxRemovals(Rule):
         return f"the plan removes {len(removals)} objects; at most {self.limit} may be removed in one apply"
 
 
+def _same_privilege(privilege: str) -> str:
+    """'use_schema', 'USE SCHEMA' and 'Use Schema' are one privilege to a rule."""
+    return privilege.upper().replace("_", " ").strip()
+
+
+@dataclass(frozen=True, kw_only=True)
+class _GrantRule(Rule):
+    """A rule about grants: each declared one, and each grant action of a plan."""
+
+    def subject_problem(self, subject: Subject) -> str | None:
+        if not subject.grants or not self.covers(subject.backend):
+            return None
+        problems = [p for principal, privileges in sorted(subject.grants.items())
+                    if (p := self.grant_problem(principal, privileges))]
+        return f"{subject.label}: {'; '.join(problems)}" if problems else None
+
+    def action_problem(self, action: Action) -> str | None:
+        if action.verb != Verb.GRANT or not self.covers(action.backend):
+            return None
+        problem = self.grant_problem(action.principal or "", frozenset(action.privileges))
+        return f"{action.headline}: {problem}" if problem else None
+
+    def grant_problem(self, principal: str, privileges: frozenset[str]) -> str | None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForbiddenPrivileges(_GrantRule):
+    check: ClassVar[str] = "forbidden_privileges"
+    privileges: tuple[str, ...]
+
+    def grant_problem(self, principal: str, privileges: frozenset[str]) -> str | None:
+        forbidden = {_same_privilege(p) for p in self.privileges}
+        found = sorted(p for p in privileges if _same_privilege(p) in forbidden)
+        return f"{', '.join(found)} may not be granted (to {principal})" if found else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllowedPrincipals(_GrantRule):
+    check: ClassVar[str] = "allowed_principals"
+    patterns: tuple[str, ...]
+
+    def grant_problem(self, principal: str, privileges: frozenset[str]) -> str | None:
+        if not privileges or any(fnmatchcase(principal, pattern) for pattern in self.patterns):
+            return None
+        return f"{principal} matches none of the allowed principals {', '.join(self.patterns)}"
+
+
 @dataclass(frozen=True)
 class Policy:
     rules: tuple[Rule, ...] = ()
@@ -194,23 +248,26 @@ def combine(first: Policy, second: Policy) -> Policy:
 
 # --- checking ------------------------------------------------------------------------------------
 
-def declared_subjects(state: DesiredState) -> Iterator[Subject]:
-    """Every namespace and table registration the manifest declares, as it declares it."""
+def declared_subjects(state: DesiredState, with_grants: bool = True) -> Iterator[Subject]:
+    """Every namespace and table registration the manifest declares, as it declares it (its
+    grants too, unless not `with_grants`)."""
     for namespace in state.namespaces:
+        grants = namespace.grants.grants if with_grants and namespace.grants else None
         yield Subject(Kind.NAMESPACE, namespace.backend, namespace.id,
                       state.backends[namespace.backend].format_id(namespace.id), namespace.properties, None,
-                      str(namespace.position) if namespace.position else None)
+                      str(namespace.position) if namespace.position else None, grants=grants)
     for table in state.tables:
         for registration in table.registrations:
+            grants = registration.grants.grants if with_grants and registration.grants else None
             yield Subject(Kind.TABLE, registration.backend, registration.id,
                           state.backends[registration.backend].format_id(registration.id), table.properties,
-                          table.location, str(table.position) if table.position else None)
+                          table.location, str(table.position) if table.position else None, grants=grants)
 
 
 def action_subjects(plan: Plan) -> Iterator[Subject]:
     """The namespaces and tables a plan creates or changes, as they will be."""
     for action in plan.actions:
-        if action.kind == Kind.DATASET or action.after is None:
+        if action.kind == Kind.DATASET or action.after is None or action.is_grant:
             continue
         yield Subject(action.kind, action.backend, tuple(action.id), action.display_id, action.after.properties,
                       action.after.location, action=action.key)
@@ -223,11 +280,13 @@ def check_declared(policy: Policy, state: DesiredState) -> list[PolicyViolation]
 
 def check_plan(policy: Policy, plan: Plan, state: DesiredState | None = None) -> list[PolicyViolation]:
     """Every rule against a plan: its actions, the objects it creates or changes, the plan as a
-    whole, and (given the desired state) the declared objects it leaves as they are."""
+    whole, and (given the desired state) the declared objects it leaves as they are. Grants are
+    checked as the plan's grant actions (validate checks every declared one)."""
     subjects = list(action_subjects(plan))
     if state is not None:
         changed = {a.key for a in plan.actions}
-        subjects += [s for s in declared_subjects(state) if action_key(s.kind, s.backend, s.id) not in changed]
+        subjects += [s for s in declared_subjects(state, with_grants=False)
+                     if action_key(s.kind, s.backend, s.id) not in changed]
     found = list(_subject_violations(policy, subjects))
     for rule in policy.rules:
         for action in plan.actions:

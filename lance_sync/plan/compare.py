@@ -135,7 +135,7 @@ class Comparer:
         self._table_removals()
         self._namespace_removals()
         self._link_dependencies()
-        self.result.actions.sort(key=_order)
+        self.result.actions.sort(key=action_order)
         self.result.notes += self.renames.notes + rename_hints(self.result.actions, self._display)
         self.result.warnings += self.renames.warnings
         if strict and self.result.conflicts:
@@ -576,7 +576,8 @@ def compare(desired: DesiredState, live: LiveState, capabilities: dict[str, Capa
     return Comparer(desired, live, capabilities, datasets).compare(strict)
 
 
-def _order(action: Action) -> tuple:
+def action_order(action: Action) -> tuple:
+    """Execution and display order: phase, parents before children (children first on delete)."""
     depth = -len(action.id) if action.kind == Kind.NAMESPACE and action.verb == Verb.DELETE else len(action.id)
     return (action.phase, depth, action.backend, action.id, action.display_id)
 

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lance_sync import __version__
-from lance_sync.drivers.base import Capabilities, Drivers
-from lance_sync.model.actions import DatasetStatus, Plan, Scope
+from lance_sync.drivers.base import Capabilities, Drivers, Identifier
+from lance_sync.model.actions import DatasetStatus, Kind, Plan, Scope
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.locations import shown_path
 from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.plan.compare import Comparison, compare, removal_locations
+from lance_sync.plan.grants import plan_grants
 from lance_sync.plan.observe import LiveState, observe
 from lance_sync.plan.select import parse_targets, select_targets
 
@@ -141,14 +142,27 @@ def build_plan(state: DesiredState, drivers: Drivers,
     it runs)."""
     chosen = parse_targets(targets, state.backends)
     observation = read_state(state, drivers, parallelism, progress, scan_all)
-    plan = assemble_plan(state, observation, compare(state, observation.live, observation.capabilities,
-                                                     observation.datasets))
+    plan = assemble_plan(state, observation, compare_all(state, observation, drivers, parallelism))
     if chosen:
         declared = [(s.backend, s.display_id) for s in declared_subjects(state)]
         plan = select_targets(plan, chosen, declared)
     if enforce_policy and state.policy:
         enforce(state.policy, plan, state)
     return plan
+
+
+def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
+                parallelism: int = DEFAULT_PARALLELISM, strict: bool = True) -> Comparison:
+    """The objects compared (with `strict`, a PlanError on conflicts), then their grants, whose
+    reads count with the plan's calls."""
+    comparison = compare(state, observation.live, observation.capabilities, observation.datasets, strict)
+    live = observation.live
+
+    def found(backend: str, kind: Kind, id: Identifier) -> bool:
+        return (backend, id) in (live.namespaces if kind == Kind.NAMESPACE else live.tables)
+
+    plan_grants(state, comparison, drivers, observation.capabilities, parallelism, found, observation.api_calls)
+    return comparison
 
 
 def assemble_plan(state: DesiredState, observation: Observation, comparison: Comparison) -> Plan:

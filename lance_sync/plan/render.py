@@ -31,15 +31,17 @@ SCOPE_SHOWN = 10
 OMITTED_SHOWN = 10
 
 SYMBOLS = {Verb.CREATE: "+", Verb.UPDATE: "~", Verb.RENAME: "~>", Verb.REPLACE: "-/+", Verb.FORGET: "-",
-           Verb.DELETE: "-"}
+           Verb.DELETE: "-", Verb.GRANT: "+", Verb.REVOKE: "-"}
 COLOURS = {"+": "green", "~": "yellow", "~>": "cyan", "-": "red", "-/+": "magenta"}
-DESTRUCTION_TAGS = {Destruction.DATA: "[destroys data]", Destruction.IDENTITY: "[new table id, grants are lost]"}
+DESTRUCTION_TAGS = {Destruction.DATA: "[destroys data]", Destruction.IDENTITY: "[new table id, grants are lost]",
+                    Destruction.ACCESS: "[revokes access]"}
 NAMESPACE_DELETION_TAG = "[deletes the namespace]"
 
 
 def summary_counts(plan: Plan) -> dict[str, int]:
     """Actions grouped the way the summary line reads them."""
-    groups = {"create": 0, "update": 0, "adopt": 0, "rename": 0, "replace": 0, "remove": 0}
+    groups = {"create": 0, "update": 0, "adopt": 0, "rename": 0, "replace": 0, "remove": 0, "grant": 0,
+              "revoke": 0}
     for action in plan.actions:
         if action.reason == Reason.ADOPT:
             groups["adopt"] += 1
@@ -59,14 +61,19 @@ def summary_line(plan: Plan) -> str:
     counts = summary_counts(plan)
     # renames are counted when there are some, as Terraform counts imports
     renames = f"{counts['rename']} to rename, " if counts["rename"] else ""
+    # grants too, when there are some
+    grants = "".join(f", {counts[verb]} to {verb}" for verb in ("grant", "revoke") if counts[verb])
     text = (f"Plan: {counts['create']} to create, {counts['update']} to update, {counts['adopt']} to adopt, "
-            f"{renames}{counts['replace']} to replace, {counts['remove']} to remove.")
+            f"{renames}{counts['replace']} to replace, {counts['remove']} to remove{grants}.")
     losing = len(plan.destroying(Destruction.DATA))
     if losing:
         text += f" {losing} destroy data (needs --allow-drop)."
     replacing = len(plan.destroying(Destruction.IDENTITY))
     if replacing:
         text += f" {replacing} replace tables (needs --allow-replace)."
+    revoking = len(plan.destroying(Destruction.ACCESS))
+    if revoking:
+        text += f" {revoking} revoke privileges (needs --allow-revoke)."
     blocked = len(plan.blocked())
     if blocked:
         text += f" {blocked} blocked."
@@ -108,6 +115,8 @@ def violation_line(violation: PolicyViolation) -> str:
 def action_label(action: Action) -> str:
     """'create table     lake: sales$orders' ('rename table     lake: sales$orders -> sales$orders_v2'),
     with why it is notable and what it destroys."""
+    if action.is_grant:
+        return f"{action.headline}  {DESTRUCTION_TAGS[action.destroys]}" if action.destroys else action.headline
     label = f"{action.name:<16} {action.backend}: {action.shown_id}"
     if action.reason == Reason.ADOPT:
         label += "  (adopt)"
@@ -199,6 +208,8 @@ def _details(action: Action) -> Iterator[str]:
 
 
 def _state(state: ObjectState, sign: str) -> Iterator[str]:
+    if state.privileges is not None:
+        yield f"{sign} privileges = {', '.join(state.privileges) or '(none)'}"
     if state.location:
         yield f"{sign} location = {state.location}"
     if state.version is not None:
@@ -213,6 +224,8 @@ def _state(state: ObjectState, sign: str) -> Iterator[str]:
 
 
 def _changes(before: ObjectState, after: ObjectState) -> Iterator[str]:
+    if before.privileges != after.privileges:
+        yield f"~ privileges = {', '.join(before.privileges or []) or '(none)'} -> {', '.join(after.privileges or []) or '(none)'}"
     if before.location != after.location:
         yield f"~ location = {before.location} -> {after.location}"
     for key in sorted(set(before.properties) | set(after.properties)):
@@ -263,6 +276,9 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     if plan.destroying(Destruction.IDENTITY):
         head.append(f"> **{len(plan.destroying(Destruction.IDENTITY))} table(s) replaced** (new table id, grants "
                     "are lost): apply needs `--allow-replace`.")
+    if plan.destroying(Destruction.ACCESS):
+        head.append(f"> **{len(plan.destroying(Destruction.ACCESS))} revoke(s)**: principals lose privileges; apply "
+                    "needs `--allow-revoke`.")
     if plan.blocked():
         head.append(f"> **{len(plan.blocked())} blocked action(s)**: apply will refuse this plan.")
     if plan.policy_violations:

@@ -176,7 +176,7 @@ def test_a_rule_name_given_twice_is_an_error(lake: Lake):
 
 
 def test_unattended_of_two_policies_allows_only_what_both_allow():
-    assert combine(Policy(), Policy()).unattended_verbs == ("create", "update", "rename")
+    assert combine(Policy(), Policy()).unattended_verbs == ("create", "update", "rename", "grant")
     assert combine(Policy(unattended=("create", "forget")), Policy()).unattended == ("create", "forget")
     assert combine(Policy(unattended=("create", "forget")), Policy(unattended=("forget", "update"))).unattended \
         == ("forget",)

@@ -284,5 +284,5 @@ def test_reconcile_renames_unattended_by_default_but_not_a_replace():
     [replace] = compared(OLD, Capabilities()).actions
     assert needs_person(rename, DEFAULT_UNATTENDED) is None
     assert needs_person(replace, DEFAULT_UNATTENDED) == \
-        "needs approval: replace is not in policy.unattended (create, update, rename)"
+        "needs approval: replace is not in policy.unattended (create, update, rename, grant)"
     assert needs_person(rename, ("create", "update")) is not None

@@ -1,0 +1,262 @@
+"""Compare declared grants with live ones and plan grant and revoke actions.
+
+Runs after the objects are compared (lance_sync.plan.compare), because what a grant starts
+from depends on what happens to its object: a namespace or table the plan creates, or a table
+it replaces (a new table id), holds no grants yet, so every declared privilege is granted
+after it; a table renamed in place keeps its grants, read at the id it has now. Then:
+
+- only the principals an object's `grants:` names are managed (mode named): each ends with
+  exactly the declared privileges; everyone else's grants are left alone and listed as such.
+  Mode authoritative also revokes every other principal's grants. A revoke is destructive
+  (apply needs --allow-revoke);
+- a replace that would lose grants the manifest does not declare says which, in a warning;
+- a grant of no use without a privilege on a parent namespace that the principal lacks
+  (`BackendRules.parent_needs`) gets a note; it is never granted unasked.
+
+Live grants are read only for objects that declare grants, tables a plan replaces and the
+parents of declared grants: calls in proportion to what the manifest manages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lance_namespace.errors import LanceNamespaceError, NamespaceNotFoundError, TableNotFoundError
+
+from lance_sync.drivers.base import Capabilities, Drivers, Identifier
+from lance_sync.drivers.support.retry import with_retries
+from lance_sync.model.actions import (
+    Action,
+    Kind,
+    LeftAlone,
+    ObjectState,
+    Reason,
+    Verb,
+    action_key,
+    fingerprint,
+)
+from lance_sync.model.desired import DesiredState
+from lance_sync.model.grants import (
+    AUTHORITATIVE,
+    DeclaredGrants,
+    GrantMap,
+    Securable,
+    format_privileges,
+)
+from lance_sync.model.shared import DEFAULT_PARALLELISM
+from lance_sync.plan.compare import Comparison, action_order
+from lance_sync.plan.observe import READ_RETRIES, ObserveError
+
+#: (backend, kind, id): an object whose grants are read
+GrantKey = tuple[str, Securable, Identifier]
+
+
+@dataclass(frozen=True)
+class _Managed:
+    """One object whose grants the manifest declares, and what the plan does to the object."""
+
+    backend: str
+    kind: Securable
+    id: Identifier
+    declared: DeclaredGrants
+    #: the action on the object itself, if any (a create, rename, replace, update)
+    action: Action | None
+    table: str | None
+
+    @property
+    def fresh(self) -> bool:
+        """The object holds no grants when its grants are applied: created or replaced here."""
+        return self.action is not None and self.action.verb in (Verb.CREATE, Verb.REPLACE)
+
+    @property
+    def read_at(self) -> Identifier | None:
+        """Where its live grants are now: the id a rename starts from; None when there is no
+        object yet."""
+        if self.action is not None and self.action.verb == Verb.CREATE:
+            return None
+        return tuple(self.action.current_id) if self.action is not None else self.id
+
+
+def plan_grants(state: DesiredState, comparison: Comparison, drivers: Drivers,
+                capabilities: dict[str, Capabilities], parallelism: int = DEFAULT_PARALLELISM,
+                objects_found: Callable[[str, Kind, Identifier], bool] | None = None,
+                api_calls: dict[str, int] | None = None) -> None:
+    """Add the grant and revoke actions, notes and warnings to `comparison`; the calls its reads
+    take are added to `api_calls`.
+
+    `objects_found(backend, kind, id)` says whether the plan saw the object live (an object
+    neither found nor created, say a table whose namespace is missing, has no grants to plan).
+    """
+    if not any(ns.grants for ns in state.namespaces) and not any(
+            r.grants for t in state.tables for r in t.registrations) and not any(
+            a.kind == Kind.TABLE and a.verb == Verb.REPLACE for a in comparison.actions):
+        return  # nothing to read: most plans
+    by_key = {a.key: a for a in comparison.actions}
+    managed = [m for m in _managed(state, by_key)
+               if objects_found is None or m.action is not None or objects_found(m.backend, Kind(m.kind), m.id)]
+    without = sorted({m.backend for m in managed if not capabilities[m.backend].grants})
+    for backend in without:
+        comparison.warnings.append(f"backend '{backend}': this server has no grants API; the manifest's grants "
+                                   "there are not managed")
+    managed = [m for m in managed if capabilities[m.backend].grants]
+    replaced = [a for a in comparison.actions if a.kind == Kind.TABLE and a.verb == Verb.REPLACE
+                and capabilities[a.backend].grants]
+    if not managed and not replaced:
+        return
+    calls_before = {name: driver.api_calls for name, driver in drivers.items()}
+    try:
+        _plan(state, comparison, drivers, managed, replaced, parallelism)
+    finally:
+        for name, driver in drivers.items():
+            if api_calls is not None:
+                api_calls[name] = api_calls.get(name, 0) + driver.api_calls - calls_before[name]
+
+
+def _plan(state: DesiredState, comparison: Comparison, drivers: Drivers, managed: list[_Managed],
+          replaced: list[Action], parallelism: int) -> None:
+    reads: set[GrantKey] = {(m.backend, m.kind, m.read_at) for m in managed if m.read_at is not None}
+    reads |= {(a.backend, "table", tuple(a.current_id)) for a in replaced}
+    live = _read(drivers, reads, parallelism)
+    planned: list[Action] = []
+    for item in managed:
+        held = live.get((item.backend, item.kind, item.read_at), {}) if item.read_at is not None else {}
+        planned += _actions(state, item, held)
+        others = item.declared.others({} if item.fresh else held)
+        if others:
+            comparison.left_alone.append(LeftAlone(
+                kind=Kind(item.kind), backend=item.backend, id=list(item.id),
+                display_id=state.backends[item.backend].format_id(item.id),
+                reason=f"grants not declared here, left alone (grants_mode: named): {_describe(others)}"))
+    for action in replaced:
+        _warn_lost(state, action, live.get((action.backend, "table", tuple(action.current_id)), {}))
+    comparison.notes += _parent_notes(state, managed, live, drivers, parallelism)
+    comparison.actions += planned
+    comparison.actions.sort(key=lambda a: (*action_order(a), a.principal or "", a.verb.value))
+
+
+def _managed(state: DesiredState, by_key: dict[str, Action]) -> list[_Managed]:
+    found = [_Managed(ns.backend, "namespace", ns.id, ns.grants,
+                      by_key.get(action_key(Kind.NAMESPACE, ns.backend, ns.id)), None)
+             for ns in state.namespaces if ns.grants is not None]
+    found += [_Managed(r.backend, "table", r.id, r.grants, by_key.get(action_key(Kind.TABLE, r.backend, r.id)),
+                       table.name)
+              for table in state.tables for r in table.registrations if r.grants is not None]
+    return found
+
+
+def _read(drivers: Drivers, keys: set[GrantKey], parallelism: int) -> dict[GrantKey, GrantMap]:
+    """Each object's live grants; an object gone since it was seen holds none."""
+    def read(key: GrantKey) -> GrantMap:
+        backend, kind, id = key
+        try:
+            return with_retries(lambda: drivers[backend].list_grants(kind, id), READ_RETRIES)
+        except (NamespaceNotFoundError, TableNotFoundError):
+            return {}
+        except LanceNamespaceError as error:
+            raise ObserveError(f"backend '{backend}': reading the grants on {kind} "
+                               f"{drivers[backend].format_identifier(id)} failed: {type(error).__name__}: "
+                               f"{error}") from error
+
+    ordered = sorted(keys)
+    if not ordered:
+        return {}
+    with ThreadPoolExecutor(max(1, min(parallelism, len(ordered)))) as pool:
+        return dict(zip(ordered, pool.map(read, ordered), strict=True))
+
+
+def _actions(state: DesiredState, item: _Managed, held: GrantMap) -> list[Action]:
+    """One grant and/or revoke per principal whose privileges differ from the declared ones."""
+    start = {} if item.fresh else held
+    display = state.backends[item.backend].format_id(item.id)
+    # what the guards compare at apply time: the object at its id now (none for one not there yet)
+    at_id = item.read_at == item.id
+    actions = []
+    for principal, (grant, revoke) in item.declared.changes(start).items():
+        before_privileges = held.get(principal, frozenset())
+        before = ObjectState(privileges=sorted(before_privileges)) if at_id else None
+        common: dict[str, Any] = {"kind": Kind(item.kind), "backend": item.backend, "id": list(item.id), "display_id": display,
+                  "before": before, "fingerprint": fingerprint(before, []), "principal": principal,
+                  "table": item.table, "depends_on": [item.action.key] if item.action is not None else []}
+        now = start.get(principal, frozenset())
+        declared = principal in item.declared.grants
+        if grant:
+            actions.append(Action(
+                verb=Verb.GRANT, reason=Reason.ABSENT if not now else Reason.CHANGED, privileges=sorted(grant),
+                after=ObjectState(privileges=sorted((now | grant) - revoke)),
+                detail=_grant_detail(item, now, grant), **common))
+        if revoke:
+            actions.append(Action(
+                verb=Verb.REVOKE, reason=Reason.CHANGED if declared else Reason.UNDECLARED,
+                privileges=sorted(revoke), after=ObjectState(privileges=sorted((now | grant) - revoke)),
+                detail=(f"declares {format_privileges(item.declared.grants[principal]) or 'no privileges'} for "
+                        f"{principal}, who holds {format_privileges(now)}" if declared else
+                        f"{principal} is not declared and grants_mode is {AUTHORITATIVE}"), **common))
+    return actions
+
+
+def _grant_detail(item: _Managed, now: frozenset[str], grant: frozenset[str]) -> str:
+    if item.fresh and item.action is not None:
+        return f"declared; the {item.kind} is {item.action.verb.value}d first, with no grants"
+    if now:
+        return f"declared; holds {format_privileges(now)} only"
+    return "declared, not granted"
+
+
+def _warn_lost(state: DesiredState, action: Action, held: GrantMap) -> None:
+    """A replaced table starts with no grants: say which live ones the manifest will not restore."""
+    registration = next((r for t in state.tables for r in t.registrations
+                         if r.backend == action.backend and list(r.id) == action.id), None)
+    declared = registration.grants.grants if registration is not None and registration.grants else {}
+    lost = {p: privileges - declared.get(p, frozenset()) for p, privileges in held.items()}
+    lost = {p: privileges for p, privileges in lost.items() if privileges}
+    if lost:
+        action.warnings.append(f"the new table will not have these grants, which the manifest does not declare: "
+                               f"{_describe(lost)}")
+    elif declared:
+        action.warnings.append("the declared grants are granted again on the new table")
+
+
+def _parent_notes(state: DesiredState, managed: list[_Managed], live: dict[GrantKey, GrantMap],
+                  drivers: Drivers, parallelism: int) -> list[str]:
+    """Declared grants that are of no use until the principal holds a privilege on a parent."""
+    declared_on = {(m.backend, m.id): m for m in managed if m.kind == "namespace"}
+    needs = []
+    for item in managed:
+        spec = state.backends[item.backend]
+        for need in spec.rules.parent_needs(item.kind, item.id, spec.config):
+            for principal, privileges in item.declared.grants.items():
+                if privileges:
+                    needs.append((item, principal, need))
+    unread: set[GrantKey] = {(item.backend, "namespace", need.id) for item, _, need in needs
+                             if (item.backend, need.id) not in declared_on}
+    unread -= live.keys()
+    live = {**live, **_read(drivers, unread, parallelism)}
+    notes = []
+    for item, principal, need in needs:
+        parent = declared_on.get((item.backend, need.id))
+        if parent is not None:
+            holds = _after(parent, live.get((parent.backend, "namespace", parent.read_at or ()), {}))
+        else:
+            holds = live.get((item.backend, "namespace", need.id), {})
+        if not holds.get(principal, frozenset()) & need.any_of:
+            spec = state.backends[item.backend]
+            notes.append(f"{principal} is granted {format_privileges(item.declared.grants[principal])} on "
+                         f"{item.kind} {item.backend}: {spec.format_id(item.id)} but holds no {need.shown} on "
+                         f"{spec.format_id(need.id)}: the grant has no effect until they do (lance-sync does not "
+                         "grant it unasked)")
+    return list(dict.fromkeys(notes))
+
+
+def _after(item: _Managed, held: GrantMap) -> GrantMap:
+    """The grants an object will hold after the plan."""
+    start = {} if item.fresh else held
+    if item.declared.mode == AUTHORITATIVE:
+        return dict(item.declared.grants)
+    return {**start, **item.declared.grants}
+
+
+def _describe(grants: GrantMap) -> str:
+    return "; ".join(f"{p}: {format_privileges(privileges)}" for p, privileges in sorted(grants.items()))
