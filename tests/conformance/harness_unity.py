@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import urllib.error
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -23,16 +24,23 @@ from unitycatalog.client import (
     CreateCatalog,
     CreateTable,
     DataSourceFormat,
+    GrantsApi,
+    PermissionsChange,
+    Privilege,
+    SecurableType,
     TablesApi,
     TableType,
+    UpdatePermissions,
 )
 from unitycatalog.client.exceptions import ApiException
 
 from lance_sync.drivers.base import Identifier
 from lance_sync.drivers.unity.config import DEFAULT_API_PATH
+from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
 from tests.servers.base import RunningServer
+from tests.servers.unity import create_user
 
 T = TypeVar("T")
 CATALOG = "lance_sync_conformance"
@@ -40,6 +48,11 @@ CATALOG = "lance_sync_conformance"
 EXTERNAL_TOKEN = os.environ.get("LANCE_SYNC_TEST_UNITY_TOKEN") or None
 
 _catalogs_created: set[tuple[str, str]] = set()
+#: grant principals: users, named by e-mail, created once per server
+PRINCIPALS = ["lance-sync-reader@example.com", "lance-sync-writer@example.com", "lance-sync-admin@example.com"]
+_principals_created: set[str] = set()
+#: UC's securable type by the length of a lance-sync id
+_SECURABLE_TYPES = {1: SecurableType.CATALOG, 2: SecurableType.SCHEMA, 3: SecurableType.TABLE}
 
 
 def run_sdk(server: RunningServer, scenario: Callable[[ApiClient], Awaitable[T]], token: str | None = None) -> T:
@@ -109,3 +122,31 @@ class UnityHarness(Harness):
             expected = []
         assert [column.name for column in table.columns or []] == expected
         assert [column.position for column in table.columns or []] == list(range(len(expected)))
+
+    # --- grants, through the SDK's GrantsApi ------------------------------------------------------
+
+    def grant_principals(self) -> list[str]:
+        if self.server.endpoint not in _principals_created:
+            for email in PRINCIPALS:
+                try:
+                    create_user(self.server, email, token=EXTERNAL_TOKEN if self.server.external else None)
+                except urllib.error.HTTPError as error:  # SCIM answers a duplicate as 500, status "409"
+                    if '"409"' not in error.read().decode(errors="replace"):
+                        raise
+            _principals_created.add(self.server.endpoint)
+        return list(PRINCIPALS)
+
+    def grant_examples(self, kind: Securable) -> list[str]:
+        # UC OSS has two table privileges; the third example repeats the second, which keeps
+        # the suite's "grant and revoke in one change" meaningful (revoke SELECT, keep MODIFY).
+        return ["USE SCHEMA", "CREATE TABLE", "SELECT"] if kind == "namespace" else ["SELECT", "MODIFY", "MODIFY"]
+
+    def read_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        listed = run_sdk(self.server, lambda client: GrantsApi(client).get(_SECURABLE_TYPES[len(id)], ".".join(id)))
+        return {item.principal: frozenset(privilege.value for privilege in item.privileges or [])
+                for item in listed.privilege_assignments or []}
+
+    def grant_out_of_band(self, kind: Securable, id: Identifier, principal: str, privileges: list[str]) -> None:
+        change = PermissionsChange(principal=principal, add=[Privilege(p) for p in privileges], remove=[])
+        run_sdk(self.server, lambda client: GrantsApi(client).update(
+            _SECURABLE_TYPES[len(id)], ".".join(id), UpdatePermissions(changes=[change])))

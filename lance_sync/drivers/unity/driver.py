@@ -78,7 +78,15 @@ from lance_sync.drivers.support.http import HttpClient, HttpFailure, transient_i
 from lance_sync.drivers.support.locations import catalog_url
 from lance_sync.drivers.support.paging import follow_pages
 from lance_sync.drivers.unity.config import UnityConfig, UnityRules
+from lance_sync.drivers.unity.grants import (
+    SECURABLE_TYPES,
+    SecurableType,
+    UnityGrants,
+    check_grantable,
+    permissions_error_class,
+)
 from lance_sync.model.arrow_types import spark_compatible
+from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
@@ -160,13 +168,14 @@ class UnityNamespace(UnityRules, SyncNamespace):
             connect_timeout=connect_timeout, read_timeout=read_timeout, max_retries=self.config.max_retries, translate=self._translate,
             headers=lambda: auth_headers, on_request=self.count_call,
         )
+        self.grants = UnityGrants(self.http, UnityRules)
 
     def namespace_id(self) -> str:
         return f"lance-sync unity {{ endpoint: {self.config.endpoint!r}, catalog: {self.catalog!r} }}"
 
     def capabilities(self) -> Capabilities:
         # UC OSS has no table PATCH: the planner replaces a table whose properties changed.
-        return Capabilities(update_table_properties=False, creatable_namespace_levels=(2, 2))
+        return Capabilities(update_table_properties=False, creatable_namespace_levels=(2, 2), grants=True)
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -321,6 +330,29 @@ class UnityNamespace(UnityRules, SyncNamespace):
 
         yield from follow_pages(fetch)
 
+    # --- grants (drivers/unity/grants.py) ------------------------------------------------------
+
+    def list_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        return self.grants.list(*self._securable(kind, id))
+
+    def change_grants(self, kind: Securable, id: Identifier, principal: str,
+                      grant: frozenset[str], revoke: frozenset[str]) -> None:
+        securable_type, full_name = self._securable(kind, id)
+        grant = frozenset(self.canonical_privilege(p) for p in grant)
+        check_grantable(securable_type, grant, self.grant_privileges(kind, tuple(id), self.config))
+        revoke = frozenset(self.canonical_privilege(p) for p in revoke)
+        self.grants.change(securable_type, full_name, principal, grant, revoke)
+
+    def _securable(self, kind: Securable, id: Identifier) -> tuple[SecurableType, str]:
+        """UC's securable type and full name: (catalog,), (catalog, schema) or a table id."""
+        if kind == "table":
+            parts: tuple[str, ...] = self._table_name(id, other_catalog=TableNotFoundError)
+        else:
+            parts = self._namespace_parts(id)
+            if not parts:
+                raise InvalidInputError("unity: the root holds no grants; name a catalog or a schema")
+        return SECURABLE_TYPES[len(parts)], _full_name(*parts)
+
     def catalog_columns(self, schema: pa.Schema) -> list[dict[str, str]]:
         return [{"name": c["name"], "type": c["type_text"]} for c in unity_columns(schema)]
 
@@ -419,6 +451,8 @@ class UnityNamespace(UnityRules, SyncNamespace):
     def _generic_error_class(self, code: str, failure: HttpFailure) -> type[LanceNamespaceError]:
         """UC before 0.5 says only NOT_FOUND / ALREADY_EXISTS: the request tells what was meant."""
         path = failure.url[len(self.http.base_url):]
+        if code == "NOT_FOUND" and (on_grants := permissions_error_class(path, failure)):
+            return on_grants
         names_a_table = path.startswith("/tables/") or (path == "/tables" and code == "ALREADY_EXISTS")
         if code == "NOT_FOUND":
             return TableNotFoundError if names_a_table and failure.method != "POST" else NamespaceNotFoundError
