@@ -82,9 +82,11 @@ class Lifecycle:
             document["policy"] = policy
         self.path.write_text(yaml.safe_dump(document, sort_keys=False))
 
-    def run(self, command: str, *args: str, expect: int = 0) -> str:
+    def run(self, command: str, *args: str, expect: int | None = 0) -> str:
+        """The command's stdout; its exit code must be `expect` (None: any, kept in `last_exit`)."""
         result = run_cli(self.path, command, *args, env=self.env)
-        assert result.returncode == expect, describe(result)
+        self.last_exit = result.returncode
+        assert expect is None or result.returncode == expect, describe(result)
         return result.stdout
 
     def table_grants(self, principals: list[str]) -> dict[str, set[str]]:
