@@ -12,12 +12,22 @@ from typing import Any
 from pymetastore.hive_metastore.ttypes import (
     FieldSchema,
     GetTableRequest,
+    GrantRevokePrivilegeRequest,
+    GrantRevokeType,
+    HiveObjectPrivilege,
+    HiveObjectRef,
+    HiveObjectType,
+    PrincipalType,
+    PrivilegeBag,
+    PrivilegeGrantInfo,
+    Role,
     SerDeInfo,
     StorageDescriptor,
     Table,
 )
 
 from lance_sync.drivers.base import Identifier
+from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
 from tests.servers.hive_support import hive_client
@@ -31,6 +41,20 @@ HIVE_BEHAVIOUR = SpecBehaviour(
     lower_case_names=True,
     name_characters=(),
 )
+
+#: the suite's grantees: a role must exist before it can hold a grant (created once per server)
+GRANT_USER, GRANT_GROUP, GRANT_ROLE = "lsync_alice", "lsync_analysts", "lsync_readers"
+PRINCIPAL_KINDS = {PrincipalType.USER: "user", PrincipalType.GROUP: "group", PrincipalType.ROLE: "role"}
+
+
+def object_ref(kind: Securable, id: Identifier) -> HiveObjectRef:
+    """The database or table as pymetastore names it, with its catalog (HMS 2.3 skips the
+    field it does not know)."""
+    if kind == "namespace":
+        catalog, database = id
+        return HiveObjectRef(objectType=HiveObjectType.DATABASE, dbName=database, catName=catalog)
+    catalog, database, name = id
+    return HiveObjectRef(objectType=HiveObjectType.TABLE, dbName=database, objectName=name, catName=catalog)
 
 
 class HmsHarness(Harness):
@@ -62,6 +86,43 @@ class HmsHarness(Harness):
                 parameters={}))
         with hive_client(self.server.endpoint) as client:
             client.create_table(table)
+
+    # --- grants ---------------------------------------------------------------------------
+
+    def grant_principals(self) -> list[str]:
+        with hive_client(self.server.endpoint) as client:
+            if GRANT_ROLE not in client.get_role_names():
+                client.create_role(Role(roleName=GRANT_ROLE, ownerName="admin"))
+        return [f"user:{GRANT_USER}", f"group:{GRANT_GROUP}", f"role:{GRANT_ROLE}"]
+
+    def grant_examples(self, kind: Securable) -> list[str]:
+        return ["SELECT", "CREATE", "ALTER"] if kind == "namespace" else ["SELECT", "INSERT", "UPDATE"]
+
+    def read_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        """Every principal's rows on the object (list_privileges without a principal),
+        privileges upper-cased."""
+        with hive_client(self.server.endpoint) as client:
+            rows = client.list_privileges(None, None, object_ref(kind, id))
+        grants: dict[str, set[str]] = {}
+        for row in rows:
+            principal = f"{PRINCIPAL_KINDS[row.principalType]}:{row.principalName}"
+            grants.setdefault(principal, set()).add(row.grantInfo.privilege.upper())
+        return {principal: frozenset(privileges) for principal, privileges in grants.items()}
+
+    def grant_out_of_band(self, kind: Securable, id: Identifier, principal: str, privileges: list[str]) -> None:
+        """Granted by another grantor, in lower case: HMS keeps a privilege as it is sent, and
+        revokes a database's only in that exact spelling."""
+        kind_name, _, name = principal.partition(":")
+        principal_type = {value: key for key, value in PRINCIPAL_KINDS.items()}[kind_name]
+        ref = object_ref(kind, id)
+        bag = PrivilegeBag([HiveObjectPrivilege(
+            hiveObject=ref, principalName=name, principalType=principal_type,
+            grantInfo=PrivilegeGrantInfo(privilege=privilege.lower(), createTime=0, grantor="admin",
+                                         grantorType=PrincipalType.ROLE, grantOption=True))
+            for privilege in privileges])
+        with hive_client(self.server.endpoint) as client:
+            assert client.grant_revoke_privileges(GrantRevokePrivilegeRequest(
+                requestType=GrantRevokeType.GRANT, privileges=bag)).success
 
     def table_identity(self, table_id: Identifier) -> Any:
         """The create time HMS sets on create_table (seconds): tests that compare it wait a second."""

@@ -24,6 +24,10 @@ from pymetastore.hive_metastore.ttypes import (
     GetTableResult,
     GetTablesRequest,
     GetTablesResult,
+    HiveObjectPrivilege,
+    HiveObjectRef,
+    PrincipalType,
+    PrivilegeGrantInfo,
     ShowLocksRequest,
     ShowLocksResponse,
     ShowLocksResponseElement,
@@ -34,7 +38,7 @@ from thrift.protocol.TProtocol import TProtocolException
 from thrift.Thrift import TType
 
 from lance_sync.drivers.hive3.errors import message
-from lance_sync.drivers.hive3.objects import is_lance
+from lance_sync.drivers.hive3.objects import DEFAULT_CATALOG, is_lance
 
 
 class _ThriftStruct(Protocol):
@@ -58,6 +62,9 @@ STRUCT_FIELDS: dict[type[_ThriftStruct], tuple[tuple[str, ...], tuple[str, ...]]
     Table: (("tableName", "dbName", "tableType", "parameters"), ("sd", "catName")),
     StorageDescriptor: ((), ("location",)),
     ShowLocksResponse: (("locks",), ()),
+    HiveObjectPrivilege: (("hiveObject", "principalName", "principalType", "grantInfo"), ()),
+    HiveObjectRef: (("objectType", "dbName"), ("objectName", "catName")),
+    PrivilegeGrantInfo: (("privilege",), ("grantOption",)),
     ShowLocksResponseElement: (("lockid", "dbname", "state", "lastheartbeat"), ("user", "hostname", "agentInfo")),
 }
 PYTHON_TYPES = {TType.STRING: str, TType.BOOL: bool, TType.BYTE: int, TType.I16: int,
@@ -202,6 +209,31 @@ def _check_locks(answer: Any, request: ShowLocksRequest) -> str | None:
     return problem
 
 
+def _check_privileges(answer: Any, principal_name: str | None, principal_type: int | None,
+                      ref: HiveObjectRef) -> str | None:
+    """list_privileges of one database or table: every row is of that object (HMS 2.x sends
+    no catName), of a principal kind the driver knows, and of the principal asked for."""
+    problem = _value_problem(answer, TType.LIST, (TType.STRUCT, [HiveObjectPrivilege, None], False),
+                             "privileges")
+    for index, row in enumerate(answer if problem is None else []):
+        where = f"privileges[{index}]"
+        found = row.hiveObject
+        if row.principalType not in (PrincipalType.USER, PrincipalType.GROUP, PrincipalType.ROLE):
+            return f"{where}.principalType is {row.principalType!r}, not USER, GROUP or ROLE"
+        if not row.principalName:
+            return f"{where}.principalName is empty"
+        if principal_name is not None and (row.principalName, row.principalType) != (principal_name, principal_type):
+            return f"{where}: principal {row.principalName!r} was not asked for"
+        if not (found.objectType == ref.objectType and same_name(found.dbName, ref.dbName)
+                and (ref.objectName is None or (isinstance(found.objectName, str)
+                                                and same_name(found.objectName, ref.objectName)))
+                and (found.catName is None or same_name(found.catName, ref.catName or DEFAULT_CATALOG))):
+            return (f"{where}: a privilege on {found.objectType!r} {found.catName!r}.{found.dbName!r}."
+                    f"{found.objectName!r} answered for {ref.objectType!r} {ref.catName!r}.{ref.dbName!r}."
+                    f"{ref.objectName!r}")
+    return problem
+
+
 def _table_problem(table: Table, where: str, catalog: str | None, database: str | None,
                    names: set[str] | None) -> str | None:
     """A table's needed fields; that it is one asked for; that a Lance table has a location."""
@@ -228,6 +260,8 @@ ANSWER_CHECKS: dict[str, Callable[..., str | None]] = {
     "get_table_req": _check_table_result,
     "get_table_objects_by_name_req": _check_tables_result,
     "show_locks": _check_locks,
+    "list_privileges": _check_privileges,
+    "get_role_names": _check_names,
 }
 #: calls that change nothing, so sending them again is safe
 READ_CALLS = frozenset(ANSWER_CHECKS)

@@ -9,9 +9,27 @@ from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
 from lance_sync.model.backend_config import BackendConfig, BackendRules, Identifier, root_field
 from lance_sync.model.config_types import ThriftUri
+from lance_sync.model.grants import Securable
 
 #: what manifests may name a catalog or database: HMS folds case and refuses other characters
 MANIFEST_NAME = re.compile(r"[a-z0-9_]+")
+
+# Grants (see docs/backends/hive3.md, "Grants"). HMS stores any string as a privilege; these
+# are what Hive's authorizers understand. Tables: the SQL standard based authorizer's set
+# (Hive's default since 2.0). Databases: the SQL standard authorizer keeps no database
+# privileges, so these are the legacy authorizer's database privileges (without INDEX, which
+# Hive never enforced and Hive 3 dropped with indexes).
+TABLE_PRIVILEGES = frozenset({"SELECT", "INSERT", "UPDATE", "DELETE", "ALL"})
+DATABASE_PRIVILEGES = frozenset({"ALL", "ALTER", "CREATE", "DROP", "LOCK", "SELECT", "SHOW_DATABASE", "UPDATE"})
+#: how a manifest writes a principal: kind, then the name HMS stores (case kept)
+PRINCIPAL_KINDS = ("user", "group", "role")
+PRINCIPAL = re.compile(r"(user|group|role):(\S(?:.*\S)?)", re.DOTALL)
+
+
+def split_principal(principal: str) -> tuple[str, str] | None:
+    """('user' | 'group' | 'role', name) of a principal a manifest wrote, or None."""
+    match = PRINCIPAL.fullmatch(principal)
+    return (match.group(1), match.group(2)) if match else None
 
 
 class Hive3Config(BackendConfig):
@@ -46,3 +64,19 @@ class Hive3Rules(BackendRules):
     @classmethod
     def check_table_name(cls, name: str, config: BackendConfig) -> str | None:
         return cls.check_namespace_id((name,), config)
+
+    @classmethod
+    def grant_privileges(cls, kind: Securable, id: Identifier, config: BackendConfig) -> frozenset[str]:
+        """Databases (catalog$database) and tables; a catalog has no grants."""
+        if kind == "namespace" and len(id) == 2:
+            return DATABASE_PRIVILEGES
+        if kind == "table" and len(id) == 3:
+            return TABLE_PRIVILEGES
+        return frozenset()
+
+    @classmethod
+    def check_principal(cls, principal: str, config: BackendConfig) -> str | None:
+        if split_principal(principal) is None:
+            return (f"a Hive principal is written user:NAME, group:NAME or role:NAME "
+                    f"(got {principal!r})")
+        return None

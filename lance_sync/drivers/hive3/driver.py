@@ -99,6 +99,7 @@ from lance_sync.drivers.base import (
     TableInfo,
     patched_properties,
 )
+from lance_sync.drivers.hive3 import grants
 from lance_sync.drivers.hive3.config import Hive3Config, Hive3Rules
 from lance_sync.drivers.hive3.errors import METASTORE_ERRORS, message, translated
 from lance_sync.drivers.hive3.leases import HiveLockLeaseRegister
@@ -134,6 +135,7 @@ from lance_sync.drivers.hive3.transport import MetastoreClient, MetastorePool
 from lance_sync.drivers.leases import LeaseRegister
 from lance_sync.drivers.support.locations import catalog_url
 from lance_sync.drivers.support.paging import check_page_limit, names_after, page_of_names
+from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import TABLE_TYPE_KEY
 
@@ -177,7 +179,8 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         levels = (1, 2) if self._has_catalog_api() else (2, 2)
         return Capabilities(update_namespace_properties=True, update_table_properties=True,
                             update_table_location=True, rename_table=True, move_table=True,
-                            move_fixed_levels=MOVE_FIXED_LEVELS, creatable_namespace_levels=levels)
+                            move_fixed_levels=MOVE_FIXED_LEVELS, creatable_namespace_levels=levels,
+                            grants=True)
 
     # --- namespaces ----------------------------------------------------------------------------
 
@@ -316,6 +319,17 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
                                        properties=lance_properties(table))
 
     # --- reconciler extensions -----------------------------------------------------------------
+
+    @translated
+    def list_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        """Every principal's privileges on a database or table (`grants.list_grants`)."""
+        return grants.list_grants(self, kind, id)
+
+    @translated
+    def change_grants(self, kind: Securable, id: Identifier, principal: str,
+                      grant: frozenset[str], revoke: frozenset[str]) -> None:
+        """One principal's privileges on a database or table (`grants.change_grants`)."""
+        grants.change_grants(self, kind, id, principal, grant, revoke)
 
     @translated
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
