@@ -43,6 +43,7 @@ from lance_sync.model.grants import (
     AUTHORITATIVE,
     DeclaredGrants,
     GrantMap,
+    ParentNeed,
     Securable,
     format_privileges,
 )
@@ -184,7 +185,8 @@ def _actions(state: DesiredState, item: _Managed, held: GrantMap) -> list[Action
         declared = principal in item.declared.grants
         if grant:
             actions.append(Action(
-                verb=Verb.GRANT, reason=Reason.ABSENT if not now else Reason.CHANGED, privileges=sorted(grant),
+                verb=Verb.GRANT, reason=Reason.ABSENT if item.fresh or not now else Reason.CHANGED,
+                privileges=sorted(grant),
                 after=ObjectState(privileges=sorted((now | grant) - revoke)),
                 detail=_grant_detail(item, now, grant), **common))
         if revoke:
@@ -234,7 +236,7 @@ def _parent_notes(state: DesiredState, managed: list[_Managed], live: dict[Grant
                              if (item.backend, need.id) not in declared_on}
     unread -= live.keys()
     live = {**live, **_read(drivers, unread, parallelism)}
-    notes = []
+    missing: dict[tuple[str, str, ParentNeed], list[str]] = {}
     for item, principal, need in needs:
         parent = declared_on.get((item.backend, need.id))
         if parent is not None:
@@ -243,11 +245,10 @@ def _parent_notes(state: DesiredState, managed: list[_Managed], live: dict[Grant
             holds = live.get((item.backend, "namespace", need.id), {})
         if not holds.get(principal, frozenset()) & need.any_of:
             spec = state.backends[item.backend]
-            notes.append(f"{principal} is granted {format_privileges(item.declared.grants[principal])} on "
-                         f"{item.kind} {item.backend}: {spec.format_id(item.id)} but holds no {need.shown} on "
-                         f"{spec.format_id(need.id)}: the grant has no effect until they do (lance-sync does not "
-                         "grant it unasked)")
-    return list(dict.fromkeys(notes))
+            missing.setdefault((item.backend, principal, need), []).append(f"{item.kind} {spec.format_id(item.id)}")
+    return [f"{principal} holds no {need.shown} on {state.backends[backend].format_id(need.id)} in backend "
+            f"'{backend}': what the manifest grants them on {', '.join(objects)} has no effect until they do "
+            "(lance-sync does not grant it unasked)" for (backend, principal, need), objects in missing.items()]
 
 
 def _after(item: _Managed, held: GrantMap) -> GrantMap:

@@ -195,6 +195,8 @@ def _details(action: Action) -> Iterator[str]:
     for warning in action.warnings:
         yield f"! warning: {warning}"
     before, after = action.before, action.after
+    if action.is_grant and action.reason == Reason.ABSENT:
+        before = None  # what a principal held on an object replaced first is not what it starts from
     if before and after and action.kind != Kind.DATASET:
         yield from _changes(before, after)
     else:
