@@ -97,15 +97,15 @@ class LakeFormationGrants:
         if grant & revoke:
             raise InvalidInputError(f"glue: cannot grant and revoke {format_privileges(grant & revoke)} "
                                     "in one change")
-        target = self._target(kind, id)
-        if target.resource is None:
-            raise InvalidInputError(f"glue: {target.subject} is a catalog: lance-sync manages grants "
-                                    "on databases and tables only")
         allowed = driver.grant_privileges(kind, id, driver.config)
         unknown = (grant | revoke) - allowed
-        if unknown:
+        if allowed and unknown:
             raise InvalidInputError(f"glue: {format_privileges(unknown)} cannot be granted on a "
                                     f"{_resource_kind(kind)}; Lake Formation has {format_privileges(allowed)}")
+        target = self._target(kind, id)
+        if not allowed or target.resource is None:
+            raise InvalidInputError(f"glue: {target.subject} is a catalog: lance-sync manages grants "
+                                    "on databases and tables only")
         if not grant and not revoke:
             return
         held = self._read(target, principal).get(principal, _Held())
