@@ -14,9 +14,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from lance_sync.drivers.base import Identifier
+from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
-from tests.servers.glue import glue_client
+from tests.servers.glue import glue_client, lakeformation_client
 
 CONFORMANCE_CATALOG = "ls_conformance"
 ACCOUNT_ID_VARIABLE = "LANCE_SYNC_TEST_GLUE_ACCOUNT_ID"
@@ -41,6 +42,7 @@ class GlueHarness(Harness):
     def __init__(self, server, data_root):
         super().__init__(server, data_root)
         self.glue = glue_client(server)
+        self.lakeformation = lakeformation_client(server)
         self.account_id = server.extra.get("account_id") or os.environ[ACCOUNT_ID_VARIABLE]
         self._parent: Identifier | None = None
 
@@ -81,6 +83,43 @@ class GlueHarness(Harness):
     def table_identity(self, table_id: Identifier) -> Any:
         catalog_id, database = self._database(table_id[:-1])
         return self.glue.get_table(CatalogId=catalog_id, DatabaseName=database, Name=table_id[-1])["Table"]["CreateTime"]
+
+    # --- grants: Lake Formation permissions, through boto3's lakeformation client -----------
+
+    def grant_principals(self) -> list[str]:
+        """An IAM role, an IAM user and a role with a path, of the test account."""
+        account = self.account_id
+        return [f"arn:aws:iam::{account}:role/ls-grants-analysts",
+                f"arn:aws:iam::{account}:user/ls-grants-auditor",
+                f"arn:aws:iam::{account}:role/teams/ls-grants-loaders"]
+
+    def grant_examples(self, kind: Securable) -> list[str]:
+        return ["DESCRIBE", "ALTER", "CREATE_TABLE"] if kind == "namespace" else ["SELECT", "INSERT", "DESCRIBE"]
+
+    def read_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        held: dict[str, set[str]] = {}
+        paging: dict[str, str] = {}
+        while True:  # boto3 has no ListPermissions paginator
+            page = self.lakeformation.list_permissions(Resource=self._resource(kind, id), **paging)
+            for entry in page["PrincipalResourcePermissions"]:
+                principal = entry["Principal"]["DataLakePrincipalIdentifier"]
+                held.setdefault(principal, set()).update(
+                    entry.get("Permissions", []), entry.get("PermissionsWithGrantOption", []))
+            if not page.get("NextToken"):
+                break
+            paging = {"NextToken": page["NextToken"]}
+        return {principal: frozenset(privileges) for principal, privileges in held.items() if privileges}
+
+    def grant_out_of_band(self, kind: Securable, id: Identifier, principal: str, privileges: list[str]) -> None:
+        self.lakeformation.grant_permissions(Principal={"DataLakePrincipalIdentifier": principal},
+                                             Resource=self._resource(kind, id), Permissions=privileges)
+
+    def _resource(self, kind: Securable, id: Identifier) -> dict[str, Any]:
+        if kind == "namespace":
+            catalog_id, database = self._database(id)
+            return {"Database": {"CatalogId": catalog_id, "Name": database}}
+        catalog_id, database = self._database(id[:-1])
+        return {"Table": {"CatalogId": catalog_id, "DatabaseName": database, "Name": id[-1]}}
 
     def _conformance_catalog(self) -> Identifier:
         try:

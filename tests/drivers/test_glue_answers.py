@@ -59,6 +59,7 @@ ACCOUNT = "123456789012"
 DATABASE = (ACCOUNT, "sales")
 TABLE = (*DATABASE, "orders")
 LOCATION = "s3://lake/sales/orders.lance"
+ANALYSTS = f"arn:aws:iam::{ACCOUNT}:role/analysts"
 
 LANCE_TABLE = {"Name": "orders", "DatabaseName": "sales", "CatalogId": ACCOUNT,
                "TableType": "EXTERNAL_TABLE", "Parameters": {"table_type": "lance", "tier": "gold"},
@@ -105,6 +106,10 @@ GOOD: dict[str, dict[str, Any]] = {
     "GetDatabase": {"Database": SALES},
     "GetTables": {"TableList": [LANCE_TABLE]},
     "GetTable": {"Table": LANCE_TABLE},
+    "ListPermissions": {"PrincipalResourcePermissions": [
+        {"Principal": {"DataLakePrincipalIdentifier": ANALYSTS},
+         "Resource": {"Database": {"CatalogId": ACCOUNT, "Name": "sales"}},
+         "Permissions": ["DESCRIBE"], "PermissionsWithGrantOption": []}]},
 }
 
 
@@ -149,6 +154,8 @@ class FakeGlue:
                 target = self.headers.get("X-Amz-Target")
                 if target:  # Glue: AWS JSON 1.1
                     operation = target.split(".", 1)[1]
+                elif self.path.startswith("/") and self.path[1:2].isupper():  # Lake Formation: REST-JSON
+                    operation = self.path[1:]
                 else:  # STS: AWS query protocol
                     operation = urllib.parse.parse_qs(body.decode())["Action"][0]
                 answer = fake._next(operation)
@@ -229,6 +236,7 @@ READS: dict[str, tuple[Callable[[GlueNamespace], Any], Any]] = {
                     {"team": "core"}),
     "GetTables": (lambda d: d.list_tables(ListTablesRequest(id=list(DATABASE))).tables, ["orders"]),
     "GetTable": (lambda d: d.describe_table(DescribeTableRequest(id=list(TABLE))).location, LOCATION),
+    "ListPermissions": (lambda d: d.list_grants("namespace", DATABASE), {ANALYSTS: frozenset({"DESCRIBE"})}),
 }
 
 

@@ -12,12 +12,14 @@ answer (chunked or not) and sends it back with a Content-Length.
 
 For each request it may inject one fault instead (see FAULTS). Which request gets which
 fault depends only on a SHA-256 of (seed, method, path, query, body digest, n), where the
-key is (method, path, query, body digest; plus the X-Amz-Target operation, because every
-Glue call is POST /) and n counts the earlier requests with that same key: a retry of an
-identical request gets a fresh decision, and a run with the same seed sees the same faults
-for the same logical requests, whatever the thread scheduling (identical requests in
-flight at once are interchangeable). Headers other than X-Amz-Target (dates, signatures,
-request ids) do not count. Canned answers (`override`) serve wrong-shape tests.
+key is (method, path, query, body digest; plus the AWS operation, because every Glue call is
+POST / with the operation in X-Amz-Target) and n counts the earlier requests with that same
+key: a retry of an identical request gets a fresh decision, and a run with the same seed sees
+the same faults for the same logical requests, whatever the thread scheduling (identical
+requests in flight at once are interchangeable). Headers other than X-Amz-Target (dates,
+signatures, request ids) do not count. The AWS operation (`aws_operation`) comes from
+X-Amz-Target, or for Lake Formation's REST-JSON calls from the path (POST /GrantPermissions).
+Canned answers (`override`) serve wrong-shape tests.
 
 Used as a function-scoped fixture around a session server:
 
@@ -100,7 +102,7 @@ class ProxyEvent:
     method: str
     path: str
     query: str
-    operation: str  #: the AWS operation of an X-Amz-Target request ("GetTables"), else ""
+    operation: str  #: the AWS operation ("GetTables", "GrantPermissions": `aws_operation`), else ""
     n: int  #: earlier requests with the same key (see the module docstring)
     outcome: str  #: "forwarded", a fault kind or "override"
 
@@ -183,7 +185,8 @@ class FaultProxy:
         A given `seed` starts a new run: the per-key request counts restart at 0, so the same
         requests get the same faults again. `only` (a regex searched in the path, and in the
         AWS operation name such as "GetTables" for X-Amz-Target requests) and `methods`
-        restrict which requests may get a fault (None: all).
+        restrict which requests may get a fault (None: all). Lake Formation's REST-JSON calls
+        (POST /GrantPermissions) have their operation name too (`aws_operation`).
         `max_faults_per_request`: only the first k requests with a given key may get a fault
         (n < k), so a client making more than k attempts always gets through; with rate 1.0
         and k=1 every distinct request fails exactly once (None: no limit)."""
@@ -233,8 +236,9 @@ class FaultProxy:
         """Answer matching requests with a canned answer instead of the upstream's.
 
         method: an HTTP method or "*". path_regex: searched in the path (query excluded), so
-        ".*" matches every request, and in the AWS operation name of an X-Amz-Target request
-        (Glue: every call is POST /, so "^GetTables$" picks one operation).
+        ".*" matches every request, and in the AWS operation name (`aws_operation`; Glue: every
+        call is POST /, so "^GetTables$" picks one operation, as "^GrantPermissions$" picks
+        Lake Formation's).
         body: bytes, str, or a dict/list sent as JSON; None keeps the upstream's own answer
         (status, headers, body), which implies forwarding.
         truncate_to: declare the full Content-Length but send only this many body bytes (at
@@ -501,7 +505,7 @@ class _Handler(BaseHTTPRequestHandler):
             parts = urlsplit(target)
             target = parts.path + (f"?{parts.query}" if parts.query else "")
         path, _, query = target.partition("?")
-        operation = self.headers.get("X-Amz-Target", "").rpartition(".")[2]
+        operation = aws_operation(method, path, self.headers.get("X-Amz-Target", ""))
         action, detail = proxy._plan(method, path, query, operation, body)
 
         if action == "fault" and detail not in FORWARDING_KINDS:
@@ -582,6 +586,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with self.server._lock:
             self.server._abort.add(self.connection)
+
+
+#: the path of an AWS REST-JSON call named by its path alone (Lake Formation: POST /GrantPermissions)
+_REST_OPERATION_PATH = re.compile(r"/([A-Z][A-Za-z0-9]+)")
+
+
+def aws_operation(method: str, path: str, target: str) -> str:
+    """The AWS operation of a request: from X-Amz-Target (AWS JSON protocols: Glue, STS's
+    JSON form), else from a REST-JSON path that is the operation's name (Lake Formation's
+    `POST /GrantPermissions`); "" for any other request."""
+    if target:
+        return target.rpartition(".")[2]
+    named = _REST_OPERATION_PATH.fullmatch(path) if method == "POST" else None
+    return named.group(1) if named else ""
 
 
 def _matches(pattern: re.Pattern[str], path: str, operation: str) -> bool:

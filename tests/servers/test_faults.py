@@ -35,10 +35,11 @@ from tests.servers.base import RunningServer
 from tests.servers.faults import (
     ALL_KINDS,
     FaultProxy,
+    aws_operation,
     fault_proxy,
     proxy_fixture,
 )
-from tests.servers.glue import glue_client
+from tests.servers.glue import glue_client, lakeformation_client
 from tests.servers.unity_server.app import API_ROOT
 
 NO_RETRIES = {"mode": "standard", "total_max_attempts": 1}
@@ -475,6 +476,27 @@ def test_amz_target_operation_is_part_of_the_key_and_matchable(proxy, web):
                                                                ("GetDatabase", 0)]
 
 
+def test_rest_json_operation_from_the_path_is_part_of_the_key_and_matchable(proxy, web):
+    """Lake Formation's REST-JSON calls carry no X-Amz-Target: the operation is the path."""
+    proxy.configure(rate=1.0, kinds=["503"], only="^GrantPermissions$")
+    body = b'{"Permissions": ["SELECT"]}'
+    assert outcome(web, "POST", proxy.endpoint + "/GrantPermissions", data=body) == "503"
+    assert outcome(web, "POST", proxy.endpoint + "/RevokePermissions", data=body) == "200"
+    assert outcome(web, "GET", proxy.endpoint + "/GrantPermissions") == "200"  # not an AWS call
+    assert outcome(web, "POST", proxy.endpoint + "/v1/GrantPermissions", data=body) == "200"
+    assert [(event.operation, event.n) for event in proxy.events()] == [
+        ("GrantPermissions", 0), ("RevokePermissions", 0), ("", 0), ("", 0)]
+
+
+def test_aws_operation_reads_the_target_header_then_a_rest_json_path():
+    assert aws_operation("POST", "/", "AWSGlue.GetTables") == "GetTables"
+    assert aws_operation("POST", "/ListPermissions", "") == "ListPermissions"
+    assert aws_operation("POST", "/", "AWSLakeFormation.ListPermissions") == "ListPermissions"
+    assert aws_operation("POST", "/v1/namespaces", "") == ""
+    assert aws_operation("POST", "/", "") == ""
+    assert aws_operation("DELETE", "/GrantPermissions", "") == ""
+
+
 # -- canned answers ------------------------------------------------------------------------------
 
 
@@ -711,6 +733,32 @@ def test_boto3_glue_through_the_proxy_at_rate_zero(glue_proxy, glue_server):
     assert stats["requests"] == stats["forwarded"] == glue_server.requests_served() == 5
     assert [event.operation for event in glue_proxy.events()] == [
         "CreateDatabase", "CreateTable", "GetDatabase", "GetTables", "DeleteDatabase"]
+
+
+@pytest.mark.servers
+def test_boto3_lakeformation_calls_are_faulted_by_operation_name(glue_proxy, glue_server):
+    """Faults aimed at one Lake Formation operation hit it and nothing else."""
+    glue = glue_client(glue_proxy.server, retries=NO_RETRIES)
+    lakeformation = lakeformation_client(glue_proxy.server, retries=NO_RETRIES)
+    database = scratch_name()
+    glue.create_database(DatabaseInput={"Name": database})
+    resource = {"Database": {"CatalogId": glue_server.extra["account_id"], "Name": database}}
+    principal = {"DataLakePrincipalIdentifier": f"arn:aws:iam::{glue_server.extra['account_id']}:role/r"}
+    try:
+        glue_proxy.configure(rate=1.0, kinds=["503"], only="^GrantPermissions$")
+        assert lakeformation.list_permissions(Resource=resource)["PrincipalResourcePermissions"] == []
+        with pytest.raises(botocore.exceptions.ClientError) as raised:
+            lakeformation.grant_permissions(Principal=principal, Resource=resource, Permissions=["DESCRIBE"])
+        assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+        glue_proxy.configure(rate=0.0)
+        lakeformation.grant_permissions(Principal=principal, Resource=resource, Permissions=["DESCRIBE"])
+        listed = lakeformation.list_permissions(Resource=resource)["PrincipalResourcePermissions"]
+        assert [entry["Permissions"] for entry in listed] == [["DESCRIBE"]]
+    finally:
+        glue.delete_database(Name=database)
+    assert [(event.operation, event.outcome) for event in glue_proxy.events()] == [
+        ("CreateDatabase", "forwarded"), ("ListPermissions", "forwarded"), ("GrantPermissions", "503"),
+        ("GrantPermissions", "forwarded"), ("ListPermissions", "forwarded"), ("DeleteDatabase", "forwarded")]
 
 
 @pytest.mark.servers

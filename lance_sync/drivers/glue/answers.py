@@ -1,6 +1,7 @@
 """Checks of Glue's answers where they enter the driver, before botocore parses them.
 
-Answers are checked by a botocore `before-parse` hook (`check_answer`; STS's XML answers by
+Answers (of Glue and of Lake Formation, whose grants the driver reads and writes) are
+checked by a botocore `before-parse` hook (`check_answer`; STS's XML answers by
 `check_xml_answer`): a 2xx body that is cut short, not JSON, or not of its operation's output
 shape in botocore's model (types everywhere; the members of `REQUIRED_ANSWER_MEMBERS` present)
 never reaches botocore's parser, which would read it as an empty answer. It is an
@@ -36,12 +37,18 @@ REQUIRED_ANSWER_MEMBERS: dict[str, frozenset[str]] = {
     "GetDatabase": frozenset({"Database", "Database.Name"}),
     "GetTables": frozenset({"TableList", "TableList[].Name"}),
     "GetTable": frozenset({"Table", "Table.Name"}),
+    # Lake Formation (same hooks on its client): an entry without its principal, resource or
+    # permissions says nothing about who holds what
+    "ListPermissions": frozenset({
+        "PrincipalResourcePermissions", "PrincipalResourcePermissions[].Principal",
+        "PrincipalResourcePermissions[].Principal.DataLakePrincipalIdentifier",
+        "PrincipalResourcePermissions[].Resource", "PrincipalResourcePermissions[].Permissions"}),
 }
 #: Calls this driver sends again when the answer is garbled, BAD_ANSWER_RETRIES times. Writes
 #: are sent once (botocore retries 5xx and lost connections itself): a garbled answer to a
 #: write may follow a write that landed.
 READ_OPERATIONS = frozenset({"GetCatalogs", "GetCatalog", "GetDatabases", "GetDatabase",
-                             "GetTables", "GetTable"})
+                             "GetTables", "GetTable", "ListPermissions"})
 BAD_ANSWER_RETRIES = 2
 
 

@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, model_validator
 
 from lance_sync.model.backend_config import BackendConfig, BackendRules, Identifier
 from lance_sync.model.config_types import HttpUrl, NonEmpty
+from lance_sync.model.grants import ParentNeed, Securable
 
 #: STS AssumeRole DurationSeconds range
 MIN_ROLE_SESSION_SEC, MAX_ROLE_SESSION_SEC = 900, 43200
@@ -18,12 +19,43 @@ ROLE_ARN = re.compile(r"arn:[\w-]+:iam::\d{12}:role/.+")
 CATALOG_ID_SEPARATORS = ("/", ":")
 LOWER_CASE_ONLY = "Glue stores names in lower case; write them in lower case"
 
+#: Lake Formation permissions per resource ("Lake Formation permissions reference")
+DATABASE_PERMISSIONS = frozenset({"ALL", "ALTER", "CREATE_TABLE", "DESCRIBE", "DROP"})
+TABLE_PERMISSIONS = frozenset({"ALL", "ALTER", "DELETE", "DESCRIBE", "DROP", "INSERT", "SELECT"})
+#: what a table grant needs on its database to be of use
+TABLE_PARENT_NEED = frozenset({"DESCRIBE", "ALL"})
+_PARTITION = r"arn:aws(?:-[a-z]+)*"
+_ACCOUNT = r"\d{12}"
+_IAM_NAME = r"[\w+=,.@-]+"
+#: Lake Formation principals (DataLakePrincipalIdentifier) a manifest may name, by kind
+PRINCIPAL_FORMS: dict[str, re.Pattern[str]] = {
+    "IAM role or user ARN": re.compile(
+        rf"{_PARTITION}:iam::{_ACCOUNT}:(?:role|user)/(?:{_IAM_NAME}/)*{_IAM_NAME}"),
+    "SAML (Active Directory) user or group ARN": re.compile(
+        rf"{_PARTITION}:iam::{_ACCOUNT}:saml-provider/[\w.-]+:(?:user|group)/\S+"),
+    "QuickSight user or group ARN": re.compile(
+        rf"{_PARTITION}:quicksight:[a-z0-9-]+:{_ACCOUNT}:(?:user|group)/[\w-]+/\S+"),
+    "IAM Identity Center user or group ARN": re.compile(
+        rf"{_PARTITION}:identitystore:::(?:user|group)/[\w-]+"),
+    "organization ARN": re.compile(rf"{_PARTITION}:organizations::{_ACCOUNT}:organization/o-[a-z0-9]{{10,32}}"),
+    "organizational unit ARN": re.compile(
+        rf"{_PARTITION}:organizations::{_ACCOUNT}:ou/o-[a-z0-9]{{10,32}}/ou-[a-z0-9]{{4,32}}-[a-z0-9]{{8,32}}"),
+    "AWS account id": re.compile(_ACCOUNT),
+    "every IAM principal of an account": re.compile(rf"{_ACCOUNT}:IAMPrincipals"),
+    "IAM_ALLOWED_PRINCIPALS": re.compile("IAM_ALLOWED_PRINCIPALS"),
+}
+#: DataLakePrincipalIdentifier's length limit (botocore model)
+MAX_PRINCIPAL_LENGTH = 255
+
 
 class GlueConfig(BackendConfig):
     catalog_id: NonEmpty | None = Field(
         None, description="Starting catalog id (default: the caller's account id)")
     endpoint: HttpUrl | None = Field(
         None, description="Custom Glue endpoint for API-compatible metastores")
+    lakeformation_endpoint: HttpUrl | None = Field(
+        None, description="Custom AWS Lake Formation endpoint for grants (default: `endpoint` "
+        "when it is set, else AWS's Lake Formation endpoint of the region)")
     region: str | None = Field(None, description="AWS region (default: from the environment)")
     access_key_id: SecretStr | None = Field(None, description="Static credentials; only from ${VAR}")
     secret_access_key: SecretStr | None = Field(None, description="Static credentials; only from ${VAR}")
@@ -88,3 +120,29 @@ class GlueRules(BackendRules):
         if name != name.lower():
             return LOWER_CASE_ONLY
         return None
+
+    # --- grants: AWS Lake Formation permissions on databases and tables ----------------------
+
+    @classmethod
+    def grant_privileges(cls, kind: Securable, id: Identifier, config: BackendConfig) -> frozenset[str]:
+        """Databases (namespace ids of two or more levels) and tables; a level-1 namespace is a
+        catalog, on which lance-sync manages no grants."""
+        if kind == "table":
+            return TABLE_PERMISSIONS
+        return DATABASE_PERMISSIONS if len(id) >= 2 else frozenset()
+
+    @classmethod
+    def check_principal(cls, principal: str, config: BackendConfig) -> str | None:
+        if not principal.strip():
+            return "a principal cannot be empty"
+        if len(principal) > MAX_PRINCIPAL_LENGTH:
+            return f"a Lake Formation principal has at most {MAX_PRINCIPAL_LENGTH} characters"
+        if any(form.fullmatch(principal) for form in PRINCIPAL_FORMS.values()):
+            return None
+        return (f"{principal!r} is not a Lake Formation principal: write one of "
+                f"{', '.join(PRINCIPAL_FORMS)} (e.g. arn:aws:iam::123456789012:role/analysts)")
+
+    @classmethod
+    def parent_needs(cls, kind: Securable, id: Identifier, config: BackendConfig) -> list[ParentNeed]:
+        """A table grant is of no use without DESCRIBE (or ALL) on the table's database."""
+        return [ParentNeed(tuple(id[:-1]), TABLE_PARENT_NEED)] if kind == "table" else []

@@ -23,7 +23,8 @@ Modules: `credentials` builds the boto3 session (credentials, an assumed role, S
 registers every credential for masking; `answers` checks each answer before botocore parses it
 (a garbled one is a `BadAnswerError`, reads are sent again, writes are not); `errors`
 translates botocore's errors; `objects` holds what the driver reads and writes of Glue's
-objects.
+objects; `grants` reads and changes grants on databases and tables, which are AWS Lake
+Formation permissions (a Lake Formation client of the same session, made on first use).
 
 Apply leases (`leases.GlueLeaseRegister`) are a table in the lease database whose every change
 is an UpdateTable conditional on the VersionId that was read.
@@ -93,6 +94,7 @@ from lance_sync.drivers.glue.credentials import (
     sts_client,
 )
 from lance_sync.drivers.glue.errors import translate
+from lance_sync.drivers.glue.grants import LAKE_FORMATION_OPERATIONS, LakeFormationGrants
 from lance_sync.drivers.glue.leases import GlueLeaseRegister
 from lance_sync.drivers.glue.objects import (
     DatabaseRef,
@@ -108,6 +110,7 @@ from lance_sync.drivers.leases import LeaseRegister
 from lance_sync.drivers.support.paging import follow_pages, page_of_names
 from lance_sync.drivers.support.retry import BadAnswerError
 from lance_sync.model.errors import ConfigError
+from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, lance_table_properties
 
@@ -142,6 +145,9 @@ class GlueNamespace(GlueRules, SyncNamespace):
         self._root_lock = threading.Lock()
         #: CatalogIds seen to exist, so creating databases in one checks the catalog once
         self._known_catalogs: set[str] = set()
+        self._client_config = client_config
+        self._lakeformation_client: Any = None
+        self._grants = LakeFormationGrants(self)
 
     def namespace_id(self) -> str:
         config: GlueConfig = self.config
@@ -152,7 +158,7 @@ class GlueNamespace(GlueRules, SyncNamespace):
         # CreateCatalog only creates children of the caller's default catalog
         root = self.config.catalog_id
         catalogs_creatable = root is None or ACCOUNT_ID.fullmatch(root) is not None
-        return Capabilities(update_table_location=True,
+        return Capabilities(update_table_location=True, grants=True,
                             creatable_namespace_levels=(1 if catalogs_creatable else 2, None))
 
     def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
@@ -207,6 +213,15 @@ class GlueNamespace(GlueRules, SyncNamespace):
                        CatalogId=found.catalog_id)
             self._known_catalogs.discard(found.catalog_id)
         return found.properties
+
+    # --- grants (Lake Formation permissions: grants.py) -----------------------------------------
+
+    def list_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        return self._grants.list(kind, checked_id(id))
+
+    def change_grants(self, kind: Securable, id: Identifier, principal: str,
+                      grant: frozenset[str], revoke: frozenset[str]) -> None:
+        self._grants.change(kind, checked_id(id), principal, grant, revoke)
 
     # --- tables --------------------------------------------------------------------------------
 
@@ -568,8 +583,9 @@ class GlueNamespace(GlueRules, SyncNamespace):
 
     def _send(self, operation: str, subject: str, missing: type[LanceNamespaceError] | None,
               duplicate: type[LanceNamespaceError] | None, params: dict[str, Any]) -> dict[str, Any] | None:
+        client = self._lakeformation() if operation in LAKE_FORMATION_OPERATIONS else self._glue
         try:
-            return getattr(self._glue, xform_name(operation))(**params)
+            return getattr(client, xform_name(operation))(**params)
         except UnfitAnswer as unfit:
             raise BadAnswerError(f"glue: {operation} on {subject} answered {unfit}") from None
         except ClientError as error:
@@ -579,6 +595,21 @@ class GlueNamespace(GlueRules, SyncNamespace):
             raise translate(error, subject, operation, missing, duplicate) from error
         except (BotoCoreError, ResponseParserError) as error:
             raise translate(error, subject, operation) from error
+
+    def _lakeformation(self) -> Any:
+        """The Lake Formation client (made on first use): the Glue client's session, credentials,
+        region, retries and hooks; `lakeformation_endpoint`, else the Glue `endpoint`."""
+        with self._root_lock:
+            if self._lakeformation_client is None:
+                client = self._session.client(
+                    "lakeformation", region_name=self._glue.meta.region_name,
+                    endpoint_url=self.config.lakeformation_endpoint or self.config.endpoint,
+                    config=self._client_config)
+                client.meta.events.register("before-send.lakeformation", lambda **_: self.count_call())
+                client.meta.events.register("before-send.lakeformation", register_session_token)
+                client.meta.events.register("before-parse.lakeformation", check_answer)
+                self._lakeformation_client = client
+            return self._lakeformation_client
 
     def _items(self, operation: str, list_key: str, subject: str, **params: Any) -> Iterator[dict]:
         """Every item of a NextToken listing, page after page."""
