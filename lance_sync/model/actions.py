@@ -446,6 +446,9 @@ class Plan(_Model):
     spark: dict[str, Any] | None = None
     actions: list[Action] = Field(default_factory=list)
     left_alone: list[LeftAlone] = Field(default_factory=list)
+    #: grants the manifest does not manage on objects it declares grants for (grants_mode: named):
+    #: the reason lists each principal and privileges (optional field, as below)
+    grants_left_alone: list[LeftAlone] = Field(default_factory=list)
     #: objects declared and in sync that carry no owner mark, because their backend cannot stamp them
     adopted_unmarked: list[LeftAlone] = Field(default_factory=list)
     #: facts worth knowing that need no action (e.g. columns a writer added to a dataset)

@@ -94,6 +94,7 @@ class Conflict:
 class Comparison:
     actions: list[Action] = field(default_factory=list)
     left_alone: list[LeftAlone] = field(default_factory=list)
+    grants_left_alone: list[LeftAlone] = field(default_factory=list)
     adopted_unmarked: list[LeftAlone] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

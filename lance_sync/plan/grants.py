@@ -127,10 +127,9 @@ def _plan(state: DesiredState, comparison: Comparison, drivers: Drivers, managed
         planned += _actions(state, item, held)
         others = item.declared.others({} if item.fresh else held)
         if others:
-            comparison.left_alone.append(LeftAlone(
+            comparison.grants_left_alone.append(LeftAlone(
                 kind=Kind(item.kind), backend=item.backend, id=list(item.id),
-                display_id=state.backends[item.backend].format_id(item.id),
-                reason=f"grants not declared here, left alone (grants_mode: named): {_describe(others)}"))
+                display_id=state.backends[item.backend].format_id(item.id), reason=_describe(others)))
     for action in replaced:
         _warn_lost(state, action, live.get((action.backend, "table", tuple(action.current_id)), {}))
     comparison.notes += _parent_notes(state, managed, live, drivers, parallelism)

@@ -176,6 +176,7 @@ def assemble_plan(state: DesiredState, observation: Observation, comparison: Com
         spark=state.spark,
         actions=comparison.actions,
         left_alone=comparison.left_alone,
+        grants_left_alone=comparison.grants_left_alone,
         adopted_unmarked=comparison.adopted_unmarked,
         notes=comparison.notes,
         warnings=observation.live.warnings + comparison.warnings,

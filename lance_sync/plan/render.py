@@ -165,6 +165,11 @@ def render_text(plan: Plan, colour: bool = False) -> str:
         lines.append(f"Left alone ({len(plan.left_alone)}): seen in scope, not owned by '{plan.owner}'")
         lines.extend(f"    {o.kind.value} {o.backend}: {o.display_id} ({o.reason})" for o in plan.left_alone)
         lines.append("")
+    if plan.grants_left_alone:
+        lines.append(f"Grants left alone on {len(plan.grants_left_alone)} object(s): to principals the manifest does "
+                     "not name there (grants_mode: named)")
+        lines.extend(f"    {o.kind.value} {o.backend}: {o.display_id}: {o.reason}" for o in plan.grants_left_alone)
+        lines.append("")
     if plan.scope:
         lines.append("Scanned (owned objects outside these namespaces are not seen; plan --scan-all lists "
                      "every namespace):")
@@ -294,6 +299,9 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     if plan.adopted_unmarked:
         head.append(f"> {len(plan.adopted_unmarked)} table(s) adopted without a mark (the backend cannot stamp "
                     "them in place): leaving the manifest will leave them registered.")
+    if plan.grants_left_alone:
+        head.append(f"> Grants to principals the manifest does not name are left alone on "
+                    f"{len(plan.grants_left_alone)} object(s) (grants_mode: named).")
     head += [f"> {w}" for w in plan.warnings]
     head += [f"> Note: {n}" for n in plan.notes]
     head.append("")
