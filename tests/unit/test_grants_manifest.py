@@ -12,7 +12,15 @@ import yaml
 from click.testing import CliRunner
 
 from lance_sync.cli.app import main
-from lance_sync.model.actions import Action, Destruction, Kind, ObjectState, Reason, Verb, fingerprint
+from lance_sync.model.actions import (
+    Action,
+    Destruction,
+    Kind,
+    ObjectState,
+    Reason,
+    Verb,
+    fingerprint,
+)
 from lance_sync.model.grants import AUTHORITATIVE, DeclaredGrants
 
 BACKENDS: dict[str, dict[str, Any]] = {
