@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from lance_sync.check.verify import VerifyReport
     from lance_sync.data.inspection import Engine
     from lance_sync.drivers.base import Drivers
+    from lance_sync.manifest.history import Baseline
     from lance_sync.manifest.importer import Imported
 
 ApplyStatus = Literal["no_changes", "dry_run", "applied", "partly_failed"]
@@ -121,14 +122,23 @@ def connect(source: DesiredState | Plan) -> Drivers:
 
 @_masking_errors
 def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
-         drivers: Drivers | None = None, on_progress: Progress | None = None) -> Plan:
+         drivers: Drivers | None = None, on_progress: Progress | None = None, baseline: Baseline | None = None) -> Plan:
     """What apply would change (`lance-sync plan`), checked against the manifest's policy:
-    `targets` (BACKEND:ID globs) limit it to those objects and what they need; `scan_all` lists
+    `targets` (BACKEND:ID globs) limit it to those objects and what they need; `baseline` (see
+    `load_baseline`) to the manifest entries changed since a git revision; `scan_all` lists
     every namespace of every backend to find owned objects that left the manifest anywhere."""
     from lance_sync.plan.planner import build_plan
 
     with _connected(state, drivers) as connected:
-        return build_plan(state, connected, parallelism, on_progress, scan_all, targets=targets)
+        return build_plan(state, connected, parallelism, on_progress, scan_all, targets=targets, baseline=baseline)
+
+
+def load_baseline(ref: str, files: Sequence[str], policy_file: str | None = None) -> Baseline:
+    """The manifest `files` as git revision `ref` had them, for plans of what changed since
+    (`--changed-since REF`); LanceSyncError outside a git repository or for an unknown `ref`."""
+    from lance_sync.manifest.history import load_baseline as at_revision
+
+    return at_revision(ref, files, policy_file)
 
 
 def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str:
@@ -216,7 +226,7 @@ class ApplyResult:
 
 @_masking_errors
 def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replace: bool = False,
-          allow_revoke: bool = False,
+          allow_revoke: bool = False, baseline: Baseline | None = None,
           dry_run: bool = False, lock_timeout: float = 0, targets: Sequence[str] = (), scan_all: bool = False,
           parallelism: int = DEFAULT_PARALLELISM, spark: str | None = None, state_dir: str | Path | None = None,
           drivers: Drivers | None = None, hooks: ApplyHooks | None = None) -> ApplyResult:
@@ -232,8 +242,8 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     from lance_sync.apply.options import ApplyOptions
     from lance_sync.apply.session import ApplySession, Fresh, Saved
 
-    if targets and isinstance(target, Plan):
-        raise LanceSyncError("targets limit a fresh plan: plan the manifest with targets instead")
+    if (targets or baseline) and isinstance(target, Plan):
+        raise LanceSyncError("targets and a baseline limit a fresh plan: plan the manifest with them instead")
     hooks = hooks or ApplyHooks()
     default_dir = Path(target.base_dir) if isinstance(target, DesiredState) else Path.cwd()
     options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke,
@@ -242,7 +252,7 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     if isinstance(target, DesiredState):
         def planned(drivers: Drivers) -> Plan:
             return plan(target, targets=targets, scan_all=scan_all, parallelism=parallelism, drivers=drivers,
-                        on_progress=hooks.on_progress)
+                        on_progress=hooks.on_progress, baseline=baseline)
 
         source: Fresh | Saved = Fresh(target, planned)
     else:
@@ -301,14 +311,15 @@ def discover(state: DesiredState, root: str, *, engine: Engine = "auto", spark: 
 
 @_masking_errors
 def drift(state: DesiredState, *, scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
-          drivers: Drivers | None = None, on_progress: Progress | None = None) -> DriftReport:
+          drivers: Drivers | None = None, on_progress: Progress | None = None,
+          baseline: Baseline | None = None) -> DriftReport:
     """What differs between the manifest and the catalogs, and the repair the next apply would do
     (`lance-sync drift`): `report.items`, `report.has_drift`. Objects another owner (or nobody)
-    owns are never drift."""
+    owns are never drift. With `baseline`, only for the entries changed since it."""
     from lance_sync.check.drift import drift_report
 
     with _connected(state, drivers) as connected:
-        return drift_report(state, connected, parallelism, on_progress, scan_all)
+        return drift_report(state, connected, parallelism, on_progress, scan_all, baseline)
 
 
 @_masking_errors

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from lance_sync import __version__
 from lance_sync.check.verify import catalog_schema_problem
 from lance_sync.drivers.base import Drivers
+from lance_sync.manifest.history import Baseline
 from lance_sync.model.actions import (
     Action,
     Destruction,
@@ -51,8 +52,15 @@ from lance_sync.model.arrow_types import column_drift, columns_from_schema, sche
 from lance_sync.model.desired import DesiredState, DesiredTable
 from lance_sync.model.marks import MANAGED_KEYS, OWNER_KEY
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+from lance_sync.plan.changes import changed_scope
 from lance_sync.plan.compare import Conflict
-from lance_sync.plan.planner import Observation, assemble_plan, compare_all, read_state
+from lance_sync.plan.planner import (
+    Observation,
+    assemble_plan,
+    compare_all,
+    read_changes,
+    read_state,
+)
 from lance_sync.plan.render import MARKDOWN_LIMIT, SYMBOLS
 
 
@@ -117,7 +125,13 @@ class DriftReport(_Model):
 
 
 def drift_report(state: DesiredState, drivers: Drivers, parallelism: int = DEFAULT_PARALLELISM,
-                 progress: Progress | None = None, scan_all: bool = False) -> DriftReport:
+                 progress: Progress | None = None, scan_all: bool = False,
+                 baseline: Baseline | None = None) -> DriftReport:
+    """The drift of the whole manifest, or (with `baseline`) of the entries changed since it."""
+    if baseline is not None:
+        scope = changed_scope(baseline, state)
+        if not scope.whole:
+            return report_drift(scope.state, read_changes(scope, drivers, parallelism, progress), drivers)
     return report_drift(state, read_state(state, drivers, parallelism, progress, scan_all), drivers)
 
 

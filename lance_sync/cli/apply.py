@@ -9,6 +9,8 @@ import click
 from lance_sync.cli.apply_display import ApplyDisplay
 from lance_sync.cli.shared import (
     FORMATS,
+    baseline_of,
+    changed_since_option,
     load,
     manifest_files,
     manifest_option,
@@ -38,12 +40,14 @@ from lance_sync.model.shared import STATE_DIRECTORY
               help="Where journals and rollback plans go (default: .lance-sync next to the manifest or plan).")
 @click.option("--spark", "spark", help="Spark master or sc:// URL for tables written from a source.")
 @target_option
+@changed_since_option
 @policy_option
 @scan_all_option
 @parallelism_option
 def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry_run: bool,
           allow_drop: bool, allow_replace: bool, allow_revoke: bool, lock_timeout: float, output_format: str,
-          state_dir: str | None, spark: str | None, targets: tuple[str, ...], policy_file: str | None,
+          state_dir: str | None, spark: str | None, targets: tuple[str, ...], changed_since: str | None,
+          policy_file: str | None,
           scan_all: bool, parallelism: int) -> None:
     """Carry out a fresh plan of the manifest, or a saved plan (PLAN_FILE).
 
@@ -54,15 +58,19 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
 
     if plan_file and files:
         raise LanceSyncError("give either manifest files (-f) or a saved plan, not both")
+    if plan_file and changed_since:
+        raise LanceSyncError("--changed-since limits a fresh plan; save one with "
+                             "`lance-sync plan --changed-since REF -o FILE`")
     if plan_file and targets:
         raise LanceSyncError("--target limits a fresh plan; save a targeted one with "
                              "`lance-sync plan --target ... -o FILE`")
     anchor = Path(plan_file if plan_file else manifest_files(files)[0])
     target = api.load_plan(plan_file, policy_file) if plan_file \
         else load(manifest_files(files), policy_file)
+    baseline = None if plan_file else baseline_of(changed_since, manifest_files(files), policy_file)
     directory = Path(state_dir) if state_dir else state_dir_beside(anchor)
     ApplyDisplay(output_format, auto_approve).run(lambda hooks: api.apply(
-        target, allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke, dry_run=dry_run, lock_timeout=lock_timeout,
+        target, allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke, baseline=baseline, dry_run=dry_run, lock_timeout=lock_timeout,
         targets=targets, scan_all=scan_all, parallelism=parallelism, spark=spark, state_dir=directory, hooks=hooks))
 
 

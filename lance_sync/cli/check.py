@@ -11,6 +11,8 @@ import click
 
 from lance_sync.cli.shared import (
     FORMATS,
+    baseline_of,
+    changed_since_option,
     end_progress,
     key_value_pairs,
     load,
@@ -32,18 +34,23 @@ if TYPE_CHECKING:
 @click.command()
 @manifest_option
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@changed_since_option
 @scan_all_option
 @parallelism_option
-def drift(files: tuple[str, ...], output_format: str, scan_all: bool, parallelism: int) -> None:
+def drift(files: tuple[str, ...], output_format: str, changed_since: str | None, scan_all: bool,
+          parallelism: int) -> None:
     """Report what differs between the manifest and the catalogs, and the repair the next apply
     would do. Exits 2 when anything differs, 0 when nothing does. Objects another owner (or
     nobody) owns are never drift."""
     from lance_sync import api
     from lance_sync.check.drift import render_drift
 
-    state = load(manifest_files(files))
+    paths = manifest_files(files)
+    state = load(paths)
+    baseline = baseline_of(changed_since, paths, None)
     try:
-        report = api.drift(state, scan_all=scan_all, parallelism=parallelism, on_progress=progress)
+        report = api.drift(state, scan_all=scan_all, parallelism=parallelism, on_progress=progress,
+                           baseline=baseline)
     finally:
         end_progress()
     click.echo(render_drift(report, output_format), nl=False)

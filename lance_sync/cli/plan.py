@@ -8,6 +8,8 @@ import click
 
 from lance_sync.cli.shared import (
     FORMATS,
+    baseline_of,
+    changed_since_option,
     end_progress,
     load,
     manifest_files,
@@ -28,19 +30,23 @@ from lance_sync.model.errors import ExitCode
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes, 0 when none.")
 @target_option
+@changed_since_option
 @policy_option
 @scan_all_option
 @parallelism_option
 def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_exitcode: bool,
-         targets: tuple[str, ...], policy_file: str | None, scan_all: bool, parallelism: int) -> None:
+         targets: tuple[str, ...], changed_since: str | None, policy_file: str | None, scan_all: bool,
+         parallelism: int) -> None:
     """Show what apply would change. Exits 4 when apply would refuse the plan (a blocked
     action, a policy violation)."""
     from lance_sync import api
 
-    state = load(manifest_files(files), policy_file)
+    paths = manifest_files(files)
+    state = load(paths, policy_file)
+    baseline = baseline_of(changed_since, paths, policy_file)
     try:
         result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
-                          on_progress=progress)
+                          on_progress=progress, baseline=baseline)
     finally:
         end_progress()
     click.echo(render(result, output_format), nl=False)

@@ -19,6 +19,7 @@ from lance_sync.model.errors import ManifestError
 from lance_sync.model.shared import DEFAULT_PARALLELISM
 
 if TYPE_CHECKING:
+    from lance_sync.manifest.history import Baseline
     from lance_sync.model.actions import Plan
     from lance_sync.model.desired import DesiredState
 
@@ -91,6 +92,22 @@ def policy_option(command: Callable) -> Callable:
     return click.option("--policy", "policy_file", type=click.Path(dir_okay=False),
                         help="A policy file (the manifest's `policy:` section on its own); its rules are "
                         "checked with the manifest's.")(command)
+
+
+def changed_since_option(command: Callable) -> Callable:
+    return click.option("--changed-since", "changed_since", metavar="REF",
+                        help="Only the manifest entries that differ from git revision REF (and what they "
+                        "depend on): catalog calls in proportion to the change. The plan says it is "
+                        "partial.")(command)
+
+
+def baseline_of(changed_since: str | None, files: list[str], policy_file: str | None) -> Baseline | None:
+    """The manifest at --changed-since REF, when given."""
+    if changed_since is None:
+        return None
+    from lance_sync import api
+
+    return api.load_baseline(changed_since, files, policy_file)
 
 
 def target_option(command: Callable) -> Callable:

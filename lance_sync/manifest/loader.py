@@ -21,9 +21,11 @@ raises `NotPlain` for anything else or any problem: the caller then loads the fi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,13 +172,46 @@ def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | No
     return Document(data, templates=builder.templates, files=[name])
 
 
+#: where manifest files are read from: the working tree, or (`reading_files_with`) another
+#: source, such as a git revision (lance_sync.manifest.history)
+_FILE_READER: ContextVar[Callable[[Path], bytes] | None] = ContextVar("manifest_file_reader", default=None)
+
+
+@contextlib.contextmanager
+def reading_files_with(reader: Callable[[Path], bytes]) -> Iterator[None]:
+    """Manifest files (and policy files) are read with `reader` in this block: it answers a
+    path's bytes, or raises FileNotFoundError."""
+    token = _FILE_READER.set(reader)
+    try:
+        yield
+    finally:
+        _FILE_READER.reset(token)
+
+
+def _read_bytes(path: Path) -> bytes:
+    reader = _FILE_READER.get()
+    if reader is not None:
+        return reader(path)
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise _TooLarge(size)
+    return path.read_bytes()
+
+
+class _TooLarge(Exception):
+    def __init__(self, size: int):
+        super().__init__(size)
+        self.size = size
+
+
 def _read_text(path: Path, name: str) -> str:
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise ManifestError(f"the file is {size} bytes; manifests are limited to {MAX_FILE_BYTES}",
-                                Position(name, 1, 1))
-        raw = path.read_bytes()
+        raw = _read_bytes(path)
+        if len(raw) > MAX_FILE_BYTES:
+            raise _TooLarge(len(raw))
+    except _TooLarge as large:
+        raise ManifestError(f"the file is {large.size} bytes; manifests are limited to {MAX_FILE_BYTES}",
+                            Position(name, 1, 1)) from None
     except FileNotFoundError:
         raise ManifestError("no such file", Position(name, 1, 1)) from None
     except IsADirectoryError:

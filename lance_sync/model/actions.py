@@ -414,11 +414,17 @@ class OmittedAction(_Model):
 class Partial(_Model):
     """Set on a plan that holds only some of the changes the manifest needs."""
 
-    #: target: limited with --target; unattended: reconcile left out what needs a person
-    by: Literal["target", "unattended"]
+    #: target: limited with --target; unattended: reconcile left out what needs a person;
+    #: changed_since: limited to the manifest entries changed since a git revision
+    by: Literal["target", "unattended", "changed_since"]
     #: the --target patterns
     targets: list[str] = Field(default_factory=list)
     omitted: list[OmittedAction] = Field(default_factory=list)
+    #: changed_since: the revision as given, and the commit it named
+    since: str | None = None
+    revision: str | None = None
+    #: changed_since: why the plan covers more than the entries that changed
+    widened: list[str] = Field(default_factory=list)
 
 
 class Scope(_Model):

@@ -37,7 +37,8 @@ class DesiredNamespace:
     id: Identifier
     properties: dict[str, str]
     protect: bool = False
-    position: Position | None = None
+    #: where it is declared; not part of what it is (equal entries on other lines are equal)
+    position: Position | None = field(default=None, compare=False)
     #: None: the manifest says nothing of its grants (they are left alone)
     grants: DeclaredGrants | None = None
 
@@ -67,7 +68,8 @@ class DesiredTable:
     source: dict[str, Any] | None = None
     on_remove: str = "deregister"
     protect: bool = False
-    position: Position | None = None
+    #: where it is declared; not part of what it is (equal entries on other lines are equal)
+    position: Position | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

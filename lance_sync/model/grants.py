@@ -14,7 +14,7 @@ principal and privilege names mean is the backend's (`BackendRules.grant_privile
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 #: principal -> privileges held or declared (canonical spelling)
@@ -35,8 +35,8 @@ class DeclaredGrants:
 
     grants: GrantMap
     mode: GrantsMode = NAMED
-    #: where `grants:` is written (file:line:column), for messages
-    where: str | None = None
+    #: where `grants:` is written (file:line:column), for messages; not part of what it declares
+    where: str | None = field(default=None, compare=False)
 
     def changes(self, live: GrantMap) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
         """principal -> (to grant, to revoke): the declared principals' differences, and in

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, ClassVar
 
@@ -78,8 +78,8 @@ class Rule:
     name: str
     #: backend names or globs the rule covers
     backends: tuple[str, ...] = ("*",)
-    #: where the rule is written
-    where: Position | None = None
+    #: where the rule is written (not part of what it checks)
+    where: Position | None = field(default=None, compare=False)
 
     def covers(self, backend: str) -> bool:
         return any(fnmatchcase(backend, pattern) for pattern in self.backends)

@@ -402,3 +402,54 @@ class _RegistrationWalk:
             where = self.drivers[backend].format_identifier(id) or "(root)"
             raise ObserveError(f"backend '{backend}': reading {where} to find every registration failed: "
                                f"{type(error).__name__}: {error}") from error
+
+
+class PointObserver(Observer):
+    """Reads given namespaces and tables one by one (by id), and lists only the namespaces in
+    `listed`: the live state a plan limited to some objects needs (lance_sync.plan.changes).
+    A backend that keeps everything in one place is still read in its one call."""
+
+    def __init__(self, state: DesiredState, drivers: Drivers, namespaces: set[ObjectKey], tables: set[ObjectKey],
+                 listed: set[ObjectKey], parallelism: int = DEFAULT_PARALLELISM,
+                 on_progress: Progress | None = None):
+        super().__init__(state, drivers, parallelism, on_progress)
+        self.namespace_ids, self.table_ids, self.listed_ids = namespaces, tables, listed
+
+    def observe(self) -> LiveState:
+        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="observe") as pool:
+            self.pool = pool
+            self._read_snapshots()
+            for (backend, _first), infos in self._run(self._namespace_reads(sorted(self.namespace_ids))):
+                for namespace in infos:
+                    if namespace is not None:
+                        self.live.namespaces[(backend, namespace.id)] = namespace
+            reads = [(key, partial(self._table_info, key)) for key in sorted(self.table_ids)]
+            for key, table in self._run(reads):
+                if table is not None:
+                    self.live.tables[key] = _normalized(table)
+            existing = sorted(k for k in self.listed_ids if k in self.live.namespaces)
+            for (backend, _parent), children in self._in_parts(self._children, existing):
+                for child in children:
+                    if not is_lease_namespace(child.id):
+                        self.live.namespaces[(backend, child.id)] = child
+            for key, found in self._in_parts(self._table_parts, existing):
+                self.live.scanned.add(key)
+                for info in found:
+                    self.live.tables[(key[0], info.id)] = _normalized(info)
+        self._tables_beyond_scope()
+        return self.live
+
+    def _table_info(self, key: ObjectKey) -> TableInfo | None:
+        backend, id = key
+        snapshot = self.snapshots.get(backend)
+        if snapshot is not None:
+            return next((t for t in snapshot.tables.get(id[:-1], []) if t.id == id), None)
+        return self.drivers[backend].get_table_info(id)
+
+
+def merge_live(first: LiveState, second: LiveState) -> LiveState:
+    """Two reads of different backends (or objects) as one live state."""
+    return LiveState(namespaces={**first.namespaces, **second.namespaces}, tables={**first.tables, **second.tables},
+                     scanned=first.scanned | second.scanned, complete=False,
+                     warnings=first.warnings + second.warnings,
+                     beyond_scope={**first.beyond_scope, **second.beyond_scope})

@@ -3,6 +3,7 @@ the plan to its targets and check it against the policy."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -11,15 +12,18 @@ from typing import TYPE_CHECKING
 
 from lance_sync import __version__
 from lance_sync.drivers.base import Capabilities, Drivers, Identifier
-from lance_sync.model.actions import DatasetStatus, Kind, Plan, Scope
+from lance_sync.manifest.history import Baseline
+from lance_sync.model.actions import Action, DatasetStatus, Kind, Partial, Plan, Scope, Verb
 from lance_sync.model.desired import DesiredState
+from lance_sync.model.errors import LanceSyncError
 from lance_sync.model.locations import shown_path
 from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+from lance_sync.plan.changes import ChangeScope, changed_scope, with_declared
 from lance_sync.plan.compare import Comparison, compare, removal_locations
 from lance_sync.plan.grants import plan_grants
-from lance_sync.plan.observe import LiveState, observe
-from lance_sync.plan.select import parse_targets, select_targets
+from lance_sync.plan.observe import LiveState, PointObserver, merge_live, observe
+from lance_sync.plan.select import leave_out, parse_targets, select_targets
 
 if TYPE_CHECKING:
     from lance_sync.data.inspection import LocationReport
@@ -136,19 +140,80 @@ class _CapabilitiesOnDemand(dict[str, Capabilities]):
 
 def build_plan(state: DesiredState, drivers: Drivers,
                parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None,
-               scan_all: bool = False, targets: Sequence[str] = (), enforce_policy: bool = True) -> Plan:
-    """The plan of a manifest; with `targets` (BACKEND:ID globs) only what they need; checked
-    against the manifest's policy unless `enforce_policy` is False (reconcile checks the part
-    it runs)."""
+               scan_all: bool = False, targets: Sequence[str] = (), enforce_policy: bool = True,
+               baseline: Baseline | None = None) -> Plan:
+    """The plan of a manifest; with `targets` (BACKEND:ID globs) only what they need; with a
+    `baseline` only what changed since it (lance_sync.plan.changes); checked against the
+    manifest's policy unless `enforce_policy` is False (reconcile checks the part it runs)."""
     chosen = parse_targets(targets, state.backends)
-    observation = read_state(state, drivers, parallelism, progress, scan_all)
-    plan = assemble_plan(state, observation, compare_all(state, observation, drivers, parallelism))
+    if chosen and baseline is not None:
+        raise LanceSyncError("give --target or --changed-since, not both")
+    if baseline is not None:
+        plan = plan_changes(changed_scope(baseline, state), drivers, parallelism, progress)
+    else:
+        observation = read_state(state, drivers, parallelism, progress, scan_all)
+        plan = assemble_plan(state, observation, compare_all(state, observation, drivers, parallelism))
     if chosen:
         declared = [(s.backend, s.display_id) for s in declared_subjects(state)]
         plan = select_targets(plan, chosen, declared)
     if enforce_policy and state.policy:
         enforce(state.policy, plan, state)
     return plan
+
+
+def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAULT_PARALLELISM,
+                 progress: Progress | None = None) -> Plan:
+    """The plan of what changed since a revision (`scope`): read by id, compared, and marked
+    partial; a removal the change does not ask for is left out and listed."""
+    if scope.whole:
+        observation = read_state(scope.full, drivers, parallelism, progress)
+        plan = assemble_plan(scope.full, observation, compare_all(scope.full, observation, drivers, parallelism))
+    else:
+        observation = read_changes(scope, drivers, parallelism, progress)
+        plan = assemble_plan(scope.state, observation, compare_all(scope.state, observation, drivers, parallelism))
+    partial = Partial(by="changed_since", since=scope.baseline.shown, revision=scope.baseline.revision,
+                      widened=scope.widened)
+    plan = plan.model_copy(update={"partial": partial})
+    if scope.whole:
+        return plan
+    return leave_out(plan, lambda action: None if _asked_for(action, scope) else
+                     f"not changed since {scope.baseline.shown} (a full plan removes it)")
+
+
+def _asked_for(action: Action, scope: ChangeScope) -> bool:
+    """A removal the change asks for (its entry left the manifest since the revision), or not a removal."""
+    if action.verb not in (Verb.FORGET, Verb.DELETE) or action.backend in scope.whole_backends:
+        return True
+    if action.kind == Kind.DATASET:
+        return any((r.backend, tuple(r.id)) in scope.removals or r.backend in scope.whole_backends
+                   for r in action.registrations)
+    return (action.backend, tuple(action.id)) in scope.removals
+
+
+def read_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAULT_PARALLELISM,
+                 progress: Progress | None = None) -> Observation:
+    """What a plan since a revision reads: its objects by id, the listings of removed
+    namespaces, and in full the backends whose configuration changed; then the entries of the
+    manifest those reads turned up join the scope."""
+    calls_before = {name: driver.api_calls for name, driver in drivers.items()}
+    namespaces, tables = scope.read_by_id()
+    live = PointObserver(scope.state, drivers, namespaces, tables, scope.removed_namespaces, parallelism,
+                         progress).observe()
+    if scope.whole_backends:
+        whole = _only_backends(scope.full, scope.whole_backends)
+        live = merge_live(live, observe(whole, drivers, parallelism, progress))
+    with_declared(scope, {key for key in live.namespaces}, {key for key in live.tables})
+    datasets = inspect_datasets(scope.state, live, drivers, progress)
+    api_calls = {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()}
+    return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls)
+
+
+def _only_backends(state: DesiredState, backends: set[str]) -> DesiredState:
+    """The desired state of some backends only (tables keep their registrations there)."""
+    tables = [dataclasses.replace(t, registrations=kept) for t in state.tables
+              if (kept := tuple(r for r in t.registrations if r.backend in backends))]
+    return dataclasses.replace(state, backends={n: s for n, s in state.backends.items() if n in backends},
+                               namespaces=[ns for ns in state.namespaces if ns.backend in backends], tables=tables)
 
 
 def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,

@@ -79,12 +79,17 @@ def summary_line(plan: Plan) -> str:
         text += f" {blocked} blocked."
     if plan.policy_violations:
         text += f" {len(plan.policy_violations)} policy violation(s): apply refuses this plan."
-    if plan.partial is not None:
+    if plan.partial is not None and plan.partial.by == "changed_since":
+        text += f" Partial: changes since {plan.partial.since}"
+        text += f"; {len(plan.partial.omitted)} change(s) left out." if plan.partial.omitted else "."
+    elif plan.partial is not None:
         text += f" Partial: {len(plan.partial.omitted)} change(s) left out."
     return text
 
 
 def summary_line_of_nothing(plan: Plan) -> str:
+    if plan.partial is not None and plan.partial.by == "changed_since" and not plan.partial.omitted:
+        return f"No changes in what changed since {plan.partial.since}: the catalogs match it."
     if plan.partial is not None and plan.partial.omitted:
         return f"No changes in this partial plan; {len(plan.partial.omitted)} change(s) left out."
     return "No changes. The catalogs match the manifest."
@@ -98,6 +103,16 @@ def partial_lines(plan: Plan) -> list[str]:
     if plan.partial.by == "target":
         head = (f"This plan is partial: only --target {', '.join(plan.partial.targets)} and what it depends "
                 f"on; {len(omitted)} other change(s) left out (plan without --target to see them all).")
+    elif plan.partial.by == "changed_since":
+        head = (f"This plan is partial: only the manifest entries changed since {plan.partial.since} and what "
+                "they depend on were read and compared (plan without --changed-since for a full plan).")
+        lines = [head, *(f"    {reason}" for reason in plan.partial.widened)]
+        if omitted:
+            lines.append(f"  {len(omitted)} change(s) left out:")
+        lines += [f"    {o.action} {o.backend}: {o.display_id} ({o.why})" for o in omitted[:OMITTED_SHOWN]]
+        if len(omitted) > OMITTED_SHOWN:
+            lines.append(f"    ... and {len(omitted) - OMITTED_SHOWN} more")
+        return lines
     else:
         head = f"This plan is partial: {len(omitted)} change(s) need a person and are left out."
     lines = [head]

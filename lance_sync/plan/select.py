@@ -75,10 +75,10 @@ def leave_out(plan: Plan, why: Callable[[Action], str | None]) -> Plan:
                 pending.append(dependent)
     if not reasons:
         return plan
-    earlier = plan.partial.omitted if plan.partial is not None else []
-    omitted = earlier + [_omitted(a, reasons[a.key]) for a in plan.actions if a.key in reasons]
+    partial = plan.partial or Partial(by="unattended")
+    omitted = partial.omitted + [_omitted(a, reasons[a.key]) for a in plan.actions if a.key in reasons]
     return plan.model_copy(update={"actions": [a for a in plan.actions if a.key not in reasons],
-                                   "partial": Partial(by="unattended", omitted=omitted)})
+                                   "partial": partial.model_copy(update={"omitted": omitted})})
 
 
 def _addresses(action: Action) -> list[tuple[str, str]]:
