@@ -2,7 +2,9 @@
 """The GitHub Action's step (action.yml): validate, then plan or apply, with GitHub's environment.
 
 - A pull request: validate, plan with --format markdown, and post the plan as ONE comment on
-  the pull request. Each run edits the comment the last run posted: one that carries the
+  the pull request. The plan covers only the manifest entries changed since the merge base
+  (`--changed-since`; input `changed-only`), when the clone has the base commit; otherwise,
+  and on the default branch, it is a full plan. Each run edits the comment the last run posted: one that carries the
   hidden marker naming the manifests AND was written by the account the token authenticates
   as (`GitHub.viewer`). Anyone else's comment is never edited, marker or not; when the
   account cannot be told, a new comment is posted (with a warning).
@@ -87,6 +89,8 @@ class Settings:
     lock_timeout: str
     extra_args: list[str]
     command: list[str]
+    #: pull-request plans read only what changed since the merge base (`changed-only` input)
+    changed_only: bool = True
 
     @classmethod
     def from_environment(cls, environ: dict[str, str]) -> Settings:
@@ -97,7 +101,8 @@ class Settings:
                    comment=environ.get("LANCE_SYNC_COMMENT", "true").strip().lower() == "true",
                    lock_timeout=environ.get("LANCE_SYNC_LOCK_TIMEOUT", "").strip() or "600",
                    extra_args=shlex.split(environ.get("LANCE_SYNC_ARGS", "")),
-                   command=shlex.split(environ.get("LANCE_SYNC_COMMAND", "")) or ["lance-sync"])
+                   command=shlex.split(environ.get("LANCE_SYNC_COMMAND", "")) or ["lance-sync"],
+                   changed_only=environ.get("LANCE_SYNC_CHANGED_ONLY", "true").strip().lower() != "false")
 
     def file_args(self) -> list[str]:
         return [arg for path in self.files for arg in ("-f", path)]
@@ -147,6 +152,20 @@ class GitHub:
     def on_default_branch(self) -> bool:
         default = (self.event.get("repository") or {}).get("default_branch")
         return self.event_name == "push" and bool(default) and self.environ.get("GITHUB_REF") == f"refs/heads/{default}"
+
+    def merge_base(self) -> str | None:
+        """The commit a pull request's branch forked from its base (for --changed-since); None,
+        with a notice, when the clone lacks the base commit (a shallow checkout)."""
+        base = ((self.event.get("pull_request") or {}).get("base") or {}).get("sha")
+        if not base:
+            return None
+        found = subprocess.run(["git", "merge-base", str(base), "HEAD"], capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL)
+        if found.returncode != 0:
+            print("::notice::planned in full: the pull request's base commit is not in this clone "
+                  "(check out with fetch-depth: 0 to plan only what changed)")
+            return None
+        return found.stdout.strip()
 
     def run_link(self) -> str:
         server, run_id = self.environ.get("GITHUB_SERVER_URL"), self.environ.get("GITHUB_RUN_ID")
@@ -298,8 +317,9 @@ def run_step(environ: dict[str, str]) -> int:
 
     plan = None
     if validated.code == OK:
+        since = github.merge_base() if github.pull_request is not None and settings.changed_only else None
         plan = lance_sync(settings, "plan", *settings.file_args(), "--format", "markdown", "--detailed-exitcode",
-                          *settings.extra_args)
+                          *(["--changed-since", since] if since else []), *settings.extra_args)
     code = validated.code if plan is None else plan.code
     body = plan_comment(settings, validated, plan, github)
     write_summary(environ, body)

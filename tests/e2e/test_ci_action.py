@@ -388,3 +388,42 @@ def test_the_action_masks_secret_variables_on_its_own(workspace: Path, github: F
     for where, text in (("the comment", comment["body"]), ("the summary", step.summary), ("the log", step.log)):
         assert_no_leak(where, text, secret, PERSONAL_TOKEN)
     assert "the server said: Bearer ***, Basic " in comment["body"] and "region is eu-north-1" in comment["body"]
+
+
+def commit_all(workspace: Path, message: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    for args in (["add", "-A"], ["commit", "-q", "-m", message]):
+        subprocess.run(["git", *args], cwd=workspace, env=env, check=True, capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_a_pull_request_plans_only_what_changed_since_the_merge_base(workspace: Path, github: FakeGitHub):
+    """With the base commit in the clone, the plan reads and shows only the pull request's
+    changes and says so; without it (a shallow clone), a full plan with a notice; a push to
+    the default branch plans and applies in full."""
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    (workspace / ".gitignore").write_text("catalog/lakehouse/\ncatalog/.lance-sync/\n")
+    base = commit_all(workspace, "the catalog")
+    assert push(workspace, github).code == 0  # applied in full on the default branch
+    manifest_path = workspace / "catalog" / "lance-sync.yaml"
+    manifest = yaml.safe_load(manifest_path.read_text())
+    manifest["tables"][0]["properties"] = {"tier": "platinum"}
+    manifest_path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    commit_all(workspace, "a pull request's change")
+
+    event = {"pull_request": {"number": PULL_REQUEST, "base": {"sha": base}}, "repository": {"default_branch": "main"}}
+    step = Step(workspace, github, "pull_request", event, ref=f"refs/pull/{PULL_REQUEST}/merge")
+    assert step.code == 0, step.log
+    assert f"changed since {base}" in step.summary and "1 to update" in step.summary, step.summary
+    assert step.outputs["has-changes"] == "true"
+
+    event["pull_request"]["base"]["sha"] = "f" * 40  # not in the clone
+    step = Step(workspace, github, "pull_request", event, ref=f"refs/pull/{PULL_REQUEST}/merge")
+    assert step.code == 0 and "::notice::planned in full" in step.log, step.log
+    assert "changed since" not in step.summary and "1 to update" in step.summary, step.summary
+
+    step = Step(workspace, github, "pull_request", {**event, "pull_request": {"number": PULL_REQUEST, "base": {
+        "sha": base}}}, ref=f"refs/pull/{PULL_REQUEST}/merge", changed_only="false")
+    assert "changed since" not in step.summary, step.summary
