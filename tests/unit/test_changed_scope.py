@@ -1,0 +1,100 @@
+"""What `--changed-since` covers, offline: two manifests (then and now) compared entry by entry
+(lance_sync.plan.changes.changed_scope), and the manifest read at a git revision."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lance_sync.manifest import load_manifest
+from lance_sync.manifest.history import Baseline, load_baseline
+from lance_sync.model.errors import LanceSyncError
+from lance_sync.plan.changes import changed_scope
+
+BASE: dict[str, Any] = {
+    "version": 1, "owner": "o",
+    "backends": {"a": {"type": "dir", "root": "./a"}, "b": {"type": "dir", "root": "./b"}},
+    "namespaces": [{"backend": "a", "id": "sales"}, {"backend": "a", "id": "hr"}, {"backend": "b", "id": "x"}],
+    "tables": [{"name": f"t{i}", "location": f"./a/t{i}.lance", "register": [{"backend": "a", "namespace": "sales"}]}
+               for i in range(5)] + [{"name": "u", "location": "./b/u.lance", "register": [{"backend": "b", "namespace": "x"}]}],
+}
+
+
+def scope_of(tmp_path: Path, change) -> Any:
+    """The scope of `change` applied to BASE: both written in turn to one file, as a revision
+    and the working tree have the same path."""
+    path = tmp_path / "m.yaml"
+    now = copy.deepcopy(BASE)
+    change(now)
+    path.write_text(yaml.safe_dump(BASE))
+    then_state = load_manifest([str(path)])
+    path.write_text(yaml.safe_dump(now))
+    return changed_scope(Baseline("HEAD", "0" * 40, then_state), load_manifest([str(path)]))
+
+
+def names(scope) -> tuple[list[str], list[str]]:
+    return (sorted(f"{ns.backend}:{'$'.join(ns.id)}" for ns in scope.state.namespaces),
+            sorted(t.name for t in scope.state.tables))
+
+
+def test_nothing_changed_covers_nothing(tmp_path: Path):
+    scope = scope_of(tmp_path, lambda m: None)
+    assert not scope.whole and names(scope) == ([], []) and not scope.removals
+
+
+def test_a_changed_table_brings_its_namespace(tmp_path: Path):
+    scope = scope_of(tmp_path, lambda m: m["tables"][1].update(properties={"tier": "gold"}))
+    assert names(scope) == (["a:sales"], ["t1"]) and not scope.whole_backends
+
+
+def test_removed_entries_are_read_by_id(tmp_path: Path):
+    def change(m):
+        del m["tables"][2]
+        del m["namespaces"][1]
+    scope = scope_of(tmp_path, change)
+    assert scope.removed_tables == {("a", ("sales", "t2"))} and scope.removed_namespaces == {("a", ("hr",))}
+    namespaces, tables = scope.read_by_id()
+    assert tables == {("a", ("sales", "t2"))} and ("a", ("hr",)) in namespaces and ("a", ("sales",)) in namespaces
+
+
+def test_a_backend_configuration_change_covers_that_backend(tmp_path: Path):
+    scope = scope_of(tmp_path, lambda m: m["backends"]["b"].update(scope=["x"]))
+    assert scope.whole_backends == {"b"} and names(scope) == (["b:x"], ["u"])
+    assert any("backend 'b'" in reason for reason in scope.widened)
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda m: m.update(owner="p"), "the owner changed"),
+    (lambda m: m.update(storage={"region": "x"}), "the default storage options changed"),
+    (lambda m: m.update(policy={"rules": [{"name": "r", "max_removals": 1}]}), "the policy changed"),
+])
+def test_an_owner_storage_or_policy_change_covers_everything(tmp_path: Path, change, why: str):
+    scope = scope_of(tmp_path, change)
+    assert scope.whole and scope.widened[0].startswith(why)
+
+
+def test_the_manifest_at_a_revision(tmp_path: Path):
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
+           "PATH": "/usr/bin:/bin"}
+    path = tmp_path / "m.yaml"
+    with pytest.raises(LanceSyncError, match="git repository"):
+        path.write_text(yaml.safe_dump(BASE))
+        load_baseline("HEAD", [str(path)])
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "commit", "-qm", "m"], cwd=tmp_path, check=True, env=env)
+    changed = copy.deepcopy(BASE)
+    changed["tables"][0]["properties"] = {"k": "v"}
+    path.write_text(yaml.safe_dump(changed))
+    baseline = load_baseline("HEAD", [str(path), str(tmp_path / "overlay.yaml")])
+    assert baseline.state is not None and baseline.state.tables[0].properties == {}  # as committed
+    assert baseline.shown.startswith("HEAD (") and len(baseline.revision) == 40
+    with pytest.raises(LanceSyncError, match="no such commit"):
+        load_baseline("not-a-ref", [str(path)])
+    scope = changed_scope(baseline, load_manifest([str(path)]))
+    assert names(scope) == (["a:sales"], ["t0"])
