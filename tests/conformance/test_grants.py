@@ -109,11 +109,11 @@ def test_grant_and_revoke_in_one_change(harness: Harness, kind: Securable):
     driver = with_grants(harness)
     id = securable(harness, driver, kind)
     principal = harness.grant_principals()[2]
-    first, second, third = harness.grant_examples(kind)
-    driver.change_grants(kind, id, principal, frozenset({first, second}), frozenset())
-    driver.change_grants(kind, id, principal, frozenset({third}), frozenset({first}))
-    assert ours(driver.list_grants(kind, id), [principal]) == {principal: frozenset({second, third})}
-    assert ours(harness.read_grants(kind, id), [principal]) == {principal: frozenset({second, third})}
+    first, second, _ = harness.grant_examples(kind)  # two: a Unity table has only SELECT and MODIFY
+    driver.change_grants(kind, id, principal, frozenset({first}), frozenset())
+    driver.change_grants(kind, id, principal, frozenset({second}), frozenset({first}))
+    assert ours(driver.list_grants(kind, id), [principal]) == {principal: frozenset({second})}
+    assert ours(harness.read_grants(kind, id), [principal]) == {principal: frozenset({second})}
 
 
 @pytest.mark.parametrize("kind", KINDS)
