@@ -219,6 +219,10 @@ class BackendRules:
 
     # --- grants (lance_sync.model.grants), checked offline ---------------------------------
 
+    #: a privilege held on a namespace applies to what it holds (Unity), so a parent need is met
+    #: by the privilege on the parent or on any of its ancestors
+    grants_inherit: ClassVar[bool] = False
+
     @classmethod
     def grant_privileges(cls, kind: Securable, id: Identifier, config: BackendConfig) -> frozenset[str]:
         """The privileges a grant on this object may name, in canonical spelling; empty where

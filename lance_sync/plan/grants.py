@@ -231,23 +231,36 @@ def _parent_notes(state: DesiredState, managed: list[_Managed], live: dict[Grant
             for principal, privileges in item.declared.grants.items():
                 if privileges:
                     needs.append((item, principal, need))
-    unread: set[GrantKey] = {(item.backend, "namespace", need.id) for item, _, need in needs
-                             if (item.backend, need.id) not in declared_on}
+    # where a backend passes privileges down (Unity), one held on an ancestor of the parent counts
+    places = {(item.backend, need): _holders(state, item.backend, need.id) for item, _, need in needs}
+    unread: set[GrantKey] = {(backend, "namespace", id) for ids in places.values() for backend, id in ids
+                             if (backend, id) not in declared_on}
     unread -= live.keys()
     live = {**live, **_read(drivers, unread, parallelism)}
+
+    def holds(backend: str, id: Identifier) -> GrantMap:
+        parent = declared_on.get((backend, id))
+        if parent is not None:
+            return _after(parent, live.get((backend, "namespace", parent.read_at or ()), {}))
+        return live.get((backend, "namespace", id), {})
+
     missing: dict[tuple[str, str, ParentNeed], list[str]] = {}
     for item, principal, need in needs:
-        parent = declared_on.get((item.backend, need.id))
-        if parent is not None:
-            holds = _after(parent, live.get((parent.backend, "namespace", parent.read_at or ()), {}))
-        else:
-            holds = live.get((item.backend, "namespace", need.id), {})
-        if not holds.get(principal, frozenset()) & need.any_of:
+        if not any(holds(*place).get(principal, frozenset()) & need.any_of
+                   for place in places[(item.backend, need)]):
             spec = state.backends[item.backend]
             missing.setdefault((item.backend, principal, need), []).append(f"{item.kind} {spec.format_id(item.id)}")
     return [f"{principal} holds no {need.shown} on {state.backends[backend].format_id(need.id)} in backend "
             f"'{backend}': what the manifest grants them on {', '.join(objects)} has no effect until they do "
             "(lance-sync does not grant it unasked)" for (backend, principal, need), objects in missing.items()]
+
+
+def _holders(state: DesiredState, backend: str, id: Identifier) -> list[tuple[str, Identifier]]:
+    """Where a privilege on namespace `id` may be held: `id`, and its ancestors where the
+    backend's privileges pass down (`BackendRules.grants_inherit`)."""
+    if not state.backends[backend].rules.grants_inherit:
+        return [(backend, id)]
+    return [(backend, id[:n]) for n in range(len(id), 0, -1)]
 
 
 def _after(item: _Managed, held: GrantMap) -> GrantMap:

@@ -286,3 +286,17 @@ def test_reconcile_revokes_only_when_the_policy_lets_it(harness: Harness, tmp_pa
                policy={"unattended": ["create", "update", "grant", "revoke"]})
     life.run("reconcile", "--once")
     assert life.table_grants(principals) == {alice: {read}}
+
+
+def test_on_unity_a_parent_privilege_held_on_the_catalog_counts(harness: Harness, tmp_path: Path):
+    """UC passes a privilege held on a catalog down to its schemas: USE SCHEMA on the catalog
+    meets a table grant's need for USE SCHEMA on its schema."""
+    if harness.backend_type != "unity":
+        pytest.skip("only Unity passes privileges down")
+    life = Lifecycle(harness, tmp_path)
+    carol = harness.grant_principals()[2]
+    catalog = tuple(life.namespace[:1])
+    harness.grant_out_of_band("namespace", catalog, carol, ["USE CATALOG", "USE SCHEMA"])
+    life.write({}, {carol: [harness.grant_examples("table")[0]]})
+    plan = json.loads(life.run("plan", "--format", "json"))
+    assert not [note for note in plan["notes"] if note.startswith(f"{carol} holds no")], plan["notes"]

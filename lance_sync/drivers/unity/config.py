@@ -53,6 +53,8 @@ class UnityRules(BackendRules):
     namespace_levels = (2, 2)
     table_namespace_levels = (2, 2)
     checks_read = frozenset({"catalog"})
+    #: UC OSS applies a privilege held on a catalog or schema to the objects in it
+    grants_inherit = True
     renamed_keys = {"connect_timeout": RenamedKey("connect_timeout_seconds", "seconds", 1.0),
                     "read_timeout": RenamedKey("read_timeout_seconds", "seconds", 1.0)}
 
