@@ -128,7 +128,7 @@ def test_reconcile_converges_leaves_removals_survives_an_outage_and_stops_on_sig
     loop = Loop(path, "--interval", "300ms", "--max-backoff", "1s", "--metrics-port", "0")
     try:
         start = loop.wait_for("start", lambda line: line["event"] == "start")
-        assert start["unattended"] == ["create", "update", "rename"] and start["metrics"].startswith("http://127.0.0.1:")
+        assert start["unattended"] == ["create", "update", "rename", "grant"] and start["metrics"].startswith("http://127.0.0.1:")
         first = loop.cycle("applied")
         assert (first["applied"], first["drift"], first["pending"]) == (5, 5, [])  # namespace, 2 datasets, 2 tables
         loop.cycle("in_sync")
