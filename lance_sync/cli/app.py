@@ -27,6 +27,7 @@ from lance_sync import __version__
 from lance_sync.cli.apply import apply
 from lance_sync.cli.check import discover, drift, verify
 from lance_sync.cli.importer import import_
+from lance_sync.cli.info import show, version
 from lance_sync.cli.manifest import schema, validate
 from lance_sync.cli.plan import plan
 from lance_sync.cli.reconcile import reconcile
@@ -94,17 +95,32 @@ class _Group(click.Group):
             sys.exit(done.exit_code)
         except click.ClickException as error:
             error.show()
+            if _asks_for_json(args if args is not None else sys.argv[1:]):
+                click.echo(json.dumps({"error": error.format_message(), "exit_code": int(ExitCode.ERROR)}, indent=2))
             sys.exit(ExitCode.ERROR)
         except click.exceptions.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(ExitCode.ERROR)
 
 
+def _asks_for_json(args: Sequence[str]) -> bool:
+    """The command line asks for --format json (so even a usage error is a JSON document)."""
+    args = list(args)
+    return "--format=json" in args or any(a == "--format" and b == "json" for a, b in zip(args, args[1:], strict=False))
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lance-sync")
+@click.option("--chdir", type=click.Path(exists=True, file_okay=False), metavar="DIR",
+              help="Run in DIR, as if started there (manifests, plans and .lance-sync are found from it).")
+@click.option("--no-color", is_flag=True, help="No colour in the output (as NO_COLOR=1 does).")
 @click.pass_context
-def main(context: click.Context) -> None:
+def main(context: click.Context, chdir: str | None, no_color: bool) -> None:
     """Declarative catalog sync for Lance tables: plan and apply a manifest across catalogs."""
+    if chdir:
+        os.chdir(chdir)
+    if no_color:
+        os.environ["NO_COLOR"] = "1"
     # thrift logs every failed connection attempt at ERROR; the driver's own error says it once
     logging.getLogger("thrift").setLevel(logging.CRITICAL)
     if context.invoked_subcommand not in LONG_RUNNING_COMMANDS:
@@ -125,5 +141,5 @@ def _pause_collections(context: click.Context) -> None:
         context.call_on_close(gc.enable)
 
 
-for _command in (validate, plan, apply, drift, reconcile, unlock, import_, schema, verify, discover):
+for _command in (validate, plan, apply, drift, reconcile, unlock, import_, schema, verify, discover, show, version):
     main.add_command(handle_errors(_command))

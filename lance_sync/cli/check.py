@@ -95,9 +95,11 @@ def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_for
 @click.option("--storage", "storage", multiple=True, metavar="KEY=VALUE", callback=key_value_pairs,
               help="Storage option for ROOT (object stores), over those the manifest gives ROOT (its dir "
                    "backend's, else its default `storage:`); secrets as ${VAR}.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a manifest snippet; json: the locations and the snippet.")
 @parallelism_option
 def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | None, storage: dict[str, str],
-             parallelism: int) -> None:
+             output_format: str, parallelism: int) -> None:
     """List Lance datasets under ROOT that no backend of the manifest registers, as a manifest snippet."""
     from lance_sync import api
     from lance_sync.check.discover import render_discovered
@@ -108,4 +110,7 @@ def discover(files: tuple[str, ...], root: str, engine: Engine, spark: str | Non
     found = api.discover(state, root, engine=engine, spark=spark, storage_options=options or None,
                          parallelism=parallelism, on_progress=progress)
     end_progress()
+    if output_format == "json":
+        click.echo(json.dumps({"root": root, "datasets": found, "snippet": render_discovered(found, state)}, indent=2))
+        return
     click.echo(render_discovered(found, state), nl=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -30,8 +31,10 @@ from lance_sync.model.secrets import mask
 @click.option("--owner", help="Owner of the written manifest (default: the -f manifest's owner; "
               "required with --type).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: the manifest; json: the manifest's text and what was left out.")
 def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None, settings: dict[str, str],
-            namespaces: tuple[str, ...], owner: str | None, output: str | None) -> None:
+            namespaces: tuple[str, ...], owner: str | None, output: str | None, output_format: str) -> None:
     """Write a manifest from what a backend holds, to adopt an existing catalog."""
     from lance_sync import api
     from lance_sync.manifest.importer import OWNER_NEEDED
@@ -48,5 +51,7 @@ def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None,
     if output:
         Path(output).write_text(mask(imported.text), encoding="utf-8")
         click.echo(f"Wrote {output}", err=True)
-    else:
+    if output_format == "json":
+        click.echo(json.dumps({"manifest": imported.text, "left_out": imported.left_out, "output": output}, indent=2))
+    elif not output:
         click.echo(imported.text, nl=False)
