@@ -89,13 +89,17 @@ class _Group(click.Group):
 
     def _main(self, args: Sequence[str] | None, prog_name: str | None, complete_var: str | None,
               **extra: Any) -> Any:
+        args = list(sys.argv[1:] if args is None else args)
+        if "--no-color" in args:  # taken anywhere, as `terraform plan -no-color` is
+            args.remove("--no-color")
+            os.environ["NO_COLOR"] = "1"
         try:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
             sys.exit(done.exit_code)
         except click.ClickException as error:
             error.show()
-            if _asks_for_json(args if args is not None else sys.argv[1:]):
+            if _asks_for_json(args):
                 click.echo(json.dumps({"error": error.format_message(), "exit_code": int(ExitCode.ERROR)}, indent=2))
             sys.exit(ExitCode.ERROR)
         except click.exceptions.Abort:
@@ -113,7 +117,7 @@ def _asks_for_json(args: Sequence[str]) -> bool:
 @click.version_option(__version__, prog_name="lance-sync")
 @click.option("--chdir", type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Run in DIR, as if started there (manifests, plans and .lance-sync are found from it).")
-@click.option("--no-color", is_flag=True, help="No colour in the output (as NO_COLOR=1 does).")
+@click.option("--no-color", is_flag=True, help="No colour in the output (as NO_COLOR=1 does); also after a command.")
 @click.pass_context
 def main(context: click.Context, chdir: str | None, no_color: bool) -> None:
     """Declarative catalog sync for Lance tables: plan and apply a manifest across catalogs."""
