@@ -454,6 +454,8 @@ def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = N
                    "interval_seconds": interval, "max_backoff_seconds": max_backoff,
                    "unattended": list(state.policy.unattended_verbs), "metrics": server.url if server else None,
                    "pid": os.getpid()})
+        if server is not None and server.exposure:
+            on_record({"time": now(), "event": "warning", "message": server.exposure})
         last = Reconciler(lambda: run_cycle(settings, stop), interval, max_backoff, metrics, on_record,
                           stop).run(max_cycles=1 if once else None)
     finally:

@@ -344,12 +344,12 @@ class Metrics:
 
 
 class MetricsServer:
-    """A small HTTP server for GET /metrics, on a loopback address only."""
+    """A small HTTP server for GET /metrics (Prometheus) and GET /healthz (a liveness probe), on
+    the address the user gives: loopback by default; another one (a pod's, 0.0.0.0) is bound
+    as asked, with a warning (`exposure`), since the endpoint has no authentication."""
 
     def __init__(self, metrics: Metrics, host: str = "127.0.0.1", port: int = 0):
-        if not is_loopback(host):
-            raise LanceSyncError(f"the metrics endpoint listens on a loopback address only (127.0.0.1, ::1), "
-                                 f"not {host}; put a proxy in front to publish it")
+        self.exposure = exposure_warning(host)
         handler = _handler(metrics)
         server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
         try:
@@ -379,21 +379,35 @@ class _IPv6Server(ThreadingHTTPServer):
 
 
 def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
 
+def exposure_warning(host: str) -> str | None:
+    """What to tell a user who serves metrics beyond this machine; None on loopback."""
+    if is_loopback(host):
+        return None
+    return (f"metrics and /healthz are served on {host}, reachable from other machines and without "
+            "authentication; serve them only where a scraper needs them (a pod's network, behind a firewall)")
+
+
 def _handler(metrics: Metrics) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the http.server API
-            if self.path.split("?", 1)[0] != "/metrics":
-                self.send_error(404, "only /metrics is served")
+            path = self.path.split("?", 1)[0]
+            if path == "/healthz":  # alive: the loop's process serves (a cycle's failure is in /metrics)
+                body, kind = b"ok\n", "text/plain; charset=utf-8"
+            elif path == "/metrics":
+                body, kind = mask(metrics.render()).encode(), "text/plain; version=0.0.4; charset=utf-8"
+            else:
+                self.send_error(404, "only /metrics and /healthz are served")
                 return
-            body = mask(metrics.render()).encode()
             self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

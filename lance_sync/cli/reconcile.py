@@ -37,10 +37,11 @@ def _duration(context: click.Context, parameter: click.Parameter, value: str) ->
 @click.option("--max-backoff", default="1h", show_default=True, metavar="DURATION", callback=_duration,
               help="Longest wait after failed cycles (the wait doubles per failure in a row, with jitter).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535),
-              help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free port, logged at "
-              "start); none without it.")
+              help="Serve Prometheus metrics at http://HOST:PORT/metrics and a liveness probe at /healthz "
+              "(0: a free port, logged at start); none without it.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True,
-              help="Loopback address for the metrics (127.0.0.1 or ::1); other addresses are refused.")
+              help="Address to serve /metrics and /healthz on; one that is not loopback (0.0.0.0 in a "
+                   "container) is bound as asked, with a warning: the endpoint has no authentication.")
 @click.option("--once", is_flag=True, help="Run one cycle and exit with its code (0, 1, 3 or 4).")
 @click.option("--lock-timeout", type=click.FloatRange(0), default=0, show_default=True, metavar="SECONDS",
               help="How long a cycle waits for another apply's lease before leaving it to the next cycle.")
