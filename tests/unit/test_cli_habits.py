@@ -60,9 +60,12 @@ def test_show_prints_a_saved_plan_as_plan_did(manifest: Path, tmp_path: Path):
         shown = CliRunner().invoke(main, ["show", str(saved), "--format", output_format])
         assert shown.exit_code == 0, shown.output
         again = CliRunner().invoke(main, ["plan", "-f", str(manifest), "--format", output_format]).output
-        strip = (lambda text: [line for line in text.splitlines() if "created_at" not in line])
-        assert strip(shown.output) == strip(again), output_format
+        assert without_times(shown.output) == without_times(again), output_format
     assert json.loads(CliRunner().invoke(main, ["show", str(saved), "--format", "json"]).output)["owner"] == "habits"
+
+
+def without_times(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "created_at" not in line]
 
 
 def test_chdir_runs_as_if_started_there(manifest: Path, tmp_path: Path):
