@@ -91,8 +91,12 @@ from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
 BACKEND = "unity"
-#: UC OSS serves at most 100 items per page (PagedListingHelper); bulk reads ask for that
+#: UC OSS serves at most 100 items per page (PagedListingHelper); schema listings ask for that
+#: (the Unity Catalog OpenAPI document allows up to 1000)
 PAGE_SIZE = 100
+#: the OpenAPI document's maximum of listTables' max_results (UC OSS would take 100; its
+#: official client refuses more than 50): table listings keep to the document
+TABLE_PAGE_SIZE = 50
 EXTERNAL = "EXTERNAL"
 #: UC has no LANCE data source format; the spec registers Lance tables as TEXT
 DATA_SOURCE_FORMAT = "TEXT"
@@ -410,7 +414,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
     def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> UnityTablesAnswer:
         return self.http.request("GET", "/tables", expect=UnityTablesAnswer, params={
             "catalog_name": catalog, "schema_name": schema,
-            "max_results": limit if limit is not None else PAGE_SIZE, "page_token": token})
+            "max_results": min(limit, TABLE_PAGE_SIZE) if limit else TABLE_PAGE_SIZE, "page_token": token})
 
     def _get_lance_table(self, catalog: str, schema: str, name: str) -> TableAnswer:
         """The table's TableInfo; TableNotFound also when its schema or catalog is missing."""

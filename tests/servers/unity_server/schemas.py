@@ -60,7 +60,7 @@ def get_schema(db_store: store.Store, full_name: str) -> dict:
 
 def list_schemas(db_store: store.Store, catalog_name: str, max_results: int | None,
                  page_token: str | None) -> dict:
-    size = page_size(max_results)
+    size = page_size(max_results, "schemas")
     with db_store.transaction("Failed to list schemas") as db:
         catalog = store.find_catalog(db, catalog_name)
         rows = store.page(db, "schemas", ("catalog_id", catalog["id"]), page_token, size)

@@ -92,7 +92,7 @@ def get_table(db_store: store.Store, full_name: str) -> dict:
 
 def list_tables(db_store: store.Store, catalog_name: str, schema_name: str, max_results: int | None,
                 page_token: str | None, omit_properties: bool, omit_columns: bool) -> dict:
-    size = page_size(max_results)
+    size = page_size(max_results, "tables")
     with db_store.transaction("Failed to list tables") as db:
         schema = store.find_schema(db, catalog_name, schema_name)
         rows = store.page(db, "tables", ("schema_id", schema["id"]), page_token, size)

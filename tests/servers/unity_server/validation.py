@@ -48,10 +48,20 @@ def split_table_full_name(full_name: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2]
 
 
-def page_size(max_results: int | None) -> int:
-    """Negative is refused; 0 or absent means the cap; larger values are capped."""
+#: the Unity Catalog OpenAPI document's `maximum` of each listing's max_results (api/all.yaml,
+#: v0.6.0). UC OSS itself takes larger values and caps them; this server refuses them, so that a
+#: client that breaks the document fails here (the official client refuses them too).
+DOCUMENT_MAXIMUM = {"catalogs": 1000, "schemas": 1000, "tables": 50}
+
+
+def page_size(max_results: int | None, listing: str = "catalogs") -> int:
+    """Negative is refused, and more than the document's maximum; 0 or absent means the cap;
+    larger values are capped."""
     if max_results is not None and max_results < 0:
         raise UcError("INVALID_ARGUMENT", "maxResults must be greater than or equal to 0")
+    if max_results is not None and max_results > DOCUMENT_MAXIMUM[listing]:
+        raise UcError("INVALID_ARGUMENT", f"max_results must be at most {DOCUMENT_MAXIMUM[listing]} (the API "
+                                          f"document's maximum for list {listing})")
     if max_results is None or max_results == 0:
         return MAX_PAGE_SIZE
     return min(max_results, MAX_PAGE_SIZE)
