@@ -1,7 +1,9 @@
 """kill -9 in the middle of an apply, then apply again: not blocked, and exactly the manifest.
 
-A 500-table apply into an Iceberg REST catalog (one POST per table) runs as a subprocess;
-when about a third of the tables exist on the server, it is killed with SIGKILL. Its lease
+A 500-table apply into an Iceberg REST catalog (one POST per table) runs as a subprocess
+whose Iceberg driver counts the declares it has finished; at the KILL_AT-th the process kills
+itself with SIGKILL: a point the test chooses, whatever the machine's speed (other declares in
+flight may land too). Its lease
 (the lease table of a namespace in the warehouse, naming its pid on this host) stays held. A
 re-run with the default `--lock-timeout 0` must take that lease over (its holder is dead), exit
 0, and leave exactly the manifest: 500 tables, each once, with its location, properties and
@@ -11,10 +13,9 @@ owner mark, read with pyiceberg; `plan --detailed-exitcode` then exits 0 and no 
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import time
+import sys
 import uuid
 from pathlib import Path
 
@@ -22,7 +23,6 @@ import pytest
 import yaml
 
 from tests.e2e.test_faults import (
-    LANCE_SYNC,
     OWNER_KEY,
     cli_env,
     describe,
@@ -40,9 +40,29 @@ pytestmark = pytest.mark.servers
 TABLES = 500
 #: kill once this many tables exist on the server
 KILL_AT = TABLES // 3
-#: fewer catalog calls in flight than the default 8, so that the kill lands mid-apply
 PARALLELISM = "4"
-START_TIMEOUT_SECONDS = 120
+APPLY_TIMEOUT_SECONDS = 300
+#: `lance-sync ARGS` whose Iceberg declares are counted; SIGKILL after the LS_KILL_AT-th
+KILLED_APPLY = r"""
+import os, signal, sys, threading
+import lance_sync.cli.app
+from lance_sync.drivers.iceberg.driver import IcebergNamespace
+
+kill_at, lock, done = int(os.environ["LS_KILL_AT"]), threading.Lock(), [0]
+declare = IcebergNamespace.declare_table
+
+def counted(self, request):
+    answer = declare(self, request)
+    with lock:
+        done[0] += 1
+        if done[0] == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return answer
+
+IcebergNamespace.declare_table = counted
+sys.argv[0] = "lance-sync"
+lance_sync.cli.app.main()
+"""
 
 
 def test_a_killed_apply_is_taken_over_and_a_rerun_converges(iceberg_server: RunningServer, tmp_path: Path):
@@ -61,24 +81,9 @@ def test_a_killed_apply_is_taken_over_and_a_rerun_converges(iceberg_server: Runn
     catalog = pyiceberg(iceberg_server)
 
     with (tmp_path / "killed.out").open("w") as out, (tmp_path / "killed.err").open("w") as err:
-        process = subprocess.Popen([LANCE_SYNC, "apply", "-f", str(path), "--auto-approve",
-                                    "--parallelism", PARALLELISM], stdout=out, stderr=err,
-                                   env=cli_env(), cwd=tmp_path)
-    existing = 0
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while existing < KILL_AT:
-            assert process.poll() is None, (f"the apply ended (exit {process.returncode}) before it could "
-                                            f"be killed, at {existing} tables")
-            assert time.monotonic() < deadline, f"only {existing} tables after {START_TIMEOUT_SECONDS} s"
-            if (namespace,) in catalog.list_namespaces():
-                existing = len(catalog.list_tables(namespace))
-            time.sleep(0.02)
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()  # reaped: a zombie would still look like a live process to kill(pid, 0)
+        process = subprocess.run([sys.executable, "-c", KILLED_APPLY, "apply", "-f", str(path), "--auto-approve",
+                                  "--parallelism", PARALLELISM], stdout=out, stderr=err, cwd=tmp_path,
+                                 env=cli_env(LS_KILL_AT=str(KILL_AT)), timeout=APPLY_TIMEOUT_SECONDS)
     assert process.returncode == -signal.SIGKILL
     at_kill = len(catalog.list_tables(namespace))
     assert KILL_AT <= at_kill < TABLES, f"{at_kill} tables when the apply was killed"
