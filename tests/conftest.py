@@ -1,3 +1,30 @@
-"""Shared fixtures: catalog servers (tests/servers) and one Spark session for the whole run."""
+"""Shared fixtures: catalog servers (tests/servers) and one Spark session for the whole run;
+and `--shuffle SEED` (or LANCE_SYNC_TEST_SHUFFLE=SEED), which runs the tests in an order drawn
+from SEED, so that a test that needs another to run first is found (CI sets a seed)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
 
 pytest_plugins = ["tests.servers.fixtures", "tests.spark_fixture"]
+
+SHUFFLE_VARIABLE = "LANCE_SYNC_TEST_SHUFFLE"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--shuffle", metavar="SEED", default=os.environ.get(SHUFFLE_VARIABLE) or None,
+                     help=f"run the tests in an order drawn from SEED (default: ${SHUFFLE_VARIABLE}; unset: file order)")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.getoption("--shuffle")
+    return f"test order shuffled with seed {seed} (--shuffle {seed} repeats it)" if seed else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seed = config.getoption("--shuffle")
+    if seed:
+        random.Random(str(seed)).shuffle(items)
