@@ -13,6 +13,7 @@ from lance_sync.model.errors import ExitCode
 
 if TYPE_CHECKING:
     from lance_sync.api import SchemaDocument
+    from lance_sync.model.desired import DesiredState
 
 
 @click.command()
@@ -37,10 +38,14 @@ def validate(files: tuple[str, ...], output_format: str, policy_file: str | None
               "policy_rules": len(state.policy.rules)}
     unset = [{"variable": u.variable, "field": u.field, "position": str(u.position) if u.position else None}
              for u in state.unset]
+    warnings = _engine_warnings(state)
     if output_format == "json":
         click.echo(json.dumps({"files": paths, "valid": True, **counts,
-                               "policy_violations": [v.model_dump() for v in violations], "unset": unset}, indent=2))
+                               "policy_violations": [v.model_dump() for v in violations], "unset": unset,
+                               "warnings": warnings}, indent=2))
     else:
+        for warning in warnings:
+            click.echo(f"Warning: {warning}", err=True)
         click.echo(f"{', '.join(paths)}: valid ({counts['backends']} backends, {counts['namespaces']} "
                    f"namespaces, {counts['tables']} tables, {counts['policy_rules']} policy rules)")
         for violation in violations:
@@ -53,6 +58,20 @@ def validate(files: tuple[str, ...], output_format: str, policy_file: str | None
                 click.echo(f"  {item['variable']}: {item['field']} ({item['position']})")
     if violations:
         sys.exit(ExitCode.REFUSED)
+
+
+def _engine_warnings(state: DesiredState) -> list[str]:
+    """Tables written from a source need Spark; where it cannot start here, say what to install
+    (validate cannot know whether a dataset is there already: plan blocks a write that needs it)."""
+    from lance_sync.model.engines import missing_engine
+
+    sourced = [t for t in state.tables if t.source]
+    problem = missing_engine((state.spark or {}).get("master")) if sourced else None
+    if problem is None:
+        return []
+    names = ", ".join(f"'{t.name}' ({t.position})" if t.position else f"'{t.name}'" for t in sourced[:5])
+    more = f" and {len(sourced) - 5} more" if len(sourced) > 5 else ""
+    return [f"tables {names}{more} are written from a source by Spark where their dataset is missing: {problem}"]
 
 
 @click.command()

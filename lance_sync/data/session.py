@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lance_sync.model.engines import CONNECT_SCHEME, DEFAULT_MASTER
 from lance_sync.model.secrets import SECRET_KEY, copy_masked, mask
 from lance_sync.model.shared import STATE_DIRECTORY
 
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ENV_VARIABLE = "LANCE_SYNC_SPARK"
-DEFAULT_MASTER = "local[*]"
-CONNECT_SCHEME = "sc://"
 #: the log's name in lance-sync's state directory (`.lance-sync` next to the manifest)
 SPARK_LOG = "spark.log"
 #: where the JVM's output goes when the caller names no file (relative to the working directory)

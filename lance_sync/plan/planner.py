@@ -221,6 +221,7 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
     """The objects compared (with `strict`, a PlanError on conflicts), then their grants, whose
     reads count with the plan's calls."""
     comparison = compare(state, observation.live, observation.capabilities, observation.datasets, strict)
+    _block_writes_without_engine(comparison, state)
     live = observation.live
 
     def found(backend: str, kind: Kind, id: Identifier) -> bool:
@@ -228,6 +229,21 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
 
     plan_grants(state, comparison, drivers, observation.capabilities, parallelism, found, observation.api_calls)
     return comparison
+
+
+def _block_writes_without_engine(comparison: Comparison, state: DesiredState) -> None:
+    """A dataset to write from a source needs Spark: where it cannot start here (pyspark or
+    Java missing), the write is blocked with what to install, so apply refuses before anything
+    changes (the manifest's spark.master decides classic or Spark Connect)."""
+    writes = [a for a in comparison.actions if a.kind == Kind.DATASET and a.after is not None and a.after.source]
+    if not writes:
+        return
+    from lance_sync.model.engines import missing_engine
+
+    problem = missing_engine((state.spark or {}).get("master"))
+    for action in writes if problem else []:
+        reason = f"it is written from its source by Spark: {problem}"
+        action.blocked = f"{action.blocked}; {reason}" if action.blocked else reason
 
 
 def assemble_plan(state: DesiredState, observation: Observation, comparison: Comparison) -> Plan:
