@@ -108,3 +108,15 @@ def test_discover_unlock_and_import_speak_json(manifest: Path, tmp_path: Path):
     imported = CliRunner().invoke(main, ["import", "-f", str(manifest), "--backend", "lake", "--format", "json"])
     document = json.loads(imported.output)
     assert "orders" in document["manifest"] and document["left_out"] == [] and document["output"] is None
+
+
+def test_one_version_and_the_license_the_metadata_declares():
+    import tomllib
+    from importlib import metadata
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert metadata.version("lance-sync") == __version__
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    assert (root / "LICENSE").read_text().split()[:3] == ["Apache", "License", "Version"]
