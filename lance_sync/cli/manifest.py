@@ -34,6 +34,10 @@ def validate(files: tuple[str, ...], output_format: str, policy_file: str | None
     paths = manifest_files(files)
     state = load(paths, policy_file=policy_file, allow_unset=True)
     violations = check_declared(state.policy, state)
+    if violations:  # read again with positions, so each violation names its file and line
+        from lance_sync import api
+
+        violations = check_declared(state.policy, api.load(paths, policy_file, allow_unset=True, positions=True))
     counts = {"backends": len(state.backends), "namespaces": len(state.namespaces), "tables": len(state.tables),
               "policy_rules": len(state.policy.rules)}
     unset = [{"variable": u.variable, "field": u.field, "position": str(u.position) if u.position else None}

@@ -25,24 +25,25 @@ DEFAULT_MANIFEST = "lance-sync.yaml"
 
 
 def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None,
-                  policy_file: str | None = None, allow_unset: bool = False) -> DesiredState:
+                  policy_file: str | None = None, allow_unset: bool = False, positions: bool = False) -> DesiredState:
     """Load, merge (in order), validate and check manifest files, and add the rules of a policy
     file to the manifest's own; raises ManifestError(s).
 
-    With `allow_unset` a variable that is not set is no error: the values that need it are
+    With `positions` every declared object knows its file and line (the full road; messages about
+    declared objects name them). With `allow_unset` a variable that is not set is no error: the values that need it are
     not checked and `DesiredState.unset` lists them (for `validate`; a state loaded so must
     not be planned or applied).
     """
     base_dir = os.path.dirname(os.path.abspath(paths[0]))
     with _no_cycle_collection():
-        state = _load(paths, environ, base_dir, allow_unset)
+        state = _load(paths, environ, base_dir, allow_unset, positions)
     if policy_file is not None:
         state.policy = _with_file(state.policy, load_policy(policy_file, state.backends, environ))
     return state
 
 
 def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str,
-          allow_unset: bool) -> DesiredState:
+          allow_unset: bool, positions: bool = False) -> DesiredState:
     from lance_sync.manifest.loader import (
         NotPlain,
         load_document,
@@ -54,6 +55,8 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
     from lance_sync.model.errors import ManifestError, ManifestErrors
 
     try:  # a variable that is not set is a problem here too: the full road records it
+        if positions:
+            raise NotPlain("positions asked for")
         document = merge_documents([load_plain_document(path, environ) for path in paths])
         model = validate_strictly(document)
         if model is not None:

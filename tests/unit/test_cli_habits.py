@@ -111,8 +111,9 @@ def test_discover_unlock_and_import_speak_json(manifest: Path, tmp_path: Path):
 
 
 def test_one_version_and_the_license_the_metadata_declares():
-    import tomllib
     from importlib import metadata
+
+    import tomllib
 
     root = Path(__file__).resolve().parents[2]
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]

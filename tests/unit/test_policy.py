@@ -5,6 +5,7 @@ when written."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,11 @@ def test_the_action_types_a_rule_can_name_are_every_verb_and_every_operation():
     operations = {f"{verb.value} {kind.value}" for kind, verb in model._OPERATIONS}
     assert set(get_args(ActionType)) == {v.value for v in Verb} | operations
     assert {k.value for k in Kind} == {"namespace", "table", "dataset"}
+
+
+def test_a_violation_in_validate_names_the_file_and_line(lake: Lake):
+    lake.rules({"name": "needs-cost-center", "required_properties": ["cost_center"], "objects": ["namespace"]})
+    result = lake.run("validate")
+    assert result.exit_code == 4
+    assert re.search(r"namespace lake: sales lacks the required properties cost_center \(.*lance-sync\.yaml:\d+:\d+\)",
+                     result.output), result.output
