@@ -8,9 +8,14 @@
   hidden marker naming the manifests AND was written by the account the token authenticates
   as (`GitHub.viewer`). Anyone else's comment is never edited, marker or not; when the
   account cannot be told, a new comment is posted (with a warning).
-- A push to the repository's default branch: validate and apply with --auto-approve.
+- A push to the repository's default branch: validate and apply with --auto-approve and
+  --format json (one document: the plan and every outcome). The log gets a line per outcome,
+  the counts, the journal and the rollback plan; the job summary gets the counts, a table of
+  the actions that failed or were skipped with their errors, the journal and rollback plan,
+  and the applied plan in markdown (`lance-sync show --format markdown`).
 - Anything else (a push to another branch, a manual run): validate and plan.
-`mode: plan` or `mode: apply` forces one. The plan also goes to the job summary.
+`mode: plan` or `mode: apply` forces one. The plan also goes to the job summary, and is saved
+to .lance-sync/plan.json next to the first manifest (`lance-sync apply` can carry it out).
 
 A pull request from a fork gets no secrets: validate still runs (it names the variables it
 could not resolve), and the comment says the plan needs them instead of failing the check.
@@ -31,7 +36,9 @@ JSON- and HTML-encoded, base64 at any offset). The masking itself is lance-sync'
 only), so the two never differ in what a form is.
 
 Exit status: lance-sync's (plan: 0 no changes or changes, 1 error, 4 blocked; apply: its own).
-Step outputs: exitcode, has-changes (true/false), comment-url.
+Step outputs: exitcode; has-changes, "true" when the plan (of a plan run) or the applied plan
+has actions (a blocked plan included), else "false"; comment-url. The details are in the job
+summary, not in outputs.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -54,6 +63,8 @@ from typing import Any
 OK, ERROR, CHANGES, REFUSED = 0, 1, 2, 4
 #: GitHub refuses comments longer than this; lance-sync's markdown stays under 65,000
 COMMENT_LIMIT = 65_536
+#: where a plan run saves its plan, in .lance-sync next to the first manifest
+PLAN_FILE = "plan.json"
 PAGE_SIZE = 100
 UNSET_VARIABLE = re.compile(r"environment variable '([A-Za-z_][A-Za-z0-9_]*)' is not set")
 #: environment variables whose values are masked: a name with one of these parts
@@ -229,23 +240,105 @@ def _graphql_url(api: str) -> str:
 
 def lance_sync(settings: Settings, *args: str, live: bool = False) -> Run:
     """Run lance-sync; its output goes to the log (masked, as everything this step writes),
-    all at the end, or `live` line by line as it comes (stderr merged into stdout)."""
+    all at the end; or, `live`, its stderr (progress, each failed action) line by line as it
+    comes and its stdout (a JSON document) only to the caller."""
     command = [*settings.command, *args]
     print(f"$ lance-sync {shlex.join(args)}", flush=True)
     if live:
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               stdin=subprocess.DEVNULL) as process:
+            stdout: list[str] = []
+            reader = threading.Thread(target=lambda: stdout.append(process.stdout.read() if process.stdout else ""))
+            reader.start()
             lines = []
-            for line in process.stdout or []:
+            for line in process.stderr or []:
                 lines.append(line)
                 sys.stdout.write(line)
                 sys.stdout.flush()
-        return Run(process.returncode, "".join(lines), "")
+            reader.join()
+        return Run(process.returncode, "".join(stdout), "".join(lines))
     result = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     sys.stdout.flush()
     return Run(result.returncode, result.stdout, result.stderr)
+
+
+def plan_markdown(settings: Settings, plan: dict[str, Any]) -> str:
+    """A saved plan in markdown (`lance-sync show FILE --format markdown`); empty if it fails."""
+    with tempfile.TemporaryDirectory(prefix="lance-sync-action-") as folder:
+        path = Path(folder) / "plan.json"
+        path.write_text(json.dumps(plan))
+        shown = subprocess.run([*settings.command, "show", str(path), "--format", "markdown"], capture_output=True,
+                               text=True, stdin=subprocess.DEVNULL)
+    if shown.returncode != OK:
+        print(f"::warning::could not render the applied plan in markdown: {shown.stderr.strip()}")
+        return ""
+    return shown.stdout
+
+
+def relative(text: str, base_dir: str | None) -> str:
+    """Locations below the manifests' folder shown as ./..., as lance-sync shows them."""
+    return text.replace(base_dir.rstrip("/") + "/", "./") if base_dir else text
+
+
+def headline(outcome: dict[str, Any], base_dir: str | None) -> str:
+    """'create table lake: sales$orders', from an outcome of apply's JSON document."""
+    return relative(f"{outcome.get('verb')} {outcome.get('kind')} {outcome.get('backend')}: "
+                    f"{outcome.get('display_id')}", base_dir)
+
+
+def counts(document: dict[str, Any]) -> dict[str, int]:
+    outcomes = document.get("outcomes") or []
+    return {status: sum(o.get("status") == status for o in outcomes) for status in ("succeeded", "failed", "skipped")}
+
+
+def print_outcomes(document: dict[str, Any]) -> None:
+    """A log line per outcome, the counts, the journal and the rollback plan."""
+    base_dir = (document.get("plan") or {}).get("base_dir")
+    for outcome in document.get("outcomes") or []:
+        mark = {"succeeded": "ok", "failed": "FAILED"}.get(outcome.get("status"), str(outcome.get("status")))
+        error = f": {outcome['error']}" if outcome.get("error") else ""
+        print(f"{mark:>7}  {headline(outcome, base_dir)}{relative(error, base_dir)}")
+    done = counts(document)
+    if document.get("outcomes") is not None:
+        verdict = "complete" if not done["failed"] and not done["skipped"] else "partly failed"
+        print(f"Apply {verdict}: {done['succeeded']} succeeded, {done['failed']} failed, {done['skipped']} skipped.")
+    elif document.get("error"):
+        print(f"Apply {document.get('status')}: {document['error']}")
+    for label, key in (("Journal", "journal"), ("Rollback plan", "rollback")):
+        if document.get(key):
+            print(f"{label}: {document[key]}")
+
+
+def apply_summary(settings: Settings, document: dict[str, Any], code: int) -> str:
+    """The job summary of an apply: the counts, a table of the actions that failed or were
+    skipped with their errors, the journal and rollback plan, and the plan it carried out."""
+    plan = document.get("plan") or {}
+    base_dir = plan.get("base_dir")
+    done = counts(document)
+    lines = [f"### lance-sync apply: {document.get('status')}", "",
+             f"Exit code {code} · {done['succeeded']} succeeded, {done['failed']} failed, {done['skipped']} skipped."]
+    if document.get("error"):
+        lines += ["", f"Refused: {cell(document['error'], base_dir)}"]
+    unsuccessful = [o for o in document.get("outcomes") or [] if o.get("status") != "succeeded"]
+    if unsuccessful:
+        lines += ["", "| status | action | error |", "| --- | --- | --- |"]
+        lines += [f"| {o.get('status')} | {cell(headline(o, base_dir), None)} | {cell(o.get('error') or '', base_dir)} |"
+                  for o in unsuccessful]
+    if document.get("rerun_converges"):
+        lines += ["", "The failures were transient: applying again converges."]
+    kept = [f"{label}: `{document[key]}`" for label, key in (("Journal", "journal"), ("Rollback plan", "rollback"))
+            if document.get(key)]
+    if kept:
+        lines += ["", " · ".join(kept)]
+    shown = plan_markdown(settings, plan) if plan else ""
+    return "\n".join(lines) + "\n\n" + (shown or "No plan.\n")
+
+
+def cell(text: str, base_dir: str | None) -> str:
+    """Text for one cell of a markdown table."""
+    return relative(str(text), base_dir).replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
 
 def marker(settings: Settings) -> str:
@@ -299,27 +392,36 @@ def main() -> int:
         return run_step(environ)
 
 
+def resolved_mode(settings: Settings, github: GitHub) -> str:
+    """plan or apply: `auto` applies on a push to the default branch only."""
+    if settings.mode != "auto":
+        return settings.mode
+    return "apply" if github.on_default_branch else "plan"
+
+
+def state_dir(settings: Settings) -> Path:
+    """.lance-sync next to the first manifest, where lance-sync keeps its journals."""
+    return Path(settings.files[0]).parent / ".lance-sync"
+
+
 def run_step(environ: dict[str, str]) -> int:
     settings = Settings.from_environment(environ)
     github = GitHub(environ)
-    mode = settings.mode
-    if mode == "auto":
-        mode = "apply" if github.on_default_branch else "plan"
+    mode = resolved_mode(settings, github)
 
     validated = lance_sync(settings, "validate", *settings.file_args())
     if mode == "apply" and validated.code == OK:
-        applied = lance_sync(settings, "apply", *settings.file_args(), "--auto-approve", "--lock-timeout",
-                             settings.lock_timeout, *settings.extra_args, live=True)
-        write_summary(environ, f"### lance-sync apply\n\nExit code {applied.code} "
-                               f"({'done' if applied.code == OK else 'see the log'}).")
-        write_outputs(environ, exitcode=str(applied.code), **{"has-changes": "false", "comment-url": ""})
-        return applied.code
+        return run_apply(settings, github, environ)
 
     plan = None
+    saved = state_dir(settings) / PLAN_FILE
     if validated.code == OK:
         since = github.merge_base() if github.pull_request is not None and settings.changed_only else None
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.unlink(missing_ok=True)
         plan = lance_sync(settings, "plan", *settings.file_args(), "--format", "markdown", "--detailed-exitcode",
-                          *(["--changed-since", since] if since else []), *settings.extra_args)
+                          "--out", str(saved), *(["--changed-since", since] if since else []),
+                          *settings.extra_args)
     code = validated.code if plan is None else plan.code
     body = plan_comment(settings, validated, plan, github)
     write_summary(environ, body)
@@ -331,12 +433,49 @@ def run_step(environ: dict[str, str]) -> int:
         except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
             # a pull request from a fork has a read-only token: the job summary has the plan
             print(f"::warning::could not comment on the pull request ({error}); the plan is in the job summary")
-    write_outputs(environ, exitcode=str(code), **{"has-changes": str(code == CHANGES).lower(),
+    write_outputs(environ, exitcode=str(code), **{"has-changes": str(plan_has_changes(plan, saved)).lower(),
                                                   "comment-url": comment_url})
     if plan is not None and plan.code == ERROR and UNSET_VARIABLE.search(plan.stderr):
         print("::warning::plan skipped: secrets are not available to this run")
         return OK
     return OK if code in (OK, CHANGES) else code
+
+
+def plan_has_changes(plan: Run | None, saved: Path) -> bool:
+    """Whether the plan has actions: read from the plan it saved (a blocked plan, exit 4, has
+    them too); by its exit code (2) when it saved none."""
+    if plan is None or plan.code not in (OK, CHANGES, REFUSED):
+        return False
+    try:
+        return bool(json.loads(saved.read_text())["actions"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return plan.code == CHANGES
+
+
+def run_apply(settings: Settings, github: GitHub, environ: dict[str, str]) -> int:
+    """Apply with --format json: a log line per outcome, and the outcomes, the journal and the
+    plan in the job summary."""
+    applied = lance_sync(settings, "apply", *settings.file_args(), "--auto-approve", "--lock-timeout",
+                         settings.lock_timeout, "--format", "json", *settings.extra_args, live=True)
+    try:
+        document = json.loads(applied.stdout)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict) or "plan" not in document:
+        # an error before planning (a manifest, another apply's lease): {"error": ...} or no JSON
+        error = document.get("error") if isinstance(document, dict) else None
+        text = (f"### lance-sync apply failed\n\nExit code {applied.code}; nothing was planned.\n\n"
+                f"{fenced(str(error or applied.stderr or applied.stdout))}\n")
+        has_changes = False
+    else:
+        print_outcomes(document)
+        text = apply_summary(settings, document, applied.code)
+        has_changes = bool((document.get("plan") or {}).get("actions"))
+    footer = f"\n<sub>{github.run_link()}</sub>\n" if github.run_link() else ""
+    write_summary(environ, text + footer)
+    write_outputs(environ, exitcode=str(applied.code), **{"has-changes": str(has_changes).lower(),
+                                                          "comment-url": ""})
+    return applied.code
 
 
 if __name__ == "__main__":

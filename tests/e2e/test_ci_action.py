@@ -32,6 +32,7 @@ from tests.servers.echo import EchoServer, assert_no_leak
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "ci_action.py"
+EXTRAS_SCRIPT = ROOT / "scripts" / "ci_extras.py"
 QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
 REPOSITORY = "acme/catalogs"
 PULL_REQUEST = 7
@@ -141,7 +142,8 @@ class Step:
     """One run of the action's step; its outputs, summary and log."""
 
     def __init__(self, workspace: Path, github: FakeGitHub, event_name: str, event: dict[str, Any],
-                 ref: str = "refs/heads/main", env: dict[str, str] | None = None, **inputs: str):
+                 ref: str = "refs/heads/main", env: dict[str, str] | None = None, script: Path = SCRIPT,
+                 **inputs: str):
         self.workspace = workspace
         event_path = workspace.parent / "event.json"
         event_path.write_text(json.dumps(event))
@@ -162,7 +164,7 @@ class Step:
         }
         environ.update({f"LANCE_SYNC_{key.upper()}": value for key, value in inputs.items()})
         environ.update(env or {})
-        self.result = subprocess.run([sys.executable, str(SCRIPT)], cwd=workspace / "catalog", env=environ,
+        self.result = subprocess.run([sys.executable, str(script)], cwd=workspace / "catalog", env=environ,
                                      capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
         self.log = self.result.stdout + self.result.stderr
 
@@ -184,8 +186,10 @@ def pull_request(workspace: Path, github: FakeGitHub, env: dict[str, str] | None
     return Step(workspace, github, "pull_request", event, ref=f"refs/pull/{PULL_REQUEST}/merge", env=env, **inputs)
 
 
-def push(workspace: Path, github: FakeGitHub, branch: str = "main") -> Step:
-    return Step(workspace, github, "push", {"repository": {"default_branch": "main"}}, ref=f"refs/heads/{branch}")
+def push(workspace: Path, github: FakeGitHub, branch: str = "main", env: dict[str, str] | None = None,
+         **inputs: str) -> Step:
+    return Step(workspace, github, "push", {"repository": {"default_branch": "main"}}, ref=f"refs/heads/{branch}",
+                env=env, **inputs)
 
 
 def tables(workspace: Path) -> list[str]:
@@ -427,3 +431,115 @@ def test_a_pull_request_plans_only_what_changed_since_the_merge_base(workspace: 
     step = Step(workspace, github, "pull_request", {**event, "pull_request": {"number": PULL_REQUEST, "base": {
         "sha": base}}}, ref=f"refs/pull/{PULL_REQUEST}/merge", changed_only="false")
     assert "changed since" not in step.summary, step.summary
+
+
+# --- apply: the outcomes and the plan in the job summary; has-changes; extras; pinning -----------
+
+
+def test_an_apply_puts_its_outcomes_and_plan_in_the_summary(workspace: Path, github: FakeGitHub):
+    step = push(workspace, github)
+    assert step.code == 0, step.log
+    assert step.outputs == {"exitcode": "0", "has-changes": "true", "comment-url": ""}
+    summary = step.summary
+    assert summary.startswith("### lance-sync apply: applied\n"), summary
+    assert "Exit code 0 · 7 succeeded, 0 failed, 0 skipped." in summary
+    assert re.search(r"Journal: `\.lance-sync/journal/apply-\w+\.jsonl` · Rollback plan: `\.lance-sync/journal/"
+                     r"apply-\w+\.rollback\.json`", summary), summary
+    assert "### lance-sync plan" in summary and "Plan: 7 to create" in summary  # the applied plan, in markdown
+    assert "+ create dataset   lake: ./lakehouse/data/orders.lance" in summary
+    assert "| status |" not in summary  # nothing failed or was skipped
+    assert "     ok  create dataset lake: ./lakehouse/data/orders.lance" in step.log  # a line per outcome
+    assert "Journal: .lance-sync/journal/" in step.log
+
+    again = push(workspace, github)  # nothing left to do
+    assert again.code == 0, again.log
+    assert again.outputs["has-changes"] == "false" and "0 succeeded, 0 failed, 0 skipped" in again.summary
+
+
+def test_has_changes_in_plan_mode_follows_the_plan(workspace: Path, github: FakeGitHub):
+    step = pull_request(workspace, github, comment="false")
+    assert step.outputs["has-changes"] == "true" and step.outputs["exitcode"] == "2"
+    assert (workspace / "catalog" / ".lance-sync" / "plan.json").is_file()  # saved for `lance-sync apply`
+    assert push(workspace, github, mode="apply").outputs["has-changes"] == "true"
+    step = push(workspace, github, mode="plan")
+    assert step.outputs == {"exitcode": "0", "has-changes": "false", "comment-url": ""}, step.log
+    assert tables(workspace) == ["orders", "returns"]
+
+
+#: stands in for lance-sync: apply runs the real one and reports its last two actions as failed
+#: and skipped (an error with a '|' and a new line, which the summary's table must hold)
+FAILING_APPLY = '''
+import json, subprocess, sys
+real = [sys.executable, "-m", "lance_sync"]
+if sys.argv[1] != "apply":
+    sys.exit(subprocess.run(real + sys.argv[1:]).returncode)
+done = subprocess.run(real + sys.argv[1:], capture_output=True, text=True)
+sys.stderr.write(done.stderr)
+document = json.loads(done.stdout)
+failed, skipped = document["outcomes"][-2:]
+failed.update(status="failed", error="the catalog said 503 | try later\\nretry-after: 5", transient=True)
+skipped.update(status="skipped", error="depends on a failed action")
+document.update(exit_code=1, rerun_converges=True)
+print(json.dumps(document))
+sys.exit(1)
+'''
+
+
+def test_failed_and_skipped_actions_are_tabled_with_their_errors(workspace: Path, github: FakeGitHub):
+    script = workspace / "failing_apply.py"
+    script.write_text(FAILING_APPLY)
+    step = push(workspace, github, command=f"{sys.executable} {script}")
+    assert step.code == 1 and step.outputs["exitcode"] == "1" and step.outputs["has-changes"] == "true", step.log
+    summary = step.summary
+    assert "Exit code 1 · 5 succeeded, 1 failed, 1 skipped." in summary, summary
+    assert "| status | action | error |" in summary
+    assert re.search(r"\| failed \| [^|\n]+ \| the catalog said 503 \\\| try later<br>retry-after: 5 \|", summary)
+    assert re.search(r"\| skipped \| [^|\n]+ \| depends on a failed action \|", summary)
+    assert "applying again converges" in summary and "Plan: 7 to create" in summary
+    assert " FAILED  " in step.log and "skipped  " in step.log
+    assert "Apply partly failed: 5 succeeded, 1 failed, 1 skipped." in step.log
+
+
+def test_an_apply_refused_before_planning_says_so(workspace: Path, github: FakeGitHub):
+    manifest_path = workspace / "catalog" / "lance-sync.yaml"
+    step = push(workspace, github, command=f"{sys.executable} -m lance_sync", args=f"--policy {manifest_path}.absent")
+    assert step.code != 0 and step.outputs["has-changes"] == "false", step.log
+    assert "### lance-sync apply failed" in step.summary and "nothing was planned" in step.summary
+
+
+def test_extras_are_chosen_per_manifest_and_run(workspace: Path, github: FakeGitHub):
+    """scripts/ci_extras.py as action.yml runs it (`extras: auto`), in the same environment."""
+    def extras(step: Step) -> str:
+        assert step.code == 0, step.log
+        return step.result.stdout.strip()
+
+    manifest_path = workspace / "catalog" / "lance-sync.yaml"
+    assert extras(pull_request(workspace, github, script=EXTRAS_SCRIPT)) == ""  # dir only
+    manifest = yaml.safe_load(QUICKSTART.read_text())  # with its sourced table
+    manifest["backends"]["cat"] = {"type": "glue", "region": "eu-west-1"}
+    manifest_path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    assert extras(pull_request(workspace, github, script=EXTRAS_SCRIPT)) == "glue"  # a plan needs no Spark
+    assert extras(Step(workspace, github, "push", {"repository": {"default_branch": "main"}},
+                       script=EXTRAS_SCRIPT)) == "glue,spark"
+    manifest["spark"] = {"master": "sc://spark.example:15002"}
+    manifest_path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    assert extras(pull_request(workspace, github, script=EXTRAS_SCRIPT, mode="apply")) == "connect,glue"
+    assert github.calls == []
+
+
+SHA_PINNED = re.compile(r"[\w.-]+/[\w.-]+(?:/[\w./-]+)?@[0-9a-f]{40}")
+
+
+def test_every_action_used_is_pinned_by_commit():
+    """action.yml's steps, and the example workflow's third-party actions (not lance-sync's own,
+    pinned to its release), name a 40-hex commit and, in a comment, the release it is."""
+    action_text = (ROOT / "action.yml").read_text()
+    uses = [step["uses"] for step in yaml.safe_load(action_text)["runs"]["steps"] if "uses" in step]
+    workflow_text = (ROOT / "examples" / "ci" / "lance-sync.yml").read_text()
+    workflow = yaml.safe_load(workflow_text)
+    uses += [step["uses"] for job in workflow["jobs"].values() for step in job["steps"]
+             if "uses" in step and not step["uses"].startswith("lance-sync/lance-sync@")]
+    assert len(uses) >= 4
+    for used in uses:
+        assert SHA_PINNED.fullmatch(used), f"{used} is not pinned to a commit"
+        assert re.search(rf"{re.escape(used)} # v\d+\.\d+\.\d+\n", action_text + workflow_text), used
