@@ -249,9 +249,11 @@ def unity_users_and_a_dataset(example: Example) -> None:
     import lance
     import pyarrow as pa
 
+    from tests.conformance.harness_unity import ensure_catalog
     from tests.servers.unity import create_user
     fresh_repository(example)
     server = example.server  # type: ignore[attr-defined]
+    ensure_catalog(server, "main")
     for user in ("alice", "bob", "carol"):
         create_user(server, f"{user}@example.com")
     _permissions(example, "catalog", "main", "alice@example.com", ["USE CATALOG"], [])
@@ -279,11 +281,11 @@ SETUPS: dict[tuple[str, int], Setup] = {
     ("README.md", 2): NOT_RUN("shell completion is interactive (<TAB>)"),
     ("docs/changed-since.md", 0): Setup(quickstart_in_git_applied_then_orders_platinum),
     ("docs/drift.md", 0): Setup(drift_behind_its_back, not_run=UNFINISHED),
-    ("docs/grants.md", 0): Setup(_grant_error("hive3"), not_run=UNFINISHED),
-    ("docs/grants.md", 1): Setup(_grant_error("dir"), not_run=UNFINISHED),
-    ("docs/grants.md", 2): Setup(unity_users_and_a_dataset, not_run=UNFINISHED),
-    ("docs/grants.md", 3): Setup(alice_loses_modify_carol_gets_select, not_run=UNFINISHED),
-    ("docs/grants.md", 4): Setup(bob_changed_out_of_band, not_run=UNFINISHED),
+    ("docs/grants.md", 0): Setup(_grant_error("hive3")),
+    ("docs/grants.md", 1): Setup(_grant_error("dir")),
+    ("docs/grants.md", 2): Setup(unity_users_and_a_dataset),
+    ("docs/grants.md", 3): Setup(alice_loses_modify_carol_gets_select),
+    ("docs/grants.md", 4): Setup(bob_changed_out_of_band),
     ("docs/policy.md", 0): Setup(reconcile_example_with_refunds),
     ("docs/policy.md", 1): then(),
     ("docs/policy.md", 2): then(),
