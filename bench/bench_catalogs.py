@@ -1,30 +1,42 @@
-"""Plan and apply N Lance tables against the test suite's catalog servers, beside native clients.
+"""Plan and apply N Lance tables against the test suite's catalog servers, beside the raw
+protocol and native clients.
 
     python bench/bench_catalogs.py                         # 10,000 tables: iceberg, glue, hms, dir
-    python bench/bench_catalogs.py --backends glue --tables 2000 --repeat 1
+    python bench/bench_catalogs.py --backends glue --tables 2000 --repeat 1 --changed-tables 5000
     python bench/bench_catalogs.py --scale                 # adds 100,000 (glue, dir), 500,000 (dir)
 
 Per backend, the server the suite uses is started (tests/servers: upstream Iceberg REST, moto
 Glue with Glue's paging, Hive Metastore 2.3; `dir` needs none), 10 namespaces are created and
 N tables seeded with the backend's own client (pyiceberg, boto3, pymetastore, pylance), each
 exactly as lance-sync declares it, and a manifest declaring every table is written. Then, each
-`--repeat` times (the median is printed):
+`--repeat` times (the median is printed), each in a fresh process but the native read:
 
-- native read: the fewest calls of the native client that give every table's location and
-  properties (a listing per namespace, then loads or batches), 16 threads;
-- lance-sync read: the read phase of build_plan (observe), in a fresh process, which also
-  reports the time of the other phases (imports, load and validate, connect: the drivers'
-  own imports and clients, as the native clients are built before their read is timed;
-  inspect locations, compare);
+- raw: the raw-protocol lower bound (bench_raw.py): the minimum requests sent with plain
+  urllib3 (Iceberg), SigV4-signed urllib3 (Glue), the generated Thrift client (HMS) or one
+  pylance scan of the manifest table (dir), 16 threads, no SDK objects; wall and CPU
+  (user+sys, every thread) of the read, its client built beforehand;
+- api.plan: `lance_sync.api.plan` (read, inspect locations, compare, policy) with its
+  drivers built beforehand: wall and CPU of the call;
+- native read (the SDK baseline): the fewest calls of the native client that give every
+  table's location and properties (a listing per namespace, then loads or batches), 16
+  threads;
+- lance-sync read: the read phase of build_plan (observe), which also reports the time of
+  the other phases (imports, load and validate, connect, inspect locations, compare);
 - plan process: `python -m lance_sync plan` as a user runs it: wall, CPU (user+sys), peak RSS;
-- calls: counted by the server (for dir: by the client). "minimum" is the native read's calls
-  plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages; Iceberg: one
-  per namespace; HMS: the database listing Iceberg's native read has already, and one per
-  namespace; dir: none, as the native scan reads every row).
+- calls: api.plan's, counted by the server (for dir: by the client). "minimum" is the native
+  read's calls plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages;
+  Iceberg and HMS: one per namespace; dir: none, as the scan reads every row); the raw read
+  must send exactly the minimum.
+
+Changed-since rows (iceberg, glue, hms; `--changed-tables`, default 100,000; per backend as
+iceberg=N,glue=N,hms=N): an estate of N tables seeded once, its manifest committed in a git
+repository, 5 tables' properties changed in the working tree, then `lance-sync plan
+--changed-since HEAD` as a whole process: wall, CPU, calls counted by the server.
 
 Apply (iceberg and glue, `--apply`, on by default at 10,000): on a fresh server each time, N
-tables are created by a 16-thread native loop and by `lance-sync apply --auto-approve`, into
-separate namespaces; "apply" is the apply phase (from the journal), "process" the whole command.
+tables are created by a 16-thread native loop (pyiceberg, boto3) and by `lance-sync apply
+--auto-approve`, into separate namespaces; "apply" is the apply phase (from the journal),
+"process" the whole command.
 
 Nothing here is part of the test suite; the machine's load average is printed with the table.
 """
