@@ -1,30 +1,42 @@
-"""Plan and apply N Lance tables against the test suite's catalog servers, beside native clients.
+"""Plan and apply N Lance tables against the test suite's catalog servers, beside the raw
+protocol and native clients.
 
     python bench/bench_catalogs.py                         # 10,000 tables: iceberg, glue, hms, dir
-    python bench/bench_catalogs.py --backends glue --tables 2000 --repeat 1
+    python bench/bench_catalogs.py --backends glue --tables 2000 --repeat 1 --changed-tables 5000
     python bench/bench_catalogs.py --scale                 # adds 100,000 (glue, dir), 500,000 (dir)
 
 Per backend, the server the suite uses is started (tests/servers: upstream Iceberg REST, moto
 Glue with Glue's paging, Hive Metastore 2.3; `dir` needs none), 10 namespaces are created and
 N tables seeded with the backend's own client (pyiceberg, boto3, pymetastore, pylance), each
 exactly as lance-sync declares it, and a manifest declaring every table is written. Then, each
-`--repeat` times (the median is printed):
+`--repeat` times (the median is printed), each in a fresh process but the native read:
 
-- native read: the fewest calls of the native client that give every table's location and
-  properties (a listing per namespace, then loads or batches), 16 threads;
-- lance-sync read: the read phase of build_plan (observe), in a fresh process, which also
-  reports the time of the other phases (imports, load and validate, connect: the drivers'
-  own imports and clients, as the native clients are built before their read is timed;
-  inspect locations, compare);
+- raw: the raw-protocol lower bound (bench_raw.py): the minimum requests sent with plain
+  urllib3 (Iceberg), SigV4-signed urllib3 (Glue), the generated Thrift client (HMS) or one
+  pylance scan of the manifest table (dir), 16 threads, no SDK objects; wall and CPU
+  (user+sys, every thread) of the read, its client built beforehand;
+- api.plan: `lance_sync.api.plan` (read, inspect locations, compare, policy) with its
+  drivers built beforehand: wall and CPU of the call;
+- native read (the SDK baseline): the fewest calls of the native client that give every
+  table's location and properties (a listing per namespace, then loads or batches), 16
+  threads;
+- lance-sync read: the read phase of build_plan (observe), which also reports the time of
+  the other phases (imports, load and validate, connect, inspect locations, compare);
 - plan process: `python -m lance_sync plan` as a user runs it: wall, CPU (user+sys), peak RSS;
-- calls: counted by the server (for dir: by the client). "minimum" is the native read's calls
-  plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages; Iceberg: one
-  per namespace; HMS: the database listing Iceberg's native read has already, and one per
-  namespace; dir: none, as the native scan reads every row).
+- calls: api.plan's, counted by the server (for dir: by the client). "minimum" is the native
+  read's calls plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages;
+  Iceberg and HMS: one per namespace; dir: none, as the scan reads every row); the raw read
+  must send exactly the minimum.
+
+Changed-since rows (iceberg, glue, hms; `--changed-tables`, default 100,000; per backend as
+iceberg=N,glue=N,hms=N): an estate of N tables seeded once, its manifest committed in a git
+repository, 5 tables' properties changed in the working tree, then `lance-sync plan
+--changed-since HEAD` as a whole process: wall, CPU, calls counted by the server.
 
 Apply (iceberg and glue, `--apply`, on by default at 10,000): on a fresh server each time, N
-tables are created by a 16-thread native loop and by `lance-sync apply --auto-approve`, into
-separate namespaces; "apply" is the apply phase (from the journal), "process" the whole command.
+tables are created by a 16-thread native loop (pyiceberg, boto3) and by `lance-sync apply
+--auto-approve`, into separate namespaces; "apply" is the apply phase (from the journal),
+"process" the whole command.
 
 Nothing here is part of the test suite; the machine's load average is printed with the table.
 """
@@ -120,6 +132,11 @@ class Backend:
         """Every table's location and properties, natively; returns the tables read."""
         raise NotImplementedError
 
+    def raw_spec(self) -> dict[str, Any]:
+        """What bench_raw.py needs to send the plan's minimum requests raw."""
+        return {"backend": self.name, "endpoint": self.server.endpoint,
+                "namespaces": [f"ns{i}" for i in range(NAMESPACES)]}
+
 
 class Iceberg(Backend):
     name = "iceberg"
@@ -159,6 +176,9 @@ class Iceberg(Backend):
         loaded = _parallel(lambda identifier: _location_and_properties(catalog.load_table(identifier)), names)
         return len(loaded)
 
+
+    def raw_spec(self) -> dict[str, Any]:
+        return {**super().raw_spec(), "prefix": self.server.extra["prefix"], "warehouse": self.warehouse}
 
     def conditional_floor(self, tables: list[Table]) -> tuple[float, float]:
         """Seconds to GET every table (a load) and to HEAD it (tableExists: the same round
@@ -226,13 +246,16 @@ class Glue(Backend):
 
         return sum(len(tables) for tables in _parallel(tables_of, namespaces))
 
+    def raw_spec(self) -> dict[str, Any]:
+        extra = self.server.extra
+        return {**super().raw_spec(), "account_id": self.account, "region": extra["region"],
+                "access_key_id": extra["access_key_id"], "secret_access_key": extra["secret_access_key"]}
+
 
 class Hms(Backend):
     name = "hms"
-    #: the listing of the catalog's databases (which finds owned namespaces that left the
-    #: manifest; Iceberg's native read lists its namespaces too), then one get per database:
-    #: HMS has no bulk read of database properties
-    plan_namespace_reads = staticmethod(lambda namespaces: 1 + namespaces)
+    #: one get_database per declared database: HMS has no bulk read of database properties
+    plan_namespace_reads = staticmethod(lambda namespaces: namespaces)
     #: HMS's metastore.batch.retrieve.max default
     batch = 300
 
@@ -344,6 +367,9 @@ class Dir(Backend):
             columns=["object_id", "location", "metadata"], filter="object_type = 'table'")
         return len([(row["location"], json.loads(row["metadata"])) for row in rows.to_pylist()])
 
+    def raw_spec(self) -> dict[str, Any]:
+        return {"backend": self.name, "manifest": str(self.data / "__manifest")}
+
 
 BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (Iceberg, Glue, Hms, Dir)}
 
@@ -365,14 +391,17 @@ def tables_for(backend: Backend, count: int, prefix: str = "ns") -> list[Table]:
 TABLES_PER_FILE = 50_000
 
 
-def write_manifest(backend: Backend, tables: list[Table], path: Path) -> list[Path]:
-    """The manifest as a base file and, beyond TABLES_PER_FILE tables, overlays of more tables."""
+def write_manifest(backend: Backend, tables: list[Table], path: Path, silver: frozenset[str] = frozenset()
+                   ) -> list[Path]:
+    """The manifest as a base file and, beyond TABLES_PER_FILE tables, overlays of more tables;
+    the tables named in `silver` declared with tier: silver (the seeded state has gold)."""
     paths = []
     for start in range(0, max(len(tables), 1), TABLES_PER_FILE):
         lines = ["version: 1", f"owner: {OWNER}", "backends:", f"  cat: {backend.backend_entry()}"] \
             if not start else []
         lines.append("tables:")
-        lines += [f"  - {{name: {t.name}, location: '{t.location}', properties: {{tier: gold}}, "
+        lines += [f"  - {{name: {t.name}, location: '{t.location}', "
+                  f"properties: {{tier: {'silver' if t.name in silver else 'gold'}}}, "
                   f"register: [{{backend: cat, namespace: '{backend.namespace_id(t.namespace)}'}}]}}"
                   for t in tables[start:start + TABLES_PER_FILE]]
         paths.append(path.with_name(f"{path.stem}-{start // TABLES_PER_FILE}{path.suffix}") if start else path)
@@ -384,12 +413,12 @@ def file_options(paths: list[Path]) -> list[str]:
     return [option for path in paths for option in ("-f", str(path))]
 
 
-def run_process(argv: list[str], env: dict[str, str], stdout: Path | None = None) -> Measure:
+def run_process(argv: list[str], env: dict[str, str], stdout: Path | None = None, cwd: Path = PROJECT) -> Measure:
     """Wall, CPU (user+sys) and peak RSS of one child process; fails on a non-zero exit."""
     with open(stdout or os.devnull, "wb") as out, tempfile.TemporaryFile() as err:
         began = time.perf_counter()
         process = subprocess.Popen(argv, env={**os.environ, **env}, stdout=out, stderr=err,
-                                   stdin=subprocess.DEVNULL, cwd=PROJECT)
+                                   stdin=subprocess.DEVNULL, cwd=cwd)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - began
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -443,12 +472,64 @@ def child_read(manifest: list[str]) -> None:
     lap("read")
     datasets = inspect_datasets(state, live, drivers)
     lap("inspect")
-    comparison = compare(state, live, {n: d.capabilities() for n, d in drivers.items()}, datasets)
+    comparison = compare(state, live, _Capabilities(drivers), datasets)
     lap("compare")
     if comparison.actions:
         raise SystemExit(f"the seeded state plans {len(comparison.actions)} changes: "
                          f"{comparison.actions[0].name} {comparison.actions[0].display_id}")
     print(json.dumps({**phases, "calls": sum(d.api_calls for d in drivers.values())}))
+
+
+class _Capabilities(dict[str, Any]):
+    """Asked for when the comparison needs them, as build_plan does (a Hive metastore's take a
+    call, which an in-sync plan does without)."""
+
+    def __init__(self, drivers: dict[str, Any]):
+        super().__init__()
+        self.drivers = drivers
+
+    def __missing__(self, name: str) -> Any:
+        self[name] = self.drivers[name].capabilities()
+        return self[name]
+
+
+def lance_sync_plan(manifest: list[Path], backend: Backend) -> Measure:
+    """`api.plan` (read, inspect, compare, policy) in a fresh process, drivers built
+    beforehand (as the raw read's clients are): wall and CPU of the call; calls counted by
+    the server."""
+    backend.reset_calls()
+    output = backend.workdir / "api-plan.json"
+    run_process([sys.executable, __file__, "--child-plan", *map(str, manifest)],
+                {**backend.env(), **python_env()}, stdout=output)
+    answer = json.loads(output.read_text())
+    return Measure(answer["seconds"], calls=backend.calls() if backend.name != "dir" else answer["calls"],
+                   cpu=answer["cpu"])
+
+
+def child_plan(manifest: list[str]) -> None:
+    """In a fresh process: api.plan of the manifest, timed; prints JSON."""
+    from lance_sync import api
+    gc.disable()  # as lance-sync's commands run
+    state = api.load(manifest)
+    drivers = api.connect(state)
+    began, cpu = time.perf_counter(), time.process_time()
+    plan = api.plan(state, drivers=drivers)
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    if plan.actions:
+        raise SystemExit(f"api.plan of the seeded state plans {len(plan.actions)} changes")
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "calls": sum(d.api_calls for d in drivers.values())}))
+
+
+def raw_read(backend: Backend, count: int) -> Measure:
+    """The raw-protocol lower bound (bench_raw.py) in a fresh process: wall and CPU of the read."""
+    backend.reset_calls()
+    output = backend.workdir / "raw.json"
+    run_process([sys.executable, str(PROJECT / "bench" / "bench_raw.py"), json.dumps(backend.raw_spec())], {},
+                stdout=output)
+    answer = json.loads(output.read_text())
+    if answer["tables"] != count:
+        raise SystemExit(f"{backend.name}: the raw read found {answer['tables']} tables, not {count}")
+    return Measure(answer["seconds"], calls=backend.calls() if backend.name != "dir" else 1, cpu=answer["cpu"])
 
 
 def plan_process(manifest: list[Path], backend: Backend) -> Measure:
@@ -494,6 +575,9 @@ class Row:
     native: float
     process: Measure
     phases: dict[str, float] = field(default_factory=dict)
+    #: api.plan and the raw lower bound (plan rows): seconds and CPU of each
+    api_plan: Measure | None = None
+    raw: Measure | None = None
 
     @property
     def ratio(self) -> float:
@@ -516,19 +600,63 @@ def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
         seconds = timed(lambda: (backend.create_namespaces(namespaces), backend.create_tables(tables)))
         print(f"  {name}: seeded {count:,} tables in {seconds:.0f} s", file=sys.stderr)
         manifest = write_manifest(backend, tables, backend.workdir / "lance-sync.yaml")
-        natives, reads, processes = [], [], []
+        natives, reads, processes, plans, raws = [], [], [], [], []
         for _ in range(repeat):
             natives.append(native_read(backend, count))
+            raws.append(raw_read(backend, count))
+            plans.append(lance_sync_plan(manifest, backend))
             reads.append(lance_sync_read(manifest, backend))
             processes.append(plan_process(manifest, backend))
         if isinstance(backend, Iceberg):
             floors = [backend.conditional_floor(tables) for _ in range(repeat)]
             CONDITIONAL.append((count, statistics.median(f[0] for f in floors),
                                 statistics.median(f[1] for f in floors)))
-        native, read, process = (median_measure(m) for m in (natives, reads, processes))
+        native, read, process, planned, raw = (median_measure(m) for m in (natives, reads, processes, plans, raws))
         minimum = native.calls + backend.plan_namespace_reads(NAMESPACES)
-        return Row(name, "plan", count, read.calls, minimum, read.seconds, native.seconds,
-                   Measure(process.seconds, cpu=process.cpu, rss_mb=process.rss_mb), read.phases)
+        if backend.name != "dir" and raw.calls != minimum:
+            raise SystemExit(f"{name}: the raw read sent {raw.calls} requests, not the minimum {minimum}")
+        return Row(name, "plan", count, planned.calls, minimum, read.seconds, native.seconds,
+                   Measure(process.seconds, cpu=process.cpu, rss_mb=process.rss_mb), read.phases, planned, raw)
+    finally:
+        backend.stop()
+
+
+#: tables a pull request changes in the changed-since rows
+CHANGED = 5
+
+
+def bench_changed(name: str, count: int, repeat: int, scratch: Path) -> Row:
+    """A pull request changing CHANGED tables of a `count`-table estate: the manifest committed
+    in a git repository, CHANGED tables' properties changed in the working tree, then
+    `lance-sync plan --changed-since HEAD` as a whole process (wall, CPU, calls by the server)."""
+    backend = BACKENDS[name](scratch / f"{name}-changed-{count}")
+    backend.start()
+    try:
+        tables = tables_for(backend, count)
+        seconds = timed(lambda: (backend.create_namespaces([f"ns{i}" for i in range(NAMESPACES)]),
+                                 backend.create_tables(tables)))
+        print(f"  {name}: seeded {count:,} tables in {seconds:.0f} s", file=sys.stderr)
+        repo = backend.workdir / "repo"
+        repo.mkdir()
+        manifest = write_manifest(backend, tables, repo / "lance-sync.yaml")
+        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+        for argv in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "estate"]):
+            subprocess.run([*git, *argv], cwd=repo, check=True)
+        changed = frozenset(t.name for t in tables[::max(1, count // CHANGED)][:CHANGED])
+        write_manifest(backend, tables, repo / "lance-sync.yaml", silver=changed)
+        argv = [sys.executable, "-m", "lance_sync", "plan", *file_options([p.relative_to(repo) for p in manifest]),
+                "--changed-since", "HEAD", "--format", "json"]
+        processes, calls, output = [], [], backend.workdir / "changed.json"
+        for _ in range(repeat):
+            backend.reset_calls()
+            processes.append(run_process(argv, {**backend.env(), **python_env()}, output, cwd=repo))
+            calls.append(backend.calls())
+            actions = json.loads(output.read_text())["actions"]
+            if len(actions) != CHANGED:
+                raise SystemExit(f"{name}: the changed-since plan has {len(actions)} actions, not {CHANGED}")
+        process = median_measure(processes)
+        return Row(name, f"plan --changed-since ({CHANGED} changed)", count, calls[-1], None,
+                   process.seconds, process.seconds, process)
     finally:
         backend.stop()
 
@@ -581,15 +709,23 @@ def print_rows(rows: list[Row]) -> None:
     load = os.getloadavg()
     print(f"\nlance-sync catalog bench: {os.cpu_count()} cores, load average at the end "
           f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}\n")
-    header = ("| backend | step | N | lance-sync calls | minimum calls | lance-sync s | native s | ratio | "
-              "process s | process CPU s | peak RSS MB |")
-    print(header)
-    print("|" + " --- |" * 2 + " ---: |" * 9)
+    print("| backend | step | N | calls | minimum | api.plan | raw | ratio | process | process / raw | "
+          "client CPU, api.plan vs raw | SDK: read vs native | process CPU | peak RSS MB |")
+    print("|" + " --- |" * 2 + " ---: |" * 12)
     for r in rows:
         calls = f"{r.calls:,}" if r.calls is not None else "-"
         minimum = f"{r.minimum:,}" if r.minimum is not None else "-"
-        print(f"| {r.backend} | {r.step} | {r.tables:,} | {calls} | {minimum} | {r.ours:.2f} | {r.native:.2f} | "
-              f"{r.ratio:.2f}x | {r.process.seconds:.1f} | {r.process.cpu:.1f} | {r.process.rss_mb:.0f} |")
+        if r.api_plan is not None and r.raw is not None:
+            planned = (f"{r.api_plan.seconds:.2f} s | {r.raw.seconds:.2f} s | {r.api_plan.seconds / r.raw.seconds:.2f}x | "
+                       f"{r.process.seconds:.2f} s | {r.process.seconds / r.raw.seconds:.2f}x | "
+                       f"{r.api_plan.cpu:.2f} s vs {r.raw.cpu:.2f} s | {r.ours:.2f} s vs {r.native:.2f} s")
+        elif r.step == "apply":
+            planned = (f"- | - | - | {r.process.seconds:.2f} s | - | - | "
+                       f"apply {r.ours:.2f} s vs create loop {r.native:.2f} s ({r.ratio:.2f}x)")
+        else:
+            planned = f"- | - | - | {r.process.seconds:.2f} s | - | - | -"
+        print(f"| {r.backend} | {r.step} | {r.tables:,} | {calls} | {minimum} | {planned} | "
+              f"{r.process.cpu:.2f} s | {r.process.rss_mb:.0f} |")
     for count, get, head in CONDITIONAL:
         print(f"\nunchanged re-plan on iceberg, {count:,} tables, plain urllib3, {THREADS} threads: "
               f"GET (load) {get:.2f} s, HEAD (the round trip of a 304) {head:.2f} s: ETags could save at "
@@ -601,6 +737,13 @@ def print_rows(rows: list[Row]) -> None:
             for r in phased))
 
 
+def _changed_estates(option: str) -> dict[str, int]:
+    """--changed-tables: one N for iceberg, glue and hms, or name=N pairs."""
+    if "=" not in option:
+        return dict.fromkeys(("iceberg", "glue", "hms"), int(option))
+    return {name: int(count) for name, count in (pair.split("=") for pair in option.split(","))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", default="iceberg,glue,hms,dir")
@@ -610,10 +753,17 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, help="lance-sync apply --parallelism (default: the CLI's)")
     parser.add_argument("--scale", action="store_true",
                         help="also plan 100,000 tables on glue and dir, and 500,000 on dir")
+    parser.add_argument("--changed-tables", default="100000",
+                        help="estate of the changed-since rows (iceberg, glue, hms): N, or per backend "
+                             "as iceberg=N,glue=N,hms=N; 0 skips them")
     parser.add_argument("--child-read", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--child-plan", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_read:
         child_read(args.child_read)
+        return
+    if args.child_plan:
+        child_plan(args.child_plan)
         return
     names = [n for n in args.backends.split(",") if n]
     rows: list[Row] = []
@@ -624,6 +774,11 @@ def main() -> None:
             rows.append(bench_read(name, args.tables, args.repeat, scratch))
             if not args.no_apply and name in ("iceberg", "glue"):
                 rows.append(bench_apply(name, args.tables, args.repeat, scratch, args.parallelism))
+        estates = _changed_estates(args.changed_tables)
+        for name in names:
+            if estates.get(name):
+                print(f"{name}: --changed-since, {estates[name]:,} tables", file=sys.stderr)
+                rows.append(bench_changed(name, estates[name], args.repeat, scratch))
         if args.scale:
             for name, count in (("glue", 100_000), ("dir", 100_000), ("dir", 500_000)):
                 if name in names:

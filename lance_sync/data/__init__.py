@@ -1,23 +1,42 @@
 """The data plane: Lance datasets read, written, checked and found, with Spark or threads.
 
 Importing this package neither imports pyspark nor starts a JVM; Spark starts on first use.
+Its names are imported from their modules when first asked for: a plan inspects table
+locations with `lance_sync.data.inspection`, which needs neither pylance (until a location
+holds a dataset) nor what materializing imports (pylance, Parquet, pandas).
 """
 
-from lance_sync.data.discover import find_lance_datasets
-from lance_sync.data.inspection import LocationReport, inspect_location, inspect_locations
-from lance_sync.data.materialize import (
-    MaterializeError,
-    MaterializeResult,
-    materialize,
-    source_schema,
-)
-from lance_sync.data.session import (
-    SparkSettings,
-    SparkUnavailableError,
-    get_spark,
-    resolve_spark_settings,
-    stop_spark,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lance_sync.data.discover import find_lance_datasets
+    from lance_sync.data.inspection import LocationReport, inspect_location, inspect_locations
+    from lance_sync.data.materialize import (
+        MaterializeError,
+        MaterializeResult,
+        materialize,
+        source_schema,
+    )
+    from lance_sync.data.session import (
+        SparkSettings,
+        SparkUnavailableError,
+        get_spark,
+        resolve_spark_settings,
+        stop_spark,
+    )
+
+#: each exported name's module
+_HOMES = {
+    "find_lance_datasets": "discover",
+    "LocationReport": "inspection", "inspect_location": "inspection", "inspect_locations": "inspection",
+    "MaterializeError": "materialize", "MaterializeResult": "materialize", "materialize": "materialize",
+    "source_schema": "materialize",
+    "SparkSettings": "session", "SparkUnavailableError": "session", "get_spark": "session",
+    "resolve_spark_settings": "session", "stop_spark": "session",
+}
 
 __all__ = [
     "LocationReport",
@@ -34,3 +53,12 @@ __all__ = [
     "source_schema",
     "stop_spark",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"lance_sync.data.{home}"), name)
+    globals()[name] = value
+    return value

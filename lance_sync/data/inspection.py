@@ -36,9 +36,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import lance
 import pyarrow as pa
 from pyarrow import fs as pafs
 
@@ -49,6 +48,9 @@ from lance_sync.model.actions import WriteIntent
 from lance_sync.model.arrow_types import columns_from_schema
 from lance_sync.model.locations import normalize_location
 from lance_sync.model.marks import dataset_owner
+
+if TYPE_CHECKING:
+    import lance
 
 Status = Literal["valid", "missing", "not_lance", "corrupt", "interrupted", "unreachable"]
 Engine = Literal["auto", "threads", "spark"]
@@ -134,6 +136,8 @@ def has_committed_version(storage: Storage, path: str) -> bool:
 def _open_dataset(
     uri: str, location: str, storage: Storage, storage_options: dict | None
 ) -> LocationReport:
+    import lance  # only where a dataset is opened: a plan of locations that hold none does without
+
     try:
         dataset = lance.dataset(location, storage_options=storage_options)
         missing_files = _missing_data_files(dataset, storage, storage.path(location))

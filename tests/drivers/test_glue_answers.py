@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
+import botocore.session
 import pytest
 from botocore.config import Config
 from botocore.exceptions import (
@@ -26,6 +27,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
     ResponseStreamingError,
 )
+from botocore.parsers import create_parser
 from lance_namespace import (
     CreateNamespaceRequest,
     DeclareTableRequest,
@@ -49,8 +51,10 @@ from lance_namespace.errors import (
 
 from lance_sync.drivers.glue.answers import (
     BAD_ANSWER_RETRIES,
+    DECODED_OPERATIONS,
     READ_OPERATIONS,
     REQUIRED_ANSWER_MEMBERS,
+    check_answer,
 )
 from lance_sync.drivers.glue.driver import GlueNamespace
 from lance_sync.drivers.support.retry import BadAnswerError
@@ -539,3 +543,24 @@ def test_garbled_assume_role_is_a_bad_answer(make_driver, fake: FakeGlue, monkey
     assert problem in str(caught.value)
     assert fake.requests["AssumeRole"] == 1 + BAD_ANSWER_RETRIES  # a read: sent again
     assert fake.requests["GetDatabase"] == 0  # nothing was signed with garbage
+
+
+def test_a_decoded_listing_is_what_botocore_would_parse_but_its_timestamps():
+    """GetTables answers are handed over as checked (DECODED_OPERATIONS), not parsed again:
+    the same members as botocore's parse (those the model lacks and null ones left out),
+    timestamps kept as epoch seconds."""
+    assert "GetTables" in DECODED_OPERATIONS
+    model = botocore.session.get_session().get_service_model("glue").operation_model("GetTables")
+    answer = {"TableList": [{**LANCE_TABLE, "SomethingNew": {"x": [1]}, "Description": None,
+                             "CreateTime": 1795710305.5,
+                             "StorageDescriptor": {"Location": LOCATION, "Unknown": 2, "Columns": None}}],
+              "NextToken": "t2", "Extra": 1}
+    body = json.dumps(answer).encode()
+    decoded: dict[str, Any] = {}
+    response = {"status_code": 200, "headers": {"content-length": str(len(body))}, "body": body}
+    check_answer(model, response, decoded)
+    parsed = create_parser("json").parse({**response, "body": body}, model.output_shape)
+    parsed.pop("ResponseMetadata")
+    assert parsed["TableList"][0].pop("CreateTime").timestamp() == decoded["TableList"][0].pop("CreateTime")
+    assert decoded == parsed
+    assert response["body"] == b"{}"

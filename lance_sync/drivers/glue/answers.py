@@ -8,6 +8,14 @@ never reaches botocore's parser, which would read it as an empty answer. It is a
 `UnfitAnswer`, which the driver raises as a `BadAnswerError`; reads send it again
 (`with_bad_answer_retries`, `BAD_ANSWER_RETRIES` times), writes do not. An error answer's body
 is masked (`lance_sync.model.secrets`) before botocore parses it.
+
+The answers of `DECODED_OPERATIONS` (the bulk table listing, which carries every table of a
+plan) are not parsed a second time: the hook hands botocore the JSON it has just decoded and
+checked, reduced to the model's members (null ones left out), as the parsed answer
+(`customized_response_dict`), and an empty body to parse. They differ from botocore's parse only in their timestamps, which
+stay epoch seconds (botocore makes datetimes of them; the driver reads no timestamp of a
+listed table). botocore's parse of a page of 100 tables took 2.4 ms of CPU here, the
+decoding and the check together 0.3 ms (`_fitter`).
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ REQUIRED_ANSWER_MEMBERS: dict[str, frozenset[str]] = {
 READ_OPERATIONS = frozenset({"GetCatalogs", "GetCatalog", "GetDatabases", "GetDatabase",
                              "GetTables", "GetTable", "ListPermissions"})
 BAD_ANSWER_RETRIES = 2
+#: Operations whose checked answer is handed over as decoded, not parsed again (see above)
+DECODED_OPERATIONS = frozenset({"GetTables"})
 
 
 class UnfitAnswer(Exception):
@@ -58,7 +68,8 @@ class UnfitAnswer(Exception):
     the body."""
 
 
-def check_answer(operation_model: OperationModel, response_dict: dict[str, Any], **_: Any) -> None:
+def check_answer(operation_model: OperationModel, response_dict: dict[str, Any],
+                 customized_response_dict: dict[str, Any] | None = None, **_: Any) -> None:
     """botocore `before-parse` hook: raise UnfitAnswer for a 2xx answer that botocore would
     read wrongly, before botocore parses it. botocore does not enforce Content-Length, reads a
     non-JSON body as `{"message": body}` and then drops every member its model lacks, so a cut,
@@ -74,10 +85,14 @@ def check_answer(operation_model: OperationModel, response_dict: dict[str, Any],
             raise UnfitAnswer(f"{status} with {cut} (body: {_body_picture(body)})")
         response_dict["body"] = _masked(body)
         return
-    problem = _answer_problem(body, response_dict["headers"], operation_model.output_shape,
-                              REQUIRED_ANSWER_MEMBERS.get(operation_model.name, frozenset()))
+    shape = operation_model.output_shape
+    problem, answer = _checked_answer(body, response_dict["headers"], shape,
+                                      REQUIRED_ANSWER_MEMBERS.get(operation_model.name, frozenset()))
     if problem is not None:
         raise UnfitAnswer(f"{problem} (body: {_body_picture(body)})")
+    if operation_model.name in DECODED_OPERATIONS and customized_response_dict is not None and shape is not None:
+        customized_response_dict.update(answer)
+        response_dict["body"] = b"{}"
 
 
 def check_xml_answer(operation_model: OperationModel, response_dict: dict[str, Any],
@@ -107,19 +122,115 @@ def _cut_short(body: bytes, headers: Any) -> str | None:
     return None
 
 
-def _answer_problem(body: bytes, headers: Any, shape: Shape | None,
-                    required: frozenset[str]) -> str | None:
-    """What is wrong with a 2xx body for an operation with output `shape`, or None."""
+def _checked_answer(body: bytes, headers: Any, shape: Shape | None,
+                    required: frozenset[str]) -> tuple[str | None, Any]:
+    """(what is wrong with a 2xx body for an operation with output `shape`, or None; the
+    decoded body)."""
     cut = _cut_short(body, headers)
     if cut is not None:
-        return cut
+        return cut, None
     try:
         answer = json.loads(body.decode("utf-8")) if body.strip() else {}
     except ValueError:  # UnicodeDecodeError is one
-        return "a body that is not JSON"
+        return "a body that is not JSON", None
     if not isinstance(answer, dict):
-        return f"{_json_kind(answer)} in JSON, not an object"
-    return _shape_problem(answer, shape, "", "", required) if shape is not None else None
+        return f"{_json_kind(answer)} in JSON, not an object", answer
+    if shape is None:
+        return None, answer
+    try:
+        return None, _fitter(shape, "", required)(answer)
+    except _Unfit:  # say where: the slower walk that names the place
+        return _shape_problem(answer, shape, "", "", required) or "an answer that does not fit its model", None
+
+
+class _Unfit(Exception):
+    """Raised by a fitter: the value departs from its shape (`_shape_problem` says where)."""
+
+
+#: the pattern of a place below which `required` names nothing (so that recursive shapes
+#: compile to finitely many fitters)
+_ANY = "*"
+
+
+@functools.lru_cache(maxsize=1024)
+def _fitter(shape: Shape, pattern: str, required: frozenset[str]) -> Callable[[Any], Any]:
+    """A function of decoded JSON that accepts exactly what `_shape_problem` finds no problem
+    in (else raises _Unfit) and returns it reduced to the model's members, null members left
+    out, as botocore's parser reads it (timestamps and blobs kept as JSON has them). Built once
+    per shape and place: checking 10,000 tables costs a walk without a string built."""
+    kind = shape.type_name
+    if kind == "structure" and not shape.is_document_type:
+        return _structure_fitter(shape, pattern, required)
+    if kind in ("list", "map"):
+        below = _place(pattern, "[]" if kind == "list" else "{}", required)
+        item_shape = shape.member if kind == "list" else shape.value
+        cell: list[Callable[[Any], Any]] = []
+
+        def item(value: Any) -> Any:
+            if value is None:
+                raise _Unfit
+            if not cell:
+                cell.append(_fitter(item_shape, below, required))
+            return cell[0](value)
+
+        if kind == "list":
+            def fit_list(value: Any) -> Any:
+                if type(value) is not list:
+                    raise _Unfit
+                return [item(each) for each in value]
+            return fit_list
+
+        def fit_map(value: Any) -> Any:
+            if type(value) is not dict:
+                raise _Unfit
+            return {key: item(each) for key, each in value.items()}
+        return fit_map
+    if kind in ("string", "blob"):
+        def fit_string(value: Any) -> Any:
+            if type(value) is not str:
+                raise _Unfit
+            return value
+        return fit_string
+
+    def fit_scalar(value: Any) -> Any:
+        if not _fits_scalar(kind, value):
+            raise _Unfit
+        return value
+    return fit_scalar
+
+
+def _structure_fitter(shape: Shape, pattern: str, required: frozenset[str]) -> Callable[[Any], Any]:
+    needed = _required_names(shape, pattern, required)
+    members = shape.members
+    fitters: dict[str, Callable[[Any], Any]] = {}
+
+    def fit(value: Any) -> Any:
+        if type(value) is not dict:
+            raise _Unfit
+        for name in needed:
+            if value.get(name) is None:
+                raise _Unfit
+        fitted = {}
+        for name, item in value.items():
+            if item is None:
+                continue
+            member = fitters.get(name)
+            if member is None:
+                if name not in members:
+                    continue  # a member the model lacks: botocore drops it
+                member = fitters[name] = _fitter(members[name], _place(pattern, f".{name}" if pattern else name,
+                                                                       required), required)
+            fitted[name] = member(item)
+        return fitted
+    return fit
+
+
+def _place(pattern: str, step: str, required: frozenset[str]) -> str:
+    """The pattern one step below `pattern`, or _ANY when `required` names nothing there."""
+    if pattern == _ANY:
+        return _ANY
+    below = pattern + step
+    return below if any(path.startswith(below) for path in required) else _ANY
 
 
 def _shape_problem(value: Any, shape: Shape, where: str, pattern: str,

@@ -369,6 +369,9 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
     def _prefix(self, warehouse: str, missing: type[LanceNamespaceError]) -> str:
         """The warehouse's API prefix from GET /v1/config (cached): overrides, then defaults, then
         (the spec's rule for a config that names none) the warehouse name itself."""
+        known = self._prefixes.get(warehouse)
+        if known is not None:  # every request asks: no lock once known
+            return known
         with self._prefix_lock:
             if warehouse not in self._prefixes:
                 try:

@@ -1,0 +1,183 @@
+"""The raw-protocol lower bound of a plan's reads, for bench_catalogs.py.
+
+The requests a plan needs at least (the "minimum" calls of bench_catalogs.py: the same
+listings, loads and namespace reads), sent with nothing but the protocol's own plumbing, 16
+threads, no SDK objects built; each answer is decoded (JSON, Thrift, Arrow) and each table's
+location and properties picked out, as any client must:
+
+- iceberg: plain urllib3 (GET /v1/config, a namespace GET and a table listing per namespace,
+  a loadTable GET per table), `json.loads` of each body;
+- glue: urllib3 POSTs signed with botocore's SigV4 signer (no botocore client: no model,
+  no parser), GetDatabases and GetTables pages of 100, `json.loads` of each body;
+- hms: the generated Thrift client over one connection per thread (the protocol's own
+  decoder builds the Thrift structs): get_database and get_all_tables per database, then
+  get_table_objects_by_name_req per 300 names;
+- dir: one pylance scan of the `__manifest` table (namespaces and tables), `json.loads` of each
+  row's metadata.
+
+Run by bench_catalogs.py in a fresh process (`python bench/bench_raw.py SPEC`, SPEC a JSON
+object from `Backend.raw_spec`), so that its client CPU (user+sys of the process while it reads,
+every thread) is its own; prints {"seconds", "cpu", "tables"} as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+THREADS = 16
+GLUE_PAGE = 100
+HMS_BATCH = 300
+
+
+def _parallel(call: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    with ThreadPoolExecutor(THREADS) as pool:
+        return list(pool.map(call, items))
+
+
+def _fail(what: str, status: int, body: bytes) -> None:
+    raise SystemExit(f"raw read: {what} answered {status}: {body[:300]!r}")
+
+
+# --- readers: each returns a callable that reads everything and returns the tables read -------
+
+def iceberg(spec: dict[str, Any]) -> Callable[[], int]:
+    import urllib3
+    pool = urllib3.PoolManager(maxsize=THREADS)
+    endpoint, prefix, namespaces = spec["endpoint"], spec["prefix"], spec["namespaces"]
+    base = f"{endpoint}/v1/{prefix}" if prefix else f"{endpoint}/v1"
+
+    def get(url: str) -> Any:
+        answer = pool.request("GET", url)
+        if answer.status != 200:
+            _fail(url, answer.status, answer.data)
+        return json.loads(answer.data)
+
+    def namespace(ns: str) -> list[str]:
+        get(f"{base}/namespaces/{ns}")
+        names, token = [], None
+        while True:
+            page = get(f"{base}/namespaces/{ns}/tables" + (f"?pageToken={token}" if token else ""))
+            names += [f"{ns}/tables/{identifier['name']}" for identifier in page["identifiers"]]
+            token = page.get("next-page-token")
+            if not token:
+                return names
+
+    def load(path: str) -> tuple[str, dict[str, str]]:
+        metadata = get(f"{base}/namespaces/{path}")["metadata"]
+        return metadata["location"], metadata.get("properties", {})
+
+    def read() -> int:
+        get(f"{endpoint}/v1/config?warehouse={spec['warehouse']}")
+        paths = [path for listed in _parallel(namespace, namespaces) for path in listed]
+        return len(_parallel(load, paths))
+
+    return read
+
+
+def glue(spec: dict[str, Any]) -> Callable[[], int]:
+    import urllib3
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    pool = urllib3.PoolManager(maxsize=THREADS)
+    signer = SigV4Auth(Credentials(spec["access_key_id"], spec["secret_access_key"]), "glue", spec["region"])
+    url = spec["endpoint"].rstrip("/") + "/"
+
+    def call(operation: str, body: dict[str, Any]) -> Any:
+        request = AWSRequest("POST", url, data=json.dumps(body).encode(),
+                             headers={"X-Amz-Target": f"AWSGlue.{operation}",
+                                      "Content-Type": "application/x-amz-json-1.1"})
+        signer.add_auth(request)
+        answer = pool.request("POST", url, body=request.body, headers=dict(request.headers.items()))
+        if answer.status != 200:
+            _fail(operation, answer.status, answer.data)
+        return json.loads(answer.data)
+
+    def pages(operation: str, key: str, **body: Any) -> list[dict[str, Any]]:
+        items, token = [], None
+        while True:
+            page = call(operation, {**body, "MaxResults": GLUE_PAGE, **({"NextToken": token} if token else {})})
+            items += page[key]
+            token = page.get("NextToken")
+            if not token:
+                return items
+
+    def tables(database: str) -> list[tuple[str, dict[str, str]]]:
+        return [(t["StorageDescriptor"]["Location"], t.get("Parameters", {}))
+                for t in pages("GetTables", "TableList", CatalogId=spec["account_id"], DatabaseName=database)]
+
+    def read() -> int:
+        pages("GetDatabases", "DatabaseList", CatalogId=spec["account_id"])
+        return sum(map(len, _parallel(tables, spec["namespaces"])))
+
+    return read
+
+
+def hms(spec: dict[str, Any]) -> Callable[[], int]:
+    from urllib.parse import urlsplit
+
+    from pymetastore.hive_metastore import ThriftHiveMetastore
+    from pymetastore.hive_metastore.ttypes import GetTablesRequest
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
+    from thrift.transport.TSocket import TSocket
+    from thrift.transport.TTransport import TBufferedTransport
+    address = urlsplit(spec["endpoint"])
+    local = threading.local()
+
+    def client() -> Any:
+        if not hasattr(local, "client"):
+            transport = TBufferedTransport(TSocket(address.hostname, address.port))
+            transport.open()
+            local.client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(transport))
+        return local.client
+
+    def names(database: str) -> list[tuple[str, list[str]]]:
+        client().get_database(database)
+        listed = client().get_all_tables(database)
+        return [(database, listed[i:i + HMS_BATCH]) for i in range(0, len(listed), HMS_BATCH)]
+
+    def batch(item: tuple[str, list[str]]) -> list[tuple[str, dict[str, str]]]:
+        return [(t.sd.location, t.parameters) for t in client().get_table_objects_by_name_req(
+            GetTablesRequest(dbName=item[0], tblNames=item[1])).tables]
+
+    def read() -> int:
+        batches = [b for listed in _parallel(names, spec["namespaces"]) for b in listed]
+        return sum(map(len, _parallel(batch, batches)))
+
+    return read
+
+
+def dir_(spec: dict[str, Any]) -> Callable[[], int]:
+    import lance
+
+    def read() -> int:
+        columns = lance.dataset(spec["manifest"]).to_table(
+            columns=["object_id", "object_type", "location", "metadata"]).to_pydict()
+        read = [(location, json.loads(metadata) if metadata else {})
+                for location, metadata in zip(columns["location"], columns["metadata"], strict=True)]
+        return sum(kind == "table" for kind in columns["object_type"]) if read else 0
+
+    return read
+
+
+READERS: dict[str, Callable[[dict[str, Any]], Callable[[], int]]] = {
+    "iceberg": iceberg, "glue": glue, "hms": hms, "dir": dir_}
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    read = READERS[spec["backend"]](spec)
+    began, cpu = time.perf_counter(), time.process_time()
+    tables = read()
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "tables": tables}))
+
+
+if __name__ == "__main__":
+    main()
