@@ -2,21 +2,41 @@
 with (lance_sync.plan.changes).
 
 The same files are read (every `-f` file and the policy file), at the same paths, from the
-revision instead of the working tree, so relative locations resolve as they do now. A file
-the revision does not have is an empty part of the manifest there: its entries are all new.
+revision instead of the working tree, so relative text reads the same. A file the revision
+does not have is an empty part of the manifest there: its entries are all new. Both sides are
+kept as written (`RawManifest`): parsing the older manifest is all a comparison needs, so a
+plan of a change does not validate a second manifest of 100,000 tables.
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from lance_sync.model.desired import DesiredState
+from lance_sync.model.backend_config import Identifier
 from lance_sync.model.errors import LanceSyncError, ManifestError, ManifestErrors
 
 GIT_TIMEOUT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class RawManifest:
+    """A manifest's entries as written (variables resolved, nothing validated), keyed as the
+    planner compares them: what `--changed-since` diffs, so the older manifest is only parsed."""
+
+    owner: Any = None
+    storage: Any = None
+    spark: Any = None
+    #: the manifest's `policy:` and the policy file's, as written
+    policy: Any = None
+    backends: dict[str, Any] = field(default_factory=dict)
+    namespaces: dict[tuple[str, Identifier], Any] = field(default_factory=dict)
+    tables: dict[str, Any] = field(default_factory=dict)
+    #: every table registration, (backend, table id)
+    registrations: set[tuple[str, Identifier]] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -27,8 +47,10 @@ class Baseline:
     ref: str
     #: the commit it names
     revision: str
-    #: the manifest there; None when it cannot be used (then `problem` says why)
-    state: DesiredState | None
+    #: the manifest there, and the working tree's, as written; `then` None when there is no
+    #: manifest there to compare with (then `problem` says why)
+    then: RawManifest | None
+    now: RawManifest = field(default_factory=RawManifest)
     problem: str | None = None
 
     @property
@@ -40,34 +62,112 @@ class Baseline:
 
 def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None,
                   environ: Mapping[str, str] | None = None) -> Baseline:
-    """The manifest of `paths` (and `policy_file`) at git revision `ref`. LanceSyncError when
-    the files are not in a git repository or `ref` names no commit."""
-    from lance_sync.manifest import load_manifest
+    """The manifest of `paths` (and `policy_file`) at git revision `ref`, and the working
+    tree's, as written. LanceSyncError when the files are not in a git repository or `ref`
+    names no commit."""
     from lance_sync.manifest.loader import reading_files_with
 
     folder = Path(paths[0]).resolve().parent
     revision = _git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
                     problem=f"--changed-since {ref}: no such commit").strip()
-    names = [Path(p) for p in paths]
-    present = [p for p in names if _exists_at(revision, p)]
+    files = [*paths, *([policy_file] if policy_file else [])]
+    contents = {path: text for path in files if (text := _show_if_there(revision, Path(path))) is not None}
+    # a file the revision has as it is now is parsed once, for both sides
+    same = {path for path in contents if _read_bytes(path) == contents[path]}
+    parsed: dict[str, Any] = {}
+    now = raw_manifest(list(paths), policy_file, environ, parsed, same)
+    present = [p for p in paths if p in contents]
     if not present:
-        return Baseline(ref, revision, None, f"the manifest did not exist at {ref}")
-    if policy_file is not None and not _exists_at(revision, Path(policy_file)):
-        policy_file = None
+        return Baseline(ref, revision, None, now, f"the manifest did not exist at {ref}")
+    if same == set(files):
+        return Baseline(ref, revision, now, now)  # nothing changed
     try:
-        with reading_files_with(lambda path: _show(revision, path)):
-            state = load_manifest([str(p) for p in present], environ, policy_file)
+        with reading_files_with(lambda path: contents[_key(path, contents)]):
+            then = raw_manifest(present, policy_file if policy_file in contents else None, environ, parsed, same)
     except (ManifestError, ManifestErrors) as error:
-        return Baseline(ref, revision, None, f"the manifest at {ref} does not load ({str(error).splitlines()[0]})")
-    return Baseline(ref, revision, state)
+        return Baseline(ref, revision, None, now, f"the manifest at {ref} does not read ({str(error).splitlines()[0]})")
+    return Baseline(ref, revision, then, now)
 
 
-def _exists_at(revision: str, path: Path) -> bool:
+def raw_manifest(paths: list[str], policy_file: str | None = None, environ: Mapping[str, str] | None = None,
+                 parsed: dict[str, Any] | None = None, shared: Collection[str] = ()) -> RawManifest:
+    """The manifest files merged as written (a variable that is not set stays as written);
+    ManifestError when a file is not YAML. The files in `shared` are kept in `parsed` once
+    parsed and taken from there again (their documents are never changed by a merge)."""
+    from lance_sync.drivers import backend_rules
+    from lance_sync.manifest.loader import (
+        NotPlain,
+        load_document,
+        load_plain_document,
+        merge_documents,
+    )
+
+    def read(path: str) -> Any:
+        if parsed is not None and path in shared and path in parsed:
+            return parsed[path]
+        try:
+            document = load_plain_document(path, environ)
+        except NotPlain:  # anchors, a variable not set...: the full road reads it all
+            document = load_document(path, environ, allow_unset=True)
+        if parsed is not None and path in shared:
+            parsed[path] = document
+        return document
+
+    data = merge_documents([read(path) for path in paths]).data
+    if not isinstance(data, dict):
+        raise ManifestError("not a mapping", None)
+    found = data.get("backends")
+    backends: dict[str, Any] = found if isinstance(found, dict) else {}
+
+    def parse(backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
+        entry = backends.get(backend) if isinstance(backend, str) else None
+        backend_type = entry.get("type") if isinstance(entry, dict) else None
+        try:
+            rules = backend_rules(backend_type) if isinstance(backend_type, str) else None
+        except (LanceSyncError, KeyError, TypeError):
+            rules = None
+        if rules is None or not isinstance(raw_id, str | list):
+            return None  # a backend that is not there or not known: its change widens the plan
+        return backend, rules.parse_identifier(raw_id)
+
+    namespaces = {key: entry for entry in _entries(data, "namespaces")
+                  if (key := parse(entry.get("backend"), entry.get("id"))) is not None}
+    tables = {str(entry.get("name")): entry for entry in _entries(data, "tables")}
+    registrations = set()
+    for name, table in tables.items():
+        for registration in table.get("register") or []:
+            if isinstance(registration, dict) and (key := parse(registration.get("backend"),
+                                                                registration.get("namespace"))) is not None:
+                registrations.add((key[0], (*key[1], str(registration.get("name") or name))))
+    policy = data.get("policy")
+    if policy_file is not None:
+        policy = (policy, read(policy_file).data)
+    return RawManifest(owner=data.get("owner"), storage=data.get("storage"), spark=data.get("spark"), policy=policy,
+                       backends=dict(backends), namespaces=namespaces, tables=tables, registrations=registrations)
+
+
+def _entries(data: dict, section: str) -> list[dict]:
+    entries = data.get(section)
+    return [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
+
+
+def _key(path: Path, contents: dict[str, bytes]) -> str:
+    """The given path a reader asks for by its resolved form."""
+    return next(given for given in contents if Path(given).resolve() == Path(path).resolve())
+
+
+def _read_bytes(path: str) -> bytes | None:
     try:
-        _show(revision, path)
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+def _show_if_there(revision: str, path: Path) -> bytes | None:
+    try:
+        return _show(revision, path)
     except FileNotFoundError:
-        return False
-    return True
+        return None
 
 
 def _show(revision: str, path: Path) -> bytes:

@@ -1,8 +1,10 @@
 """Plans in proportion to the change: `--changed-since REF`.
 
 The manifest at REF (lance_sync.manifest.history.Baseline) is compared with the working tree's,
-entry by entry: namespace entries by backend and id, tables by name (a table's registrations,
-location, properties, schema, source, grants, `renamed_from`...). What a plan then reads and
+entry by entry and as written (the older one is parsed, never validated): namespace entries by
+backend and id, tables by name (a table's registrations, location, properties, schema, source,
+grants, `renamed_from`...); a change in how an entry is written (a list for an id) counts as a
+change, which only widens the plan. What a plan then reads and
 compares is only:
 
 - the entries added or changed, and the declared namespaces their objects sit in (what they
@@ -70,39 +72,36 @@ class ChangeScope:
 
 
 def changed_scope(baseline: Baseline, now: DesiredState) -> ChangeScope:
-    """What changed in the manifest since the baseline, and what that change touches."""
-    if baseline.state is None:
+    """What changed in the manifest since the baseline, and what that change touches: the
+    entries as written at the revision and in the working tree are compared (the working
+    tree's state, validated, is what gets planned)."""
+    then, written = baseline.then, baseline.now
+    if then is None:
         return ChangeScope(baseline, now, now, whole=True, widened=[f"{baseline.problem}: everything is planned"])
-    then = baseline.state
     whole_reasons = [reason for differs, reason in [
-        (then.owner != now.owner, "the owner changed"),
-        (then.storage != now.storage, "the default storage options changed"),
-        (then.policy != now.policy, "the policy changed"),
+        (then.owner != written.owner, "the owner changed"),
+        (then.storage != written.storage, "the default storage options changed"),
+        (then.policy != written.policy, "the policy changed"),
     ] if differs]
     if whole_reasons:
         return ChangeScope(baseline, now, now, whole=True,
                            widened=[f"{r}: everything is planned" for r in whole_reasons])
     scope = ChangeScope(baseline, now, now)
-    for name, spec in now.backends.items():
-        before = then.backends.get(name)
-        if before is None or _backend_differs(before, spec):
+    for name in now.backends:
+        if then.backends.get(name) != written.backends.get(name):
             scope.whole_backends.add(name)
             scope.widened.append(f"backend '{name}' is new or its configuration changed: all of it is planned")
-    spark_changed = then.spark != now.spark
+    spark_changed = then.spark != written.spark
     if spark_changed:
         scope.widened.append("the spark settings changed: every table written from a source is planned")
 
-    old_namespaces = {(ns.backend, ns.id): ns for ns in then.namespaces}
-    old_tables = {t.name: t for t in then.tables}
-    namespaces = [ns for ns in now.namespaces
-                  if ns.backend in scope.whole_backends or old_namespaces.get((ns.backend, ns.id)) != ns]
+    namespaces = [ns for ns in now.namespaces if ns.backend in scope.whole_backends
+                  or then.namespaces.get((ns.backend, ns.id)) != written.namespaces.get((ns.backend, ns.id))]
     tables = [t for t in now.tables
-              if old_tables.get(t.name) != t or (spark_changed and t.source is not None)
+              if then.tables.get(t.name) != written.tables.get(t.name) or (spark_changed and t.source is not None)
               or any(r.backend in scope.whole_backends for r in t.registrations)]
-    now_namespaces = {(ns.backend, ns.id) for ns in now.namespaces}
-    now_registrations = {(r.backend, r.id) for t in now.tables for r in t.registrations}
-    scope.removed_namespaces = set(old_namespaces) - now_namespaces
-    scope.removed_tables = {(r.backend, r.id) for t in then.tables for r in t.registrations} - now_registrations
+    scope.removed_namespaces = set(then.namespaces) - {(ns.backend, ns.id) for ns in now.namespaces}
+    scope.removed_tables = then.registrations - {(r.backend, r.id) for t in now.tables for r in t.registrations}
     scope.state = _cut(now, namespaces, tables)
     return scope
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from lance_sync.manifest import load_manifest
-from lance_sync.manifest.history import Baseline, load_baseline
+from lance_sync.manifest.history import Baseline, load_baseline, raw_manifest
 from lance_sync.model.errors import LanceSyncError
 from lance_sync.plan.changes import changed_scope
 
@@ -32,9 +32,10 @@ def scope_of(tmp_path: Path, change) -> Any:
     now = copy.deepcopy(BASE)
     change(now)
     path.write_text(yaml.safe_dump(BASE))
-    then_state = load_manifest([str(path)])
+    then = raw_manifest([str(path)])
     path.write_text(yaml.safe_dump(now))
-    return changed_scope(Baseline("HEAD", "0" * 40, then_state), load_manifest([str(path)]))
+    baseline = Baseline("HEAD", "0" * 40, then, raw_manifest([str(path)]))
+    return changed_scope(baseline, load_manifest([str(path)]))
 
 
 def names(scope) -> tuple[list[str], list[str]]:
@@ -91,10 +92,12 @@ def test_the_manifest_at_a_revision(tmp_path: Path):
     changed = copy.deepcopy(BASE)
     changed["tables"][0]["properties"] = {"k": "v"}
     path.write_text(yaml.safe_dump(changed))
+    (tmp_path / "overlay.yaml").write_text(yaml.safe_dump({"tables": [{"name": "t1", "properties": {"o": "v"}}]}))
     baseline = load_baseline("HEAD", [str(path), str(tmp_path / "overlay.yaml")])
-    assert baseline.state is not None and baseline.state.tables[0].properties == {}  # as committed
+    assert baseline.then is not None and "properties" not in baseline.then.tables["t0"]  # as committed
+    assert baseline.now.tables["t1"]["properties"] == {"o": "v"}  # the overlay the revision lacks
     assert baseline.shown.startswith("HEAD (") and len(baseline.revision) == 40
     with pytest.raises(LanceSyncError, match="no such commit"):
         load_baseline("not-a-ref", [str(path)])
-    scope = changed_scope(baseline, load_manifest([str(path)]))
-    assert names(scope) == (["a:sales"], ["t0"])
+    scope = changed_scope(baseline, load_manifest([str(path), str(tmp_path / "overlay.yaml")]))
+    assert names(scope) == (["a:sales"], ["t0", "t1"])
