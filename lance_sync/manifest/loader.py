@@ -159,13 +159,15 @@ class NotPlain(Exception):
     """The file is not a plain document, or has a problem: `load_document` must read it."""
 
 
-def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Document:
+def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None,
+                        shared: dict[str, str] | None = None) -> Document:
     """Like `load_document`, without positions (see the module docstring); NotPlain when the
-    file needs `load_document`."""
+    file needs `load_document`. `shared` keeps one copy of each text across the files of a
+    load (equal strings are one object)."""
     name = str(path)
     try:
         text = _read_text(Path(path), name)
-        builder = _PlainBuilder(name, os.environ if environ is None else environ, text, _node_limit(text))
+        builder = _PlainBuilder(name, os.environ if environ is None else environ, text, _node_limit(text), shared)
         data = builder.document()
     except (ManifestError, yaml.YAMLError, StopIteration) as error:
         raise NotPlain(str(error)) from None
@@ -395,15 +397,20 @@ class _Builder:
 
 
 class _PlainBuilder:
-    """Builds data from libyaml's events (see `load_plain_document`); NotPlain for anything else."""
+    """Builds data from libyaml's events (see `load_plain_document`); NotPlain for anything else.
 
-    def __init__(self, name: str, environ: Mapping[str, str], text: str, max_nodes: int):
+    Equal texts (mapping keys, backend and namespace names, property values: most of a large
+    manifest) are kept once, through `shared`, which a load passes to each of its files."""
+
+    def __init__(self, name: str, environ: Mapping[str, str], text: str, max_nodes: int,
+                 shared: dict[str, str] | None = None):
         self.events = _events(text)
         self.max_nodes = max_nodes
         #: interpolates ${VAR} and records templates, as `load_document` does
         self.interpolator = _Builder(name, environ)
         self.templates = self.interpolator.templates
         self.nodes_built = 0
+        self.shared: dict[str, str] = {} if shared is None else shared
 
     def document(self) -> Any:
         for kind in (StreamStartEvent, DocumentStartEvent):
@@ -427,21 +434,41 @@ class _PlainBuilder:
         if kind not in (MappingStartEvent, SequenceStartEvent) or event.anchor is not None \
                 or event.tag not in (None, "!"):
             raise NotPlain("an alias, an anchor or a tag")
-        if kind is SequenceStartEvent:
-            items: list[Any] = []
-            for item in self.events:
-                if type(item) is SequenceEndEvent:
-                    return items
-                items.append(self.node(item, (*path, len(items))))
+        return self.sequence(path) if kind is SequenceStartEvent else self.mapping(path)
+
+    def sequence(self, path: DataPath) -> list[Any]:
+        items: list[Any] = []
+        for item in self.events:
+            if type(item) is SequenceEndEvent:
+                return items
+            items.append(self.node(item, (*path, len(items))))
+        raise NotPlain("the document ended inside a sequence")
+
+    def mapping(self, path: DataPath) -> dict[str, Any]:
         result: dict[str, Any] = {}
         values_as_text = is_text_map(path)
-        for key in self.events:
-            if type(key) is MappingEndEvent:
+        events, shared = self.events, self.shared
+        for key in events:
+            kind = type(key)
+            if kind is MappingEndEvent:
                 return result
-            if type(key) is not ScalarEvent or key.anchor is not None or key.tag not in (None, "!") \
+            if kind is not ScalarEvent or key.anchor is not None or key.tag not in (None, "!") \
                     or (key.implicit[0] and key.value == "<<") or key.value in result:
                 raise NotPlain("a key that is not a plain string, a merge key, or a duplicate")
-            result[key.value] = self.node(next(self.events), (*path, key.value), values_as_text)
+            name = shared.setdefault(key.value, key.value)
+            value = next(events)
+            # the most common value, inline: an untagged plain scalar without ${VAR}, as `scalar`
+            # reads it
+            text = value.value if type(value) is ScalarEvent else None
+            if text is not None and not values_as_text and value.tag is None and value.anchor is None \
+                    and value.implicit[0] and "$" not in text:
+                self.nodes_built += 1
+                if self.nodes_built > self.max_nodes or len(path) >= MAX_DEPTH:
+                    raise NotPlain("too big or too deep")
+                typed = plain_value(text)
+                result[name] = shared.setdefault(text, text) if typed is text else typed
+            else:
+                result[name] = self.node(value, (*path, name), values_as_text)
         raise NotPlain("the document ended inside a mapping")
 
     def scalar(self, event: ScalarEvent, path: DataPath) -> Any:
@@ -450,10 +477,12 @@ class _PlainBuilder:
         text = event.value
         if event.implicit[0]:  # plain
             value = plain_value(text)
-            if value is not text or "$" not in text:
+            if value is not text:
                 return value
+            if "$" not in text:
+                return self.shared.setdefault(text, text)
             return _resolve_plain(self.interpolator.interpolate(event, path))  # an event has a node's marks
-        return text if "$" not in text else self.interpolator.interpolate(event, path)
+        return self.shared.setdefault(text, text) if "$" not in text else self.interpolator.interpolate(event, path)
 
     def text(self, event: ScalarEvent, path: DataPath) -> str | None:
         """A value of a text map, as `_Builder.text` reads it."""
@@ -462,7 +491,7 @@ class _PlainBuilder:
         text = event.value
         if event.implicit[0] and text in NULLS:
             return None
-        return text if "$" not in text else self.interpolator.interpolate(event, path)
+        return self.shared.setdefault(text, text) if "$" not in text else self.interpolator.interpolate(event, path)
 
 
 def _events(text: str) -> Iterator[Event]:

@@ -11,7 +11,7 @@ backends and valid patterns.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from typing import Any
@@ -68,6 +68,8 @@ class _Checker:
         self.problems: list[ManifestError] = []
         #: table name -> index in the manifest's tables list, for positions
         self.table_index: dict[str, int] = {}
+        #: index in the manifest's tables list -> the table's `renamed_from`, where it has one
+        self.renamed_from: dict[int, Any] = {}
         #: backends with a setting whose variable is not set that their identifier and location
         #: checks read (BackendRules.checks_read): those checks cannot be made for them
         self.unsettled: set[str] = set()
@@ -84,8 +86,12 @@ class _Checker:
         self.problems.append(ManifestError(message, position, format_path(path)))
 
 
-def build_desired_state(model: ValidatedManifest, document: Document, base_dir: str) -> DesiredState:
-    """Check a validated manifest and turn it into the desired state; ManifestErrors if not."""
+def build_desired_state(model: ValidatedManifest, document: Document, base_dir: str,
+                        tables: Iterable[Table] | None = None) -> DesiredState:
+    """Check a validated manifest and turn it into the desired state; ManifestErrors if not.
+
+    The tables are `model.tables`, or `tables` when given (validated as they are read, see
+    validate.validate_strictly): each is read once, and not kept."""
     checker = _Checker(document, base_dir)
     default_storage = _default_storage(checker, model)
     checked = {name: _backend(checker, name, entry, default_storage) for name, entry in model.backends.items()}
@@ -97,9 +103,9 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
                                 for path, names in document.unset.items() for name in names])
     state.namespaces = _namespaces(checker, model, backends)
     state.notices = checker.notices
-    state.tables = _tables(checker, model, backends)
+    state.tables = _tables(checker, model, model.tables if tables is None else tables, backends)
     _check_duplicate_registrations(checker, state)
-    state.tables = _with_former_ids(checker, model, state)
+    state.tables = _with_former_ids(checker, state)
     _check_locations(checker, state)
     if model.policy is not None:
         state.policy = _policy(checker, model.policy, ("policy",), model.backends)
@@ -320,10 +326,11 @@ def _check_properties(checker: _Checker, properties: dict[str, str], path: DataP
 
 # --- tables ------------------------------------------------------------------------------------
 
-def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+            backends: dict[str, BackendSpec]) -> list[DesiredTable]:
     result: list[DesiredTable] = []
     names: dict[str, Position | None] = {}
-    for index, entry in enumerate(model.tables):
+    for index, entry in enumerate(entries):
         path: DataPath = ("tables", index)
         if entry.name in names:
             checker.fail(f"table '{entry.name}' is declared twice (first at {names[entry.name]})",
@@ -331,6 +338,8 @@ def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, Bac
             continue
         names[entry.name] = checker.document.position((*path, "name"))
         checker.table_index[entry.name] = index
+        if entry.renamed_from is not None:
+            checker.renamed_from[index] = entry.renamed_from
         _check_properties(checker, entry.properties, (*path, "properties"), reserved=(TABLE_TYPE_KEY,))
         _check_columns(checker, entry, path)
         location = normalize_location(entry.location, checker.base_dir)
@@ -405,17 +414,19 @@ def _check_duplicate_registrations(checker: _Checker, state: DesiredState) -> No
 FormerName = str | list[str]
 
 
-def _with_former_ids(checker: _Checker, model: ValidatedManifest, state: DesiredState) -> list[DesiredTable]:
+def _with_former_ids(checker: _Checker, state: DesiredState) -> list[DesiredTable]:
     """The tables, each registration with the ids its table's `renamed_from` gives it in its
     backend (newest first). A former name or id must not be declared still, and one former id
     is claimed by one registration only."""
+    if not checker.renamed_from:
+        return state.tables
     declared = {(r.backend, r.id): t.name for t in state.tables for r in t.registrations}
     #: former id -> the table and registration that claimed it first
     claimed: dict[tuple[str, Identifier], tuple[str, Identifier]] = {}
     tables = []
     for table in state.tables:
         index = checker.table_index[table.name]
-        written = model.tables[index].renamed_from
+        written = checker.renamed_from.get(index)
         if written is None:
             tables.append(table)
             continue
@@ -498,7 +509,9 @@ def _written(item: FormerName) -> str:
 def _check_locations(checker: _Checker, state: DesiredState) -> None:
     """One asset per path: no two tables share a location or nest inside each other."""
     tables = state.tables
-    ordered = sorted(range(len(tables)), key=lambda i: tables[i].location.split("/"))
+    # in the order of their paths' parts: "/" made the lowest character sorts as the lists of
+    # parts would (a path holds no NUL), without a list per table
+    ordered = sorted(range(len(tables)), key=lambda i: tables[i].location.replace("/", "\0"))
     open_ancestors: list[int] = []
     for index in ordered:
         table = tables[index]
