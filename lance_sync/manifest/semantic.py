@@ -70,10 +70,20 @@ class _Checker:
         self.table_index: dict[str, int] = {}
         #: index in the manifest's tables list -> the table's `renamed_from`, where it has one
         self.renamed_from: dict[int, Any] = {}
+        self._properties: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
         #: backends with a setting whose variable is not set that their identifier and location
         #: checks read (BackendRules.checks_read): those checks cannot be made for them
         self.unsettled: set[str] = set()
         self.notices: list[str] = []
+
+    def shared(self, properties: dict[str, str]) -> dict[str, str]:
+        """A copy of `properties`, one for all tables with equal ones (most of a large estate's
+        tables carry a few sets): a desired table's properties are read, never changed."""
+        key = tuple(properties.items())
+        found = self._properties.get(key)
+        if found is None:
+            found = self._properties[key] = dict(properties)
+        return found
 
     def notice(self, message: str, path: DataPath) -> None:
         self.notices.append(str(ManifestError(message, self.document.key_position(path), format_path(path))))
@@ -371,7 +381,7 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
         source = _source(checker, entry, path)
         result.append(DesiredTable(
             name=entry.name, location=location, registrations=tuple(registrations),
-            properties=dict(entry.properties),
+            properties=checker.shared(entry.properties),
             columns=[c.model_dump() for c in entry.columns] if entry.columns else None,
             source=source, on_remove=entry.on_remove, protect=entry.protect,
             position=checker.document.position(path)))
