@@ -400,11 +400,14 @@ class _PlainBuilder:
     """Builds data from libyaml's events (see `load_plain_document`); NotPlain for anything else.
 
     Equal texts (mapping keys, backend and namespace names, property values: most of a large
-    manifest) are kept once, through `shared`, which a load passes to each of its files."""
+    manifest) are kept once, through `shared`, which a load passes to each of its files. The
+    commonest events (a plain scalar value, a collection that starts a value) are read inline:
+    a large manifest is millions of them."""
 
     def __init__(self, name: str, environ: Mapping[str, str], text: str, max_nodes: int,
                  shared: dict[str, str] | None = None):
-        self.events = _events(text)
+        #: the next event; None after the stream's end (libyaml's loader, like yaml.parse)
+        self.next_event: Callable[[], Any] = _Loader(text).get_event
         self.max_nodes = max_nodes
         #: interpolates ${VAR} and records templates, as `load_document` does
         self.interpolator = _Builder(name, environ)
@@ -415,22 +418,32 @@ class _PlainBuilder:
     def document(self) -> Any:
         for kind in (StreamStartEvent, DocumentStartEvent):
             self.expect(kind)
-        data = self.node(next(self.events), ())
+        data = self.node(self.next_event(), ())
         for kind in (DocumentEndEvent, StreamEndEvent):
             self.expect(kind)
         return data
 
     def expect(self, kind: type[Event]) -> None:
-        if type(next(self.events)) is not kind:
+        if type(self.next_event()) is not kind:
             raise NotPlain(f"expected {kind.__name__}")
 
-    def node(self, event: Event, path: DataPath, as_text: bool = False) -> Any:
+    def node(self, event: Any, path: DataPath, as_text: bool = False) -> Any:
+        kind = type(event)
+        if kind is ScalarEvent:
+            self.count(path)
+            return self.text(event, path) if as_text else self.scalar(event, path)
+        return self.collection(event, path)
+
+    def count(self, path: DataPath) -> None:
+        """One more value, at `path`: NotPlain past the limits."""
         self.nodes_built += 1
         if self.nodes_built > self.max_nodes or len(path) > MAX_DEPTH:
             raise NotPlain("too big or too deep")
+
+    def collection(self, event: Any, path: DataPath) -> Any:
+        """The mapping or sequence `event` starts."""
+        self.count(path)
         kind = type(event)
-        if kind is ScalarEvent:
-            return self.text(event, path) if as_text else self.scalar(event, path)
         if kind not in (MappingStartEvent, SequenceStartEvent) or event.anchor is not None \
                 or event.tag not in (None, "!"):
             raise NotPlain("an alias, an anchor or a tag")
@@ -438,17 +451,25 @@ class _PlainBuilder:
 
     def sequence(self, path: DataPath) -> list[Any]:
         items: list[Any] = []
-        for item in self.events:
-            if type(item) is SequenceEndEvent:
+        next_event = self.next_event
+        while True:
+            item = next_event()
+            kind = type(item)
+            if kind is SequenceEndEvent:
                 return items
-            items.append(self.node(item, (*path, len(items))))
-        raise NotPlain("the document ended inside a sequence")
+            if kind is ScalarEvent:
+                items.append(self.node(item, (*path, len(items))))
+            elif item is None:
+                raise NotPlain("the document ended inside a sequence")
+            else:
+                items.append(self.collection(item, (*path, len(items))))
 
     def mapping(self, path: DataPath) -> dict[str, Any]:
         result: dict[str, Any] = {}
         values_as_text = is_text_map(path)
-        events, shared = self.events, self.shared
-        for key in events:
+        next_event, shared = self.next_event, self.shared
+        while True:
+            key = next_event()
             kind = type(key)
             if kind is MappingEndEvent:
                 return result
@@ -456,11 +477,15 @@ class _PlainBuilder:
                     or (key.implicit[0] and key.value == "<<") or key.value in result:
                 raise NotPlain("a key that is not a plain string, a merge key, or a duplicate")
             name = shared.setdefault(key.value, key.value)
-            value = next(events)
+            value = next_event()
+            kind = type(value)
+            if kind is not ScalarEvent:
+                result[name] = self.collection(value, (*path, name))
+                continue
             # the most common value, inline: an untagged plain scalar without ${VAR}, as `scalar`
             # reads it
-            text = value.value if type(value) is ScalarEvent else None
-            if text is not None and not values_as_text and value.tag is None and value.anchor is None \
+            text = value.value
+            if not values_as_text and value.tag is None and value.anchor is None \
                     and value.implicit[0] and "$" not in text:
                 self.nodes_built += 1
                 if self.nodes_built > self.max_nodes or len(path) >= MAX_DEPTH:
@@ -469,7 +494,6 @@ class _PlainBuilder:
                 result[name] = shared.setdefault(text, text) if typed is text else typed
             else:
                 result[name] = self.node(value, (*path, name), values_as_text)
-        raise NotPlain("the document ended inside a mapping")
 
     def scalar(self, event: ScalarEvent, path: DataPath) -> Any:
         if event.anchor is not None or event.tag not in (None, "!"):
@@ -492,17 +516,6 @@ class _PlainBuilder:
         if event.implicit[0] and text in NULLS:
             return None
         return self.shared.setdefault(text, text) if "$" not in text else self.interpolator.interpolate(event, path)
-
-
-def _events(text: str) -> Iterator[Event]:
-    """libyaml's events, one after the other (yaml.parse, without asking each time whether
-    there is one more: the stream ends with StreamEndEvent)."""
-    next_event = _Loader(text).get_event
-    while True:
-        event = next_event()
-        if event is None:
-            return
-        yield event
 
 
 def _resolve_plain(text: str) -> Any:

@@ -71,6 +71,8 @@ class _Checker:
         #: index in the manifest's tables list -> the table's `renamed_from`, where it has one
         self.renamed_from: dict[int, Any] = {}
         self._properties: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        #: (backend, namespace as written) -> `_table_namespace`
+        self.table_namespaces: dict[tuple[str, Any], tuple[Identifier | None, str | None]] = {}
         #: backends with a setting whose variable is not set that their identifier and location
         #: checks read (BackendRules.checks_read): those checks cannot be made for them
         self.unsettled: set[str] = set()
@@ -264,18 +266,39 @@ def _value_at(data: Any, path: DataPath) -> Any:
 
 def _identifier(checker: _Checker, cls: type[BackendRules], raw: str | list[str], path: DataPath,
                 levels: tuple[int, int | None] | None = None) -> Identifier | None:
+    parts, problem = _parsed_identifier(cls, raw, levels)
+    if problem is not None:
+        checker.fail(problem, path)
+    return parts
+
+
+def _parsed_identifier(cls: type[BackendRules], raw: str | list[str],
+                       levels: tuple[int, int | None] | None = None) -> tuple[Identifier | None, str | None]:
+    """The identifier's names, or None and what is wrong with it."""
     parts = cls.parse_identifier(raw)
     if any(not p for p in parts) or not parts:
-        checker.fail(f"'{raw}' has an empty name; identifiers are written "
-                     f"name{cls.id_delimiter}name", path)
-        return None
+        return None, f"'{raw}' has an empty name; identifiers are written name{cls.id_delimiter}name"
     low, high = levels or cls.namespace_levels
     if len(parts) < low or (high is not None and len(parts) > high):
         expected = f"{low}" if low == high else f"{low} or more" if high is None else f"{low} to {high}"
-        checker.fail(f"'{cls.format_identifier(parts)}' has {len(parts)} level(s); a {cls.backend_type} "
-                     f"namespace here needs {expected}", path)
-        return None
-    return parts
+        return None, (f"'{cls.format_identifier(parts)}' has {len(parts)} level(s); a {cls.backend_type} "
+                      f"namespace here needs {expected}")
+    return parts, None
+
+
+def _table_namespace(checker: _Checker, spec: BackendSpec, raw: str | list[str]) -> tuple[Identifier | None, str | None]:
+    """A registration's namespace: its names, or None and what is wrong with it (the names or
+    the backend's rules for a table's namespace). Worked out once per backend and namespace: a
+    large manifest registers many tables in each."""
+    key = (spec.name, raw if isinstance(raw, str) else tuple(raw))
+    found = checker.table_namespaces.get(key)
+    if found is None:
+        cls = spec.rules
+        parts, problem = _parsed_identifier(cls, raw, cls.table_namespace_levels)
+        if parts is not None and checker.settled(spec.name):
+            problem = cls.check_table_namespace(parts, spec.config)
+        found = checker.table_namespaces[key] = (parts, problem)
+    return found
 
 
 def _namespaces(checker: _Checker, model: ValidatedManifest,
@@ -360,15 +383,12 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
             if spec is None:
                 continue
             cls = spec.rules
-            parts = _identifier(checker, cls, registration.namespace, (*r_path, "namespace"),
-                                cls.table_namespace_levels)
-            if parts is None:
-                continue
+            parts, problem = _table_namespace(checker, spec, registration.namespace)
             settled = checker.settled(spec.name)
-            problem = (cls.check_table_namespace(parts, spec.config)
-                       or cls.check_location(location, spec.config)) if settled else None
-            if problem:
-                checker.fail(problem, (*r_path, "namespace"))
+            if parts is not None and problem is None and settled:
+                problem = cls.check_location(location, spec.config)
+            if problem or parts is None:  # no names without a problem that says why
+                checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
                 continue
             table_name = registration.name or entry.name
             problem = cls.check_table_name(table_name, spec.config) if settled else None
