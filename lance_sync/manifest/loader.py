@@ -115,6 +115,9 @@ class Document:
     #: the text, as written, of each value YAML typed as something else than text (null, a
     #: boolean, a number): messages quote it back, e.g. "write it in quotes: '010'"
     written: dict[DataPath, str] = field(default_factory=dict)
+    #: per keyed list (`_KEYED_LISTS`) a merge built: each entry's key -> its index, so that
+    #: the next overlay's merge costs what the overlay holds, not what the base holds
+    key_index: dict[str, dict[Any, int]] = field(default_factory=dict)
 
     def position(self, path: DataPath) -> Position | None:
         """The position of the value at `path`, or of its nearest enclosing value."""
@@ -587,6 +590,8 @@ def _merge_keyed(base: Document, overlay: Document, base_path: DataPath, overlay
                  path: DataPath, out: Document, key_fields: tuple[str, ...]) -> list[Any]:
     _copy_position(overlay, overlay_path, path, out)
     base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
+    if _plain_under(base, base_path) and _plain_under(overlay, overlay_path):
+        return _merge_keyed_plain(base, overlay, base_path, overlay_path, out, key_fields)
     overlay_index = {_entry_key(entry, key_fields): i for i, entry in enumerate(overlay_list)}
     result: list[Any] = []
     used: set[int] = set()
@@ -601,6 +606,43 @@ def _merge_keyed(base: Document, overlay: Document, base_path: DataPath, overlay
     for j in range(len(overlay_list)):
         if j not in used:
             result.append(_copy(overlay, (*overlay_path, j), (*path, len(result)), out))
+    return result
+
+
+def _plain_under(document: Document, path: DataPath) -> bool:
+    """Nothing under `path` but the values: no positions, templates, unset or written values."""
+    return not (document.positions or document.unset or document.written) \
+        and not _templates_under(document, path)
+
+
+def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
+                       out: Document, key_fields: tuple[str, ...]) -> list[Any]:
+    """`_merge_keyed` of documents with nothing but values under the lists (a plain road's):
+    the same list, built from the base's key index (kept from the merge that made the base)
+    in the time the overlay takes. A key twice in either list raises NotPlain: the full road
+    merges (and reports) those."""
+    base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
+    name = str(overlay_path[0])  # the path of a keyed list: the same in the base, overlay and result
+    index = base.key_index.pop(name, None)  # the merged base is not merged again: its index moves on
+    if index is None or len(index) != len(base_list):
+        index = {_entry_key(entry, key_fields): i for i, entry in enumerate(base_list)}
+        if len(index) != len(base_list):
+            raise NotPlain(f"a key twice in {name}")
+    result = list(base_list)
+    matched: set[int] = set()
+    for j, entry in enumerate(overlay_list):
+        key = _entry_key(entry, key_fields)
+        i = index.get(key)
+        if i is None:
+            index[key] = len(result)
+            matched.add(len(result))
+            result.append(entry)
+        elif i in matched or i >= len(base_list):
+            raise NotPlain(f"a key twice in {name}")
+        else:
+            matched.add(i)
+            result[i] = _merge(base, overlay, (*base_path, i), (*overlay_path, j), (*base_path, i), out)
+    out.key_index[name] = index
     return result
 
 
