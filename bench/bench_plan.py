@@ -2,22 +2,36 @@
 
     python bench/bench_plan.py                 # 1,000 and 10,000 tables
     python bench/bench_plan.py --sizes 500
+    python bench/bench_plan.py --estate        # 100,000 / 500,000 / 1,000,000 on dir, 100,000 on Glue
+    python bench/bench_plan.py --estate --dir-sizes 100000 --glue-sizes 0
 
 Each size runs in a fresh subprocess (so peak RSS is that run's own) through the same code
 the CLI uses: load the manifest, plan, apply, then plan again (which must find no change).
 Tables are declared without data, spread over 10 namespaces.
+
+`--estate` measures large estates instead (see `estate_rows`): per backend and N, the catalog
+is seeded as bench_catalogs.py seeds it (every table exactly as lance-sync declares it, so
+the plan finds no change), the manifest written as split files (`-f` overlays of 50,000
+tables), and a fresh process loads the manifest and plans (read, inspect, compare, the plan
+object), reporting each phase's wall time, the load's CPU time and the process's peak RSS,
+beside the raw read (pylance's scan of the `__manifest` table; Glue: boto3's GetTables pages,
+16 threads) measured in this process. On `dir` a first plan (no table yet: every table a
+create action; its namespaces exist) is measured too. The machine's load average is printed with the table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 NAMESPACES = 10
 
@@ -68,11 +82,143 @@ def run_one(tables: int) -> dict:
         }
 
 
+# --- large estates (--estate) -----------------------------------------------------------------------
+
+def _peak_rss_mb() -> float:
+    """This process's own peak RSS (VmHWM: ru_maxrss would include the parent's at the fork)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def estate_child(paths: list[str]) -> dict[str, Any]:
+    """In a fresh process: each phase of a plan, timed; the plan object's actions; peak RSS."""
+    import gc
+    began = time.perf_counter()
+    from lance_sync.drivers import connect_backends
+    from lance_sync.manifest import load_manifest
+    from lance_sync.plan.compare import compare
+    from lance_sync.plan.observe import observe
+    from lance_sync.plan.planner import Observation, assemble_plan, inspect_datasets
+    phases: dict[str, Any] = {"import": time.perf_counter() - began}
+    gc.disable()  # as lance-sync's commands run (lance_sync.cli.app._pause_collections)
+    mark, cpu = time.perf_counter(), time.process_time()
+    state = load_manifest(paths)
+    phases["load"], phases["load_cpu"] = time.perf_counter() - mark, time.process_time() - cpu
+    phases["load_rss_mb"] = _peak_rss_mb()
+    drivers = connect_backends(state.backends)
+    mark = time.perf_counter()
+    live = observe(state, drivers)
+    phases["read"] = time.perf_counter() - mark
+    datasets = inspect_datasets(state, live, drivers)
+    phases["inspect"] = time.perf_counter() - mark - phases["read"]
+    capabilities = {name: driver.capabilities() for name, driver in drivers.items()}
+    observation = Observation(live, capabilities, datasets, {n: d.api_calls for n, d in drivers.items()})
+    plan = assemble_plan(state, observation, compare(state, live, capabilities, datasets))
+    phases["plan"] = time.perf_counter() - mark
+    phases["actions"] = len(plan.actions)
+    phases["peak_rss_mb"] = _peak_rss_mb()
+    return phases
+
+
+def _estate_process(paths: list[Path], env: dict[str, str]) -> dict[str, Any]:
+    project = str(Path(__file__).resolve().parents[1])
+    output = subprocess.run([sys.executable, __file__, "--estate-child", *map(str, paths)],
+                            env={**os.environ, **env, "PYTHONPATH": project}, check=True,
+                            capture_output=True, text=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def estate_rows(backend_name: str, tables: int, repeat: int, scratch: Path) -> list[dict[str, Any]]:
+    """The no-change plan of `tables` seeded tables (and on dir a first plan), `repeat` times."""
+    import bench_catalogs as catalogs
+    backend = catalogs.BACKENDS[backend_name](scratch / f"{backend_name}-{tables}")
+    backend.start()
+    try:
+        namespaces = [f"ns{i}" for i in range(catalogs.NAMESPACES)]
+        seeded = catalogs.tables_for(backend, tables)
+        began = time.perf_counter()
+        backend.create_namespaces(namespaces)
+        backend.create_tables(seeded)
+        print(f"  {backend_name}: seeded {tables:,} tables in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+        paths = catalogs.write_manifest(backend, seeded, backend.workdir / "lance-sync.yaml")
+        del seeded
+        raws, runs = [], []
+        for _ in range(repeat):
+            began = time.perf_counter()
+            if backend.native_read(namespaces) != tables:
+                raise SystemExit(f"{backend_name}: the raw read did not find {tables} tables")
+            raws.append(time.perf_counter() - began)
+            runs.append(_estate_process(paths, backend.env()))
+            if runs[-1]["actions"]:
+                raise SystemExit(f"{backend_name}: the seeded state plans {runs[-1]['actions']} changes")
+        rows = [_median_row(backend_name, "in sync", tables, runs, statistics.median(raws))]
+        if backend_name == "dir":  # a first plan: the same manifest over a root of empty namespaces
+            empty = catalogs.Dir(scratch / f"first-{tables}")
+            empty.start()
+            empty.create_namespaces(namespaces)
+            first_paths = catalogs.write_manifest(empty, catalogs.tables_for(empty, tables),
+                                                  empty.workdir / "lance-sync.yaml")
+            first = [_estate_process(first_paths, {}) for _ in range(repeat)]
+            rows.append(_median_row(backend_name, "first plan", tables, first, None))
+        return rows
+    finally:
+        backend.stop()
+
+
+def _median_row(backend: str, kind: str, tables: int, runs: list[dict[str, Any]], raw: float | None) -> dict[str, Any]:
+    row: dict[str, Any] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    row["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
+    return {**row, "backend": backend, "kind": kind, "tables": tables, "raw": raw}
+
+
+def print_estate(rows: list[dict[str, Any]], repeat: int) -> None:
+    load = os.getloadavg()
+    print(f"\nlance-sync estate bench: {os.cpu_count()} cores, load average at the end {load[0]:.2f} / "
+          f"{load[1]:.2f} / {load[2]:.2f}; medians of {repeat} run(s), peak RSS the largest\n")
+    print("| backend | plan | N | load s (CPU s) | read s | raw read s | read / raw | plan s | plan / raw "
+          "| actions | load peak RSS MB | peak RSS MB |")
+    print("| --- | --- |" + " ---: |" * 10)
+    for r in rows:
+        raw = f"{r['raw']:.2f}" if r["raw"] else "-"
+        ratios = (f"{r['read'] / r['raw']:.2f}x", f"{r['plan'] / r['raw']:.2f}x") if r["raw"] else ("-", "-")
+        print(f"| {r['backend']} | {r['kind']} | {r['tables']:,} | {r['load']:.1f} ({r['load_cpu']:.1f}) | "
+              f"{r['read']:.2f} | {raw} | {ratios[0]} | {r['plan']:.2f} | {ratios[1]} | {r['actions']:,} | "
+              f"{r['load_rss_mb']:.0f} | {r['peak_rss_mb']:.0f} |")
+
+
+def estate(args: argparse.Namespace) -> None:
+    import shutil
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    scratch = Path(tempfile.mkdtemp(prefix="bench-estate-"))
+    rows: list[dict[str, Any]] = []
+    try:
+        for backend, sizes in (("dir", args.dir_sizes), ("glue", args.glue_sizes)):
+            for size in (int(s) for s in sizes.split(",") if int(s)):
+                print(f"{backend}: {size:,} tables ...", file=sys.stderr)
+                rows += estate_rows(backend, size, args.repeat, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print_estate(rows, args.repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated table counts")
+    parser.add_argument("--estate", action="store_true", help="large estates instead: see above")
+    parser.add_argument("--dir-sizes", default="100000,500000,1000000", help="--estate: table counts on dir")
+    parser.add_argument("--glue-sizes", default="100000", help="--estate: table counts on Glue (moto); 0: none")
+    parser.add_argument("--repeat", type=int, default=1, help="--estate: runs per size (medians)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--estate-child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.estate_child:
+        print(json.dumps(estate_child(args.estate_child)))
+        return
+    if args.estate:
+        estate(args)
+        return
     if args.one:
         print(json.dumps(run_one(args.one)))
         return

@@ -64,7 +64,7 @@ LOCATIONS_PER_TASK = 500
 _ERROR_LENGTH = 500
 
 
-@dataclass
+@dataclass(slots=True)
 class LocationReport:
     uri: str
     status: Status

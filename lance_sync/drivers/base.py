@@ -185,13 +185,13 @@ class Capabilities:
     grants: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NamespaceInfo:
     id: Identifier
     properties: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TableInfo:
     id: Identifier
     location: str | None

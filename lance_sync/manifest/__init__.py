@@ -51,23 +51,27 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
         merge_documents,
     )
     from lance_sync.manifest.semantic import build_desired_state
-    from lance_sync.manifest.validate import validate_strictly, validate_structure
+    from lance_sync.manifest.validate import NotStrict, validate_strictly, validate_structure
     from lance_sync.model.errors import ManifestError, ManifestErrors
 
     try:  # a variable that is not set is a problem here too: the full road records it
         if positions:
             raise NotPlain("positions asked for")
-        document = merge_documents([load_plain_document(path, environ) for path in paths])
-        model = validate_strictly(document)
-        if model is not None:
-            # the tables and namespaces live on in the model: let their raw data go before the
-            # desired state is built (a third of the memory a large manifest takes at its peak)
+        shared: dict[str, str] = {}  # one copy of each text across the files
+        document = merge_documents([load_plain_document(path, environ, shared) for path in paths])
+        del shared
+        strict = validate_strictly(document)
+        if strict is not None:
+            model, tables = strict
+            # the namespaces live on in the model, and the tables are validated and their raw
+            # data let go a chunk at a time as the desired state is built from them (see
+            # validate_strictly)
             document.data = {key: value for key, value in document.data.items()
                              if key not in ("tables", "namespaces")}
-            state = build_desired_state(model, document, base_dir)
+            state = build_desired_state(model, document, base_dir, tables)
             if not state.notices:
                 return state  # a warning, like a problem, needs the full road to name its line
-    except (NotPlain, ManifestError, ManifestErrors):
+    except (NotPlain, NotStrict, ManifestError, ManifestErrors):
         pass
     document = merge_documents([load_document(path, environ, allow_unset) for path in paths])
     model = validate_structure(document)

@@ -115,6 +115,9 @@ class Document:
     #: the text, as written, of each value YAML typed as something else than text (null, a
     #: boolean, a number): messages quote it back, e.g. "write it in quotes: '010'"
     written: dict[DataPath, str] = field(default_factory=dict)
+    #: per keyed list (`_KEYED_LISTS`) a merge built: each entry's key -> its index, so that
+    #: the next overlay's merge costs what the overlay holds, not what the base holds
+    key_index: dict[str, dict[Any, int]] = field(default_factory=dict)
 
     def position(self, path: DataPath) -> Position | None:
         """The position of the value at `path`, or of its nearest enclosing value."""
@@ -159,13 +162,15 @@ class NotPlain(Exception):
     """The file is not a plain document, or has a problem: `load_document` must read it."""
 
 
-def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Document:
+def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None,
+                        shared: dict[str, str] | None = None) -> Document:
     """Like `load_document`, without positions (see the module docstring); NotPlain when the
-    file needs `load_document`."""
+    file needs `load_document`. `shared` keeps one copy of each text across the files of a
+    load (equal strings are one object)."""
     name = str(path)
     try:
         text = _read_text(Path(path), name)
-        builder = _PlainBuilder(name, os.environ if environ is None else environ, text, _node_limit(text))
+        builder = _PlainBuilder(name, os.environ if environ is None else environ, text, _node_limit(text), shared)
         data = builder.document()
     except (ManifestError, yaml.YAMLError, StopIteration) as error:
         raise NotPlain(str(error)) from None
@@ -395,54 +400,103 @@ class _Builder:
 
 
 class _PlainBuilder:
-    """Builds data from libyaml's events (see `load_plain_document`); NotPlain for anything else."""
+    """Builds data from libyaml's events (see `load_plain_document`); NotPlain for anything else.
 
-    def __init__(self, name: str, environ: Mapping[str, str], text: str, max_nodes: int):
-        self.events = _events(text)
+    Equal texts (mapping keys, backend and namespace names, property values: most of a large
+    manifest) are kept once, through `shared`, which a load passes to each of its files. The
+    commonest events (a plain scalar value, a collection that starts a value) are read inline:
+    a large manifest is millions of them."""
+
+    def __init__(self, name: str, environ: Mapping[str, str], text: str, max_nodes: int,
+                 shared: dict[str, str] | None = None):
+        #: the next event; None after the stream's end (libyaml's loader, like yaml.parse)
+        self.next_event: Callable[[], Any] = _Loader(text).get_event
         self.max_nodes = max_nodes
         #: interpolates ${VAR} and records templates, as `load_document` does
         self.interpolator = _Builder(name, environ)
         self.templates = self.interpolator.templates
         self.nodes_built = 0
+        self.shared: dict[str, str] = {} if shared is None else shared
 
     def document(self) -> Any:
         for kind in (StreamStartEvent, DocumentStartEvent):
             self.expect(kind)
-        data = self.node(next(self.events), ())
+        data = self.node(self.next_event(), ())
         for kind in (DocumentEndEvent, StreamEndEvent):
             self.expect(kind)
         return data
 
     def expect(self, kind: type[Event]) -> None:
-        if type(next(self.events)) is not kind:
+        if type(self.next_event()) is not kind:
             raise NotPlain(f"expected {kind.__name__}")
 
-    def node(self, event: Event, path: DataPath, as_text: bool = False) -> Any:
+    def node(self, event: Any, path: DataPath, as_text: bool = False) -> Any:
+        kind = type(event)
+        if kind is ScalarEvent:
+            self.count(path)
+            return self.text(event, path) if as_text else self.scalar(event, path)
+        return self.collection(event, path)
+
+    def count(self, path: DataPath) -> None:
+        """One more value, at `path`: NotPlain past the limits."""
         self.nodes_built += 1
         if self.nodes_built > self.max_nodes or len(path) > MAX_DEPTH:
             raise NotPlain("too big or too deep")
+
+    def collection(self, event: Any, path: DataPath) -> Any:
+        """The mapping or sequence `event` starts."""
+        self.count(path)
         kind = type(event)
-        if kind is ScalarEvent:
-            return self.text(event, path) if as_text else self.scalar(event, path)
         if kind not in (MappingStartEvent, SequenceStartEvent) or event.anchor is not None \
                 or event.tag not in (None, "!"):
             raise NotPlain("an alias, an anchor or a tag")
-        if kind is SequenceStartEvent:
-            items: list[Any] = []
-            for item in self.events:
-                if type(item) is SequenceEndEvent:
-                    return items
+        return self.sequence(path) if kind is SequenceStartEvent else self.mapping(path)
+
+    def sequence(self, path: DataPath) -> list[Any]:
+        items: list[Any] = []
+        next_event = self.next_event
+        while True:
+            item = next_event()
+            kind = type(item)
+            if kind is SequenceEndEvent:
+                return items
+            if kind is ScalarEvent:
                 items.append(self.node(item, (*path, len(items))))
+            elif item is None:
+                raise NotPlain("the document ended inside a sequence")
+            else:
+                items.append(self.collection(item, (*path, len(items))))
+
+    def mapping(self, path: DataPath) -> dict[str, Any]:
         result: dict[str, Any] = {}
         values_as_text = is_text_map(path)
-        for key in self.events:
-            if type(key) is MappingEndEvent:
+        next_event, shared = self.next_event, self.shared
+        while True:
+            key = next_event()
+            kind = type(key)
+            if kind is MappingEndEvent:
                 return result
-            if type(key) is not ScalarEvent or key.anchor is not None or key.tag not in (None, "!") \
+            if kind is not ScalarEvent or key.anchor is not None or key.tag not in (None, "!") \
                     or (key.implicit[0] and key.value == "<<") or key.value in result:
                 raise NotPlain("a key that is not a plain string, a merge key, or a duplicate")
-            result[key.value] = self.node(next(self.events), (*path, key.value), values_as_text)
-        raise NotPlain("the document ended inside a mapping")
+            name = shared.setdefault(key.value, key.value)
+            value = next_event()
+            kind = type(value)
+            if kind is not ScalarEvent:
+                result[name] = self.collection(value, (*path, name))
+                continue
+            # the most common value, inline: an untagged plain scalar without ${VAR}, as `scalar`
+            # reads it
+            text = value.value
+            if not values_as_text and value.tag is None and value.anchor is None \
+                    and value.implicit[0] and "$" not in text:
+                self.nodes_built += 1
+                if self.nodes_built > self.max_nodes or len(path) >= MAX_DEPTH:
+                    raise NotPlain("too big or too deep")
+                typed = plain_value(text)
+                result[name] = shared.setdefault(text, text) if typed is text else typed
+            else:
+                result[name] = self.node(value, (*path, name), values_as_text)
 
     def scalar(self, event: ScalarEvent, path: DataPath) -> Any:
         if event.anchor is not None or event.tag not in (None, "!"):
@@ -450,10 +504,12 @@ class _PlainBuilder:
         text = event.value
         if event.implicit[0]:  # plain
             value = plain_value(text)
-            if value is not text or "$" not in text:
+            if value is not text:
                 return value
+            if "$" not in text:
+                return self.shared.setdefault(text, text)
             return _resolve_plain(self.interpolator.interpolate(event, path))  # an event has a node's marks
-        return text if "$" not in text else self.interpolator.interpolate(event, path)
+        return self.shared.setdefault(text, text) if "$" not in text else self.interpolator.interpolate(event, path)
 
     def text(self, event: ScalarEvent, path: DataPath) -> str | None:
         """A value of a text map, as `_Builder.text` reads it."""
@@ -462,18 +518,7 @@ class _PlainBuilder:
         text = event.value
         if event.implicit[0] and text in NULLS:
             return None
-        return text if "$" not in text else self.interpolator.interpolate(event, path)
-
-
-def _events(text: str) -> Iterator[Event]:
-    """libyaml's events, one after the other (yaml.parse, without asking each time whether
-    there is one more: the stream ends with StreamEndEvent)."""
-    next_event = _Loader(text).get_event
-    while True:
-        event = next_event()
-        if event is None:
-            return
-        yield event
+        return self.shared.setdefault(text, text) if "$" not in text else self.interpolator.interpolate(event, path)
 
 
 def _resolve_plain(text: str) -> Any:
@@ -545,6 +590,8 @@ def _merge_keyed(base: Document, overlay: Document, base_path: DataPath, overlay
                  path: DataPath, out: Document, key_fields: tuple[str, ...]) -> list[Any]:
     _copy_position(overlay, overlay_path, path, out)
     base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
+    if _plain_under(base, base_path) and _plain_under(overlay, overlay_path):
+        return _merge_keyed_plain(base, overlay, base_path, overlay_path, out, key_fields)
     overlay_index = {_entry_key(entry, key_fields): i for i, entry in enumerate(overlay_list)}
     result: list[Any] = []
     used: set[int] = set()
@@ -559,6 +606,43 @@ def _merge_keyed(base: Document, overlay: Document, base_path: DataPath, overlay
     for j in range(len(overlay_list)):
         if j not in used:
             result.append(_copy(overlay, (*overlay_path, j), (*path, len(result)), out))
+    return result
+
+
+def _plain_under(document: Document, path: DataPath) -> bool:
+    """Nothing under `path` but the values: no positions, templates, unset or written values."""
+    return not (document.positions or document.unset or document.written) \
+        and not _templates_under(document, path)
+
+
+def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
+                       out: Document, key_fields: tuple[str, ...]) -> list[Any]:
+    """`_merge_keyed` of documents with nothing but values under the lists (a plain road's):
+    the same list, built from the base's key index (kept from the merge that made the base)
+    in the time the overlay takes. A key twice in either list raises NotPlain: the full road
+    merges (and reports) those."""
+    base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
+    name = str(overlay_path[0])  # the path of a keyed list: the same in the base, overlay and result
+    index = base.key_index.pop(name, None)  # the merged base is not merged again: its index moves on
+    if index is None or len(index) != len(base_list):
+        index = {_entry_key(entry, key_fields): i for i, entry in enumerate(base_list)}
+        if len(index) != len(base_list):
+            raise NotPlain(f"a key twice in {name}")
+    result = list(base_list)
+    matched: set[int] = set()
+    for j, entry in enumerate(overlay_list):
+        key = _entry_key(entry, key_fields)
+        i = index.get(key)
+        if i is None:
+            index[key] = len(result)
+            matched.add(len(result))
+            result.append(entry)
+        elif i in matched or i >= len(base_list):
+            raise NotPlain(f"a key twice in {name}")
+        else:
+            matched.add(i)
+            result[i] = _merge(base, overlay, (*base_path, i), (*overlay_path, j), (*base_path, i), out)
+    out.key_index[name] = index
     return result
 
 

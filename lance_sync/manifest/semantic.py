@@ -11,7 +11,7 @@ backends and valid patterns.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from typing import Any
@@ -68,10 +68,24 @@ class _Checker:
         self.problems: list[ManifestError] = []
         #: table name -> index in the manifest's tables list, for positions
         self.table_index: dict[str, int] = {}
+        #: index in the manifest's tables list -> the table's `renamed_from`, where it has one
+        self.renamed_from: dict[int, Any] = {}
+        self._properties: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        #: (backend, namespace as written) -> `_table_namespace`
+        self.table_namespaces: dict[tuple[str, Any], tuple[Identifier | None, str | None]] = {}
         #: backends with a setting whose variable is not set that their identifier and location
         #: checks read (BackendRules.checks_read): those checks cannot be made for them
         self.unsettled: set[str] = set()
         self.notices: list[str] = []
+
+    def shared(self, properties: dict[str, str]) -> dict[str, str]:
+        """A copy of `properties`, one for all tables with equal ones (most of a large estate's
+        tables carry a few sets): a desired table's properties are read, never changed."""
+        key = tuple(properties.items())
+        found = self._properties.get(key)
+        if found is None:
+            found = self._properties[key] = dict(properties)
+        return found
 
     def notice(self, message: str, path: DataPath) -> None:
         self.notices.append(str(ManifestError(message, self.document.key_position(path), format_path(path))))
@@ -84,8 +98,12 @@ class _Checker:
         self.problems.append(ManifestError(message, position, format_path(path)))
 
 
-def build_desired_state(model: ValidatedManifest, document: Document, base_dir: str) -> DesiredState:
-    """Check a validated manifest and turn it into the desired state; ManifestErrors if not."""
+def build_desired_state(model: ValidatedManifest, document: Document, base_dir: str,
+                        tables: Iterable[Table] | None = None) -> DesiredState:
+    """Check a validated manifest and turn it into the desired state; ManifestErrors if not.
+
+    The tables are `model.tables`, or `tables` when given (validated as they are read, see
+    validate.validate_strictly): each is read once, and not kept."""
     checker = _Checker(document, base_dir)
     default_storage = _default_storage(checker, model)
     checked = {name: _backend(checker, name, entry, default_storage) for name, entry in model.backends.items()}
@@ -97,9 +115,9 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
                                 for path, names in document.unset.items() for name in names])
     state.namespaces = _namespaces(checker, model, backends)
     state.notices = checker.notices
-    state.tables = _tables(checker, model, backends)
+    state.tables = _tables(checker, model, model.tables if tables is None else tables, backends)
     _check_duplicate_registrations(checker, state)
-    state.tables = _with_former_ids(checker, model, state)
+    state.tables = _with_former_ids(checker, state)
     _check_locations(checker, state)
     if model.policy is not None:
         state.policy = _policy(checker, model.policy, ("policy",), model.backends)
@@ -248,18 +266,39 @@ def _value_at(data: Any, path: DataPath) -> Any:
 
 def _identifier(checker: _Checker, cls: type[BackendRules], raw: str | list[str], path: DataPath,
                 levels: tuple[int, int | None] | None = None) -> Identifier | None:
+    parts, problem = _parsed_identifier(cls, raw, levels)
+    if problem is not None:
+        checker.fail(problem, path)
+    return parts
+
+
+def _parsed_identifier(cls: type[BackendRules], raw: str | list[str],
+                       levels: tuple[int, int | None] | None = None) -> tuple[Identifier | None, str | None]:
+    """The identifier's names, or None and what is wrong with it."""
     parts = cls.parse_identifier(raw)
     if any(not p for p in parts) or not parts:
-        checker.fail(f"'{raw}' has an empty name; identifiers are written "
-                     f"name{cls.id_delimiter}name", path)
-        return None
+        return None, f"'{raw}' has an empty name; identifiers are written name{cls.id_delimiter}name"
     low, high = levels or cls.namespace_levels
     if len(parts) < low or (high is not None and len(parts) > high):
         expected = f"{low}" if low == high else f"{low} or more" if high is None else f"{low} to {high}"
-        checker.fail(f"'{cls.format_identifier(parts)}' has {len(parts)} level(s); a {cls.backend_type} "
-                     f"namespace here needs {expected}", path)
-        return None
-    return parts
+        return None, (f"'{cls.format_identifier(parts)}' has {len(parts)} level(s); a {cls.backend_type} "
+                      f"namespace here needs {expected}")
+    return parts, None
+
+
+def _table_namespace(checker: _Checker, spec: BackendSpec, raw: str | list[str]) -> tuple[Identifier | None, str | None]:
+    """A registration's namespace: its names, or None and what is wrong with it (the names or
+    the backend's rules for a table's namespace). Worked out once per backend and namespace: a
+    large manifest registers many tables in each."""
+    key = (spec.name, raw if isinstance(raw, str) else tuple(raw))
+    found = checker.table_namespaces.get(key)
+    if found is None:
+        cls = spec.rules
+        parts, problem = _parsed_identifier(cls, raw, cls.table_namespace_levels)
+        if parts is not None and checker.settled(spec.name):
+            problem = cls.check_table_namespace(parts, spec.config)
+        found = checker.table_namespaces[key] = (parts, problem)
+    return found
 
 
 def _namespaces(checker: _Checker, model: ValidatedManifest,
@@ -320,10 +359,11 @@ def _check_properties(checker: _Checker, properties: dict[str, str], path: DataP
 
 # --- tables ------------------------------------------------------------------------------------
 
-def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+            backends: dict[str, BackendSpec]) -> list[DesiredTable]:
     result: list[DesiredTable] = []
     names: dict[str, Position | None] = {}
-    for index, entry in enumerate(model.tables):
+    for index, entry in enumerate(entries):
         path: DataPath = ("tables", index)
         if entry.name in names:
             checker.fail(f"table '{entry.name}' is declared twice (first at {names[entry.name]})",
@@ -331,6 +371,8 @@ def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, Bac
             continue
         names[entry.name] = checker.document.position((*path, "name"))
         checker.table_index[entry.name] = index
+        if entry.renamed_from is not None:
+            checker.renamed_from[index] = entry.renamed_from
         _check_properties(checker, entry.properties, (*path, "properties"), reserved=(TABLE_TYPE_KEY,))
         _check_columns(checker, entry, path)
         location = normalize_location(entry.location, checker.base_dir)
@@ -341,15 +383,12 @@ def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, Bac
             if spec is None:
                 continue
             cls = spec.rules
-            parts = _identifier(checker, cls, registration.namespace, (*r_path, "namespace"),
-                                cls.table_namespace_levels)
-            if parts is None:
-                continue
+            parts, problem = _table_namespace(checker, spec, registration.namespace)
             settled = checker.settled(spec.name)
-            problem = (cls.check_table_namespace(parts, spec.config)
-                       or cls.check_location(location, spec.config)) if settled else None
-            if problem:
-                checker.fail(problem, (*r_path, "namespace"))
+            if parts is not None and problem is None and settled:
+                problem = cls.check_location(location, spec.config)
+            if problem or parts is None:  # no names without a problem that says why
+                checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
                 continue
             table_name = registration.name or entry.name
             problem = cls.check_table_name(table_name, spec.config) if settled else None
@@ -362,7 +401,7 @@ def _tables(checker: _Checker, model: ValidatedManifest, backends: dict[str, Bac
         source = _source(checker, entry, path)
         result.append(DesiredTable(
             name=entry.name, location=location, registrations=tuple(registrations),
-            properties=dict(entry.properties),
+            properties=checker.shared(entry.properties),
             columns=[c.model_dump() for c in entry.columns] if entry.columns else None,
             source=source, on_remove=entry.on_remove, protect=entry.protect,
             position=checker.document.position(path)))
@@ -405,17 +444,19 @@ def _check_duplicate_registrations(checker: _Checker, state: DesiredState) -> No
 FormerName = str | list[str]
 
 
-def _with_former_ids(checker: _Checker, model: ValidatedManifest, state: DesiredState) -> list[DesiredTable]:
+def _with_former_ids(checker: _Checker, state: DesiredState) -> list[DesiredTable]:
     """The tables, each registration with the ids its table's `renamed_from` gives it in its
     backend (newest first). A former name or id must not be declared still, and one former id
     is claimed by one registration only."""
+    if not checker.renamed_from:
+        return state.tables
     declared = {(r.backend, r.id): t.name for t in state.tables for r in t.registrations}
     #: former id -> the table and registration that claimed it first
     claimed: dict[tuple[str, Identifier], tuple[str, Identifier]] = {}
     tables = []
     for table in state.tables:
         index = checker.table_index[table.name]
-        written = model.tables[index].renamed_from
+        written = checker.renamed_from.get(index)
         if written is None:
             tables.append(table)
             continue
@@ -498,7 +539,9 @@ def _written(item: FormerName) -> str:
 def _check_locations(checker: _Checker, state: DesiredState) -> None:
     """One asset per path: no two tables share a location or nest inside each other."""
     tables = state.tables
-    ordered = sorted(range(len(tables)), key=lambda i: tables[i].location.split("/"))
+    # in the order of their paths' parts: "/" made the lowest character sorts as the lists of
+    # parts would (a path holds no NUL), without a list per table
+    ordered = sorted(range(len(tables)), key=lambda i: tables[i].location.replace("/", "\0"))
     open_ancestors: list[int] = []
     for index in ordered:
         table = tables[index]

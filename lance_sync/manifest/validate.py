@@ -16,18 +16,21 @@ pydantic's strict mode, keys by their aliases only. That accepts nothing the JSO
 refuses (the schema is generated from the same models, and strict mode takes no string for
 a number nor a number for a string, as the schema does), so the schema, by far the slower
 check, need not run; whatever it does not accept goes through `validate_structure`, which
-says what is wrong.
+says what is wrong. It validates the tables a chunk at a time, as the desired state is
+built from them, and lets each chunk's raw data go once its models are built: a large
+manifest never holds its raw tables, their models and their desired state all at once.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
+from pydantic import TypeAdapter
 from pydantic import ValidationError as ModelError
 from pydantic_core import ErrorDetails
 
@@ -35,6 +38,7 @@ from lance_sync.drivers import available_drivers
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
     PolicyFile,
+    Table,
     ValidatedManifest,
     backend_models,
     manifest_json_schema,
@@ -134,9 +138,21 @@ def _check_schema(validator: Draft202012Validator, document: Document) -> None:
         raise ManifestErrors(_sorted_unique(problems))
 
 
-def validate_strictly(document: Document) -> ValidatedManifest | None:
-    """The manifest model when the document passes the models' strict mode, else None."""
-    backends = document.data.get("backends") if isinstance(document.data, dict) else None
+#: tables validated at a time by `validate_strictly`
+STRICT_CHUNK = 5_000
+
+
+class NotStrict(Exception):
+    """A table failed the strict models (`validate_strictly`): the full road must say why."""
+
+
+def validate_strictly(document: Document) -> tuple[ValidatedManifest, Iterator[Table]] | None:
+    """When the document passes the models' strict mode but for its tables: the manifest model,
+    its `tables` empty, and the tables, validated a chunk at a time as the iterator is read
+    (NotStrict when one fails). Each chunk's raw entries in `document.data["tables"]` become None
+    once validated. None when the rest fails."""
+    data = document.data
+    backends = data.get("backends") if isinstance(data, dict) else None
     if not isinstance(backends, dict) or not all(isinstance(entry, dict) for entry in backends.values()):
         return None
     if any(str(key).startswith(STORAGE_PREFIX) for entry in backends.values() for key in entry):
@@ -144,11 +160,32 @@ def validate_strictly(document: Document) -> ValidatedManifest | None:
     types = tuple(sorted({entry.get("type") for entry in backends.values()}, key=str))
     if not all(isinstance(t, str) and t in available_drivers() for t in types):
         return None
+    raw_tables = data.get("tables", [])
+    if not isinstance(raw_tables, list):
+        return None
     try:
-        model = manifest_model(types).model_validate(document.data, strict=True, by_alias=True, by_name=False)
+        model = manifest_model(types).model_validate({**data, "tables": []}, strict=True, by_alias=True,
+                                                     by_name=False)
     except ModelError:
         return None
-    return cast(ValidatedManifest, model)
+    return cast(ValidatedManifest, model), _strict_tables(raw_tables)
+
+
+def _strict_tables(raw: list[Any]) -> Iterator[Table]:
+    for start in range(0, len(raw), STRICT_CHUNK):
+        chunk = raw[start:start + STRICT_CHUNK]
+        try:
+            tables = _tables_adapter().validate_python(chunk, strict=True, by_alias=True, by_name=False)
+        except ModelError:
+            raise NotStrict from None
+        raw[start:start + len(chunk)] = [None] * len(chunk)
+        del chunk
+        yield from tables
+
+
+@functools.cache
+def _tables_adapter() -> TypeAdapter[list[Table]]:
+    return TypeAdapter(list[Table])
 
 
 def _sorted_unique(problems: list[ManifestError]) -> list[ManifestError]:

@@ -86,6 +86,8 @@ class Observer:
         self._listed: set[ObjectKey] = set()
         #: the snapshot of each backend read in one call (`_read_snapshots`)
         self.snapshots: dict[str, CatalogSnapshot] = {}
+        #: one dict for all tables with equal properties (`_normalized`)
+        self.shared_properties: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
 
     def observe(self) -> LiveState:
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="observe") as pool:
@@ -160,7 +162,7 @@ class Observer:
         for key, tables in listed:
             self.live.scanned.add(key)
             for info in tables:
-                self.live.tables[(key[0], info.id)] = _normalized(info)
+                self.live.tables[(key[0], info.id)] = _normalized(info, self.shared_properties)
 
     def _tables_beyond_scope(self) -> None:
         for backend, snapshot in self.snapshots.items():
@@ -168,7 +170,7 @@ class Observer:
                 for info in tables:
                     key = (backend, info.id)
                     if key not in self.live.tables:
-                        self.live.beyond_scope[key] = _normalized(info)
+                        self.live.beyond_scope[key] = _normalized(info, self.shared_properties)
 
     # --- scope ---------------------------------------------------------------------------------
 
@@ -278,10 +280,15 @@ def _from_snapshot(snapshot: CatalogSnapshot, ids: list[Identifier]) -> list[Nam
     return [snapshot.namespaces.get(id) for id in ids]
 
 
-def _normalized(info: TableInfo) -> TableInfo:
-    """The table with its location in the one spelling every comparison uses."""
+def _normalized(info: TableInfo, shared: dict[tuple[tuple[str, str], ...], dict[str, str]]) -> TableInfo:
+    """The table with its location in the one spelling every comparison uses, and its
+    properties one dict (`shared`) for every table with equal ones: a large estate's tables
+    mostly carry a few sets, and a TableInfo is read, never changed in place."""
     location = normalize_location(info.location) if info.location else None
-    return info if location == info.location else replace(info, location=location)
+    properties = shared.setdefault(tuple(info.properties.items()), info.properties)
+    if location == info.location and properties is info.properties:
+        return info
+    return replace(info, location=location, properties=properties)
 
 
 def _unless_gone(part: Callable[[], list[T]]) -> list[T]:
@@ -322,6 +329,7 @@ class _RegistrationWalk:
         self.drivers = drivers
         self.parallelism = max(1, parallelism)
         self.found = Registrations({})
+        self.shared_properties: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
 
     def run(self, containers: dict[str, set[Identifier]]) -> Registrations:
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="registrations") as pool:
@@ -389,7 +397,7 @@ class _RegistrationWalk:
 
     def _add(self, backend: str, tables: list[TableInfo]) -> None:
         for info in tables:
-            self.found.tables[(backend, info.id)] = _normalized(info)
+            self.found.tables[(backend, info.id)] = _normalized(info, self.shared_properties)
 
     def _in_parallel(self, calls: Sequence[tuple[ObjectKey, Callable[[], R]]]) -> list[tuple[ObjectKey, R]]:
         futures = [(key, self.pool.submit(self._call, key[0], key[1], call)) for key, call in calls]
@@ -426,7 +434,7 @@ class PointObserver(Observer):
             reads = [(key, partial(self._table_info, key)) for key in sorted(self.table_ids)]
             for key, table in self._run(reads):
                 if table is not None:
-                    self.live.tables[key] = _normalized(table)
+                    self.live.tables[key] = _normalized(table, self.shared_properties)
             existing = sorted(k for k in self.listed_ids if k in self.live.namespaces)
             for (backend, _parent), children in self._in_parts(self._children, existing):
                 for child in children:
@@ -435,7 +443,7 @@ class PointObserver(Observer):
             for key, found in self._in_parts(self._table_parts, existing):
                 self.live.scanned.add(key)
                 for info in found:
-                    self.live.tables[(key[0], info.id)] = _normalized(info)
+                    self.live.tables[(key[0], info.id)] = _normalized(info, self.shared_properties)
         self._tables_beyond_scope()
         return self.live
 

@@ -184,7 +184,7 @@ def test_targets_and_a_policy_file_as_in_the_cli(project: Project, tmp_path: Pat
     assert project.tables("sales") == []  # only the namespace was targeted
 
     api.save_plan(api.plan(state), tmp_path / "plan.json")
-    with pytest.raises(LanceSyncError, match="targets limit a fresh plan"):
+    with pytest.raises(LanceSyncError, match="targets and a baseline limit a fresh plan"):
         api.apply(api.load_plan(tmp_path / "plan.json"), targets=["lake:sales"])
     (tmp_path / "policy.yaml").write_text("rules:\n  - {name: no-new-tables, forbidden_actions: [create table]}\n")
     checked = api.load_plan(tmp_path / "plan.json", policy_file=tmp_path / "policy.yaml")

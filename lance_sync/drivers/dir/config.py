@@ -40,7 +40,8 @@ class DirRules(BackendRules):
     @classmethod
     def check_location(cls, location: str, config: BackendConfig) -> str | None:
         assert isinstance(config, DirConfig)
-        root = _normalized_root(config.root, os.getcwd())
+        # the working directory only matters to a relative root (and costs a system call a table)
+        root = _normalized_root(config.root, "" if config.root.startswith("/") else os.getcwd())
         if location == root or not is_within(location, root):
             return f"a dir backend registers only locations inside its root {root} (got {location})"
         return None

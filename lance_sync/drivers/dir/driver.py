@@ -103,13 +103,13 @@ from lance_sync.drivers.dir.manifest import (
     MANIFEST_TABLE,
     ROW_COLUMNS,
     Raced,
+    RowParser,
     Rows,
     checked_id,
     id_text,
     is_commit_conflict,
     metadata_of,
     missing_error,
-    parsed_rows,
     properties_of,
     row_filter,
     short_message,
@@ -129,6 +129,8 @@ COMMIT_ATTEMPTS = 8
 #: the driver's row writes each add a small fragment to the manifest (pylance's own writes
 #: rewrite it whole); past this many fragments they are folded together after a write
 COMPACT_AT_FRAGMENTS = 32
+#: manifest rows read at a time by a snapshot
+ROW_BATCH = 65_536
 
 T = TypeVar("T")
 
@@ -404,26 +406,34 @@ class DirNamespace(DirRules, SyncNamespace):
         yield from (info for info in self._table_infos(rows) if info.id[:-1] == namespace)
 
     def snapshot(self) -> CatalogSnapshot | None:
-        """Every namespace and table row in one scan of one manifest version."""
-        rows = self._manifest_rows("namespace", "table")
-        if rows is None:
+        """Every namespace and table row in one scan of one manifest version, read a batch of
+        rows at a time (a million rows as Python text would double the plan's peak memory)."""
+        batches = self._manifest_batches("namespace", "table")
+        if batches is None:
             return None
-        namespaces = {info.id: info for info in self._namespace_infos(rows)}
+        namespaces: dict[Identifier, NamespaceInfo] = {}
         tables: dict[Identifier, list[TableInfo]] = {}
-        for info in self._table_infos(rows):
-            tables.setdefault(info.id[:-1], []).append(info)
+        parser = RowParser()
+        for rows in batches:
+            for id, object_type, location, properties in parser.rows(rows):
+                if object_type == "namespace":
+                    namespaces[id] = NamespaceInfo(id, properties)
+                elif object_type == "table":
+                    tables.setdefault(id[:-1], []).append(self._table_info(id, location, properties))
         return CatalogSnapshot(namespaces, tables)
 
     def _namespace_infos(self, rows: Rows) -> Iterator[NamespaceInfo]:
-        for object_id, object_type, _location, properties in parsed_rows(rows):
+        for id, object_type, _location, properties in RowParser().rows(rows):
             if object_type == "namespace":
-                yield NamespaceInfo(tuple(object_id.split(DELIMITER)), properties)
+                yield NamespaceInfo(id, properties)
 
     def _table_infos(self, rows: Rows) -> Iterator[TableInfo]:
-        for object_id, object_type, location, properties in parsed_rows(rows):
+        for id, object_type, location, properties in RowParser().rows(rows):
             if object_type == "table":
-                yield TableInfo(tuple(object_id.split(DELIMITER)),
-                                join_location(self.root, location) if location else None, properties)
+                yield self._table_info(id, location, properties)
+
+    def _table_info(self, id: Identifier, location: str | None, properties: dict[str, str]) -> TableInfo:
+        return TableInfo(id, join_location(self.root, location) if location else None, properties)
 
     # --- writing the manifest ------------------------------------------------------------------
 
@@ -634,6 +644,15 @@ class DirNamespace(DirRules, SyncNamespace):
         if within:
             condition += f" AND starts_with(object_id, {sql_string(within)})"
         return dataset.to_table(columns=list(ROW_COLUMNS), filter=condition).to_pydict()
+
+    def _manifest_batches(self, *object_types: str) -> Iterator[Rows] | None:
+        """`_manifest_rows` of the whole root, a batch of rows at a time (one scan of one version)."""
+        dataset = self._manifest()
+        if dataset is None:
+            return None
+        condition = f"object_type IN ({', '.join(map(sql_string, object_types))})"
+        return (batch.to_pydict() for batch in dataset.to_batches(columns=list(ROW_COLUMNS), filter=condition,
+                                                                   batch_size=ROW_BATCH))
 
 
 

@@ -90,15 +90,28 @@ def id_text(id: Sequence[str] | None) -> str:
     return DELIMITER.join(id or [])
 
 
-def parsed_rows(rows: Rows) -> Iterator[tuple[str, str, str | None, dict[str, str]]]:
-    """Each row's object id, type, location and properties. Many rows carry the same metadata
-    text (the same properties and owner mark), so each distinct text is parsed once; every row
-    still gets its own dict."""
-    parsed: dict[str, dict[str, str]] = {}
-    for object_id, object_type, location, metadata in zip(*(rows[c] for c in ROW_COLUMNS), strict=True):
-        if metadata not in parsed:
-            parsed[metadata] = properties_of(metadata)
-        yield object_id, object_type, location, dict(parsed[metadata])
+class RowParser:
+    """Each row's object id, type, location and properties (`rows`), one batch of rows after
+    the other. Many rows carry the same metadata text (the same properties and owner mark) and
+    the same namespace: each distinct text is parsed once, and the rows that carry it share its
+    properties dict (which nobody changes in place: a TableInfo is read, never edited) and its
+    namespace's names."""
+
+    def __init__(self) -> None:
+        self._properties: dict[str | None, dict[str, str]] = {}
+        self._parents: dict[str, tuple[str, ...]] = {}
+
+    def rows(self, rows: Rows) -> Iterator[tuple[tuple[str, ...], str, str | None, dict[str, str]]]:
+        properties, parents = self._properties, self._parents
+        for object_id, object_type, location, metadata in zip(*(rows[c] for c in ROW_COLUMNS), strict=True):
+            found = properties.get(metadata)
+            if found is None:
+                found = properties[metadata] = properties_of(metadata)
+            parent, _, name = object_id.rpartition(DELIMITER)
+            names = parents.get(parent)
+            if names is None:
+                names = parents[parent] = tuple(parent.split(DELIMITER)) if parent else ()
+            yield (*names, name), object_type, location, found
 
 
 def properties_of(metadata: str | None) -> dict[str, str]:
