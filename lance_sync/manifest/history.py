@@ -113,7 +113,10 @@ def raw_manifest(paths: list[str], policy_file: str | None = None, environ: Mapp
             parsed[path] = document
         return document
 
-    data = merge_documents([read(path) for path in paths]).data
+    try:
+        data = merge_documents([read(path) for path in paths]).data
+    except NotPlain:  # a key twice: the full road merges it
+        data = merge_documents([load_document(path, environ, allow_unset=True) for path in paths]).data
     if not isinstance(data, dict):
         raise ManifestError("not a mapping", None)
     found = data.get("backends")
