@@ -32,7 +32,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.dataset as pads  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from lance_sync.data import SparkSettings, get_spark, inspect_locations, materialize  # noqa: E402
+from lance_sync.data import SparkSettings, get_spark, inspect_locations  # noqa: E402
+from lance_sync.data.materialize import materialize  # noqa: E402
 from lance_sync.model.arrow_types import schema_from_columns  # noqa: E402
 
 SCHEMA = schema_from_columns(

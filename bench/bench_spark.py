@@ -250,13 +250,8 @@ def _expect(condition: bool, what: str) -> None:
 def child_spark(job: Job) -> dict:
     from bench_data import SCHEMA
 
-    from lance_sync.data import (
-        SparkSettings,
-        find_lance_datasets,
-        get_spark,
-        inspect_locations,
-        materialize,
-    )
+    from lance_sync.data import SparkSettings, find_lance_datasets, get_spark, inspect_locations
+    from lance_sync.data.materialize import materialize
 
     settings = SparkSettings(master=job.master, conf=job.conf or {}, log_file=job.log_file)
     result: dict[str, Any] = {}

@@ -5,6 +5,7 @@ when it matches."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -56,6 +57,11 @@ class ActionRunner:
         #: this apply, as its journal names it: recorded in the intent record of each dataset it writes
         self.apply = apply
         self._bulk_backends: dict[str, bool] = {}
+        #: one lock per object whose grants change: its grants and revokes run in turn (a
+        #: metastore that reads and writes one object's privilege rows at once can fail the
+        #: request: HMS 2.3 answers list_privileges with an internal error); objects in parallel
+        self._grant_locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock] = defaultdict(threading.Lock)
+        self._grant_locks_lock = threading.Lock()
         self._handlers: dict[tuple[Kind, Verb], Callable[[Action, SyncNamespace], int | None]] = {
             (Kind.NAMESPACE, Verb.CREATE): self._create_namespace,
             (Kind.NAMESPACE, Verb.UPDATE): self._update_properties,
@@ -217,6 +223,13 @@ class ActionRunner:
         fails the action instead of passing for done. Sent again, it sends only what is left."""
         kind: Securable = "namespace" if action.kind == Kind.NAMESPACE else "table"
         id, principal, privileges = tuple(action.id), action.principal or "", frozenset(action.privileges)
+        with self._grant_locks_lock:
+            lock = self._grant_locks[(action.backend, kind, id)]
+        with lock:
+            self._change_grants_now(action, driver, kind, id, principal, privileges)
+
+    def _change_grants_now(self, action: Action, driver: SyncNamespace, kind: Securable, id: tuple[str, ...],
+                           principal: str, privileges: frozenset[str]) -> None:
         granting = action.verb == Verb.GRANT
         held = driver.list_grants(kind, id).get(principal, frozenset())
         grant, revoke = (privileges - held, frozenset()) if granting else (frozenset(), privileges & held)

@@ -3,7 +3,10 @@
 Importing this package neither imports pyspark nor starts a JVM; Spark starts on first use.
 Its names are imported from their modules when first asked for: a plan inspects table
 locations with `lance_sync.data.inspection`, which needs neither pylance (until a location
-holds a dataset) nor what materializing imports (pylance, Parquet, pandas).
+holds a dataset) nor what materializing imports (pylance, Parquet, pandas). The function
+`materialize` is imported from `lance_sync.data.materialize`: here that name is the module
+(a lazily exported function of a module's own name would turn into the module once anyone
+imports the module).
 """
 
 from __future__ import annotations
@@ -14,12 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from lance_sync.data.discover import find_lance_datasets
     from lance_sync.data.inspection import LocationReport, inspect_location, inspect_locations
-    from lance_sync.data.materialize import (
-        MaterializeError,
-        MaterializeResult,
-        materialize,
-        source_schema,
-    )
+    from lance_sync.data.materialize import MaterializeError, MaterializeResult, source_schema
     from lance_sync.data.session import (
         SparkSettings,
         SparkUnavailableError,
@@ -32,8 +30,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "find_lance_datasets": "discover",
     "LocationReport": "inspection", "inspect_location": "inspection", "inspect_locations": "inspection",
-    "MaterializeError": "materialize", "MaterializeResult": "materialize", "materialize": "materialize",
-    "source_schema": "materialize",
+    "MaterializeError": "materialize", "MaterializeResult": "materialize", "source_schema": "materialize",
     "SparkSettings": "session", "SparkUnavailableError": "session", "get_spark": "session",
     "resolve_spark_settings": "session", "stop_spark": "session",
 }
@@ -48,7 +45,6 @@ __all__ = [
     "get_spark",
     "inspect_location",
     "inspect_locations",
-    "materialize",
     "resolve_spark_settings",
     "source_schema",
     "stop_spark",

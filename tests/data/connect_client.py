@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from lance_sync.data import SparkSettings, get_spark, inspect_locations, materialize, stop_spark
+from lance_sync.data import SparkSettings, get_spark, inspect_locations, stop_spark
+from lance_sync.data.materialize import materialize
 from lance_sync.model.arrow_types import columns_from_schema
 
 

@@ -8,7 +8,8 @@ import lance
 import pyarrow.parquet as pq
 import pytest
 
-from lance_sync.data import find_lance_datasets, inspect_location, inspect_locations, materialize
+from lance_sync.data import find_lance_datasets, inspect_location, inspect_locations
+from lance_sync.data.materialize import materialize
 from tests.data.tables import TYPED_SCHEMA, typed_table
 
 BUCKET = "lake"
