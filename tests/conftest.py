@@ -1,6 +1,7 @@
 """Shared fixtures: catalog servers (tests/servers) and one Spark session for the whole run;
-and `--shuffle SEED` (or LANCE_SYNC_TEST_SHUFFLE=SEED), which runs the tests in an order drawn
-from SEED, so that a test that needs another to run first is found (CI sets a seed)."""
+and `--shuffle SEED` (or LANCE_SYNC_TEST_SHUFFLE=SEED), which runs the files, and the tests of
+each file, in an order drawn from SEED, so that a test that needs another to run first is
+found (CI sets a seed)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,18 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files in a shuffled order, and each file's tests in a shuffled order, kept together:
+    a file's module-scoped fixtures are set up once, as in any order pytest itself runs (as
+    pytest-randomly does)."""
     seed = config.getoption("--shuffle")
-    if seed:
-        random.Random(str(seed)).shuffle(items)
+    if not seed:
+        return
+    chance = random.Random(str(seed))
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    order = list(files.values())
+    chance.shuffle(order)
+    for tests in order:
+        chance.shuffle(tests)
+    items[:] = [item for tests in order for item in tests]
