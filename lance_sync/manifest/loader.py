@@ -51,6 +51,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from lance_sync.manifest import parse_cache
 from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value
 from lance_sync.model.errors import ManifestError, Position
 from lance_sync.model.variables import REFERENCE
@@ -178,10 +179,22 @@ def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | No
         raw = _read_raw(Path(path), name)
     except ManifestError as error:
         raise NotPlain(str(error)) from None
-    known = _remembered(name, raw)
+    known = _remembered(name, raw) or _recalled(name, raw)
     if known is not None:
         return known
-    return _remember(name, raw, _parse_plain(name, raw, environ, shared))
+    document = _parse_plain(name, raw, environ, shared)
+    if parse_cache.cacheable(raw):
+        with contextlib.suppress(ValueError):  # a LeadingZero, which marshal cannot carry
+            parse_cache.keep(raw, marshal.dumps((document.data, document.templates)))
+    return _remember(name, raw, document)
+
+
+def _recalled(name: str, raw: bytes) -> Document | None:
+    """The document of a file parsed by an earlier run (lance_sync.manifest.parse_cache)."""
+    kept = parse_cache.recall(raw)
+    if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[1], dict)):
+        return None
+    return _remember(name, raw, Document(kept[0], templates=kept[1], files=[name]))
 
 
 def _parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
@@ -244,7 +257,7 @@ def load_plain_documents(paths: Sequence[str | os.PathLike], environ: Mapping[st
             files = [(str(path), _read_raw(Path(path), str(path))) for path in paths]
         except ManifestError as error:
             raise NotPlain(str(error)) from None
-        parse_ahead([(name, raw) for name, raw in files if _remembered(name, raw) is None], environ)
+        parse_ahead(files, environ)
         del files
         return [load_plain_document(path, environ, shared) for path in paths]
 
@@ -253,7 +266,10 @@ def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] |
     """Parse files (name, bytes) in worker processes, for `load_plain_document` to take in this
     `parsing_once` block, when they are large (`PARALLEL_BYTES`) and forking is safe: this
     process runs no other thread. As many workers as CPUs, a file each. Nothing happens
-    otherwise, or when a worker fails: the files parse where they are read."""
+    otherwise, or when a worker fails: the files parse where they are read. Files parsed
+    already, in this block or by an earlier run (lance_sync.manifest.parse_cache), are not
+    parsed again."""
+    files = [(name, raw) for name, raw in files if _remembered(name, raw) is None and _recalled(name, raw) is None]
     workers = min(len(files), os.cpu_count() or 1)
     if workers < 2 or not parsing_files_once() or threading.active_count() > 1 \
             or "fork" not in multiprocessing.get_all_start_methods() \
@@ -265,6 +281,8 @@ def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] |
             answers = pool.map(_parse_in_worker, [name for name, _ in files], [raw for _, raw in files],
                                [environ] * len(files))
             for (name, raw), answer in zip(files, answers, strict=True):
+                if isinstance(answer, bytes) and parse_cache.cacheable(raw):
+                    parse_cache.keep(raw, answer)
                 if answer is not None:
                     data, templates = marshal.loads(answer) if isinstance(answer, bytes) else answer
                     _remember(name, raw, Document(data, templates=templates, files=[name]))

@@ -7,6 +7,7 @@ other thread, and the test session runs servers in threads."""
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ import yaml
 
 from lance_sync import api
 from lance_sync.manifest import loader
+from lance_sync.manifest.parse_cache import CACHE_ENV
 
 BASE: dict[str, Any] = {
     "version": 1, "owner": "o",
@@ -54,7 +56,9 @@ def run_fresh(tmp_path: Path, body: str) -> str:
         loader._parse_plain = counting  # a worker counts in its own copy
         paths = ["base.yaml", "more.yaml", "odd.yaml"]
         """) + textwrap.dedent(body)
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    environ = {**os.environ, CACHE_ENV: "off"}  # every file parsed in this run
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=environ)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
