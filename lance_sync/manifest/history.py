@@ -131,7 +131,18 @@ def raw_manifest(paths: list[str], policy_file: str | None = None,
     found = data.get("backends")
     backends: dict[str, Any] = found if isinstance(found, dict) else {}
 
+    #: (backend, id as written) -> `parse`: a large manifest registers many tables in each namespace
+    known: dict[tuple[str, str], tuple[str, Identifier] | None] = {}
+
     def parse(backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
+        if isinstance(backend, str) and isinstance(raw_id, str):
+            key = (backend, raw_id)
+            if key not in known:
+                known[key] = parse_once(backend, raw_id)
+            return known[key]
+        return parse_once(backend, raw_id)
+
+    def parse_once(backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
         entry = backends.get(backend) if isinstance(backend, str) else None
         backend_type = entry.get("type") if isinstance(entry, dict) else None
         try:

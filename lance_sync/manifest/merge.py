@@ -113,6 +113,8 @@ def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, o
 def _entry_key(entry: Any, key_fields: tuple[str, ...]) -> Any:
     if not isinstance(entry, dict):
         return id(entry)
+    if len(key_fields) == 1:  # a table's name: the commonest, a million times in a large manifest
+        return (repr(entry.get(key_fields[0])),)
     return tuple(repr(entry.get(k)) for k in key_fields)
 
 
