@@ -135,6 +135,16 @@ def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = F
         return build_plan(state, connected, parallelism, on_progress, scan_all, targets=targets, baseline=baseline)
 
 
+def load_changed(paths: Sequence[str], ref: str, policy_file: str | None = None) -> tuple[DesiredState, Baseline]:
+    """`load_baseline` and `load` at once: a file the revision has as it is now is parsed once,
+    for the comparison and for the desired state."""
+    from lance_sync.manifest.loader import parsing_once
+
+    with parsing_once():
+        baseline = load_baseline(ref, paths, policy_file)
+        return load(paths, policy_file), baseline
+
+
 def load_baseline(ref: str, files: Sequence[str], policy_file: str | None = None) -> Baseline:
     """The manifest `files` as git revision `ref` had them, for plans of what changed since
     (`--changed-since REF`); LanceSyncError outside a git repository or for an unknown `ref`."""

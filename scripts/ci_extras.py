@@ -60,7 +60,8 @@ def spark_option(args: Sequence[str]) -> str | None:
 
 def read_manifests(paths: Sequence[str], environ: Mapping[str, str]) -> dict[str, Any]:
     """The manifests' data, overlays merged in order, unset variables kept as written."""
-    from lance_sync.manifest.loader import load_document, merge_documents
+    from lance_sync.manifest.loader import load_document
+    from lance_sync.manifest.merge import merge_documents
 
     merged = merge_documents([load_document(path, environ, allow_unset=True) for path in paths])
     return merged.data if isinstance(merged.data, dict) else {}

@@ -1,7 +1,7 @@
-"""Shared fixtures: catalog servers (tests/servers) and one Spark session for the whole run;
-and `--shuffle SEED` (or LANCE_SYNC_TEST_SHUFFLE=SEED), which runs the files, and the tests of
-each file, in an order drawn from SEED, so that a test that needs another to run first is
-found (CI sets a seed)."""
+"""Shared fixtures: catalog servers (tests/servers), one Spark session for the whole run, and a
+parse cache of its own (lance_sync.manifest.parse_cache); and `--shuffle SEED` (or
+LANCE_SYNC_TEST_SHUFFLE=SEED), which runs the files, and the tests of each file, in an order
+drawn from SEED, so that a test that needs another to run first is found (CI sets a seed)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,18 @@ import random
 
 import pytest
 
+from lance_sync.manifest.parse_cache import CACHE_ENV
+
 pytest_plugins = ["tests.servers.fixtures", "tests.spark_fixture"]
 
 SHUFFLE_VARIABLE = "LANCE_SYNC_TEST_SHUFFLE"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _parse_cache_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Parsed manifests are kept in the run's own folder, never the user's cache (the tests of
+    the cache itself point it elsewhere)."""
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("parse-cache"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -9,9 +9,8 @@ import click
 from lance_sync.cli.apply_display import ApplyDisplay
 from lance_sync.cli.shared import (
     FORMATS,
-    baseline_of,
     changed_since_option,
-    load,
+    load_changed,
     manifest_files,
     manifest_option,
     parallelism_option,
@@ -65,9 +64,8 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
         raise LanceSyncError("--target limits a fresh plan; save a targeted one with "
                              "`lance-sync plan --target ... -o FILE`")
     anchor = Path(plan_file if plan_file else manifest_files(files)[0])
-    target = api.load_plan(plan_file, policy_file) if plan_file \
-        else load(manifest_files(files), policy_file)
-    baseline = None if plan_file else baseline_of(changed_since, manifest_files(files), policy_file)
+    target, baseline = (api.load_plan(plan_file, policy_file), None) if plan_file \
+        else load_changed(manifest_files(files), policy_file, changed_since)
     directory = Path(state_dir) if state_dir else state_dir_beside(anchor)
     ApplyDisplay(output_format, auto_approve).run(lambda hooks: api.apply(
         target, allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke, baseline=baseline, dry_run=dry_run, lock_timeout=lock_timeout,

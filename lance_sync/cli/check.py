@@ -11,11 +11,11 @@ import click
 
 from lance_sync.cli.shared import (
     FORMATS,
-    baseline_of,
     changed_since_option,
     end_progress,
     key_value_pairs,
     load,
+    load_changed,
     manifest_files,
     manifest_option,
     parallelism_option,
@@ -46,8 +46,7 @@ def drift(files: tuple[str, ...], output_format: str, changed_since: str | None,
     from lance_sync.check.drift import render_drift
 
     paths = manifest_files(files)
-    state = load(paths)
-    baseline = baseline_of(changed_since, paths, None)
+    state, baseline = load_changed(paths, None, changed_since)
     try:
         report = api.drift(state, scan_all=scan_all, parallelism=parallelism, on_progress=progress,
                            baseline=baseline)

@@ -8,10 +8,9 @@ import click
 
 from lance_sync.cli.shared import (
     FORMATS,
-    baseline_of,
     changed_since_option,
     end_progress,
-    load,
+    load_changed,
     manifest_files,
     manifest_option,
     parallelism_option,
@@ -42,8 +41,7 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
     from lance_sync import api
 
     paths = manifest_files(files)
-    state = load(paths, policy_file)
-    baseline = baseline_of(changed_since, paths, policy_file)
+    state, baseline = load_changed(paths, policy_file, changed_since)
     try:
         result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
                           on_progress=progress, baseline=baseline)

@@ -49,9 +49,13 @@ def load(paths: list[str], policy_file: str | None = None, allow_unset: bool = F
     from lance_sync import api
 
     state = api.load(paths, policy_file=policy_file, allow_unset=allow_unset)
+    _warn(state)
+    return state
+
+
+def _warn(state: DesiredState) -> None:
     for notice in state.notices:
         click.echo(f"Warning: {notice}", err=True)
-    return state
 
 
 def render(plan: Plan, output_format: str) -> str:
@@ -101,13 +105,17 @@ def changed_since_option(command: Callable) -> Callable:
                         "partial.")(command)
 
 
-def baseline_of(changed_since: str | None, files: list[str], policy_file: str | None) -> Baseline | None:
-    """The manifest at --changed-since REF, when given."""
+def load_changed(paths: list[str], policy_file: str | None,
+                 changed_since: str | None) -> tuple[DesiredState, Baseline | None]:
+    """The manifest's desired state (as `load`), and the manifest at --changed-since REF when
+    given."""
     if changed_since is None:
-        return None
+        return load(paths, policy_file), None
     from lance_sync import api
 
-    return api.load_baseline(changed_since, files, policy_file)
+    state, baseline = api.load_changed(paths, changed_since, policy_file)
+    _warn(state)
+    return state, baseline
 
 
 def target_option(command: Callable) -> Callable:

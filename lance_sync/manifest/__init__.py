@@ -12,6 +12,7 @@ which names the file, line and field of each.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -47,9 +48,9 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
     from lance_sync.manifest.loader import (
         NotPlain,
         load_document,
-        load_plain_document,
-        merge_documents,
+        load_plain_documents,
     )
+    from lance_sync.manifest.merge import merge_documents
     from lance_sync.manifest.semantic import build_desired_state
     from lance_sync.manifest.validate import NotStrict, validate_strictly, validate_structure
     from lance_sync.model.errors import ManifestError, ManifestErrors
@@ -58,7 +59,7 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
         if positions:
             raise NotPlain("positions asked for")
         shared: dict[str, str] = {}  # one copy of each text across the files
-        document = merge_documents([load_plain_document(path, environ, shared) for path in paths])
+        document = merge_documents(load_plain_documents(paths, environ, shared))
         del shared
         strict = validate_strictly(document)
         if strict is not None:
@@ -66,8 +67,8 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
             # the namespaces live on in the model, and the tables are validated and their raw
             # data let go a chunk at a time as the desired state is built from them (see
             # validate_strictly)
-            document.data = {key: value for key, value in document.data.items()
-                             if key not in ("tables", "namespaces")}
+            document = dataclasses.replace(document, data={key: value for key, value in document.data.items()
+                                                           if key not in ("tables", "namespaces")})
             state = build_desired_state(model, document, base_dir, tables)
             if not state.notices:
                 return state  # a warning, like a problem, needs the full road to name its line

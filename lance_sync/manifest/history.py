@@ -10,8 +10,9 @@ plan of a change does not validate a second manifest of 100,000 tables.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,56 +66,64 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     """The manifest of `paths` (and `policy_file`) at git revision `ref`, and the working
     tree's, as written. LanceSyncError when the files are not in a git repository or `ref`
     names no commit."""
-    from lance_sync.manifest.loader import reading_files_with
+    from lance_sync.manifest.loader import (
+        parse_ahead,
+        parsing_files_once,
+        parsing_once,
+        reading_files_with,
+    )
 
     folder = Path(paths[0]).resolve().parent
     revision = _git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
                     problem=f"--changed-since {ref}: no such commit").strip()
     files = [*paths, *([policy_file] if policy_file else [])]
     contents = {path: text for path in files if (text := _show_if_there(revision, Path(path))) is not None}
-    # a file the revision has as it is now is parsed once, for both sides
-    same = {path for path in contents if _read_bytes(path) == contents[path]}
-    parsed: dict[str, Any] = {}
-    now = raw_manifest(list(paths), policy_file, environ, parsed, same)
-    present = [p for p in paths if p in contents]
-    if not present:
-        return Baseline(ref, revision, None, now, f"the manifest did not exist at {ref}")
-    if same == set(files):
-        return Baseline(ref, revision, now, now)  # nothing changed
-    try:
-        with reading_files_with(lambda path: contents[_key(path, contents)]):
-            then = raw_manifest(present, policy_file if policy_file in contents else None, environ, parsed, same)
-    except (ManifestError, ManifestErrors) as error:
-        return Baseline(ref, revision, None, now, f"the manifest at {ref} does not read ({str(error).splitlines()[0]})")
+    working = {path: _read_bytes(path) for path in files}
+    with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
+        # a file the revision has as it is now is parsed once, for both sides (and for the load);
+        # every version of a file is parsed at once (in worker processes, when large)
+        parse_ahead([(path, raw) for path, raw in working.items() if raw is not None]
+                    + [(path, raw) for path, raw in contents.items() if raw != working[path]], environ)
+        now = raw_manifest(list(paths), policy_file, environ)
+        present = [p for p in paths if p in contents]
+        if not present:
+            return Baseline(ref, revision, None, now, f"the manifest did not exist at {ref}")
+        if all(working[path] == contents.get(path) for path in files):
+            return Baseline(ref, revision, now, now)  # nothing changed
+        try:
+            with reading_files_with(lambda path: contents[_key(path, contents)]):
+                then = raw_manifest(present, policy_file if policy_file in contents else None, environ)
+        except (ManifestError, ManifestErrors) as error:
+            problem = f"the manifest at {ref} does not read ({str(error).splitlines()[0]})"
+            return Baseline(ref, revision, None, now, problem)
     return Baseline(ref, revision, then, now)
 
 
-def raw_manifest(paths: list[str], policy_file: str | None = None, environ: Mapping[str, str] | None = None,
-                 parsed: dict[str, Any] | None = None, shared: Collection[str] = ()) -> RawManifest:
+def raw_manifest(paths: list[str], policy_file: str | None = None,
+                 environ: Mapping[str, str] | None = None) -> RawManifest:
     """The manifest files merged as written (a variable that is not set stays as written);
-    ManifestError when a file is not YAML. The files in `shared` are kept in `parsed` once
-    parsed and taken from there again (their documents are never changed by a merge)."""
+    ManifestError when a file is not YAML."""
     from lance_sync.drivers import backend_rules
     from lance_sync.manifest.loader import (
         NotPlain,
         load_document,
         load_plain_document,
-        merge_documents,
+        load_plain_documents,
     )
+    from lance_sync.manifest.merge import merge_documents
 
     def read(path: str) -> Any:
-        if parsed is not None and path in shared and path in parsed:
-            return parsed[path]
         try:
-            document = load_plain_document(path, environ)
+            return load_plain_document(path, environ)
         except NotPlain:  # anchors, a variable not set...: the full road reads it all
-            document = load_document(path, environ, allow_unset=True)
-        if parsed is not None and path in shared:
-            parsed[path] = document
-        return document
+            return load_document(path, environ, allow_unset=True)
 
     try:
-        data = merge_documents([read(path) for path in paths]).data
+        try:
+            documents = load_plain_documents(paths, environ)
+        except NotPlain:
+            documents = [read(path) for path in paths]
+        data = merge_documents(documents).data
     except NotPlain:  # a key twice: the full road merges it
         data = merge_documents([load_document(path, environ, allow_unset=True) for path in paths]).data
     if not isinstance(data, dict):
@@ -122,7 +131,18 @@ def raw_manifest(paths: list[str], policy_file: str | None = None, environ: Mapp
     found = data.get("backends")
     backends: dict[str, Any] = found if isinstance(found, dict) else {}
 
+    #: (backend, id as written) -> `parse`: a large manifest registers many tables in each namespace
+    known: dict[tuple[str, str], tuple[str, Identifier] | None] = {}
+
     def parse(backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
+        if isinstance(backend, str) and isinstance(raw_id, str):
+            key = (backend, raw_id)
+            if key not in known:
+                known[key] = parse_once(backend, raw_id)
+            return known[key]
+        return parse_once(backend, raw_id)
+
+    def parse_once(backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
         entry = backends.get(backend) if isinstance(backend, str) else None
         backend_type = entry.get("type") if isinstance(entry, dict) else None
         try:

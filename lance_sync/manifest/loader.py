@@ -2,9 +2,8 @@
 
 `load_document` turns one file into a `Document`: the data (dicts, lists, scalars), the
 position of every value (file, line, column), and the raw text of every value that was
-written with `${VAR}`. `merge_documents` lays overlays over a base the way the manifest
-reference describes. Positions survive both, so later stages can name the line of a
-problem in any of the files.
+written with `${VAR}` (lance_sync.manifest.merge lays overlays over a base, positions and
+all), so later stages can name the line of a problem in any of the files.
 
 Plain scalars are typed by YAML 1.2's core schema (`yaml_core`), not PyYAML's YAML 1.1: `no`
 is text, `010` is refused by every typed field. The values of free-form text maps
@@ -16,15 +15,22 @@ event stream instead of a tree of YAML nodes: many times faster and without the 
 in memory, which is what a manifest of 100,000 tables needs. It takes plain documents only
 (mappings, sequences and scalars; no anchors, aliases, merge keys or explicit tags) and
 raises `NotPlain` for anything else or any problem: the caller then loads the file with
-`load_document`, which says exactly what is wrong and where.
+`load_document`, which says exactly what is wrong and where. Large split manifests are parsed
+in worker processes (`parse_ahead`); in a `parsing_once` block each version of a file is
+parsed once, however often it is read (`--changed-since` reads the working tree twice).
 """
 
 from __future__ import annotations
 
 import contextlib
+import marshal
+import multiprocessing
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +51,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from lance_sync.manifest import parse_cache
 from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value
 from lance_sync.model.errors import ManifestError, Position
 from lance_sync.model.variables import REFERENCE
@@ -169,12 +176,132 @@ def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | No
     load (equal strings are one object)."""
     name = str(path)
     try:
-        text = _read_text(Path(path), name)
+        raw = _read_raw(Path(path), name)
+    except ManifestError as error:
+        raise NotPlain(str(error)) from None
+    known = _remembered(name, raw) or _recalled(name, raw)
+    if known is not None:
+        return known
+    document = _parse_plain(name, raw, environ, shared)
+    if parse_cache.cacheable(raw):
+        with contextlib.suppress(ValueError):  # a LeadingZero, which marshal cannot carry
+            parse_cache.keep(raw, marshal.dumps((document.data, document.templates)))
+    return _remember(name, raw, document)
+
+
+def _recalled(name: str, raw: bytes) -> Document | None:
+    """The document of a file parsed by an earlier run (lance_sync.manifest.parse_cache)."""
+    kept = parse_cache.recall(raw)
+    if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[1], dict)):
+        return None
+    return _remember(name, raw, Document(kept[0], templates=kept[1], files=[name]))
+
+
+def _parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
+                 shared: dict[str, str] | None) -> Document:
+    try:
+        text = _decode(raw, name)
         builder = _PlainBuilder(name, os.environ if environ is None else environ, text, _node_limit(text), shared)
         data = builder.document()
     except (ManifestError, yaml.YAMLError, StopIteration) as error:
         raise NotPlain(str(error)) from None
     return Document(data, templates=builder.templates, files=[name])
+
+
+#: in a `parsing_once` block: the plain document of each file (by name) and the bytes it had
+_PARSED: ContextVar[dict[tuple[str, bytes], Document] | None] = ContextVar("parsed_manifest_files", default=None)
+
+
+@contextlib.contextmanager
+def parsing_once() -> Iterator[None]:
+    """In this block, the plain road parses a file once: read again with the same bytes (from
+    the working tree, or from a git revision that has it as it is), its document is taken
+    again. For one environment only: `--changed-since` reads the same files for the comparison
+    and for the desired state. The documents are shared, so nothing changes them: merges build
+    new ones, and validation consumes a copy of the tables list."""
+    token = _PARSED.set({})
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
+
+
+def parsing_files_once() -> bool:
+    """Whether this runs in a `parsing_once` block."""
+    return _PARSED.get() is not None
+
+
+def _remembered(name: str, raw: bytes) -> Document | None:
+    parsed = _PARSED.get()
+    return parsed.get((name, raw)) if parsed is not None else None
+
+
+def _remember(name: str, raw: bytes, document: Document) -> Document:
+    parsed = _PARSED.get()
+    if parsed is not None:
+        parsed[name, raw] = document
+    return document
+
+
+#: Split files of this many bytes in all, or more, are parsed in worker processes, a file each
+#: (`load_plain_documents`): parsing is most of the time of loading a large manifest.
+PARALLEL_BYTES = 8 * 1024 * 1024
+
+
+def load_plain_documents(paths: Sequence[str | os.PathLike], environ: Mapping[str, str] | None = None,
+                         shared: dict[str, str] | None = None) -> list[Document]:
+    """`load_plain_document` of each path, in order; NotPlain when one needs `load_document`.
+    Large split manifests are parsed in worker processes (`parse_ahead`)."""
+    with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
+        try:
+            files = [(str(path), _read_raw(Path(path), str(path))) for path in paths]
+        except ManifestError as error:
+            raise NotPlain(str(error)) from None
+        parse_ahead(files, environ)
+        del files
+        return [load_plain_document(path, environ, shared) for path in paths]
+
+
+def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] | None = None) -> None:
+    """Parse files (name, bytes) in worker processes, for `load_plain_document` to take in this
+    `parsing_once` block, when they are large (`PARALLEL_BYTES`) and forking is safe: this
+    process runs no other thread. As many workers as CPUs, a file each. Nothing happens
+    otherwise, or when a worker fails: the files parse where they are read. Files parsed
+    already, in this block or by an earlier run (lance_sync.manifest.parse_cache), are not
+    parsed again."""
+    files = [(name, raw) for name, raw in files if _remembered(name, raw) is None and _recalled(name, raw) is None]
+    workers = min(len(files), os.cpu_count() or 1)
+    if workers < 2 or not parsing_files_once() or threading.active_count() > 1 \
+            or "fork" not in multiprocessing.get_all_start_methods() \
+            or sum(len(raw) for _, raw in files) < PARALLEL_BYTES:
+        return
+    environ = dict(os.environ if environ is None else environ)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            answers = pool.map(_parse_in_worker, [name for name, _ in files], [raw for _, raw in files],
+                               [environ] * len(files))
+            for (name, raw), answer in zip(files, answers, strict=True):
+                if isinstance(answer, bytes) and parse_cache.cacheable(raw):
+                    parse_cache.keep(raw, answer)
+                if answer is not None:
+                    data, templates = marshal.loads(answer) if isinstance(answer, bytes) else answer
+                    _remember(name, raw, Document(data, templates=templates, files=[name]))
+    except (OSError, BrokenProcessPool):
+        pass
+
+
+def _parse_in_worker(name: str, raw: bytes, environ: dict[str, str]) -> bytes | tuple[Any, Any] | None:
+    """A worker's `_parse_plain`: the data and templates, marshalled (which reads back twice as
+    fast as a pickle) unless a value is a LeadingZero; None when the file is not plain."""
+    try:
+        document = _parse_plain(name, raw, environ, None)
+    except NotPlain:
+        return None
+    answer = (document.data, document.templates)
+    try:
+        return marshal.dumps(answer)
+    except ValueError:
+        return answer
 
 
 #: where manifest files are read from: the working tree, or (`reading_files_with`) another
@@ -210,6 +337,10 @@ class _TooLarge(Exception):
 
 
 def _read_text(path: Path, name: str) -> str:
+    return _decode(_read_raw(path, name), name)
+
+
+def _read_raw(path: Path, name: str) -> bytes:
     try:
         raw = _read_bytes(path)
         if len(raw) > MAX_FILE_BYTES:
@@ -223,6 +354,10 @@ def _read_text(path: Path, name: str) -> str:
         raise ManifestError("is a directory, not a manifest file", Position(name, 1, 1)) from None
     except OSError as error:
         raise ManifestError(f"cannot read: {error.strerror}", Position(name, 1, 1)) from None
+    return raw
+
+
+def _decode(raw: bytes, name: str) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -541,147 +676,3 @@ def format_path(path: DataPath) -> str:
         else:
             parts.append(("." if parts else "") + element)
     return "".join(parts) or "(document)"
-
-
-# --- merging overlays --------------------------------------------------------------------
-
-#: Top-level lists whose entries are matched by key across files instead of replaced.
-_KEYED_LISTS: dict[str, tuple[str, ...]] = {"namespaces": ("backend", "id"), "tables": ("name",)}
-
-
-def merge_documents(documents: list[Document]) -> Document:
-    """Lay each document over the previous ones.
-
-    Mappings merge key by key; entries of `namespaces` (by backend and id) and `tables`
-    (by name) merge with the entry of the same key; every other value, lists included,
-    is replaced by the overlay's.
-    """
-    merged = documents[0]
-    for overlay in documents[1:]:
-        result = Document(None, files=merged.files + overlay.files)
-        result.data = _merge(merged, overlay, (), (), (), result)
-        merged = result
-    return merged
-
-
-def _merge(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
-           path: DataPath, out: Document) -> Any:
-    base_value = _get(base.data, base_path)
-    overlay_value = _get(overlay.data, overlay_path)
-    if isinstance(base_value, dict) and isinstance(overlay_value, dict):
-        _copy_position(overlay, overlay_path, path, out)
-        result = {}
-        for key in {**base_value, **overlay_value}:
-            if key in base_value and key in overlay_value:
-                result[key] = _merge(base, overlay, (*base_path, key), (*overlay_path, key),
-                                     (*path, key), out)
-            elif key in overlay_value:
-                result[key] = _copy(overlay, (*overlay_path, key), (*path, key), out)
-            else:
-                result[key] = _copy(base, (*base_path, key), (*path, key), out)
-        return result
-    key_fields = _KEYED_LISTS.get(path[0]) if len(path) == 1 and isinstance(path[0], str) else None
-    if key_fields and isinstance(base_value, list) and isinstance(overlay_value, list):
-        return _merge_keyed(base, overlay, base_path, overlay_path, path, out, key_fields)
-    return _copy(overlay, overlay_path, path, out)
-
-
-def _merge_keyed(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
-                 path: DataPath, out: Document, key_fields: tuple[str, ...]) -> list[Any]:
-    _copy_position(overlay, overlay_path, path, out)
-    base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
-    if _plain_under(base, base_path) and _plain_under(overlay, overlay_path):
-        return _merge_keyed_plain(base, overlay, base_path, overlay_path, out, key_fields)
-    overlay_index = {_entry_key(entry, key_fields): i for i, entry in enumerate(overlay_list)}
-    result: list[Any] = []
-    used: set[int] = set()
-    for i, entry in enumerate(base_list):
-        j = overlay_index.get(_entry_key(entry, key_fields))
-        target = (*path, len(result))
-        if j is None:
-            result.append(_copy(base, (*base_path, i), target, out))
-        else:
-            used.add(j)
-            result.append(_merge(base, overlay, (*base_path, i), (*overlay_path, j), target, out))
-    for j in range(len(overlay_list)):
-        if j not in used:
-            result.append(_copy(overlay, (*overlay_path, j), (*path, len(result)), out))
-    return result
-
-
-def _plain_under(document: Document, path: DataPath) -> bool:
-    """Nothing under `path` but the values: no positions, templates, unset or written values."""
-    return not (document.positions or document.unset or document.written) \
-        and not _templates_under(document, path)
-
-
-def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
-                       out: Document, key_fields: tuple[str, ...]) -> list[Any]:
-    """`_merge_keyed` of documents with nothing but values under the lists (a plain road's):
-    the same list, built from the base's key index (kept from the merge that made the base)
-    in the time the overlay takes. A key twice in either list raises NotPlain: the full road
-    merges (and reports) those."""
-    base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
-    name = str(overlay_path[0])  # the path of a keyed list: the same in the base, overlay and result
-    index = base.key_index.pop(name, None)  # the merged base is not merged again: its index moves on
-    if index is None or len(index) != len(base_list):
-        index = {_entry_key(entry, key_fields): i for i, entry in enumerate(base_list)}
-        if len(index) != len(base_list):
-            raise NotPlain(f"a key twice in {name}")
-    result = list(base_list)
-    matched: set[int] = set()
-    for j, entry in enumerate(overlay_list):
-        key = _entry_key(entry, key_fields)
-        i = index.get(key)
-        if i is None:
-            index[key] = len(result)
-            matched.add(len(result))
-            result.append(entry)
-        elif i in matched or i >= len(base_list):
-            raise NotPlain(f"a key twice in {name}")
-        else:
-            matched.add(i)
-            result[i] = _merge(base, overlay, (*base_path, i), (*overlay_path, j), (*base_path, i), out)
-    out.key_index[name] = index
-    return result
-
-
-def _entry_key(entry: Any, key_fields: tuple[str, ...]) -> Any:
-    if not isinstance(entry, dict):
-        return id(entry)
-    return tuple(repr(entry.get(k)) for k in key_fields)
-
-
-def _get(data: Any, path: DataPath) -> Any:
-    for element in path:
-        data = data[element]
-    return data
-
-
-def _copy(source: Document, source_path: DataPath, path: DataPath, out: Document) -> Any:
-    value = _get(source.data, source_path)
-    if not source.positions and not _templates_under(source, source_path):
-        return value  # nothing to carry over but the value itself (a plain document's)
-    _copy_position(source, source_path, path, out)
-    if isinstance(value, dict):
-        return {k: _copy(source, (*source_path, k), (*path, k), out) for k in value}
-    if isinstance(value, list):
-        return [_copy(source, (*source_path, i), (*path, i), out) for i in range(len(value))]
-    return value
-
-
-def _templates_under(source: Document, path: DataPath) -> bool:
-    return any(template[:len(path)] == path for template in source.templates)
-
-
-def _copy_position(source: Document, source_path: DataPath, path: DataPath, out: Document) -> None:
-    if source_path in source.positions:
-        out.positions[path] = source.positions[source_path]
-    if source_path in source.key_positions:
-        out.key_positions[path] = source.key_positions[source_path]
-    if source_path in source.templates:
-        out.templates[path] = source.templates[source_path]
-    if source_path in source.unset:
-        out.unset[path] = source.unset[source_path]
-    if source_path in source.written:
-        out.written[path] = source.written[source_path]

@@ -149,8 +149,9 @@ class NotStrict(Exception):
 def validate_strictly(document: Document) -> tuple[ValidatedManifest, Iterator[Table]] | None:
     """When the document passes the models' strict mode but for its tables: the manifest model,
     its `tables` empty, and the tables, validated a chunk at a time as the iterator is read
-    (NotStrict when one fails). Each chunk's raw entries in `document.data["tables"]` become None
-    once validated. None when the rest fails."""
+    (NotStrict when one fails). The document is not changed: the iterator reads a copy of its
+    tables list, whose raw entries become None once validated (a caller that lets go of the
+    document's data frees them a chunk at a time). None when the rest fails."""
     data = document.data
     backends = data.get("backends") if isinstance(data, dict) else None
     if not isinstance(backends, dict) or not all(isinstance(entry, dict) for entry in backends.values()):
@@ -168,7 +169,7 @@ def validate_strictly(document: Document) -> tuple[ValidatedManifest, Iterator[T
                                                      by_name=False)
     except ModelError:
         return None
-    return cast(ValidatedManifest, model), _strict_tables(raw_tables)
+    return cast(ValidatedManifest, model), _strict_tables(list(raw_tables))
 
 
 def _strict_tables(raw: list[Any]) -> Iterator[Table]:

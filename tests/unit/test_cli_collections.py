@@ -11,10 +11,10 @@ from lance_sync.cli.app import main
 from lance_sync.model.errors import ManifestError
 
 
-@pytest.mark.parametrize(("command", "module", "collecting"), [
-    ("plan", "lance_sync.cli.plan", False), ("validate", "lance_sync.cli.manifest", False),
-    ("reconcile", "lance_sync.cli.reconcile", True)])
-def test_the_collector_pauses_for_a_command_and_resumes_after_it(monkeypatch, tmp_path, command, module,
+@pytest.mark.parametrize(("command", "loader", "collecting"), [
+    ("plan", "lance_sync.cli.plan.load_changed", False), ("validate", "lance_sync.cli.manifest.load", False),
+    ("reconcile", "lance_sync.cli.reconcile.load", True)])
+def test_the_collector_pauses_for_a_command_and_resumes_after_it(monkeypatch, tmp_path, command, loader,
                                                                  collecting):
     seen = []
 
@@ -22,7 +22,7 @@ def test_the_collector_pauses_for_a_command_and_resumes_after_it(monkeypatch, tm
         seen.append(gc.isenabled())
         raise ManifestError("stop here")
 
-    monkeypatch.setattr(f"{module}.load", load)  # where the command looks `load` up
+    monkeypatch.setattr(loader, load)  # where the command looks its loader up
     assert gc.isenabled()
     result = CliRunner().invoke(main, [command, "-f", str(tmp_path / "m.yaml")])
     assert result.exit_code == 1 and "stop here" in result.output

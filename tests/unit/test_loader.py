@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lance_sync.manifest.loader import NotPlain, load_document, load_plain_document, merge_documents
+from lance_sync.manifest.loader import NotPlain, load_document, load_plain_document
+from lance_sync.manifest.merge import merge_documents
 from lance_sync.model.errors import ManifestError
 
 

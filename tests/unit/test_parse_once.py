@@ -1,0 +1,150 @@
+"""Large split manifests parse in worker processes, and `--changed-since` parses a file once
+(lance_sync.manifest.loader: parse_ahead, parsing_once).
+
+The worker tests run in a fresh interpreter: the loader forks only a process that runs no
+other thread, and the test session runs servers in threads."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lance_sync import api
+from lance_sync.manifest import loader
+from lance_sync.manifest.parse_cache import CACHE_ENV
+
+BASE: dict[str, Any] = {
+    "version": 1, "owner": "o",
+    "backends": {"a": {"type": "dir", "root": "./a"}},
+    "namespaces": [{"backend": "a", "id": "sales"}],
+    "tables": [{"name": f"t{i}", "location": f"./a/t{i}.lance", "register": [{"backend": "a", "namespace": "sales"}]}
+               for i in range(3)],
+}
+
+#: three files: a base with a variable, an overlay of new tables, one with a value marshal
+#: cannot carry (a LeadingZero) and a key twice across files
+FILES = {
+    "base.yaml": "version: 1\nowner: o\nbackends:\n  a: {type: dir, root: '${ROOT:-./a}'}\n"
+                 "namespaces: [{backend: a, id: sales, properties: {n: 010}}]\n"
+                 "tables: [{name: t0, location: ./a/t0.lance, register: [{backend: a, namespace: sales}]}]\n",
+    "more.yaml": "tables:\n" + "".join(f"  - {{name: t{i}, location: ./a/t{i}.lance, properties: {{tier: gold}}, "
+                                       f"register: [{{backend: a, namespace: sales}}]}}\n" for i in range(1, 50)),
+    "odd.yaml": "tables: [{name: t0, protect: 010}]\n",
+}
+
+
+def run_fresh(tmp_path: Path, body: str) -> str:
+    """`body` in a new interpreter, in `tmp_path` holding FILES; its stdout."""
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text)
+    script = textwrap.dedent("""
+        import os, sys
+        from lance_sync.manifest import loader
+        parsed_here = []
+        parse = loader._parse_plain
+        def counting(name, *args):
+            parsed_here.append(os.path.basename(name))
+            return parse(name, *args)
+        loader._parse_plain = counting  # a worker counts in its own copy
+        paths = ["base.yaml", "more.yaml", "odd.yaml"]
+        """) + textwrap.dedent(body)
+    environ = {**os.environ, CACHE_ENV: "off"}  # every file parsed in this run
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=environ)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_workers_parse_what_this_process_would(tmp_path: Path):
+    out = run_fresh(tmp_path, """
+        serial = loader.load_plain_documents(paths, {"ROOT": "/r"})
+        assert sorted(parsed_here) == sorted(paths), parsed_here
+        parsed_here.clear()
+        loader.PARALLEL_BYTES = 0
+        parallel = loader.load_plain_documents(paths, {"ROOT": "/r"})
+        assert parsed_here == [], parsed_here  # every file parsed by a worker
+        for one, other in zip(serial, parallel, strict=True):
+            assert (one.data, one.templates, one.files) == (other.data, other.templates, other.files)
+        print(parallel[0].data["backends"]["a"]["root"], repr(parallel[0].data["namespaces"][0]["properties"]["n"]))
+        """)
+    assert out.split() == ["/r", "'010'"]
+
+
+def test_a_file_that_is_not_plain_is_left_to_the_full_road(tmp_path: Path):
+    (tmp_path / "anchors.yaml").write_text("tables: &t [{name: t9, location: ./a/t9.lance}]\n")
+    run_fresh(tmp_path, """
+        loader.PARALLEL_BYTES = 0
+        try:
+            loader.load_plain_documents(paths + ["anchors.yaml"], {})
+        except loader.NotPlain:
+            pass
+        else:
+            raise AssertionError("anchors are not plain")
+        assert parsed_here == ["anchors.yaml"], parsed_here  # the others came from the workers
+        """)
+
+
+def test_a_worker_that_dies_leaves_the_files_to_this_process(tmp_path: Path):
+    run_fresh(tmp_path, """
+        def die(*args):
+            os._exit(3)
+        loader._parse_in_worker = die
+        loader.PARALLEL_BYTES = 0
+        documents = loader.load_plain_documents(paths, {})
+        assert sorted(parsed_here) == sorted(paths) and len(documents) == 3, parsed_here
+        """)
+
+
+def test_no_workers_beside_other_threads(tmp_path: Path):
+    run_fresh(tmp_path, """
+        import threading
+        stop = threading.Event()
+        threading.Thread(target=stop.wait).start()
+        loader.PARALLEL_BYTES = 0
+        loader.load_plain_documents(paths, {})
+        stop.set()
+        assert sorted(parsed_here) == sorted(paths), parsed_here
+        """)
+
+
+def git(folder: Path, *args: str) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}
+    subprocess.run(["git", *args], cwd=folder, check=True, env=env, capture_output=True)
+
+
+def test_changed_since_parses_each_version_of_a_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    base, overlay = tmp_path / "m.yaml", tmp_path / "overlay.yaml"
+    base.write_text(yaml.safe_dump(BASE))
+    overlay.write_text(yaml.safe_dump({"tables": [{"name": "t1", "properties": {"o": "v"}}]}))
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "m")
+    changed = copy.deepcopy(BASE)
+    changed["tables"][0]["properties"] = {"k": "v"}
+    base.write_text(yaml.safe_dump(changed))
+    parsed: list[str] = []
+    parse = loader._parse_plain
+
+    def counting(name: str, *args: Any) -> loader.Document:
+        parsed.append(Path(name).name)
+        return parse(name, *args)
+
+    monkeypatch.setattr(loader, "_parse_plain", counting)
+    state, baseline = api.load_changed([str(base), str(overlay)], "HEAD")
+    # the base as committed and as it is now; the overlay, the same in both, once
+    assert sorted(parsed) == ["m.yaml", "m.yaml", "overlay.yaml"]
+    assert baseline.then is not None and "properties" not in baseline.then.tables["t0"]
+    assert baseline.now.tables["t0"]["properties"] == {"k": "v"}
+    assert {t.name: t.properties for t in state.tables}["t0"] == {"k": "v"}
+    # and the documents were not changed by the load: a second load reads the same
+    again = api.load([str(base), str(overlay)])
+    assert [t.name for t in again.tables] == [t.name for t in state.tables]
