@@ -31,7 +31,9 @@ exactly as lance-sync declares it, and a manifest declaring every table is writt
 Changed-since rows (iceberg, glue, hms; `--changed-tables`, default 100,000; per backend as
 iceberg=N,glue=N,hms=N): an estate of N tables seeded once, its manifest committed in a git
 repository, 5 tables' properties changed in the working tree, then `lance-sync plan
---changed-since HEAD` as a whole process: wall, CPU, calls counted by the server.
+--changed-since HEAD` as a whole process: wall, CPU, calls counted by the server; with an
+empty parse cache, and with the one a run of the committed manifest left (other processes
+run with the parse cache off).
 
 Apply (iceberg and glue, `--apply`, on by default at 10,000): on a fresh server each time, N
 tables are created by a 16-thread native loop (pyiceberg, boto3) and by `lance-sync apply
@@ -429,8 +431,11 @@ def run_process(argv: list[str], env: dict[str, str], stdout: Path | None = None
     return Measure(seconds, cpu=usage.ru_utime + usage.ru_stime, rss_mb=usage.ru_maxrss / 1024)
 
 
-def python_env() -> dict[str, str]:
-    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")]))}
+def python_env(parse_cache: Path | None = None) -> dict[str, str]:
+    """A child's environment: this checkout's lance_sync; the parse cache off, so that each run
+    parses, unless a `parse_cache` folder is given (the changed-since rows)."""
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")])),
+            "LANCE_SYNC_CACHE": str(parse_cache) if parse_cache else "off"}
 
 
 def lance_sync_read(manifest: list[Path], backend: Backend) -> Measure:
@@ -625,10 +630,12 @@ def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
 CHANGED = 5
 
 
-def bench_changed(name: str, count: int, repeat: int, scratch: Path) -> Row:
+def bench_changed(name: str, count: int, repeat: int, scratch: Path) -> list[Row]:
     """A pull request changing CHANGED tables of a `count`-table estate: the manifest committed
     in a git repository, CHANGED tables' properties changed in the working tree, then
-    `lance-sync plan --changed-since HEAD` as a whole process (wall, CPU, calls by the server)."""
+    `lance-sync plan --changed-since HEAD` as a whole process (wall, CPU, calls by the server):
+    with an empty parse cache (every file parsed), and with the cache a run of the committed
+    manifest left (as the Action keeps it: only the changed files are parsed)."""
     backend = BACKENDS[name](scratch / f"{name}-changed-{count}")
     backend.start()
     try:
@@ -642,21 +649,30 @@ def bench_changed(name: str, count: int, repeat: int, scratch: Path) -> Row:
         git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
         for argv in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "estate"]):
             subprocess.run([*git, *argv], cwd=repo, check=True)
-        changed = frozenset(t.name for t in tables[::max(1, count // CHANGED)][:CHANGED])
-        write_manifest(backend, tables, repo / "lance-sync.yaml", silver=changed)
         argv = [sys.executable, "-m", "lance_sync", "plan", *file_options([p.relative_to(repo) for p in manifest]),
                 "--changed-since", "HEAD", "--format", "json"]
-        processes, calls, output = [], [], backend.workdir / "changed.json"
-        for _ in range(repeat):
-            backend.reset_calls()
-            processes.append(run_process(argv, {**backend.env(), **python_env()}, output, cwd=repo))
-            calls.append(backend.calls())
-            actions = json.loads(output.read_text())["actions"]
-            if len(actions) != CHANGED:
-                raise SystemExit(f"{name}: the changed-since plan has {len(actions)} actions, not {CHANGED}")
-        process = median_measure(processes)
-        return Row(name, f"plan --changed-since ({CHANGED} changed)", count, calls[-1], None,
-                   process.seconds, process.seconds, process)
+        warm = backend.workdir / "parse-cache"
+        warm.mkdir()
+        run_process(argv, {**backend.env(), **python_env(warm)}, cwd=repo)  # the committed files, parsed
+        changed = frozenset(t.name for t in tables[::max(1, count // CHANGED)][:CHANGED])
+        write_manifest(backend, tables, repo / "lance-sync.yaml", silver=changed)
+        rows = []
+        for cache in ("cold", "warm"):
+            processes, calls, output = [], [], backend.workdir / "changed.json"
+            for run in range(repeat):
+                folder = backend.workdir / f"cache-{cache}-{run}"
+                if cache == "warm":
+                    shutil.copytree(warm, folder)  # each run as the first after the commit
+                backend.reset_calls()
+                processes.append(run_process(argv, {**backend.env(), **python_env(folder)}, output, cwd=repo))
+                calls.append(backend.calls())
+                actions = json.loads(output.read_text())["actions"]
+                if len(actions) != CHANGED:
+                    raise SystemExit(f"{name}: the changed-since plan has {len(actions)} actions, not {CHANGED}")
+            process = median_measure(processes)
+            rows.append(Row(name, f"plan --changed-since ({CHANGED} changed), parse cache {cache}", count,
+                            calls[-1], None, process.seconds, process.seconds, process))
+        return rows
     finally:
         backend.stop()
 
@@ -778,7 +794,7 @@ def main() -> None:
         for name in names:
             if estates.get(name):
                 print(f"{name}: --changed-since, {estates[name]:,} tables", file=sys.stderr)
-                rows.append(bench_changed(name, estates[name], args.repeat, scratch))
+                rows += bench_changed(name, estates[name], args.repeat, scratch)
         if args.scale:
             for name, count in (("glue", 100_000), ("dir", 100_000), ("dir", 500_000)):
                 if name in names:

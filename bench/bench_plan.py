@@ -12,7 +12,7 @@ Tables are declared without data, spread over 10 namespaces.
 `--estate` measures large estates instead (see `estate_rows`): per backend and N, the catalog
 is seeded as bench_catalogs.py seeds it (every table exactly as lance-sync declares it, so
 the plan finds no change), the manifest written as split files (`-f` overlays of 50,000
-tables), and a fresh process loads the manifest and plans (read, inspect, compare, the plan
+tables), and a fresh process (its parse cache off) loads the manifest and plans (read, inspect, compare, the plan
 object), reporting each phase's wall time, the load's CPU time and the process's peak RSS,
 beside the raw read (pylance's scan of the `__manifest` table; Glue: boto3's GetTables pages,
 16 threads) measured in this process. On `dir` a first plan (no table yet: every table a
@@ -125,7 +125,7 @@ def estate_child(paths: list[str]) -> dict[str, Any]:
 def _estate_process(paths: list[Path], env: dict[str, str]) -> dict[str, Any]:
     project = str(Path(__file__).resolve().parents[1])
     output = subprocess.run([sys.executable, __file__, "--estate-child", *map(str, paths)],
-                            env={**os.environ, **env, "PYTHONPATH": project}, check=True,
+                            env={**os.environ, **env, "PYTHONPATH": project, "LANCE_SYNC_CACHE": "off"}, check=True,
                             capture_output=True, text=True).stdout
     return json.loads(output.strip().splitlines()[-1])
 
