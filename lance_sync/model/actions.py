@@ -370,14 +370,18 @@ def fingerprint(state: ObjectState | None, keys: list[str]) -> str:
     was written no longer matches.
     """
     if state is None:
-        payload: Any = {"absent": True}
-    elif state.privileges is not None:
-        payload = {"privileges": sorted(state.privileges)}
-    else:
-        payload = {"location": state.location, "version": state.version,
-                   "properties": {k: state.properties.get(k) for k in sorted(keys)}}
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-    return digest[:16]
+        return _ABSENT  # every create's: one string for all of them
+    if state.privileges is not None:
+        return _digest({"privileges": sorted(state.privileges)})
+    return _digest({"location": state.location, "version": state.version,
+                    "properties": {k: state.properties.get(k) for k in sorted(keys)}})
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+_ABSENT: Final = _digest({"absent": True})
 
 
 class LeftAlone(_Model):
