@@ -556,7 +556,9 @@ class Comparer:
     def _link_dependencies(self) -> None:
         """Which action must finish before which: parents first on create, children first on delete,
         data before the registrations that point at it."""
-        by_key = {a.key: a for a in self.result.actions}
+        #: what an action can wait for here: a namespace created, data written (not the tables,
+        #: most of a large plan's actions)
+        by_key = {a.key: a for a in self.result.actions if a.kind != Kind.TABLE}
         for action in self.result.actions:
             needs: set[str] = set(action.depends_on)
             parent = by_key.get(action_key(Kind.NAMESPACE, action.backend, action.id[:-1]))
