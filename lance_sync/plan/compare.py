@@ -30,6 +30,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from lance_sync.drivers.base import Capabilities, Identifier, TableInfo
@@ -136,7 +137,7 @@ class Comparer:
         self._table_removals()
         self._namespace_removals()
         self._link_dependencies()
-        self.result.actions.sort(key=action_order)
+        sort_actions(self.result.actions)
         self.result.notes += self.renames.notes + rename_hints(self.result.actions, self._display)
         self.result.warnings += self.renames.warnings
         if strict and self.result.conflicts:
@@ -556,7 +557,9 @@ class Comparer:
     def _link_dependencies(self) -> None:
         """Which action must finish before which: parents first on create, children first on delete,
         data before the registrations that point at it."""
-        by_key = {a.key: a for a in self.result.actions}
+        #: what an action can wait for here: a namespace created, data written (not the tables,
+        #: most of a large plan's actions)
+        by_key = {a.key: a for a in self.result.actions if a.kind != Kind.TABLE}
         for action in self.result.actions:
             needs: set[str] = set(action.depends_on)
             parent = by_key.get(action_key(Kind.NAMESPACE, action.backend, action.id[:-1]))
@@ -579,8 +582,28 @@ def compare(desired: DesiredState, live: LiveState, capabilities: dict[str, Capa
 
 def action_order(action: Action) -> tuple:
     """Execution and display order: phase, parents before children (children first on delete)."""
+    return (*_rank(action), action.id, action.display_id)
+
+
+def sort_actions(actions: list[Action]) -> None:
+    """Sort `actions` in place by `action_order`. A first plan of a large estate has a million
+    actions, and a key tuple for each would be the plan's largest allocation: this sorts by
+    each part of the order in turn instead, the least significant first (each sort is stable),
+    on values the actions hold or share."""
+    actions.sort(key=attrgetter("display_id"))
+    actions.sort(key=attrgetter("id"))
+    actions.sort(key=_rank)
+
+
+#: the distinct ranks seen (few: phases, depths, backends), so that actions share them
+_RANKS: dict[tuple[int, int, str], tuple[int, int, str]] = {}
+
+
+def _rank(action: Action) -> tuple[int, int, str]:
+    """The order's first part: phase, depth (parents first; children first on delete), backend."""
     depth = -len(action.id) if action.kind == Kind.NAMESPACE and action.verb == Verb.DELETE else len(action.id)
-    return (action.phase, depth, action.backend, action.id, action.display_id)
+    rank = (action.phase, depth, action.backend)
+    return _RANKS.setdefault(rank, rank)
 
 
 def _stays_protected(live: dict[str, str], want: ObjectState) -> bool:
