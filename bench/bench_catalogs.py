@@ -1,32 +1,33 @@
 """Plan and apply N Lance tables against the test suite's catalog servers, beside the raw
 protocol and native clients.
 
-    python bench/bench_catalogs.py                         # 10,000 tables: iceberg, glue, hms, dir
+    python bench/bench_catalogs.py                         # 10,000 tables: iceberg, glue, hms, dir, unity
     python bench/bench_catalogs.py --backends glue --tables 2000 --repeat 1 --changed-tables 5000
     python bench/bench_catalogs.py --scale                 # adds 100,000 (glue, dir), 500,000 (dir)
 
 Per backend, the server the suite uses is started (tests/servers: upstream Iceberg REST, moto
-Glue with Glue's paging, Hive Metastore 2.3; `dir` needs none), 10 namespaces are created and
-N tables seeded with the backend's own client (pyiceberg, boto3, pymetastore, pylance), each
-exactly as lance-sync declares it, and a manifest declaring every table is written. Then, each
-`--repeat` times (the median is printed), each in a fresh process but the native read:
+Glue with Glue's paging, Hive Metastore 2.3, the Unity Catalog OSS-faithful server; `dir` needs
+none), 10 namespaces are created and N tables seeded with the backend's own client (pyiceberg,
+boto3, pymetastore, pylance, unitycatalog-client), each exactly as lance-sync declares it, and
+a manifest declaring every table is written. Then, each `--repeat` times (the median is printed), each in a fresh process but the native read:
 
 - raw: the raw-protocol lower bound (bench_raw.py): the minimum requests sent with plain
-  urllib3 (Iceberg), SigV4-signed urllib3 (Glue), the generated Thrift client (HMS) or one
-  pylance scan of the manifest table (dir), 16 threads, no SDK objects; wall and CPU
+  urllib3 (Iceberg, Unity), SigV4-signed urllib3 (Glue), the generated Thrift client (HMS) or
+  one pylance scan of the manifest table (dir), 16 threads, no SDK objects; wall and CPU
   (user+sys, every thread) of the read, its client built beforehand;
 - api.plan: `lance_sync.api.plan` (read, inspect locations, compare, policy) with its
   drivers built beforehand: wall and CPU of the call;
 - native read (the SDK baseline): the fewest calls of the native client that give every
   table's location and properties (a listing per namespace, then loads or batches), 16
-  threads;
+  threads (Unity: unitycatalog-client's listTables pages of 50, the OpenAPI maximum, which
+  carry every table's location and properties; the SDK is asyncio: 16 requests in flight);
 - lance-sync read: the read phase of build_plan (observe), which also reports the time of
   the other phases (imports, load and validate, connect, inspect locations, compare);
 - plan process: `python -m lance_sync plan` as a user runs it: wall, CPU (user+sys), peak RSS;
 - calls: api.plan's, counted by the server (for dir: by the client). "minimum" is the native
   read's calls plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages;
-  Iceberg and HMS: one per namespace; dir: none, as the scan reads every row); the raw read
-  must send exactly the minimum.
+  Unity: listSchemas pages of 100; Iceberg and HMS: one per namespace; dir: none, as the scan
+  reads every row); the raw read must send exactly the minimum.
 
 Changed-since rows (iceberg, glue, hms; `--changed-tables`, default 100,000; per backend as
 iceberg=N,glue=N,hms=N): an estate of N tables seeded once, its manifest committed in a git
@@ -234,10 +235,41 @@ class Glue(Backend):
                                         DatabaseInput={"Name": name, "Parameters": {"team": name}})
 
     def create_tables(self, tables: list[Table]) -> None:
-        _parallel(lambda t: self.client.create_table(
-            CatalogId=self.account, DatabaseName=t.namespace,
-            TableInput={"Name": t.name, "TableType": "EXTERNAL_TABLE", "Parameters": STAMPED,
-                        "StorageDescriptor": {"Location": t.location}}), tables)
+        _parallel(lambda t: self.client.create_table(CatalogId=self.account, DatabaseName=t.namespace,
+                                                     TableInput=self.table_input(t)), tables)
+
+    def table_input(self, table: Table) -> dict[str, Any]:
+        """The TableInput of a CreateTable that stores `table` as lance-sync declares it."""
+        return {"Name": table.name, "TableType": "EXTERNAL_TABLE", "Parameters": STAMPED,
+                "StorageDescriptor": {"Location": table.location}}
+
+    def seed_tables(self, tables: list[Table], batch: int = 10_000) -> None:
+        """CreateTable of every table through the server's seeding path (many in one control
+        request, stored exactly as CreateTable stores them): a large estate in minutes, not
+        hours; then checks that a seeded table reads back (GetTable) as a CreateTable'd one."""
+        from tests.servers.glue import GlueControl
+        control = GlueControl(self.server.endpoint)
+        by_database: dict[str, list[Table]] = {}
+        for table in tables:
+            by_database.setdefault(table.namespace, []).append(table)
+        for database, chosen in by_database.items():
+            for start in range(0, len(chosen), batch):
+                control.seed_tables(self.account, database,
+                                    [self.table_input(t) for t in chosen[start:start + batch]])
+        self._check_seeded(tables[0])
+
+    def _check_seeded(self, seeded: Table) -> None:
+        probe = Table(seeded.namespace, f"{seeded.name}_probe", seeded.location)
+        self.create_tables([probe])
+        try:
+            answers = [self.client.get_table(CatalogId=self.account, DatabaseName=t.namespace, Name=t.name)["Table"]
+                       for t in (seeded, probe)]
+        finally:
+            self.client.delete_table(CatalogId=self.account, DatabaseName=probe.namespace, Name=probe.name)
+        ignored = ("Name", "CreateTime", "UpdateTime")
+        if [{k: v for k, v in a.items() if k not in ignored} for a in answers[:1]] != \
+                [{k: v for k, v in a.items() if k not in ignored} for a in answers[1:]]:
+            raise SystemExit(f"glue: a seeded table reads back unlike a CreateTable'd one: {answers}")
 
     def native_read(self, namespaces: list[str]) -> int:
         def tables_of(database: str) -> list[tuple[str, dict]]:
@@ -373,7 +405,103 @@ class Dir(Backend):
         return {"backend": self.name, "manifest": str(self.data / "__manifest")}
 
 
-BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (Iceberg, Glue, Hms, Dir)}
+class Unity(Backend):
+    """The suite's Unity Catalog OSS server; the native client is unitycatalog-client (asyncio:
+    THREADS requests in flight stand for THREADS threads)."""
+
+    name = "unity"
+    catalog = "bench"
+    #: one page of schemas (they carry their properties); UC lists at most 100 per page
+    plan_namespace_reads = staticmethod(lambda namespaces: -(-namespaces // 100))
+    #: listTables' maximum max_results in the Unity Catalog OpenAPI document (and the SDK's)
+    page = 50
+
+    def start(self) -> None:
+        from tests.servers import unity
+        self.server = unity.start(self.workdir / "server")
+        self.api_url = self.server.extra["api_url"]
+
+    def backend_entry(self) -> str:
+        return f"{{type: unity, endpoint: '{self.server.endpoint}', catalog: {self.catalog}, root: '{self.data}'}}"
+
+    def namespace_id(self, namespace: str) -> str:
+        return f"{self.catalog}${namespace}"
+
+    def sdk(self, scenario: Callable[[Any], Any]) -> Any:
+        """Runs `scenario(client)` (a coroutine function) on a fresh event loop and SDK client."""
+        import asyncio
+
+        from unitycatalog.client import ApiClient, Configuration
+
+        async def run() -> Any:
+            configuration = Configuration(host=self.api_url)
+            configuration.connection_pool_maxsize = THREADS
+            async with ApiClient(configuration) as client:
+                return await scenario(client)
+
+        return asyncio.run(run())
+
+    def create_namespaces(self, names: list[str]) -> None:
+        from unitycatalog.client import CatalogsApi, CreateCatalog, CreateSchema, SchemasApi
+
+        async def create(client: Any) -> None:
+            await CatalogsApi(client).create_catalog(CreateCatalog(name=self.catalog))
+            for name in names:
+                await SchemasApi(client).create_schema(CreateSchema(name=name, catalog_name=self.catalog,
+                                                                    properties={"team": name}))
+
+        self.sdk(create)
+
+    def create_tables(self, tables: list[Table]) -> None:
+        """Each as lance-sync declares it: EXTERNAL, TEXT, file:// location, no columns (no dataset)."""
+        from unitycatalog.client import CreateTable, DataSourceFormat, TablesApi, TableType
+
+        async def create(client: Any) -> None:
+            api = TablesApi(client)
+            await _gather_bounded([api.create_table(CreateTable(
+                name=t.name, catalog_name=self.catalog, schema_name=t.namespace, table_type=TableType.EXTERNAL,
+                data_source_format=DataSourceFormat.TEXT, columns=[], storage_location=f"file://{t.location}",
+                properties=STAMPED)) for t in tables])
+
+        self.sdk(create)
+
+    def native_read(self, namespaces: list[str]) -> int:
+        from unitycatalog.client import TablesApi
+
+        async def read(client: Any) -> int:
+            api = TablesApi(client)
+
+            async def tables_of(schema: str) -> list[tuple[str | None, dict[str, str] | None]]:
+                read, token = [], None
+                while True:
+                    page = await api.list_tables(self.catalog, schema, max_results=self.page, page_token=token)
+                    read += [(t.storage_location, t.properties) for t in page.tables or []]
+                    token = page.next_page_token
+                    if not token:
+                        return read
+
+            listed = await _gather_bounded([tables_of(schema) for schema in namespaces])
+            return sum(map(len, listed))
+
+        return self.sdk(read)
+
+    def raw_spec(self) -> dict[str, Any]:
+        return {**super().raw_spec(), "api_url": self.api_url, "catalog": self.catalog, "page": self.page}
+
+
+async def _gather_bounded(calls: list[Any]) -> list[Any]:
+    """The coroutines, at most THREADS at a time, in order."""
+    import asyncio
+    gate = asyncio.Semaphore(THREADS)
+
+    async def bounded(call: Any) -> Any:
+        async with gate:
+            return await call
+
+    return await asyncio.gather(*map(bounded, calls))
+
+
+BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (Iceberg, Glue, Hms, Dir, Unity)}
 
 
 def _parallel(call: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -762,7 +890,7 @@ def _changed_estates(option: str) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backends", default="iceberg,glue,hms,dir")
+    parser.add_argument("--backends", default="iceberg,glue,hms,dir,unity")
     parser.add_argument("--tables", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the median is shown")
     parser.add_argument("--no-apply", action="store_true", help="skip the apply rows")

@@ -12,6 +12,8 @@ location and properties picked out, as any client must:
 - hms: the generated Thrift client over one connection per thread (the protocol's own
   decoder builds the Thrift structs): get_database and get_all_tables per database, then
   get_table_objects_by_name_req per 300 names;
+- unity: plain urllib3, a schema listing page of 100, then table listing pages of 50 (the
+  OpenAPI maximum) per schema, `json.loads` of each body;
 - dir: one pylance scan of the `__manifest` table (namespaces and tables), `json.loads` of each
   row's metadata.
 
@@ -33,6 +35,8 @@ from typing import Any
 THREADS = 16
 GLUE_PAGE = 100
 HMS_BATCH = 300
+#: Unity Catalog OSS serves at most 100 schemas a page
+UNITY_SCHEMA_PAGE = 100
 
 
 def _parallel(call: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -166,8 +170,36 @@ def dir_(spec: dict[str, Any]) -> Callable[[], int]:
     return read
 
 
+def unity(spec: dict[str, Any]) -> Callable[[], int]:
+    import urllib3
+    pool = urllib3.PoolManager(maxsize=THREADS)
+    base, catalog = spec["api_url"], spec["catalog"]
+
+    def pages(path: str, key: str, **fields: Any) -> list[dict[str, Any]]:
+        items, token = [], None
+        while True:
+            answer = pool.request("GET", f"{base}{path}", fields={**fields, **({"page_token": token} if token else {})})
+            if answer.status != 200:
+                _fail(path, answer.status, answer.data)
+            page = json.loads(answer.data)
+            items += page[key]
+            token = page.get("next_page_token")
+            if not token:
+                return items
+
+    def tables(schema: str) -> list[tuple[str, dict[str, str]]]:
+        return [(t["storage_location"], t.get("properties", {})) for t in pages(
+            "/tables", "tables", catalog_name=catalog, schema_name=schema, max_results=spec["page"])]
+
+    def read() -> int:
+        pages("/schemas", "schemas", catalog_name=catalog, max_results=UNITY_SCHEMA_PAGE)
+        return sum(map(len, _parallel(tables, spec["namespaces"])))
+
+    return read
+
+
 READERS: dict[str, Callable[[dict[str, Any]], Callable[[], int]]] = {
-    "iceberg": iceberg, "glue": glue, "hms": hms, "dir": dir_}
+    "iceberg": iceberg, "glue": glue, "hms": hms, "dir": dir_, "unity": unity}
 
 
 def main() -> None:

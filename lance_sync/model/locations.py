@@ -41,6 +41,8 @@ def normalize_location(location: str, base_dir: str | None = None) -> str:
     """
     if _is_normal_local(location):
         return location
+    if location.startswith("file:///") and "%" not in location and _is_normal_local(location[7:]):
+        return location[7:]  # as a catalog stores a local path (Unity, Iceberg): nothing to unquote
     location = location.strip()
     match = _SCHEME.match(location)
     if match is None:

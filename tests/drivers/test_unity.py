@@ -282,6 +282,24 @@ def test_list_namespace_infos_carry_properties(driver: UnityNamespace, catalog: 
     assert list(driver.list_namespace_infos(namespace)) == []
 
 
+
+def test_get_namespace_infos_reads_schemas_from_one_listing_page(own_server: RunningServer, tmp_path: Path):
+    """A plan's namespace reads: one page of schemas for many, a GET for one not listed."""
+    catalog = unique("bulk")
+    ensure_catalog(own_server, catalog)
+    driver = make_driver(own_server, catalog, tmp_path)
+    schemas = [(catalog, unique("s")) for _ in range(3)]
+    for index, namespace in enumerate(schemas):
+        driver.create_namespace(CreateNamespaceRequest(id=list(namespace), properties={"n": str(index)}))
+    absent, elsewhere = (catalog, unique("absent")), ("another_catalog", "s")
+    own_server.reset_request_count()
+    infos = driver.get_namespace_infos([*schemas, absent, elsewhere])
+    assert [info.properties if info else None for info in infos] == [{"n": "0"}, {"n": "1"}, {"n": "2"}, None, None]
+    assert own_server.requests_served() == 2  # the listing page, then a GET of the schema it lacked
+    own_server.reset_request_count()
+    assert driver.get_namespace_infos([schemas[0]])[0].properties == {"n": "0"}
+    assert own_server.requests_served() == 1  # one schema: its GET, no listing
+
 # --- tables -----------------------------------------------------------------------------------
 
 def test_declare_table_at_a_location(driver: UnityNamespace, schema: tuple[str, str], tmp_path: Path,

@@ -9,6 +9,7 @@ where real Glue is unverified are skipped there.
 from __future__ import annotations
 
 import os
+import urllib.error
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -443,6 +444,29 @@ def test_request_counts_by_operation_exclude_control_calls(glue: Any, control: G
         "total": 2,
         "by_operation": {"GetDatabases": 1, "GetCatalogs": 1},
     }
+
+
+def test_seeded_tables_read_back_as_created_ones(
+    glue: Any, scratch: Scratch, control: GlueControl, account: str
+) -> None:
+    db = scratch.database("seeded")
+    glue.create_table(DatabaseName=db, TableInput=lance_table("made", "s3://lake/t", tier="gold"))
+    control.reset_request_count()
+    inputs = [lance_table(name, "s3://lake/t", tier="gold") for name in ("Seeded", "other")]
+    assert control.seed_tables(account, db, inputs) == 2
+    assert control.request_counts()["total"] == 0
+    made, seeded = (glue.get_table(DatabaseName=db, Name=name)["Table"] for name in ("made", "SEEDED"))
+    ignored = ("Name", "CreateTime", "UpdateTime")
+    assert seeded["Name"] == "seeded"
+    assert {k: v for k, v in seeded.items() if k not in ignored} == {
+        k: v for k, v in made.items() if k not in ignored
+    }
+    with pytest.raises(urllib.error.HTTPError) as refused:  # checked as CreateTable is
+        control.seed_tables(account, db, [{"Name": ""}])
+    assert refused.value.code == 400 and b"validation error" in refused.value.read()
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        control.seed_tables(account, db, [lance_table("made", "s3://lake/t")])
+    assert refused.value.code == 400 and b"already exists" in refused.value.read()
 
 
 def test_injected_access_denied_for_a_named_database(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 from lance_sync.model.locations import is_within, normalize_location, relative_to
 
 
@@ -28,3 +30,6 @@ def test_a_path_already_normal_is_kept_and_any_other_is_normalized():
             for path in ("/" + "/".join(chosen), "/" + "/".join(chosen) + "/"):
                 expected = "/" + posixpath.normpath(path.strip()).lstrip("/")
                 assert normalize_location(path) == expected, path
+                for url in (f"file://{path}", f"file://{path}%20", f"file://localhost{path}"):
+                    assert normalize_location(url) == "/" + posixpath.normpath(
+                        unquote(url.strip().removeprefix("file://").removeprefix("localhost"))).lstrip("/"), url

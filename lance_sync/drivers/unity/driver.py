@@ -21,6 +21,7 @@ NOT_FOUND / 409 ALREADY_EXISTS, and the request path says which kind of object w
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -159,6 +160,7 @@ class UnityTablesAnswer(Answer):
 class UnityNamespace(UnityRules, SyncNamespace):
     config: UnityConfig
     drops_cascade = True
+    bulk_namespace_reads = True
 
     def __init__(self, config: UnityConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
@@ -319,6 +321,34 @@ class UnityNamespace(UnityRules, SyncNamespace):
             return infos, page.next_page_token
 
         yield from follow_pages(fetch)
+
+    def get_namespace_infos(self, ids: list[Identifier]) -> list[NamespaceInfo | None]:
+        """Schemas of the configured catalog from schema listing pages (100 a page, with their
+        properties) while that takes fewer calls than one GET each; the others one by one."""
+        wanted: dict[str, Identifier] = {id[1]: id for id in ids
+                                          if len(id) == 2 and id[0] == self.catalog and id[1] and "." not in id[1]}
+        found: dict[Identifier, NamespaceInfo] = {}
+        with contextlib.suppress(NamespaceNotFoundError):  # no such catalog: each id says so
+            found = self._listed_schemas(wanted)
+        return [found[id] if id in found else self.get_namespace_info(id) for id in ids]
+
+    def _listed_schemas(self, wanted: dict[str, Identifier]) -> dict[Identifier, NamespaceInfo]:
+        """The `wanted` schemas (name -> id) found in listing pages, paging while fewer pages
+        were read than schemas are still wanted."""
+        found: dict[Identifier, NamespaceInfo] = {}
+        token: str | None = None
+        pages = 0
+        while len(wanted) > max(pages, 1):
+            page = self._schemas_page(PAGE_SIZE, token)
+            pages += 1
+            for schema in page.schemas:
+                id = wanted.pop(schema.name, None)
+                if id is not None:
+                    found[id] = NamespaceInfo(id, _properties(schema))
+            token = page.next_page_token
+            if not token:
+                break
+        return found
 
     def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
         """Every table of the schema, one call per page; non-Lance ones with is_lance=False."""

@@ -12,6 +12,9 @@ thread-safe. Control paths live under CONTROL_PREFIX and are not counted:
     POST   /_lance_sync/faults     add a rule (see control.py)
     DELETE /_lance_sync/faults     remove every rule
     POST   /_lance_sync/catalogs   {"ParentCatalogId", "Name", "CatalogInput"}: seed a child catalog
+    POST   /_lance_sync/tables     {"CatalogId", "DatabaseName", "TableInputs": [...]}: many CreateTable
+                                   calls in one request (large estates for benchmarks), each one
+                                   checked and stored exactly as CreateTable does; not counted
     POST   /_lance_sync/reset      forget all catalogs, databases, tables, grants, counts and faults
 
 Lake Formation is REST-JSON: boto3's `lakeformation` client with this server as
@@ -30,6 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
+from moto.core.exceptions import JsonRESTError
 from moto.core.utils import convert_to_flask_response
 from moto.moto_server.werkzeug_app import BackendRequest
 
@@ -38,7 +42,7 @@ from tests.servers.glue_server.catalogs import CatalogTree
 from tests.servers.glue_server.control import FaultInjector, FaultRule, RequestCounter
 from tests.servers.glue_server.errors import GlueError
 from tests.servers.glue_server.lakeformation import DELETING_GLUE_OPERATIONS, LakeFormation
-from tests.servers.glue_server.responses import CatalogScopedGlueResponse
+from tests.servers.glue_server.responses import CatalogScopedGlueResponse, fold_names
 from tests.servers.glue_server.validation import service_model, validate
 
 GLUE_TARGET_PREFIX = "AWSGlue."
@@ -66,6 +70,7 @@ class GlueFrontend:
             ("POST", "/faults"): self._add_fault,
             ("DELETE", "/faults"): lambda _: self.faults.clear(),
             ("POST", "/catalogs"): self._seed_catalog,
+            ("POST", "/tables"): self._seed_tables,
             ("POST", "/reset"): self._reset,
         }
 
@@ -147,6 +152,25 @@ class GlueFrontend:
             parent = self.catalogs.get(spec["ParentCatalogId"])
             catalog = self.catalogs.create(parent, name, spec.get("CatalogInput", {}))
             return {"CatalogId": self.catalogs.catalog_id(catalog)}
+
+    def _seed_tables(self, spec: dict) -> dict:
+        """CreateTable for each TableInput: the same input checks, name folding and moto
+        create_table as a CreateTable request, without one HTTP round trip per table."""
+        catalog = {"CatalogId": spec["CatalogId"]} if spec.get("CatalogId") else {}
+        requests = [{**catalog, "DatabaseName": spec["DatabaseName"], "TableInput": table}
+                    for table in spec["TableInputs"]]
+        for params in requests:
+            validate("CreateTable", params)
+        with self._lock:
+            for created, params in enumerate(requests):
+                folded = fold_names("CreateTable", params)
+                backend = self.catalogs.get(folded.get("CatalogId")).backend
+                try:
+                    backend.create_table(folded["DatabaseName"], folded["TableInput"]["Name"], folded["TableInput"])
+                except JsonRESTError as error:  # moto's answer to that CreateTable
+                    raise ValueError(f"table {created} ({folded['TableInput']['Name']}) and those after it "
+                                     f"not created: {error.description}") from error
+        return {"created": len(requests)}
 
     def _reset(self, _: dict) -> None:
         with self._lock:
