@@ -40,7 +40,7 @@ tables are created by a 16-thread native loop (pyiceberg, boto3) and by `lance-s
 
 lance_sync is byte-compiled before anything is measured (bench_cli.compile_sources), as an
 install compiles it: with PYTHONDONTWRITEBYTECODE set and no `__pycache__` in the checkout,
-each fresh process would compile every lance_sync module it imports (about 0.4 s of CPU).
+each fresh process would compile every lance_sync module it imports (about 0.1 s of CPU).
 
 Nothing here is part of the test suite; the machine's load average is printed with the table.
 """
