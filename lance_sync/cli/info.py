@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import platform
 import sys
-from importlib import metadata
 
 import click
 
@@ -37,6 +36,8 @@ def version(output_format: str) -> None:
 
 
 def _installed(distribution: str) -> str | None:
+    from importlib import metadata  # only here: every other command starts without it
+
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
