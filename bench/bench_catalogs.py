@@ -782,7 +782,7 @@ def lance_sync_apply(backend: Backend, manifest: list[Path], parallelism: int | 
 def child_apply(argv: list[str]) -> None:
     """In a fresh process: `lance-sync apply ARGV` as `python -m lance_sync` runs it, its apply
     phase (`execute`) timed: wall and the CPU of the process (every thread) while it runs.
-    BENCH_APPLY_PROFILE=FILE writes a cProfile of the phase, every thread merged."""
+    BENCH_APPLY_PROFILE=FILE writes a cProfile of the phase (CPU time of each thread), every thread merged."""
     import lance_sync.apply.session as session
     from lance_sync.apply.runner import ActionRunner
     from lance_sync.cli.app import main as cli
@@ -794,7 +794,7 @@ def child_apply(argv: list[str]) -> None:
 
     def timed_execute(*args: Any, **kwargs: Any) -> Any:
         import cProfile
-        main_profile = cProfile.Profile() if profile_to else None
+        main_profile = cProfile.Profile(time.thread_time) if profile_to else None
         began, cpu = time.perf_counter(), time.process_time()
         if main_profile:
             main_profile.enable()
@@ -824,7 +824,7 @@ def _profile_threads(runner: type, profiles: list[Any]) -> None:
 
     def profiled(self: Any, actions: Any) -> Any:
         if not hasattr(local, "profile"):
-            local.profile = cProfile.Profile()
+            local.profile = cProfile.Profile(time.thread_time)
             profiles.append(local.profile)
         local.profile.enable()
         try:
