@@ -25,8 +25,10 @@ def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
         inverse = outcome.action.inverse()
         if inverse is not None and inverse.verb in (Verb.FORGET, Verb.DELETE) and inverse.kind != Kind.NAMESPACE:
             known = outcome.action.dataset.version if outcome.action.dataset is not None else None
-            state_before(inverse).version = versions.get(inverse.location, known)
-            inverse.fingerprint = fingerprint(inverse.before, inverse.compared_keys)
+            before, version = state_before(inverse), versions.get(inverse.location, known)
+            if version != before.version:  # else the fingerprint inverse() computed stands
+                before.version = version
+                inverse.fingerprint = fingerprint(before, inverse.compared_keys)
         inverses[key] = inverse
     dependents: dict[str, list[str]] = defaultdict(list)
     for key, outcome in keyed:
