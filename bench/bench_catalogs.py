@@ -139,6 +139,17 @@ class Backend:
         """Every table's location and properties, natively; returns the tables read."""
         raise NotImplementedError
 
+    def declared(self, namespace: str, name: str) -> dict[str, Any]:
+        """What a declare made of a table, as the native client reads it back (apply rows)."""
+        raise NotImplementedError
+
+    def check_same_declares(self, raw: str, sync: str, name: str) -> None:
+        """The raw create loop declared table `name` in namespace `raw` as lance-sync did in `sync`."""
+        made = json.loads(json.dumps(self.declared(sync, name)).replace(f"/{sync}/", f"/{raw}/"))
+        if self.declared(raw, name) != made:
+            raise SystemExit(f"{self.name}: the raw loop's table differs from lance-sync's:\n"
+                             f"{self.declared(raw, name)}\n{made}")
+
     def raw_spec(self) -> dict[str, Any]:
         """What bench_raw.py needs to send the plan's minimum requests raw."""
         return {"backend": self.name, "endpoint": self.server.endpoint,
@@ -183,6 +194,11 @@ class Iceberg(Backend):
         loaded = _parallel(lambda identifier: _location_and_properties(catalog.load_table(identifier)), names)
         return len(loaded)
 
+
+    def declared(self, namespace: str, name: str) -> dict[str, Any]:
+        metadata = self.catalog.load_table((namespace, name)).metadata
+        return {"location": metadata.location, "properties": metadata.properties,
+                "schema": metadata.schema().model_dump(mode="json")}
 
     def raw_spec(self) -> dict[str, Any]:
         return {**super().raw_spec(), "prefix": self.server.extra["prefix"], "warehouse": self.warehouse}
@@ -283,6 +299,10 @@ class Glue(Backend):
                     for page in pages for t in page["TableList"]]
 
         return sum(len(tables) for tables in _parallel(tables_of, namespaces))
+
+    def declared(self, namespace: str, name: str) -> dict[str, Any]:
+        table = self.client.get_table(CatalogId=self.account, DatabaseName=namespace, Name=name)["Table"]
+        return {key: table.get(key) for key in ("Name", "TableType", "Parameters", "StorageDescriptor")}
 
     def raw_spec(self) -> dict[str, Any]:
         extra = self.server.extra
@@ -809,38 +829,158 @@ def bench_changed(name: str, count: int, repeat: int, scratch: Path) -> list[Row
         backend.stop()
 
 
-def bench_apply(name: str, count: int, repeat: int, scratch: Path, parallelism: int | None) -> Row:
-    """Each time on a fresh server: a native create loop, and `lance-sync apply`, alternating order."""
-    runs = [_apply_once(name, count, scratch / f"{name}-apply-{count}-{run}", parallelism, native_first=run % 2 == 0)
+# --- apply: N declares, a raw create loop beside lance-sync apply -----------------------------------
+
+@dataclass
+class ApplyRow:
+    backend: str
+    tables: int
+    #: requests the apply process sent, counted by the server
+    calls: int
+    #: the raw create loop (bench_raw.py): wall and CPU of the loop
+    raw: Measure
+    #: lance-sync's apply phase (`execute`, in the apply process): wall and the process's CPU during it
+    phase: Measure
+    #: the whole `lance-sync apply` process: wall, CPU, peak RSS
+    process: Measure
+    #: the native SDK create loop (pyiceberg, boto3), wall, for reference
+    native: float
+
+    @property
+    def ratio(self) -> float:
+        return self.phase.seconds / self.raw.seconds
+
+
+APPLY: list[ApplyRow] = []
+#: the namespace sets of an apply run, one per create loop: raw, native SDK, lance-sync
+APPLY_SETS = ("raw", "native", "sync")
+
+
+def bench_apply(name: str, count: int, repeat: int, scratch: Path, parallelism: int | None,
+                profile: Path | None = None) -> ApplyRow:
+    """Each time on a fresh server: the raw create loop, the native loop and `lance-sync apply`,
+    the order rotated between runs."""
+    runs = [_apply_once(name, count, scratch / f"{name}-apply-{count}-{run}", parallelism, run, profile)
             for run in range(repeat)]
-    natives, applies, processes, calls = zip(*runs, strict=True)
-    return Row(name, "apply", count, calls[-1], count, statistics.median(applies), statistics.median(natives),
-               median_measure(list(processes)))
+    raws, phases, processes, natives, calls = zip(*runs, strict=True)
+    return ApplyRow(name, count, calls[-1], median_measure(list(raws)), median_measure(list(phases)),
+                    median_measure(list(processes)), statistics.median(natives))
 
 
-def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None,
-                native_first: bool) -> tuple[float, float, Measure, int]:
-    """(native create loop s, lance-sync apply phase s, the apply process, its calls)."""
+def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None, rotate: int,
+                profile: Path | None) -> tuple[Measure, Measure, Measure, float, int]:
+    """(raw create loop, lance-sync apply phase, the apply process, native loop s, the apply's calls)."""
     backend = BACKENDS[name](workdir)
     backend.start()
     try:
-        backend.create_namespaces([f"native{i}" for i in range(NAMESPACES)] +
-                                  [f"sync{i}" for i in range(NAMESPACES)])
+        backend.create_namespaces([f"{prefix}{i}" for prefix in APPLY_SETS for i in range(NAMESPACES)])
         manifest = write_manifest(backend, tables_for(backend, count, "sync"), workdir / "apply.yaml")
-        argv = [sys.executable, "-m", "lance_sync", "apply", *file_options(manifest), "--auto-approve",
-                "--state-dir", str(workdir / "state")]
-        argv += ["--parallelism", str(parallelism)] if parallelism else []
-        native_tables = tables_for(backend, count, "native")
-        if native_first:
-            native = timed(lambda: backend.create_tables(native_tables))
-        backend.reset_calls()
-        process = run_process(argv, {**backend.env(), **python_env()})
-        calls = backend.calls()
-        if not native_first:
-            native = timed(lambda: backend.create_tables(native_tables))
-        return native, _journal_seconds(workdir / "state" / "journal"), process, calls
+        measured: dict[str, Any] = {}
+
+        def sync() -> None:
+            backend.reset_calls()
+            measured["sync"] = lance_sync_apply(backend, manifest, parallelism, profile)
+            measured["calls"] = backend.calls()
+
+        steps: dict[str, Callable[[], None]] = {
+            "raw": lambda: measured.update(raw=raw_create(backend, tables_for(backend, count, "raw"))),
+            "native": lambda: measured.update(native=timed(
+                lambda: backend.create_tables(tables_for(backend, count, "native")))),
+            "sync": sync}
+        for step in APPLY_SETS[rotate % 3:] + APPLY_SETS[:rotate % 3]:
+            steps[step]()
+        backend.check_same_declares("raw0", "sync0", "t0")
+        phase, process = measured["sync"]
+        return measured["raw"], phase, process, measured["native"], measured["calls"]
     finally:
         backend.stop()
+
+
+def raw_create(backend: Backend, tables: list[Table]) -> Measure:
+    """The raw create loop (bench_raw.py, mode create) in a fresh process: wall and CPU of the loop."""
+    rows = backend.workdir / "raw-tables.json"
+    rows.write_text(json.dumps([[t.namespace, t.name, t.location] for t in tables]))
+    spec = {**backend.raw_spec(), "mode": "create", "tables": str(rows), "properties": STAMPED}
+    output = backend.workdir / "raw-create.json"
+    run_process([sys.executable, str(PROJECT / "bench" / "bench_raw.py"), json.dumps(spec)], {}, stdout=output)
+    answer = json.loads(output.read_text())
+    if answer["tables"] != len(tables):
+        raise SystemExit(f"{backend.name}: the raw loop created {answer['tables']} tables, not {len(tables)}")
+    return Measure(answer["seconds"], cpu=answer["cpu"])
+
+
+def lance_sync_apply(backend: Backend, manifest: list[Path], parallelism: int | None,
+                     profile: Path | None) -> tuple[Measure, Measure]:
+    """(the apply phase, the whole process) of `lance-sync apply --auto-approve`, run as the CLI
+    runs it by `child_apply`, which times the phase inside the process."""
+    state = backend.workdir / "state"
+    argv = ["apply", *file_options(manifest), "--auto-approve", "--state-dir", str(state)]
+    argv += ["--parallelism", str(parallelism)] if parallelism else []
+    output = backend.workdir / "apply-phase.json"
+    env = {**backend.env(), **python_env(), "BENCH_APPLY_OUT": str(output),
+           **({"BENCH_APPLY_PROFILE": str(profile)} if profile else {})}
+    process = run_process([sys.executable, __file__, "--child-apply", *argv], env)
+    phase = json.loads(output.read_text())
+    if phase["succeeded"] != phase["actions"]:
+        raise SystemExit(f"{backend.name}: {phase['succeeded']} of {phase['actions']} declares succeeded")
+    journal = _journal_seconds(state / "journal")
+    return Measure(phase["seconds"], cpu=phase["cpu"], phases={"journal": journal}), process
+
+
+def child_apply(argv: list[str]) -> None:
+    """In a fresh process: `lance-sync apply ARGV` as `python -m lance_sync` runs it, its apply
+    phase (`execute`) timed: wall and the CPU of the process (every thread) while it runs.
+    BENCH_APPLY_PROFILE=FILE writes a cProfile of the phase (CPU time of each thread), every thread merged."""
+    import lance_sync.apply.session as session
+    from lance_sync.apply.runner import ActionRunner
+    from lance_sync.cli.app import main as cli
+    execute, measured = session.execute, {}
+    profile_to = os.environ.get("BENCH_APPLY_PROFILE")
+    profiles: list[Any] = []
+    if profile_to:
+        _profile_threads(ActionRunner, profiles)
+
+    def timed_execute(*args: Any, **kwargs: Any) -> Any:
+        import cProfile
+        main_profile = cProfile.Profile(time.thread_time) if profile_to else None
+        began, cpu = time.perf_counter(), time.process_time()
+        if main_profile:
+            main_profile.enable()
+        report = execute(*args, **kwargs)
+        if main_profile:
+            main_profile.disable()
+            profiles.append(main_profile)
+        measured.update(seconds=time.perf_counter() - began, cpu=time.process_time() - cpu,
+                        actions=len(report.outcomes), succeeded=len(report.with_status("succeeded")))
+        return report
+
+    session.execute = timed_execute
+    try:
+        cli(args=argv, prog_name="lance-sync")
+    finally:
+        Path(os.environ["BENCH_APPLY_OUT"]).write_text(json.dumps(measured))
+        if profile_to and profiles:
+            import pstats
+            pstats.Stats(*profiles).dump_stats(profile_to)
+
+
+def _profile_threads(runner: type, profiles: list[Any]) -> None:
+    """Profile `runner.run_batch` in every worker thread, one cProfile per thread."""
+    import cProfile
+    local = threading.local()
+    run_batch = runner.run_batch
+
+    def profiled(self: Any, actions: Any) -> Any:
+        if not hasattr(local, "profile"):
+            local.profile = cProfile.Profile(time.thread_time)
+            profiles.append(local.profile)
+        local.profile.enable()
+        try:
+            return run_batch(self, actions)
+        finally:
+            local.profile.disable()
+
+    runner.run_batch = profiled
 
 
 def _journal_seconds(journal_dir: Path) -> float:
@@ -849,6 +989,20 @@ def _journal_seconds(journal_dir: Path) -> float:
     events = [json.loads(line) for line in sorted(journal_dir.glob("*.jsonl"))[-1].read_text().splitlines()]
     start, end = (datetime.fromisoformat(events[i]["time"]) for i in (0, -1))
     return (end - start).total_seconds()
+
+
+def print_apply_rows() -> None:
+    if not APPLY:
+        return
+    print(f"\napply of N declares ({THREADS}-thread loops; lance-sync apply --auto-approve; wall / client CPU)\n")
+    print("| backend | N | calls | raw create loop | lance-sync apply phase | apply / raw | whole process | "
+          "process / raw | native SDK loop | peak RSS MB |")
+    print("| --- |" + " ---: |" * 9)
+    for r in APPLY:
+        print(f"| {r.backend} | {r.tables:,} | {r.calls:,} | {r.raw.seconds:.2f} s / {r.raw.cpu:.2f} s | "
+              f"{r.phase.seconds:.2f} s / {r.phase.cpu:.2f} s | {r.ratio:.2f}x wall, "
+              f"{r.phase.cpu / r.raw.cpu:.2f}x CPU | {r.process.seconds:.2f} s / {r.process.cpu:.2f} s | "
+              f"{r.process.seconds / r.raw.seconds:.2f}x | {r.native:.2f} s | {r.process.rss_mb:.0f} |")
 
 
 # --- report -------------------------------------------------------------------------------------------
@@ -867,9 +1021,6 @@ def print_rows(rows: list[Row]) -> None:
             planned = (f"{r.api_plan.seconds:.2f} s | {r.raw.seconds:.2f} s | {r.api_plan.seconds / r.raw.seconds:.2f}x | "
                        f"{r.process.seconds:.2f} s | {r.process.seconds / r.raw.seconds:.2f}x | "
                        f"{r.api_plan.cpu:.2f} s vs {r.raw.cpu:.2f} s | {r.ours:.2f} s vs {r.native:.2f} s")
-        elif r.step == "apply":
-            planned = (f"- | - | - | {r.process.seconds:.2f} s | - | - | "
-                       f"apply {r.ours:.2f} s vs create loop {r.native:.2f} s ({r.ratio:.2f}x)")
         else:
             planned = f"- | - | - | {r.process.seconds:.2f} s | - | - | -"
         print(f"| {r.backend} | {r.step} | {r.tables:,} | {calls} | {minimum} | {planned} | "
@@ -878,6 +1029,7 @@ def print_rows(rows: list[Row]) -> None:
         print(f"\nunchanged re-plan on iceberg, {count:,} tables, plain urllib3, {THREADS} threads: "
               f"GET (load) {get:.2f} s, HEAD (the round trip of a 304) {head:.2f} s: ETags could save at "
               f"most {100 * (1 - head / get):.0f}% of the loads' time")
+    print_apply_rows()
     phased = [r for r in rows if r.phases]
     if phased:
         print("\nplan phases in a fresh process (seconds): " + "; ".join(
@@ -892,6 +1044,12 @@ def _changed_estates(option: str) -> dict[str, int]:
     return {name: int(count) for name, count in (pair.split("=") for pair in option.split(","))}
 
 
+def _apply_counts(args: argparse.Namespace) -> list[int]:
+    if args.no_apply:
+        return []
+    return [int(n) for n in args.apply_tables.split(",")] if args.apply_tables else [args.tables]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", default="iceberg,glue,hms,dir,unity")
@@ -904,9 +1062,17 @@ def main() -> None:
     parser.add_argument("--changed-tables", default="100000",
                         help="estate of the changed-since rows (iceberg, glue, hms): N, or per backend "
                              "as iceberg=N,glue=N,hms=N; 0 skips them")
+    parser.add_argument("--apply-tables", help="N of the apply rows, comma-separated (default: --tables)")
+    parser.add_argument("--apply-only", action="store_true", help="only the apply rows")
+    parser.add_argument("--profile-apply", type=Path, metavar="FILE",
+                        help="write a cProfile of lance-sync's apply phase (every thread) to FILE")
+    parser.add_argument("--child-apply", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.add_argument("--child-read", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--child-plan", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_apply:
+        child_apply(args.child_apply)
+        return
     if args.child_read:
         child_read(args.child_read)
         return
@@ -920,16 +1086,18 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="bench-catalogs-"))
     try:
         for name in names:
-            print(f"{name}: {args.tables:,} tables", file=sys.stderr)
-            rows.append(bench_read(name, args.tables, args.repeat, scratch))
-            if not args.no_apply and name in ("iceberg", "glue"):
-                rows.append(bench_apply(name, args.tables, args.repeat, scratch, args.parallelism))
-        estates = _changed_estates(args.changed_tables)
+            if not args.apply_only:
+                print(f"{name}: {args.tables:,} tables", file=sys.stderr)
+                rows.append(bench_read(name, args.tables, args.repeat, scratch))
+            for count in _apply_counts(args) if name in ("iceberg", "glue") else []:
+                print(f"{name}: apply of {count:,} declares", file=sys.stderr)
+                APPLY.append(bench_apply(name, count, args.repeat, scratch, args.parallelism, args.profile_apply))
+        estates = {} if args.apply_only else _changed_estates(args.changed_tables)
         for name in names:
             if estates.get(name):
                 print(f"{name}: --changed-since, {estates[name]:,} tables", file=sys.stderr)
                 rows += bench_changed(name, estates[name], args.repeat, scratch)
-        if args.scale:
+        if args.scale and not args.apply_only:
             for name, count in (("glue", 100_000), ("dir", 100_000), ("dir", 500_000)):
                 if name in names:
                     print(f"{name}: {count:,} tables", file=sys.stderr)

@@ -17,9 +17,24 @@ location and properties picked out, as any client must:
 - dir: one pylance scan of the `__manifest` table (namespaces and tables), `json.loads` of each
   row's metadata.
 
+The raw create loop (`"mode": "create"` in SPEC; iceberg and glue) is the lower bound of an
+apply of N declares: the request lance-sync's driver sends per declare, with the same body,
+16 threads, no SDK objects; each answer decoded as any client must:
+
+- iceberg: GET /v1/config, then per table a POST .../namespaces/{ns}/tables of
+  {name, location, the one-column dummy schema, properties, stage-create: false} (the
+  driver's `declare_table`), the answer's JSON decoded and its location and properties
+  picked out;
+- glue: per table a SigV4-signed CreateTable of {CatalogId, DatabaseName, TableInput: {Name,
+  TableType: EXTERNAL_TABLE, Parameters, StorageDescriptor: {Location}}}, its JSON decoded.
+
+The tables to create are a JSON file of [namespace, name, location] rows (SPEC's "tables"),
+each declared with SPEC's "properties" (what lance-sync stamps: the manifest's properties, the
+owner, table_type=lance).
+
 Run by bench_catalogs.py in a fresh process (`python bench/bench_raw.py SPEC`, SPEC a JSON
-object from `Backend.raw_spec`), so that its client CPU (user+sys of the process while it reads,
-every thread) is its own; prints {"seconds", "cpu", "tables"} as JSON.
+object from `Backend.raw_spec`), so that its client CPU (user+sys of the process while it reads
+or creates, every thread) is its own; prints {"seconds", "cpu", "tables"} as JSON.
 """
 
 from __future__ import annotations
@@ -45,22 +60,56 @@ def _parallel(call: Callable[[Any], Any], items: list[Any]) -> list[Any]:
 
 
 def _fail(what: str, status: int, body: bytes) -> None:
-    raise SystemExit(f"raw read: {what} answered {status}: {body[:300]!r}")
+    raise SystemExit(f"raw: {what} answered {status}: {body[:300]!r}")
 
 
 # --- readers: each returns a callable that reads everything and returns the tables read -------
 
-def iceberg(spec: dict[str, Any]) -> Callable[[], int]:
+def _answer(what: str, answer: Any) -> Any:
+    """The decoded JSON body of a 200 answer."""
+    if answer.status != 200:
+        _fail(what, answer.status, answer.data)
+    return json.loads(answer.data)
+
+
+def _iceberg_client(spec: dict[str, Any]) -> tuple[Any, str]:
+    """(a urllib3 pool of THREADS connections, the base URL of the warehouse's API)."""
     import urllib3
+    endpoint, prefix = spec["endpoint"], spec["prefix"]
+    return urllib3.PoolManager(maxsize=THREADS), f"{endpoint}/v1/{prefix}" if prefix else f"{endpoint}/v1"
+
+
+def _iceberg_config(pool: Any, spec: dict[str, Any]) -> None:
+    url = f"{spec['endpoint']}/v1/config?warehouse={spec['warehouse']}"
+    _answer(url, pool.request("GET", url))
+
+
+def _glue_client(spec: dict[str, Any]) -> Callable[[str, dict[str, Any]], Any]:
+    """call(operation, body): one SigV4-signed POST (botocore's signer, no client), its JSON decoded."""
+    import urllib3
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
     pool = urllib3.PoolManager(maxsize=THREADS)
-    endpoint, prefix, namespaces = spec["endpoint"], spec["prefix"], spec["namespaces"]
-    base = f"{endpoint}/v1/{prefix}" if prefix else f"{endpoint}/v1"
+    signer = SigV4Auth(Credentials(spec["access_key_id"], spec["secret_access_key"]), "glue", spec["region"])
+    url = spec["endpoint"].rstrip("/") + "/"
+
+    def call(operation: str, body: dict[str, Any]) -> Any:
+        request = AWSRequest("POST", url, data=json.dumps(body).encode(),
+                             headers={"X-Amz-Target": f"AWSGlue.{operation}",
+                                      "Content-Type": "application/x-amz-json-1.1"})
+        signer.add_auth(request)
+        return _answer(operation, pool.request("POST", url, body=request.body,
+                                               headers=dict(request.headers.items())))
+
+    return call
+
+
+def iceberg(spec: dict[str, Any]) -> Callable[[], int]:
+    pool, base = _iceberg_client(spec)
 
     def get(url: str) -> Any:
-        answer = pool.request("GET", url)
-        if answer.status != 200:
-            _fail(url, answer.status, answer.data)
-        return json.loads(answer.data)
+        return _answer(url, pool.request("GET", url))
 
     def namespace(ns: str) -> list[str]:
         get(f"{base}/namespaces/{ns}")
@@ -77,31 +126,15 @@ def iceberg(spec: dict[str, Any]) -> Callable[[], int]:
         return metadata["location"], metadata.get("properties", {})
 
     def read() -> int:
-        get(f"{endpoint}/v1/config?warehouse={spec['warehouse']}")
-        paths = [path for listed in _parallel(namespace, namespaces) for path in listed]
+        _iceberg_config(pool, spec)
+        paths = [path for listed in _parallel(namespace, spec["namespaces"]) for path in listed]
         return len(_parallel(load, paths))
 
     return read
 
 
 def glue(spec: dict[str, Any]) -> Callable[[], int]:
-    import urllib3
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials
-    pool = urllib3.PoolManager(maxsize=THREADS)
-    signer = SigV4Auth(Credentials(spec["access_key_id"], spec["secret_access_key"]), "glue", spec["region"])
-    url = spec["endpoint"].rstrip("/") + "/"
-
-    def call(operation: str, body: dict[str, Any]) -> Any:
-        request = AWSRequest("POST", url, data=json.dumps(body).encode(),
-                             headers={"X-Amz-Target": f"AWSGlue.{operation}",
-                                      "Content-Type": "application/x-amz-json-1.1"})
-        signer.add_auth(request)
-        answer = pool.request("POST", url, body=request.body, headers=dict(request.headers.items()))
-        if answer.status != 200:
-            _fail(operation, answer.status, answer.data)
-        return json.loads(answer.data)
+    call = _glue_client(spec)
 
     def pages(operation: str, key: str, **body: Any) -> list[dict[str, Any]]:
         items, token = [], None
@@ -202,11 +235,65 @@ READERS: dict[str, Callable[[dict[str, Any]], Callable[[], int]]] = {
     "iceberg": iceberg, "glue": glue, "hms": hms, "dir": dir_, "unity": unity}
 
 
+# --- create loops: each returns a callable that declares every table and returns the count -------
+
+#: the Iceberg schema of a Lance table's companion table, as lance-sync's driver sends it
+ICEBERG_DUMMY_SCHEMA = {"type": "struct", "schema-id": 0,
+                        "fields": [{"id": 1, "name": "dummy", "type": "string", "required": False}]}
+
+
+def _tables(spec: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """[namespace, name, location] of every table to create (read before the clock starts)."""
+    with open(spec["tables"], encoding="utf-8") as rows:
+        return [tuple(row) for row in json.load(rows)]
+
+
+def iceberg_create(spec: dict[str, Any]) -> Callable[[], int]:
+    pool, base = _iceberg_client(spec)
+    tables, properties = _tables(spec), spec["properties"]
+
+    def create(table: tuple[str, str, str]) -> tuple[str, dict[str, str]]:
+        namespace, name, location = table
+        body = {"name": name, "location": location, "schema": ICEBERG_DUMMY_SCHEMA, "properties": properties,
+                "stage-create": False}
+        url = f"{base}/namespaces/{namespace}/tables"
+        metadata = _answer(url, pool.request("POST", url, body=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json"}))["metadata"]
+        return metadata["location"], metadata.get("properties", {})
+
+    def run() -> int:
+        _iceberg_config(pool, spec)
+        return len(_parallel(create, tables))
+
+    return run
+
+
+def glue_create(spec: dict[str, Any]) -> Callable[[], int]:
+    call = _glue_client(spec)
+    tables, properties = _tables(spec), spec["properties"]
+
+    def create(table: tuple[str, str, str]) -> Any:
+        namespace, name, location = table
+        return call("CreateTable", {"CatalogId": spec["account_id"], "DatabaseName": namespace,
+                                    "TableInput": {"Name": name, "TableType": "EXTERNAL_TABLE",
+                                                   "Parameters": properties,
+                                                   "StorageDescriptor": {"Location": location}}})
+
+    def run() -> int:
+        return len(_parallel(create, tables))
+
+    return run
+
+
+CREATORS: dict[str, Callable[[dict[str, Any]], Callable[[], int]]] = {
+    "iceberg": iceberg_create, "glue": glue_create}
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    read = READERS[spec["backend"]](spec)
+    work = (CREATORS if spec.get("mode") == "create" else READERS)[spec["backend"]](spec)
     began, cpu = time.perf_counter(), time.process_time()
-    tables = read()
+    tables = work()
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     print(json.dumps({"seconds": seconds, "cpu": cpu, "tables": tables}))
 

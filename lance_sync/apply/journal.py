@@ -10,6 +10,9 @@ from pathlib import Path
 from lance_sync.model.actions import Action
 from lance_sync.model.secrets import mask
 
+#: json.dumps(..., ensure_ascii=False) without building an encoder per line
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
 
 class Journal:
     """Append-only JSON lines: one per action start and end, masked (`lance_sync.model.secrets`)."""
@@ -28,7 +31,7 @@ class Journal:
             if action.renamed_from is not None:
                 record.update(renamed_from=action.renamed_from.id)
         with self._lock:
-            self._file.write(mask(json.dumps(record, ensure_ascii=False)) + "\n")
+            self._file.write(mask(_JSON.encode(record)) + "\n")
             self._file.flush()
 
     def close(self) -> None:

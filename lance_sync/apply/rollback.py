@@ -19,25 +19,28 @@ def rollback_plan(plan: Plan, report: ApplyReport) -> Plan:
     # the version of each dataset after the apply: a rollback that forgets or deletes it is
     # stale once newer data is written
     versions = {o.action.location: o.version for o in succeeded if o.action.kind == Kind.DATASET}
+    keyed = [(o.action.key, o) for o in succeeded]  # each key computed once
     inverses: dict[str, Action | None] = {}
-    for outcome in succeeded:
+    for key, outcome in keyed:
         inverse = outcome.action.inverse()
         if inverse is not None and inverse.verb in (Verb.FORGET, Verb.DELETE) and inverse.kind != Kind.NAMESPACE:
             known = outcome.action.dataset.version if outcome.action.dataset is not None else None
-            state_before(inverse).version = versions.get(inverse.location, known)
-            inverse.fingerprint = fingerprint(inverse.before, inverse.compared_keys)
-        inverses[outcome.action.key] = inverse
+            before, version = state_before(inverse), versions.get(inverse.location, known)
+            if version != before.version:  # else the fingerprint inverse() computed stands
+                before.version = version
+                inverse.fingerprint = fingerprint(before, inverse.compared_keys)
+        inverses[key] = inverse
     dependents: dict[str, list[str]] = defaultdict(list)
-    for outcome in succeeded:
+    for key, outcome in keyed:
         for need in outcome.action.depends_on:
-            dependents[need].append(outcome.action.key)
+            dependents[need].append(key)
     actions, notes = [], []
-    for outcome in reversed(succeeded):
-        action, inverse = outcome.action, inverses[outcome.action.key]
+    for key, outcome in reversed(keyed):
+        action, inverse = outcome.action, inverses[key]
         if inverse is None:
             notes.append(f"{action.headline} cannot be undone")
             continue
-        needed = (inverses.get(k) for k in dependents[action.key])
+        needed = (inverses.get(k) for k in dependents[key])
         inverse.depends_on = sorted(need.key for need in needed if need is not None)
         actions.append(inverse)
     return plan.model_copy(update={

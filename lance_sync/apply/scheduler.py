@@ -29,11 +29,11 @@ class Scheduler:
         self.parallelism = max(1, parallelism)
         self.dependents: dict[str, list[str]] = defaultdict(list)
         self.waiting: dict[str, int] = {}
-        for action in actions:
+        for key, action in self.by_key.items():
             needs = {d for d in action.depends_on if d in self.by_key}
-            self.waiting[action.key] = len(needs)
+            self.waiting[key] = len(needs)
             for need in needs:
-                self.dependents[need].append(action.key)
+                self.dependents[need].append(key)
 
     def run(self, runner: ActionRunner, finish: Callable[[Outcome], None],
             stop: StopSignal | None = None) -> None:
@@ -44,8 +44,8 @@ class Scheduler:
         done: queue.SimpleQueue[Future[list[Outcome]]] = queue.SimpleQueue()
         running = 0
 
-        def record(outcome: Outcome) -> None:
-            finished.add(outcome.action.key)
+        def record(outcome: Outcome, key: str | None = None) -> None:
+            finished.add(key or outcome.action.key)
             finish(outcome)
 
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="apply") as pool:
@@ -60,17 +60,18 @@ class Scheduler:
                     pool.submit(runner.run_batch, batch).add_done_callback(done.put)
                     running += 1
 
-            submit([a for a in self.by_key.values() if self.waiting[a.key] == 0])
+            submit([a for key, a in self.by_key.items() if self.waiting[key] == 0])
             while running:
                 future = done.get()
                 running -= 1
                 ready: list[Action] = []
                 for outcome in future.result():
-                    record(outcome)
+                    key = outcome.action.key  # computed once: a key is a JSON encoding of the id
+                    record(outcome, key)
                     if outcome.status == "succeeded":
-                        ready += self._released(outcome.action.key)
+                        ready += self._released(key)
                     else:
-                        self._skip_dependents(outcome.action.key, record)
+                        self._skip_dependents(key, record)
                 submit(ready)
         for key, action in self.by_key.items():
             if key not in finished:

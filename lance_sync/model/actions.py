@@ -344,9 +344,15 @@ def _undo_state(state: ObjectState | None, kind: Kind) -> ObjectState | None:
     return ObjectState(properties=state.properties, location=state.location)
 
 
+#: json.dumps(..., ensure_ascii=False) and with sort_keys=True, without building an encoder per
+#: call (keys and fingerprints are computed several times per action of an apply)
+_JSON = json.JSONEncoder(ensure_ascii=False)
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+
+
 def action_key(kind: Kind | str, backend: str, id: list[str] | tuple[str, ...]) -> str:
     kind = kind.value if isinstance(kind, Kind) else kind
-    return f"{kind}:{backend}:{json.dumps(list(id), ensure_ascii=False)}"
+    return f"{kind}:{backend}:{_JSON.encode(list(id))}"
 
 
 def grant_key(verb: Verb, kind: Kind, backend: str, id: list[str] | tuple[str, ...], principal: str) -> str:
@@ -378,7 +384,7 @@ def fingerprint(state: ObjectState | None, keys: list[str]) -> str:
 
 
 def _digest(payload: Any) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    return hashlib.sha256(_SORTED_JSON.encode(payload).encode()).hexdigest()[:16]
 
 
 _ABSENT: Final = _digest({"absent": True})
