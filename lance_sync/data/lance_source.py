@@ -306,11 +306,6 @@ class LanceWriter(DataSourceArrowWriter):
         every version, which assumes no other writer is working on the dataset meanwhile.
         """
         existing = self.target.open_if_exists()
-        if existing is not None:
-            existing.cleanup_old_versions(
-                retain_versions=len(existing.versions()), delete_unverified=True
-            )
-            return
         storage = open_storage(self.target.uri, self.target.storage_options)
         root = storage.path(self.target.uri)
         leftover = root if not self.location_existed else f"{root}/data"
@@ -318,7 +313,11 @@ class LanceWriter(DataSourceArrowWriter):
         for sweep in range(ABORT_SWEEPS):
             if sweep:
                 time.sleep(ABORT_SWEEP_SECONDS)
-            if storage.info(leftover).type == pafs.FileType.Directory:
+            if existing is not None:
+                existing.cleanup_old_versions(
+                    retain_versions=len(existing.versions()), delete_unverified=True
+                )
+            elif storage.info(leftover).type == pafs.FileType.Directory:
                 storage.filesystem.delete_dir(leftover)
 
 

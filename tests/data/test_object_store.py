@@ -13,6 +13,8 @@ from lance_sync.data.materialize import materialize
 from tests.data.tables import TYPED_SCHEMA, typed_table
 
 BUCKET = "lake"
+#: the Spark test's own bucket: what it writes is not in the other tests' bucket, whatever the order
+SPARK_BUCKET = "spark-lake"
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +39,7 @@ def storage_options():
         aws_secret_access_key="testing",
     )
     s3.create_bucket(Bucket=BUCKET)
+    s3.create_bucket(Bucket=SPARK_BUCKET)
     s3.put_object(Bucket=BUCKET, Key="raw/part-0.parquet", Body=b"PAR1 not really")
     for key in ("a.lance", "team/b.lance"):
         lance.write_dataset(typed_table(4), f"s3://{BUCKET}/{key}", storage_options=options)
@@ -63,7 +66,7 @@ def test_discover_on_s3(storage_options):
 @pytest.mark.spark
 def test_spark_writes_inspects_and_discovers_on_s3(spark_settings, storage_options, tmp_path: Path):
     pq.write_table(typed_table(12), tmp_path / "part-0.parquet")
-    location = f"s3://{BUCKET}/spark/t.lance"
+    location = f"s3://{SPARK_BUCKET}/t.lance"
     source = {"format": "parquet", "path": str(tmp_path)}
     result = materialize(source, location, None, "create", spark_settings, storage_options)
     assert (result.row_count, result.schema) == (12, TYPED_SCHEMA)
@@ -73,6 +76,6 @@ def test_spark_writes_inspects_and_discovers_on_s3(spark_settings, storage_optio
     )
     assert (reports[0].status, reports[0].row_count) == ("valid", 12)
     found = find_lance_datasets(
-        f"s3://{BUCKET}/", storage_options, engine="spark", spark_settings=spark_settings
+        f"s3://{SPARK_BUCKET}/", storage_options, engine="spark", spark_settings=spark_settings
     )
     assert location in found
