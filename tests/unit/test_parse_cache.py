@@ -1,9 +1,9 @@
-"""Parsed manifest files kept by content between runs (lance_sync.manifest.parse_cache)."""
+"""Parsed manifest files kept by content between runs (lance_sync.manifest.parse_cache); the
+`parsed` fixture (tests/unit/conftest.py) lists the files parsed."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,19 +23,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(parse_cache.CACHE_ENV, str(folder))
     monkeypatch.setattr(parse_cache, "MIN_BYTES", 1024)
     return folder
-
-
-@pytest.fixture
-def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    names: list[str] = []
-    parse = loader._parse_plain
-
-    def counting(name: str, *args: Any) -> loader.Document:
-        names.append(Path(name).name)
-        return parse(name, *args)
-
-    monkeypatch.setattr(loader, "_parse_plain", counting)
-    return names
 
 
 def entries(folder: Path) -> list[Path]:

@@ -14,11 +14,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from lance_sync import api
-from lance_sync.manifest import loader
 from lance_sync.manifest.parse_cache import CACHE_ENV
 
 BASE: dict[str, Any] = {
@@ -121,7 +119,7 @@ def git(folder: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=folder, check=True, env=env, capture_output=True)
 
 
-def test_changed_since_parses_each_version_of_a_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_changed_since_parses_each_version_of_a_file_once(tmp_path: Path, parsed: list[str]):
     base, overlay = tmp_path / "m.yaml", tmp_path / "overlay.yaml"
     base.write_text(yaml.safe_dump(BASE))
     overlay.write_text(yaml.safe_dump({"tables": [{"name": "t1", "properties": {"o": "v"}}]}))
@@ -131,14 +129,6 @@ def test_changed_since_parses_each_version_of_a_file_once(tmp_path: Path, monkey
     changed = copy.deepcopy(BASE)
     changed["tables"][0]["properties"] = {"k": "v"}
     base.write_text(yaml.safe_dump(changed))
-    parsed: list[str] = []
-    parse = loader._parse_plain
-
-    def counting(name: str, *args: Any) -> loader.Document:
-        parsed.append(Path(name).name)
-        return parse(name, *args)
-
-    monkeypatch.setattr(loader, "_parse_plain", counting)
     state, baseline = api.load_changed([str(base), str(overlay)], "HEAD")
     # the base as committed and as it is now; the overlay, the same in both, once
     assert sorted(parsed) == ["m.yaml", "m.yaml", "overlay.yaml"]
