@@ -138,11 +138,17 @@ def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = F
 def load_changed(paths: Sequence[str], ref: str, policy_file: str | None = None) -> tuple[DesiredState, Baseline]:
     """`load_baseline` and `load` at once: a file the revision has as it is now is parsed once,
     for the comparison and for the desired state."""
-    from lance_sync.manifest.loader import parsing_once
+    from lance_sync.manifest.parse_once import parsing_once
 
-    with parsing_once():
+    with parsing_once(meanwhile=_import_planner):
         baseline = load_baseline(ref, paths, policy_file)
         return load(paths, policy_file), baseline
+
+
+def _import_planner() -> None:
+    """The planner's modules (the Lance Namespace client's models among them, a third of a
+    second): a plan of the changes comes next, so they are imported while a worker parses."""
+    import lance_sync.plan.planner  # noqa: F401
 
 
 def load_baseline(ref: str, files: Sequence[str], policy_file: str | None = None) -> Baseline:

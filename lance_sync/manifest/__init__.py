@@ -45,12 +45,9 @@ def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None
 
 def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str,
           allow_unset: bool, positions: bool = False) -> DesiredState:
-    from lance_sync.manifest.loader import (
-        NotPlain,
-        load_document,
-        load_plain_documents,
-    )
+    from lance_sync.manifest.loader import NotPlain, load_document
     from lance_sync.manifest.merge import merge_documents
+    from lance_sync.manifest.parse_once import load_plain_documents
     from lance_sync.manifest.semantic import build_desired_state
     from lance_sync.manifest.validate import NotStrict, validate_strictly, validate_structure
     from lance_sync.model.errors import ManifestError, ManifestErrors

@@ -66,12 +66,8 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     """The manifest of `paths` (and `policy_file`) at git revision `ref`, and the working
     tree's, as written. LanceSyncError when the files are not in a git repository or `ref`
     names no commit."""
-    from lance_sync.manifest.loader import (
-        parse_ahead,
-        parsing_files_once,
-        parsing_once,
-        reading_files_with,
-    )
+    from lance_sync.manifest.loader import reading_files_with
+    from lance_sync.manifest.parse_once import parse_ahead, parsing_files_once, parsing_once
 
     folder = Path(paths[0]).resolve().parent
     revision = _git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
@@ -81,22 +77,26 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     working = {path: _read_bytes(path) for path in files}
     with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
         # a file the revision has as it is now is parsed once, for both sides (and for the load);
-        # every version of a file is parsed at once (in worker processes, when large)
-        parse_ahead([(path, raw) for path, raw in working.items() if raw is not None]
-                    + [(path, raw) for path, raw in contents.items() if raw != working[path]], environ)
-        now = raw_manifest(list(paths), policy_file, environ)
+        # every version of a file is parsed at once (in worker processes, when large), the
+        # revision's first: its side is read while the working tree's files are still parsing
+        parse_ahead([(path, raw) for path, raw in contents.items() if raw != working[path]]
+                    + [(path, raw) for path, raw in working.items() if raw is not None], environ)
         present = [p for p in paths if p in contents]
         if not present:
-            return Baseline(ref, revision, None, now, f"the manifest did not exist at {ref}")
+            return Baseline(ref, revision, None, raw_manifest(list(paths), policy_file, environ),
+                            f"the manifest did not exist at {ref}")
         if all(working[path] == contents.get(path) for path in files):
+            now = raw_manifest(list(paths), policy_file, environ)
             return Baseline(ref, revision, now, now)  # nothing changed
         try:
             with reading_files_with(lambda path: contents[_key(path, contents)]):
-                then = raw_manifest(present, policy_file if policy_file in contents else None, environ)
+                then: RawManifest | None = raw_manifest(present, policy_file if policy_file in contents else None,
+                                                        environ)
+            problem = None
         except (ManifestError, ManifestErrors) as error:
-            problem = f"the manifest at {ref} does not read ({str(error).splitlines()[0]})"
-            return Baseline(ref, revision, None, now, problem)
-    return Baseline(ref, revision, then, now)
+            then, problem = None, f"the manifest at {ref} does not read ({str(error).splitlines()[0]})"
+        now = raw_manifest(list(paths), policy_file, environ)
+    return Baseline(ref, revision, then, now, problem)
 
 
 def raw_manifest(paths: list[str], policy_file: str | None = None,
@@ -104,13 +104,9 @@ def raw_manifest(paths: list[str], policy_file: str | None = None,
     """The manifest files merged as written (a variable that is not set stays as written);
     ManifestError when a file is not YAML."""
     from lance_sync.drivers import backend_rules
-    from lance_sync.manifest.loader import (
-        NotPlain,
-        load_document,
-        load_plain_document,
-        load_plain_documents,
-    )
+    from lance_sync.manifest.loader import NotPlain, load_document
     from lance_sync.manifest.merge import merge_documents
+    from lance_sync.manifest.parse_once import load_plain_document, load_plain_documents
 
     def read(path: str) -> Any:
         try:

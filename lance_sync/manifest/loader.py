@@ -10,27 +10,22 @@ is text, `010` is refused by every typed field. The values of free-form text map
 (`TEXT_MAPS`: catalog properties and the like) are kept exactly as written, whatever YAML
 would make of them; only a null there (`~`, empty) stays None, for validation to refuse.
 
-`load_plain_document` reads the same data and templates without positions, from libyaml's
-event stream instead of a tree of YAML nodes: many times faster and without the node tree
-in memory, which is what a manifest of 100,000 tables needs. It takes plain documents only
+`parse_plain` reads the same data and templates without positions, from libyaml's event
+stream instead of a tree of YAML nodes: many times faster and without the node tree in
+memory, which is what a manifest of 100,000 tables needs. It takes plain documents only
 (mappings, sequences and scalars; no anchors, aliases, merge keys or explicit tags) and
 raises `NotPlain` for anything else or any problem: the caller then loads the file with
-`load_document`, which says exactly what is wrong and where. Large split manifests are parsed
-in worker processes (`parse_ahead`); in a `parsing_once` block each version of a file is
-parsed once, however often it is read (`--changed-since` reads the working tree twice).
+`load_document`, which says exactly what is wrong and where. Which file is parsed when, and
+where (once per version, in worker processes, or read back from the parse cache), is
+lance_sync.manifest.parse_once's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import marshal
-import multiprocessing
 import os
 import re
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +46,6 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from lance_sync.manifest import parse_cache
 from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value
 from lance_sync.model.errors import ManifestError, Position
 from lance_sync.model.variables import REFERENCE
@@ -169,36 +163,10 @@ class NotPlain(Exception):
     """The file is not a plain document, or has a problem: `load_document` must read it."""
 
 
-def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None,
-                        shared: dict[str, str] | None = None) -> Document:
-    """Like `load_document`, without positions (see the module docstring); NotPlain when the
-    file needs `load_document`. `shared` keeps one copy of each text across the files of a
-    load (equal strings are one object)."""
-    name = str(path)
-    try:
-        raw = _read_raw(Path(path), name)
-    except ManifestError as error:
-        raise NotPlain(str(error)) from None
-    known = _remembered(name, raw) or _recalled(name, raw)
-    if known is not None:
-        return known
-    document = _parse_plain(name, raw, environ, shared)
-    if parse_cache.cacheable(raw):
-        with contextlib.suppress(ValueError):  # a LeadingZero, which marshal cannot carry
-            parse_cache.keep(raw, marshal.dumps((document.data, document.templates)))
-    return _remember(name, raw, document)
-
-
-def _recalled(name: str, raw: bytes) -> Document | None:
-    """The document of a file parsed by an earlier run (lance_sync.manifest.parse_cache)."""
-    kept = parse_cache.recall(raw)
-    if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[1], dict)):
-        return None
-    return _remember(name, raw, Document(kept[0], templates=kept[1], files=[name]))
-
-
-def _parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
-                 shared: dict[str, str] | None) -> Document:
+def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
+                shared: dict[str, str] | None) -> Document:
+    """A file's bytes read as a plain document (`load_plain_document` parses with this);
+    NotPlain when the file needs `load_document`."""
     try:
         text = _decode(raw, name)
         builder = _PlainBuilder(name, os.environ if environ is None else environ, text, _node_limit(text), shared)
@@ -206,102 +174,6 @@ def _parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
     except (ManifestError, yaml.YAMLError, StopIteration) as error:
         raise NotPlain(str(error)) from None
     return Document(data, templates=builder.templates, files=[name])
-
-
-#: in a `parsing_once` block: the plain document of each file (by name) and the bytes it had
-_PARSED: ContextVar[dict[tuple[str, bytes], Document] | None] = ContextVar("parsed_manifest_files", default=None)
-
-
-@contextlib.contextmanager
-def parsing_once() -> Iterator[None]:
-    """In this block, the plain road parses a file once: read again with the same bytes (from
-    the working tree, or from a git revision that has it as it is), its document is taken
-    again. For one environment only: `--changed-since` reads the same files for the comparison
-    and for the desired state. The documents are shared, so nothing changes them: merges build
-    new ones, and validation consumes a copy of the tables list."""
-    token = _PARSED.set({})
-    try:
-        yield
-    finally:
-        _PARSED.reset(token)
-
-
-def parsing_files_once() -> bool:
-    """Whether this runs in a `parsing_once` block."""
-    return _PARSED.get() is not None
-
-
-def _remembered(name: str, raw: bytes) -> Document | None:
-    parsed = _PARSED.get()
-    return parsed.get((name, raw)) if parsed is not None else None
-
-
-def _remember(name: str, raw: bytes, document: Document) -> Document:
-    parsed = _PARSED.get()
-    if parsed is not None:
-        parsed[name, raw] = document
-    return document
-
-
-#: Split files of this many bytes in all, or more, are parsed in worker processes, a file each
-#: (`load_plain_documents`): parsing is most of the time of loading a large manifest.
-PARALLEL_BYTES = 8 * 1024 * 1024
-
-
-def load_plain_documents(paths: Sequence[str | os.PathLike], environ: Mapping[str, str] | None = None,
-                         shared: dict[str, str] | None = None) -> list[Document]:
-    """`load_plain_document` of each path, in order; NotPlain when one needs `load_document`.
-    Large split manifests are parsed in worker processes (`parse_ahead`)."""
-    with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
-        try:
-            files = [(str(path), _read_raw(Path(path), str(path))) for path in paths]
-        except ManifestError as error:
-            raise NotPlain(str(error)) from None
-        parse_ahead(files, environ)
-        del files
-        return [load_plain_document(path, environ, shared) for path in paths]
-
-
-def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] | None = None) -> None:
-    """Parse files (name, bytes) in worker processes, for `load_plain_document` to take in this
-    `parsing_once` block, when they are large (`PARALLEL_BYTES`) and forking is safe: this
-    process runs no other thread. As many workers as CPUs, a file each. Nothing happens
-    otherwise, or when a worker fails: the files parse where they are read. Files parsed
-    already, in this block or by an earlier run (lance_sync.manifest.parse_cache), are not
-    parsed again."""
-    files = [(name, raw) for name, raw in files if _remembered(name, raw) is None and _recalled(name, raw) is None]
-    workers = min(len(files), os.cpu_count() or 1)
-    if workers < 2 or not parsing_files_once() or threading.active_count() > 1 \
-            or "fork" not in multiprocessing.get_all_start_methods() \
-            or sum(len(raw) for _, raw in files) < PARALLEL_BYTES:
-        return
-    environ = dict(os.environ if environ is None else environ)
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            answers = pool.map(_parse_in_worker, [name for name, _ in files], [raw for _, raw in files],
-                               [environ] * len(files))
-            for (name, raw), answer in zip(files, answers, strict=True):
-                if isinstance(answer, bytes) and parse_cache.cacheable(raw):
-                    parse_cache.keep(raw, answer)
-                if answer is not None:
-                    data, templates = marshal.loads(answer) if isinstance(answer, bytes) else answer
-                    _remember(name, raw, Document(data, templates=templates, files=[name]))
-    except (OSError, BrokenProcessPool):
-        pass
-
-
-def _parse_in_worker(name: str, raw: bytes, environ: dict[str, str]) -> bytes | tuple[Any, Any] | None:
-    """A worker's `_parse_plain`: the data and templates, marshalled (which reads back twice as
-    fast as a pickle) unless a value is a LeadingZero; None when the file is not plain."""
-    try:
-        document = _parse_plain(name, raw, environ, None)
-    except NotPlain:
-        return None
-    answer = (document.data, document.templates)
-    try:
-        return marshal.dumps(answer)
-    except ValueError:
-        return answer
 
 
 #: where manifest files are read from: the working tree, or (`reading_files_with`) another
@@ -337,10 +209,11 @@ class _TooLarge(Exception):
 
 
 def _read_text(path: Path, name: str) -> str:
-    return _decode(_read_raw(path, name), name)
+    return _decode(read_raw(path, name), name)
 
 
-def _read_raw(path: Path, name: str) -> bytes:
+def read_raw(path: Path, name: str) -> bytes:
+    """A manifest file's bytes (see `reading_files_with`); ManifestError when it cannot be read or is too large."""
     try:
         raw = _read_bytes(path)
         if len(raw) > MAX_FILE_BYTES:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from lance_sync.manifest.loader import DataPath, Document, NotPlain
+from lance_sync.manifest.parse_once import merged_once
 
 #: Top-level lists whose entries are matched by key across files instead of replaced.
 _KEYED_LISTS: dict[str, tuple[str, ...]] = {"namespaces": ("backend", "id"), "tables": ("name",)}
@@ -18,8 +19,13 @@ def merge_documents(documents: list[Document]) -> Document:
 
     Mappings merge key by key; entries of `namespaces` (by backend and id) and `tables`
     (by name) merge with the entry of the same key; every other value, lists included,
-    is replaced by the overlay's.
+    is replaced by the overlay's. Nothing changes the documents or the result, so in a
+    `parsing_once` block the same documents are merged once.
     """
+    return merged_once(documents, _merge_documents)
+
+
+def _merge_documents(documents: list[Document]) -> Document:
     merged = documents[0]
     for overlay in documents[1:]:
         result = Document(None, files=merged.files + overlay.files)

@@ -48,6 +48,12 @@ def cacheable(raw: bytes) -> bool:
     return len(raw) >= MIN_BYTES and b"${" not in raw
 
 
+def kept(raw: bytes) -> bool:
+    """Whether an entry for a file of these bytes is there (`recall` may still find it unreadable)."""
+    path = _entry(raw)
+    return path is not None and path.is_file()
+
+
 def recall(raw: bytes) -> Any:
     """What was kept for a file of these bytes (`keep`), or None."""
     path = _entry(raw)

@@ -14,11 +14,11 @@ from lance_sync.manifest import loader
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the manifest files parsed in this process from now on, in order."""
     names: list[str] = []
-    parse = loader._parse_plain
+    parse = loader.parse_plain
 
     def counting(name: str, *args: Any) -> loader.Document:
         names.append(Path(name).name)
         return parse(name, *args)
 
-    monkeypatch.setattr(loader, "_parse_plain", counting)
+    monkeypatch.setattr(loader, "parse_plain", counting)
     return names

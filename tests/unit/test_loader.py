@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lance_sync.manifest.loader import NotPlain, load_document, load_plain_document
+from lance_sync.manifest.loader import NotPlain, load_document
 from lance_sync.manifest.merge import merge_documents
+from lance_sync.manifest.parse_once import load_plain_document
 from lance_sync.model.errors import ManifestError
 
 

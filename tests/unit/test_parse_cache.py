@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lance_sync.manifest import load_manifest, loader, parse_cache
+from lance_sync.manifest import load_manifest, parse_cache, parse_once
 
 
 def manifest(tables: int, extra: str = "") -> str:
@@ -80,7 +80,7 @@ def test_off_and_unwritable(tmp_path: Path, cache: Path, parsed: list[str], monk
 def test_a_value_marshal_cannot_carry_is_not_kept(tmp_path: Path, cache: Path):
     path = tmp_path / "m.yaml"
     path.write_text(manifest(40).replace("owner: o", "owner: o\nspark: {conf: {a: b}}\nx: 010"))
-    loader.load_plain_document(path, {})  # a LeadingZero: the document reads, nothing is kept
+    parse_once.load_plain_document(path, {})  # a LeadingZero: the document reads, nothing is kept
     assert entries(cache) == []
 
 

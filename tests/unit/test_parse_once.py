@@ -1,5 +1,5 @@
 """Large split manifests parse in worker processes, and `--changed-since` parses a file once
-(lance_sync.manifest.loader: parse_ahead, parsing_once).
+(lance_sync.manifest.parse_once: parse_ahead, parsing_once).
 
 The worker tests run in a fresh interpreter: the loader forks only a process that runs no
 other thread, and the test session runs servers in threads."""
@@ -14,9 +14,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from lance_sync import api
+from lance_sync.manifest import merge as merge_module
 from lance_sync.manifest.parse_cache import CACHE_ENV
 
 BASE: dict[str, Any] = {
@@ -45,13 +47,13 @@ def run_fresh(tmp_path: Path, body: str) -> str:
         (tmp_path / name).write_text(text)
     script = textwrap.dedent("""
         import os, sys
-        from lance_sync.manifest import loader
+        from lance_sync.manifest import loader, parse_once
         parsed_here = []
-        parse = loader._parse_plain
+        parse = loader.parse_plain
         def counting(name, *args):
             parsed_here.append(os.path.basename(name))
             return parse(name, *args)
-        loader._parse_plain = counting  # a worker counts in its own copy
+        loader.parse_plain = counting  # a worker counts in its own copy
         paths = ["base.yaml", "more.yaml", "odd.yaml"]
         """) + textwrap.dedent(body)
     environ = {**os.environ, CACHE_ENV: "off"}  # every file parsed in this run
@@ -63,11 +65,11 @@ def run_fresh(tmp_path: Path, body: str) -> str:
 
 def test_workers_parse_what_this_process_would(tmp_path: Path):
     out = run_fresh(tmp_path, """
-        serial = loader.load_plain_documents(paths, {"ROOT": "/r"})
+        serial = parse_once.load_plain_documents(paths, {"ROOT": "/r"})
         assert sorted(parsed_here) == sorted(paths), parsed_here
         parsed_here.clear()
-        loader.PARALLEL_BYTES = 0
-        parallel = loader.load_plain_documents(paths, {"ROOT": "/r"})
+        parse_once.PARALLEL_BYTES = 0
+        parallel = parse_once.load_plain_documents(paths, {"ROOT": "/r"})
         assert parsed_here == [], parsed_here  # every file parsed by a worker
         for one, other in zip(serial, parallel, strict=True):
             assert (one.data, one.templates, one.files) == (other.data, other.templates, other.files)
@@ -79,9 +81,9 @@ def test_workers_parse_what_this_process_would(tmp_path: Path):
 def test_a_file_that_is_not_plain_is_left_to_the_full_road(tmp_path: Path):
     (tmp_path / "anchors.yaml").write_text("tables: &t [{name: t9, location: ./a/t9.lance}]\n")
     run_fresh(tmp_path, """
-        loader.PARALLEL_BYTES = 0
+        parse_once.PARALLEL_BYTES = 0
         try:
-            loader.load_plain_documents(paths + ["anchors.yaml"], {})
+            parse_once.load_plain_documents(paths + ["anchors.yaml"], {})
         except loader.NotPlain:
             pass
         else:
@@ -94,9 +96,9 @@ def test_a_worker_that_dies_leaves_the_files_to_this_process(tmp_path: Path):
     run_fresh(tmp_path, """
         def die(*args):
             os._exit(3)
-        loader._parse_in_worker = die
-        loader.PARALLEL_BYTES = 0
-        documents = loader.load_plain_documents(paths, {})
+        parse_once._parse_in_worker = die
+        parse_once.PARALLEL_BYTES = 0
+        documents = parse_once.load_plain_documents(paths, {})
         assert sorted(parsed_here) == sorted(paths) and len(documents) == 3, parsed_here
         """)
 
@@ -106,10 +108,49 @@ def test_no_workers_beside_other_threads(tmp_path: Path):
         import threading
         stop = threading.Event()
         threading.Thread(target=stop.wait).start()
-        loader.PARALLEL_BYTES = 0
-        loader.load_plain_documents(paths, {})
+        parse_once.PARALLEL_BYTES = 0
+        parse_once.load_plain_documents(paths, {})
         stop.set()
         assert sorted(parsed_here) == sorted(paths), parsed_here
+        """)
+
+
+def test_a_worker_parses_the_changed_file_while_the_others_come_from_the_cache(tmp_path: Path):
+    out = run_fresh(tmp_path, """
+        from lance_sync.manifest import parse_cache
+        parse_cache.MIN_BYTES = 0
+        os.environ[parse_cache.CACHE_ENV] = os.path.join(os.getcwd(), "cache")
+        first = parse_once.load_plain_documents(paths, {})
+        assert sorted(parsed_here) == sorted(paths), parsed_here  # small files: no workers
+        with open("more.yaml", "a") as more:
+            more.write("  - {name: t99, location: ./a/t99.lance}\\n")
+        parsed_here.clear()
+        parse_once.PARALLEL_BYTES = 0
+        again = parse_once.load_plain_documents(paths, {})
+        assert parsed_here == [], parsed_here  # the changed file by a worker, the others read back
+        assert [d.data for d in again] != [d.data for d in first] and again[0].data == first[0].data
+        print(again[1].data["tables"][-1]["name"])
+        """)
+    assert out.split() == ["t99"]
+
+
+def test_this_process_does_its_next_work_while_a_worker_parses(tmp_path: Path):
+    run_fresh(tmp_path, """
+        import time
+        in_worker = parse_once._parse_in_worker
+        def after_go(*args):  # the workers wait for what this process does meanwhile
+            while not os.path.exists("go"):
+                time.sleep(0.01)
+            return in_worker(*args)
+        parse_once._parse_in_worker = after_go
+        parse_once.PARALLEL_BYTES = 0
+        meanwhile = []
+        def go():
+            meanwhile.append("go")
+            open("go", "w").close()
+        with parse_once.parsing_once(meanwhile=go):
+            documents = parse_once.load_plain_documents(paths, {})
+        assert meanwhile == ["go"] and parsed_here == [] and len(documents) == 3, (meanwhile, parsed_here)
         """)
 
 
@@ -119,7 +160,11 @@ def git(folder: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=folder, check=True, env=env, capture_output=True)
 
 
-def test_changed_since_parses_each_version_of_a_file_once(tmp_path: Path, parsed: list[str]):
+def test_changed_since_parses_and_merges_each_version_of_a_file_once(tmp_path: Path, parsed: list[str],
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    merges = []
+    merge = merge_module._merge_documents
+    monkeypatch.setattr(merge_module, "_merge_documents", lambda documents: merges.append(1) or merge(documents))
     base, overlay = tmp_path / "m.yaml", tmp_path / "overlay.yaml"
     base.write_text(yaml.safe_dump(BASE))
     overlay.write_text(yaml.safe_dump({"tables": [{"name": "t1", "properties": {"o": "v"}}]}))
@@ -132,6 +177,7 @@ def test_changed_since_parses_each_version_of_a_file_once(tmp_path: Path, parsed
     state, baseline = api.load_changed([str(base), str(overlay)], "HEAD")
     # the base as committed and as it is now; the overlay, the same in both, once
     assert sorted(parsed) == ["m.yaml", "m.yaml", "overlay.yaml"]
+    assert len(merges) == 2  # the revision's files; the working tree's, for the comparison and the load
     assert baseline.then is not None and "properties" not in baseline.then.tables["t0"]
     assert baseline.now.tables["t0"]["properties"] == {"k": "v"}
     assert {t.name: t.properties for t in state.tables}["t0"] == {"k": "v"}

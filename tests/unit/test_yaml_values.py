@@ -22,8 +22,9 @@ import yaml
 from lance_sync.manifest import load_manifest
 from lance_sync.manifest import loader as loader_module
 from lance_sync.manifest import validate as validate_module
-from lance_sync.manifest.loader import TEXT_MAPS, NotPlain, load_document, load_plain_document
+from lance_sync.manifest.loader import TEXT_MAPS, NotPlain, load_document
 from lance_sync.manifest.models import manifest_json_schema
+from lance_sync.manifest.parse_once import load_plain_document
 from lance_sync.manifest.yaml_core import LeadingZero, dump_yaml, plain_value
 from lance_sync.model.errors import ManifestErrors
 

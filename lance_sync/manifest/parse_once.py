@@ -1,0 +1,211 @@
+"""Each version of a manifest file is parsed once, and large ones in parallel.
+
+`load_plain_document` reads a file by the plain road (lance_sync.manifest.loader) and keeps
+what it read: in a `parsing_once` block a file read again with the same bytes (from the
+working tree, or from a git revision that has it as it is) is not parsed again, and the
+parse cache (lance_sync.manifest.parse_cache) reads back what an earlier run parsed.
+`parse_ahead` parses large files in worker processes while this process goes on, and
+`merged_once` merges the same documents once (`--changed-since` reads the working tree's files
+for the comparison and for the desired state).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+from lance_sync.manifest import loader, parse_cache
+from lance_sync.manifest.loader import Document, NotPlain
+from lance_sync.model.errors import ManifestError
+
+
+def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None,
+                        shared: dict[str, str] | None = None) -> Document:
+    """Like `load_document`, without positions (lance_sync.manifest.loader); NotPlain when the
+    file needs `load_document`. `shared` keeps one copy of each text across the files of a
+    load (equal strings are one object)."""
+    name = str(path)
+    try:
+        raw = loader.read_raw(Path(path), name)
+    except ManifestError as error:
+        raise NotPlain(str(error)) from None
+    known = _remembered(name, raw) or _recalled(name, raw)
+    if known is not None:
+        return known
+    document = loader.parse_plain(name, raw, environ, shared)
+    if parse_cache.cacheable(raw):
+        with contextlib.suppress(ValueError):  # a LeadingZero, which marshal cannot carry
+            parse_cache.keep(raw, marshal.dumps((document.data, document.templates)))
+    return _remember(name, raw, document)
+
+
+def _recalled(name: str, raw: bytes) -> Document | None:
+    """The document of a file parsed by an earlier run (lance_sync.manifest.parse_cache)."""
+    kept = parse_cache.recall(raw)
+    if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[1], dict)):
+        return None
+    return _remember(name, raw, Document(kept[0], templates=kept[1], files=[name]))
+
+
+class _ParsedFiles:
+    """The files of a `parsing_once` block: each one's document, by name and bytes, and the
+    parses still under way in worker processes (`parse_ahead`)."""
+
+    def __init__(self, meanwhile: Callable[[], None] | None) -> None:
+        self.meanwhile = meanwhile
+        self.documents: dict[tuple[str, bytes], Document] = {}
+        self.pending: dict[tuple[str, bytes], Future] = {}
+        self.pool: ProcessPoolExecutor | None = None
+        #: merges of these documents (`merged_once`): the documents, by identity, and the merge
+        self.merges: list[tuple[list[Document], Document]] = []
+
+    def get(self, name: str, raw: bytes) -> Document | None:
+        """The document of this version of the file, waiting for a worker that parses it;
+        None when nobody has parsed it, or its worker failed (then this process parses it)."""
+        key = (name, raw)
+        if key in self.documents:
+            return self.documents[key]
+        future = self.pending.pop(key, None)
+        if future is None:
+            return None
+        if self.meanwhile is not None and not future.done():
+            meanwhile, self.meanwhile = self.meanwhile, None
+            meanwhile()
+        try:
+            answer = future.result()
+        except Exception:  # noqa: BLE001 - a worker that died or failed: the file parses here, with its errors
+            return None
+        if answer is None:
+            return None
+        if isinstance(answer, bytes) and parse_cache.cacheable(raw):
+            parse_cache.keep(raw, answer)
+        data, templates = marshal.loads(answer) if isinstance(answer, bytes) else answer
+        return self.keep(name, raw, Document(data, templates=templates, files=[name]))
+
+    def keep(self, name: str, raw: bytes, document: Document) -> Document:
+        self.documents[name, raw] = document
+        return document
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+_PARSED: ContextVar[_ParsedFiles | None] = ContextVar("parsed_manifest_files", default=None)
+
+
+@contextlib.contextmanager
+def parsing_once(meanwhile: Callable[[], None] | None = None) -> Iterator[None]:
+    """In this block, the plain road parses a file once: read again with the same bytes (from
+    the working tree, or from a git revision that has it as it is), its document is taken
+    again. For one environment only: `--changed-since` reads the same files for the comparison
+    and for the desired state. The documents are shared, so nothing changes them: merges build
+    new ones, and validation consumes a copy of the tables list. `meanwhile` runs once, the
+    first time this process would wait for a worker (`parse_ahead`): work that comes next
+    anyway, done while the worker parses."""
+    parsed = _ParsedFiles(meanwhile)
+    token = _PARSED.set(parsed)
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
+        parsed.close()
+
+
+def merged_once(documents: list[Document], merge: Callable[[list[Document]], Document]) -> Document:
+    """`merge(documents)`, once per list of the same documents in a `parsing_once` block:
+    `--changed-since` merges the working tree's files for the comparison and for the load."""
+    parsed = _PARSED.get()
+    if parsed is None:
+        return merge(documents)
+    for merged, result in parsed.merges:
+        if len(merged) == len(documents) and all(a is b for a, b in zip(merged, documents, strict=True)):
+            return result
+    result = merge(documents)
+    parsed.merges.append((list(documents), result))
+    return result
+
+
+def parsing_files_once() -> bool:
+    """Whether this runs in a `parsing_once` block."""
+    return _PARSED.get() is not None
+
+
+def _remembered(name: str, raw: bytes) -> Document | None:
+    parsed = _PARSED.get()
+    return parsed.get(name, raw) if parsed is not None else None
+
+
+def _remember(name: str, raw: bytes, document: Document) -> Document:
+    parsed = _PARSED.get()
+    return parsed.keep(name, raw, document) if parsed is not None else document
+
+
+#: Files of this many bytes in all, or more, that are still to parse are parsed in worker
+#: processes, a file each (`parse_ahead`): parsing is most of the time of loading a large
+#: manifest, and a worker's document reads back in a fraction of the time it takes to parse.
+PARALLEL_BYTES = 4 * 1024 * 1024
+
+
+def load_plain_documents(paths: Sequence[str | os.PathLike], environ: Mapping[str, str] | None = None,
+                         shared: dict[str, str] | None = None) -> list[Document]:
+    """`load_plain_document` of each path, in order; NotPlain when one needs `load_document`.
+    Large split manifests are parsed in worker processes (`parse_ahead`)."""
+    with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
+        try:
+            files = [(str(path), loader.read_raw(Path(path), str(path))) for path in paths]
+        except ManifestError as error:
+            raise NotPlain(str(error)) from None
+        parse_ahead(files, environ)
+        del files
+        return [load_plain_document(path, environ, shared) for path in paths]
+
+
+def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] | None = None) -> None:
+    """Start parsing files (name, bytes) in worker processes, for `load_plain_document` to take
+    in this `parsing_once` block (waiting for the worker, if need be): this process goes on
+    meanwhile, with the files an earlier run parsed (lance_sync.manifest.parse_cache) and
+    whatever else it has to do. As many workers as CPUs, a file each; only when the files to
+    parse are large (`PARALLEL_BYTES`), this process has something to do beside a worker (a
+    second file, or one to read from the cache), and forking is safe: this process runs no
+    other thread. Otherwise, and for a file whose worker fails, files parse where they are read."""
+    parsed = _PARSED.get()
+    if parsed is None or parsed.pool is not None:
+        return
+    fresh = [(name, raw) for name, raw in files if parsed.get(name, raw) is None]
+    to_parse = [(name, raw) for name, raw in fresh if not parse_cache.kept(raw)]
+    workers = min(len(to_parse), os.cpu_count() or 1)
+    if workers < 1 or len(fresh) < 2 or (os.cpu_count() or 1) < 2 or threading.active_count() > 1 \
+            or "fork" not in multiprocessing.get_all_start_methods() \
+            or sum(len(raw) for _, raw in to_parse) < PARALLEL_BYTES:
+        return
+    environ = dict(os.environ if environ is None else environ)
+    try:
+        parsed.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        for name, raw in to_parse:
+            parsed.pending[name, raw] = parsed.pool.submit(_parse_in_worker, name, raw, environ)
+    except (OSError, BrokenProcessPool):
+        parsed.pending.clear()
+
+
+def _parse_in_worker(name: str, raw: bytes, environ: dict[str, str]) -> bytes | tuple[Any, Any] | None:
+    """A worker's `parse_plain`: the data and templates, marshalled (which reads back twice as
+    fast as a pickle) unless a value is a LeadingZero; None when the file is not plain."""
+    try:
+        document = loader.parse_plain(name, raw, environ, None)
+    except NotPlain:
+        return None
+    answer = (document.data, document.templates)
+    try:
+        return marshal.dumps(answer)
+    except ValueError:
+        return answer
