@@ -66,6 +66,7 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     """The manifest of `paths` (and `policy_file`) at git revision `ref`, and the working
     tree's, as written. LanceSyncError when the files are not in a git repository or `ref`
     names no commit."""
+    from lance_sync.manifest import no_cycle_collection
     from lance_sync.manifest.loader import reading_files_with
     from lance_sync.manifest.parse_once import parse_ahead, parsing_files_once, parsing_once
 
@@ -75,7 +76,7 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     files = [*paths, *([policy_file] if policy_file else [])]
     contents = {path: text for path in files if (text := _show_if_there(revision, Path(path))) is not None}
     working = {path: _read_bytes(path) for path in files}
-    with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
+    with parsing_once() if not parsing_files_once() else contextlib.nullcontext(), no_cycle_collection():
         # a file the revision has as it is now is parsed once, for both sides (and for the load);
         # every version of a file is parsed at once (in worker processes, when large), the
         # revision's first: its side is read while the working tree's files are still parsing

@@ -12,6 +12,7 @@ for the comparison and for the desired state).
 from __future__ import annotations
 
 import contextlib
+import gc
 import marshal
 import multiprocessing
 import os
@@ -190,7 +191,9 @@ def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] |
         return
     environ = dict(os.environ if environ is None else environ)
     try:
-        parsed.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        # a worker makes a document and ends: no garbage cycles to look for
+        parsed.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                          initializer=gc.disable)
         for name, raw in to_parse:
             parsed.pending[name, raw] = parsed.pool.submit(_parse_in_worker, name, raw, environ)
     except (OSError, BrokenProcessPool):
