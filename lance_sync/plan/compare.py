@@ -346,9 +346,11 @@ class Comparer:
         want_properties = {**table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
         live = self.live.tables.get(key)
         if live is not None and live.is_lance and live.location == table.location and \
-                {k: live.properties[k] for k in want_properties if k in live.properties} == want_properties and \
-                not any(k in live.properties for k in MANAGED_KEYS if k not in want_properties):
-            return  # in sync, as most tables of a large plan are (checked without building states)
+                want_properties.items() <= live.properties.items() and \
+                live.properties.keys() & MANAGED_KEYS <= want_properties.keys():
+            # in sync, as most tables of a large plan are: every wanted property there, and no
+            # mark beyond the wanted ones (checked with set operations, without building states)
+            return
         keys = sorted(set(table.properties) | set(MANAGED_KEYS))
         want = ObjectState(location=table.location, properties=want_properties)
         common: dict[str, Any] = {"keys": keys, "table": table.name, "dataset": status,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TypeVar
 
@@ -288,7 +288,8 @@ def _normalized(info: TableInfo, shared: dict[tuple[tuple[str, str], ...], dict[
     properties = shared.setdefault(tuple(info.properties.items()), info.properties)
     if location == info.location and properties is info.properties:
         return info
-    return replace(info, location=location, properties=properties)
+    # built directly: dataclasses.replace takes twice as long, for every table of a plan
+    return TableInfo(info.id, location, properties, info.is_lance, info.columns)
 
 
 def _unless_gone(part: Callable[[], list[T]]) -> list[T]:

@@ -33,3 +33,23 @@ def test_a_path_already_normal_is_kept_and_any_other_is_normalized():
                 for url in (f"file://{path}", f"file://{path}%20", f"file://localhost{path}"):
                     assert normalize_location(url) == "/" + posixpath.normpath(
                         unquote(url.strip().removeprefix("file://").removeprefix("localhost"))).lstrip("/"), url
+
+
+def test_an_observed_table_keeps_every_member_with_its_location_spelled_once_and_properties_shared():
+    """The observer builds each table's record anew (not with dataclasses.replace): a member
+    added to TableInfo must come through too."""
+    from dataclasses import fields
+
+    from lance_sync.drivers.base import TableInfo
+    from lance_sync.plan.observe import _normalized
+
+    shared: dict = {}
+    first = _normalized(TableInfo(("c", "s", "u"), "/data/u.lance", {"a": "1"}), shared)
+    info = TableInfo(("c", "s", "t"), "file:///data/t.lance", {"a": "1"}, is_lance=False,
+                     columns=[{"name": "id", "type": "int"}])
+
+    observed = _normalized(info, shared)
+
+    assert observed.location == "/data/t.lance" and observed.properties is first.properties
+    kept = [f.name for f in fields(TableInfo) if f.name not in ("location", "properties")]
+    assert {name: getattr(observed, name) for name in kept} == {name: getattr(info, name) for name in kept}

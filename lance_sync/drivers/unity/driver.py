@@ -64,7 +64,8 @@ from lance_namespace.errors import (
     UnauthenticatedError,
     UnsupportedOperationError,
 )
-from pydantic import StrictInt, StrictStr
+from pydantic import ConfigDict, RootModel, StrictInt, StrictStr, with_config
+from typing_extensions import NotRequired, TypedDict
 
 from lance_sync.drivers.base import (
     Capabilities,
@@ -109,14 +110,25 @@ DATA_SOURCE_FORMAT = "TEXT"
 # `name` of every catalog, schema and table, and the list of a listing. A null or absent
 # next_page_token (or "", as older UC sends) is the last page.
 # Empty means `"schemas": []`: UC OSS always sends the list (SchemaRepository.listSchemas), so a body without it is an error.
+#
+# A table is a TypedDict, checked as strictly as a model: a listing page carries up to 50 of
+# them with a dozen members each, and pydantic builds a dict of the members named here in half
+# the time it builds a model (which keeps every other member too), less than `json.loads`
+# takes for the whole body. A single table's answer is a `OneTableAnswer` around one.
 
 
-class ColumnAnswer(Answer):
+#: what a TypedDict answer keeps: the members it names (inside a model it would take the model's
+#: `extra="allow"` and keep every other one too)
+NAMED_MEMBERS = ConfigDict(extra="ignore")
+
+
+@with_config(NAMED_MEMBERS)
+class ColumnAnswer(TypedDict, total=False):
     """ColumnInfo."""
 
-    name: StrictStr | None = None
-    type_text: StrictStr | None = None
-    position: StrictInt | None = None
+    name: StrictStr | None
+    type_text: StrictStr | None
+    position: StrictInt | None
 
 
 class CatalogAnswer(Answer):
@@ -133,14 +145,19 @@ class SchemaAnswer(Answer):
     properties: dict[str, StrictStr] | None = None
 
 
-class TableAnswer(Answer):
+@with_config(NAMED_MEMBERS)
+class TableAnswer(TypedDict):
     """TableInfo."""
 
     name: StrictStr
-    table_type: StrictStr | None = None
-    storage_location: StrictStr | None = None
-    properties: dict[str, StrictStr] | None = None
-    columns: list[ColumnAnswer] | None = None
+    table_type: NotRequired[StrictStr | None]
+    storage_location: NotRequired[StrictStr | None]
+    properties: NotRequired[dict[str, StrictStr] | None]
+    columns: NotRequired[list[ColumnAnswer] | None]
+
+
+class OneTableAnswer(RootModel[TableAnswer]):
+    """The answer of a call about one table (get, create)."""
 
 
 class ListSchemasAnswer(Answer):
@@ -238,8 +255,8 @@ class UnityNamespace(UnityRules, SyncNamespace):
             "columns": unity_columns(self._dataset_schema(location)),
             "properties": properties,
         }
-        created = self.http.request("POST", "/tables", json=body, expect=TableAnswer)
-        return DeclareTableResponse(location=created.storage_location or storage_location,
+        created = self.http.request("POST", "/tables", json=body, expect=OneTableAnswer).root
+        return DeclareTableResponse(location=created.get("storage_location") or storage_location,
                                     properties=_properties(created) or properties,
                                     storage_options=self.storage_options() or None)
 
@@ -247,7 +264,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
         """Lance tables only, so a page may hold fewer than `limit` names (even none)."""
         catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
         page = self._tables_page(catalog, schema, request.limit, request.page_token)
-        names = sorted(table.name for table in page.tables if _is_lance(table))
+        names = sorted(table["name"] for table in page.tables if _is_lance(table))
         return ListTablesResponse(tables=names, page_token=page.next_page_token or None)
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
@@ -255,7 +272,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
         catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
         table = self._get_lance_table(catalog, schema, name)
         return DescribeTableResponse(table=name, namespace=[catalog, schema],
-                                     location=table.storage_location,
+                                     location=table.get("storage_location"),
                                      properties=_properties(table),
                                      storage_options=self.storage_options() or None)
 
@@ -269,7 +286,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
         catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
         table = self._get_lance_table(catalog, schema, name)
         self.http.request("DELETE", f"/tables/{_full_name(catalog, schema, name)}")
-        return DeregisterTableResponse(id=[catalog, schema, name], location=table.storage_location,
+        return DeregisterTableResponse(id=[catalog, schema, name], location=table.get("storage_location"),
                                        properties=_properties(table))
 
     # --- reconciler extensions -----------------------------------------------------------------
@@ -356,9 +373,8 @@ class UnityNamespace(UnityRules, SyncNamespace):
 
         def fetch(token: str | None) -> tuple[list[TableInfo], str | None]:
             page = self._tables_page(catalog, schema, PAGE_SIZE, token)
-            infos = [TableInfo((catalog, schema, table.name), table.storage_location,
-                               _properties(table), is_lance=_is_lance(table),
-                               columns=_recorded_columns(table))
+            infos = [TableInfo((catalog, schema, table["name"]), table.get("storage_location"),
+                               _properties(table), is_lance=_is_lance(table), columns=_recorded_columns(table))
                      for table in page.tables]
             return infos, page.next_page_token
 
@@ -450,12 +466,12 @@ class UnityNamespace(UnityRules, SyncNamespace):
         """The table's TableInfo; TableNotFound also when its schema or catalog is missing."""
         full_name = _full_name(catalog, schema, name)
         try:
-            table = self.http.request("GET", f"/tables/{full_name}", expect=TableAnswer)
+            table: TableAnswer = self.http.request("GET", f"/tables/{full_name}", expect=OneTableAnswer).root
         except NamespaceNotFoundError as error:
             raise TableNotFoundError(f"unity: table {full_name} not found: {error}") from error
         if not _is_lance(table):
             raise InvalidInputError(f"unity: table {full_name} is not a Lance table "
-                                    f"(table_type {table.table_type}, properties.{TABLE_TYPE_KEY}="
+                                    f"(table_type {table.get('table_type')}, properties.{TABLE_TYPE_KEY}="
                                     f"{_properties(table).get(TABLE_TYPE_KEY)!r})")
         return table
 
@@ -526,19 +542,22 @@ def _full_name(*names: str) -> str:
 
 
 def _properties(info: CatalogAnswer | SchemaAnswer | TableAnswer) -> dict[str, str]:
-    """An object's properties; none when UC leaves the map out (as listings may)."""
+    """An object's properties; none when UC leaves the map out (as listings may). A table's
+    are the answer's own dict (built for it by the parse), a catalog's or schema's a copy."""
+    if isinstance(info, dict):
+        return info.get("properties") or {}
     return dict(info.properties or {})
 
 
 def _is_lance(table: TableAnswer) -> bool:
     """The spec's test: EXTERNAL, and properties.table_type equal to 'lance' in any case."""
-    return table.table_type == EXTERNAL and is_lance_table(_properties(table))
+    return table.get("table_type") == EXTERNAL and is_lance_table(_properties(table))
 
 
 def _recorded_columns(table: TableAnswer) -> list[dict[str, str | None]]:
     """The columns Unity records for a table, as {name, type_text} in position order."""
-    columns = sorted(table.columns or [], key=lambda c: c.position or 0)
-    return [{"name": c.name, "type": c.type_text} for c in columns]
+    columns = sorted(table.get("columns") or [], key=lambda c: c.get("position") or 0)
+    return [{"name": c.get("name"), "type": c.get("type_text")} for c in columns]
 
 
 # --- Arrow schema -> Unity columns ---------------------------------------------------------------
