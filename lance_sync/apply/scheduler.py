@@ -4,6 +4,7 @@ apply is told to stop."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections import deque
@@ -25,8 +26,8 @@ class StopSignal(Protocol):
     def is_set(self) -> bool: ...
 
 
-#: what a worker hands back: the unit it ran, and its outcomes or the error that escaped
-_Done = tuple[list[Action], list[Outcome] | BaseException]
+#: what a worker hands back: a unit's outcomes, or the error that escaped it
+_Done = list[Outcome] | BaseException
 
 
 class Scheduler:
@@ -83,13 +84,13 @@ class Scheduler:
             backlog.extend(runner.batches([a for key, a in self.by_key.items() if self.waiting[key] == 0]))
             start()
             while running:
-                unit, outcomes = done.get()
+                outcomes = done.get()
                 running -= 1
                 if isinstance(outcomes, BaseException):
                     raise outcomes
                 ready: list[Action] = []
-                for action, outcome in zip(unit, outcomes, strict=True):
-                    key = self.key_of[id(action)]
+                for outcome in outcomes:
+                    key = self.key_of[id(outcome.action)]
                     record(outcome, key)
                     if outcome.status == "succeeded":
                         ready += self._released(key)
@@ -99,6 +100,7 @@ class Scheduler:
                     backlog.extend(runner.batches(ready))
                 start()
         finally:
+            _drop_unstarted(todo)  # an error escaped: what no worker has taken yet is not started
             for _ in workers:
                 todo.put(None)
             for worker in workers:
@@ -127,6 +129,12 @@ def _work(runner: ActionRunner, todo: queue.SimpleQueue[list[Action] | None], do
     """A worker: runs units until it is handed None."""
     while (unit := todo.get()) is not None:
         try:
-            done.put((unit, runner.run_batch(unit)))
+            done.put(runner.run_batch(unit))
         except BaseException as error:  # noqa: BLE001 - raised again by the scheduler
-            done.put((unit, error))
+            done.put(error)
+
+
+def _drop_unstarted(todo: queue.SimpleQueue[list[Action] | None]) -> None:
+    with contextlib.suppress(queue.Empty):
+        while True:
+            todo.get_nowait()
