@@ -1,5 +1,5 @@
 """`python -m lance_sync` runs the CLI."""
 
-from lance_sync.cli.app import main
+from lance_sync.cli.app import run
 
-main(prog_name="lance-sync")
+run()

@@ -11,15 +11,17 @@ Each command is in a module of its own (or with the commands closest to it) and 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import gc
 import json
 import logging
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -147,3 +149,38 @@ def _pause_collections(context: click.Context) -> None:
 
 for _command in (validate, plan, apply, drift, reconcile, unlock, import_, schema, verify, discover, show, version):
     main.add_command(handle_errors(_command))
+
+
+def run() -> NoReturn:
+    """The `lance-sync` program (`python -m lance_sync`): the command, then a quick exit.
+
+    Once the command is done, with nothing left running but this thread, the exit handlers
+    run and the standard streams are flushed as at any exit, and the process ends without
+    the interpreter's teardown: freeing every module and object one by one was 0.6 s of a
+    6 s plan of 10,000 tables here, after the answer was out. Anything else still running
+    gets the usual exit, which waits for it."""
+    try:
+        main(prog_name="lance-sync")
+        code = 0
+    except SystemExit as done:
+        code = exit_status(done)
+    if any(thread is not threading.main_thread() and not thread.daemon for thread in threading.enumerate()):
+        sys.exit(code)
+    atexit._run_exitfuncs()  # noqa: SLF001 - what the interpreter runs first at exit
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except OSError:  # a reader that went away (a closed pipe): 120, as the interpreter says
+            code = code or 120
+    os._exit(code)
+
+
+def exit_status(done: SystemExit) -> int:
+    """The status a `SystemExit` ends the process with; a message (`sys.exit("...")`) is
+    written to stderr and ends it with 1, as the interpreter does."""
+    if done.code is None:
+        return 0
+    if isinstance(done.code, int):
+        return done.code
+    print(done.code, file=sys.stderr)
+    return 1
