@@ -70,3 +70,12 @@ def test_a_thread_still_running_gets_the_usual_exit(tmp_path: Path):
 def test_exit_status_of_system_exit(code: object, status: int, message: str, capsys: pytest.CaptureFixture[str]):
     assert exit_status(SystemExit(code)) == status
     assert capsys.readouterr().err == message
+
+
+def test_a_profiler_gets_its_results_written(tmp_path: Path):
+    """`python -m cProfile -m lance_sync` writes its statistics after the program returns."""
+    stats = tmp_path / "plan.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), "-m", "lance_sync", "--version"],
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert stats.stat().st_size > 0
