@@ -95,11 +95,13 @@ def changed_scope(baseline: Baseline, now: DesiredState) -> ChangeScope:
     if spark_changed:
         scope.widened.append("the spark settings changed: every table written from a source is planned")
 
-    namespaces = [ns for ns in now.namespaces if ns.backend in scope.whole_backends
+    whole = scope.whole_backends
+    namespaces = [ns for ns in now.namespaces if ns.backend in whole
                   or then.namespaces.get((ns.backend, ns.id)) != written.namespaces.get((ns.backend, ns.id))]
+    tables_then, tables_now = then.tables, written.tables
     tables = [t for t in now.tables
-              if then.tables.get(t.name) != written.tables.get(t.name) or (spark_changed and t.source is not None)
-              or any(r.backend in scope.whole_backends for r in t.registrations)]
+              if tables_then.get(t.name) != tables_now.get(t.name) or (spark_changed and t.source is not None)
+              or (whole and any(r.backend in whole for r in t.registrations))]
     scope.removed_namespaces = set(then.namespaces) - {(ns.backend, ns.id) for ns in now.namespaces}
     scope.removed_tables = then.registrations - {(r.backend, r.id) for t in now.tables for r in t.registrations}
     scope.state = _cut(now, namespaces, tables)
