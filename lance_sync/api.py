@@ -136,13 +136,19 @@ def plan(state: DesiredState, *, targets: Sequence[str] = (), scan_all: bool = F
 
 
 def load_changed(paths: Sequence[str], ref: str, policy_file: str | None = None) -> tuple[DesiredState, Baseline]:
-    """`load_baseline` and `load` at once: a file the revision has as it is now is parsed once,
-    for the comparison and for the desired state."""
+    """`load_baseline` and `load` at once, for a plan of what changed since `ref`: a file the
+    revision has as it is now is parsed once, for the comparison and for the desired state,
+    and only the tables that plan compares are built (`DesiredState.unbuilt`: the others, as
+    written); such a state is planned, applied or checked for drift with that baseline only."""
+    from lance_sync.manifest import load_manifest
     from lance_sync.manifest.parse_once import parsing_once
 
     with parsing_once(meanwhile=_import_planner):
         baseline = load_baseline(ref, paths, policy_file)
-        return load(paths, policy_file), baseline
+        from lance_sync.plan.changes import tables_to_build  # imported meanwhile
+
+        # only the tables the plan compares are built (the checks across entries cover all)
+        return load_manifest(list(paths), policy_file=policy_file, tables=tables_to_build(baseline)), baseline
 
 
 def _import_planner() -> None:

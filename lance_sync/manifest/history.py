@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,50 @@ class RawManifest:
     backends: dict[str, Any] = field(default_factory=dict)
     namespaces: dict[tuple[str, Identifier], Any] = field(default_factory=dict)
     tables: dict[str, Any] = field(default_factory=dict)
-    #: every table registration, (backend, table id)
-    registrations: set[tuple[str, Identifier]] = field(default_factory=set)
+    #: reads ids as this manifest's backends write them
+    ids: IdReader = field(default_factory=lambda: IdReader({}), compare=False, repr=False)
+
+    def registrations(self, names: Iterable[str]) -> set[tuple[str, Identifier]]:
+        """The registrations (backend, table id) of the tables `names`, as written (one in a
+        backend that is not there or not known is left out: its change widens the plan)."""
+        found = set()
+        for name in names:
+            registrations = self.tables.get(name, {}).get("register")
+            for item in registrations if isinstance(registrations, list) else []:
+                if isinstance(item, dict) and (key := self.ids(item.get("backend"), item.get("namespace"))) is not None:
+                    found.add((key[0], (*key[1], str(item.get("name") or name))))
+        return found
+
+
+class IdReader:
+    """(backend, id as written) -> (backend, names), or None where the backend is not there or
+    not known; worked out once per backend and id (a large manifest registers many tables in
+    each namespace)."""
+
+    def __init__(self, backends: dict[str, Any]):
+        self.backends = backends
+        self.known: dict[tuple[str, str], tuple[str, Identifier] | None] = {}
+
+    def __call__(self, backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
+        if isinstance(backend, str) and isinstance(raw_id, str):
+            key = (backend, raw_id)
+            if key not in self.known:
+                self.known[key] = self._parsed(backend, raw_id)
+            return self.known[key]
+        return self._parsed(backend, raw_id)
+
+    def _parsed(self, backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
+        from lance_sync.drivers import backend_rules
+
+        entry = self.backends.get(backend) if isinstance(backend, str) else None
+        backend_type = entry.get("type") if isinstance(entry, dict) else None
+        try:
+            rules = backend_rules(backend_type) if isinstance(backend_type, str) else None
+        except (LanceSyncError, KeyError, TypeError):
+            rules = None
+        if rules is None or not isinstance(raw_id, str | list):
+            return None
+        return backend, rules.parse_identifier(raw_id)
 
 
 @dataclass(frozen=True)
@@ -104,7 +146,6 @@ def raw_manifest(paths: list[str], policy_file: str | None = None,
                  environ: Mapping[str, str] | None = None) -> RawManifest:
     """The manifest files merged as written (a variable that is not set stays as written);
     ManifestError when a file is not YAML."""
-    from lance_sync.drivers import backend_rules
     from lance_sync.manifest.loader import NotPlain, load_document
     from lance_sync.manifest.merge import merge_documents
     from lance_sync.manifest.parse_once import load_plain_document, load_plain_documents
@@ -128,42 +169,15 @@ def raw_manifest(paths: list[str], policy_file: str | None = None,
     found = data.get("backends")
     backends: dict[str, Any] = found if isinstance(found, dict) else {}
 
-    #: (backend, id as written) -> `parse`: a large manifest registers many tables in each namespace
-    known: dict[tuple[str, str], tuple[str, Identifier] | None] = {}
-
-    def parse(backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
-        if isinstance(backend, str) and isinstance(raw_id, str):
-            key = (backend, raw_id)
-            if key not in known:
-                known[key] = parse_once(backend, raw_id)
-            return known[key]
-        return parse_once(backend, raw_id)
-
-    def parse_once(backend: Any, raw_id: Any) -> tuple[str, Identifier] | None:
-        entry = backends.get(backend) if isinstance(backend, str) else None
-        backend_type = entry.get("type") if isinstance(entry, dict) else None
-        try:
-            rules = backend_rules(backend_type) if isinstance(backend_type, str) else None
-        except (LanceSyncError, KeyError, TypeError):
-            rules = None
-        if rules is None or not isinstance(raw_id, str | list):
-            return None  # a backend that is not there or not known: its change widens the plan
-        return backend, rules.parse_identifier(raw_id)
-
+    ids = IdReader(backends)
     namespaces = {key: entry for entry in _entries(data, "namespaces")
-                  if (key := parse(entry.get("backend"), entry.get("id"))) is not None}
+                  if (key := ids(entry.get("backend"), entry.get("id"))) is not None}
     tables = {str(entry.get("name")): entry for entry in _entries(data, "tables")}
-    registrations = set()
-    for name, table in tables.items():
-        for registration in table.get("register") or []:
-            if isinstance(registration, dict) and (key := parse(registration.get("backend"),
-                                                                registration.get("namespace"))) is not None:
-                registrations.add((key[0], (*key[1], str(registration.get("name") or name))))
     policy = data.get("policy")
     if policy_file is not None:
         policy = (policy, read(policy_file).data)
     return RawManifest(owner=data.get("owner"), storage=data.get("storage"), spark=data.get("spark"), policy=policy,
-                       backends=dict(backends), namespaces=namespaces, tables=tables, registrations=registrations)
+                       backends=dict(backends), namespaces=namespaces, tables=tables, ids=ids)
 
 
 def _entries(data: dict, section: str) -> list[dict]:

@@ -43,7 +43,7 @@ from lance_sync.model.desired import (
 )
 from lance_sync.model.errors import ManifestError, ManifestErrors, Position
 from lance_sync.model.grants import DeclaredGrants, Securable
-from lance_sync.model.locations import is_local, is_within, normalize_location
+from lance_sync.model.locations import is_local, nested, normalize_location
 from lance_sync.model.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
 from lance_sync.model.policy import (
     AllowedLocations,
@@ -539,21 +539,11 @@ def _written(item: FormerName) -> str:
 def _check_locations(checker: _Checker, state: DesiredState) -> None:
     """One asset per path: no two tables share a location or nest inside each other."""
     tables = state.tables
-    # in the order of their paths' parts: "/" made the lowest character sorts as the lists of
-    # parts would (a path holds no NUL), without a list per table
-    ordered = sorted(range(len(tables)), key=lambda i: tables[i].location.replace("/", "\0"))
-    open_ancestors: list[int] = []
-    for index in ordered:
-        table = tables[index]
-        while open_ancestors and not is_within(table.location, tables[open_ancestors[-1]].location):
-            open_ancestors.pop()
-        if open_ancestors:
-            other = tables[open_ancestors[-1]]
-            relation = "the same location as" if other.location == table.location else "a location inside that of"
-            checker.fail(f"table '{table.name}' has {relation} table '{other.name}' ({other.location}); "
-                         "each location holds one table",
-                         ("tables", checker.table_index[table.name], "location"))
-        open_ancestors.append(index)
+    for index, other_index in nested([table.location for table in tables]):
+        table, other = tables[index], tables[other_index]
+        relation = "the same location as" if other.location == table.location else "a location inside that of"
+        checker.fail(f"table '{table.name}' has {relation} table '{other.name}' ({other.location}); "
+                     "each location holds one table", ("tables", checker.table_index[table.name], "location"))
 
 
 # --- policy ------------------------------------------------------------------------------------

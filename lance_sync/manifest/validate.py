@@ -169,10 +169,12 @@ def validate_strictly(document: Document) -> tuple[ValidatedManifest, Iterator[T
                                                      by_name=False)
     except ModelError:
         return None
-    return cast(ValidatedManifest, model), _strict_tables(list(raw_tables))
+    return cast(ValidatedManifest, model), strict_tables(list(raw_tables))
 
 
-def _strict_tables(raw: list[Any]) -> Iterator[Table]:
+def strict_tables(raw: list[Any]) -> Iterator[Table]:
+    """The raw tables validated in strict mode a chunk at a time, each chunk's raw entries set
+    to None in `raw` once validated; NotStrict when one fails."""
     for start in range(0, len(raw), STRICT_CHUNK):
         chunk = raw[start:start + STRICT_CHUNK]
         try:

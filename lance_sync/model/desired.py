@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +82,17 @@ class UnsetValue:
     position: Position | None = None
 
 
+@dataclass(frozen=True)
+class Unbuilt:
+    """The tables a load of some tables only left as written (`--changed-since`): checked
+    across entries (names, registrations, locations), built when a plan turns one up."""
+
+    #: (backend, table id) of each of their registrations -> the table's name
+    registered: dict[tuple[str, Identifier], str]
+    #: the desired tables of these names (ManifestError(s) when one does not pass its checks)
+    build: Callable[[Collection[str]], list[DesiredTable]]
+
+
 @dataclass
 class DesiredState:
     owner: str
@@ -98,6 +110,9 @@ class DesiredState:
     unset: list[UnsetValue] = field(default_factory=list)
     #: what the manifest should change but need not (deprecated keys), with file and line
     notices: list[str] = field(default_factory=list)
+    #: when only some tables were built (`tables` holds those): the others; such a state is
+    #: planned only against the baseline it was loaded for
+    unbuilt: Unbuilt | None = None
 
     def ids_by_backend(self) -> dict[str, set[Identifier]]:
         """Per backend, every id the manifest names: declared namespaces, registrations and the
@@ -109,4 +124,6 @@ class DesiredState:
             for registration in table.registrations:
                 ids[registration.backend].add(registration.id)
                 ids[registration.backend].update(registration.renamed_from)
+        for backend, id in self.unbuilt.registered if self.unbuilt else ():
+            ids[backend].add(id)
         return ids

@@ -9,7 +9,7 @@ import bisect
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 from urllib.parse import unquote
 
@@ -112,6 +112,29 @@ def overlap_relation(location: str, other: str) -> str:
     if location.rstrip("/") == other.rstrip("/"):
         return "is"
     return "lies inside" if is_within(location, other) else "contains"
+
+
+def nested(locations: Sequence[str]) -> Iterator[tuple[int, int]]:
+    """(i, j) for each location i that is location j or lies inside it (all normalized), j
+    the innermost such location before i in path order: one asset per path forbids each. One
+    sort, not a comparison of every pair."""
+    # in the order of their paths' parts: "/" made the lowest character sorts as the lists of
+    # parts would (a path holds no NUL), without a list per location
+    keys = [location.replace("/", "\0") for location in locations]
+    open_ancestors: list[int] = []
+    for index in sorted(range(len(keys)), key=keys.__getitem__):
+        key = keys[index]
+        while open_ancestors and not _key_within(key, keys[open_ancestors[-1]]):
+            open_ancestors.pop()
+        if open_ancestors:
+            yield index, open_ancestors[-1]
+        open_ancestors.append(index)
+
+
+def _key_within(key: str, root: str) -> bool:
+    """`is_within` for locations whose "/" are NUL (`nested`)."""
+    root = root.rstrip("\0")
+    return key == root or key.startswith(root + "\0")
 
 
 class LocationIndex(Generic[T]):

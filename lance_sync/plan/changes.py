@@ -20,6 +20,10 @@ calls follow the change, not the estate. Any other object that a read turns up a
 manifest declares is planned too (never taken for one that left the manifest); an owned
 object that left the manifest before REF is not this change's: its removal is left out and
 listed, as a full plan would remove it.
+
+The client's work follows the change too: `tables_to_build` names the tables such a plan
+compares, and the load builds only those (lance_sync.manifest.partial); an unbuilt table a
+read turns up is built then (`with_declared`).
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lance_sync.drivers.base import Identifier
-from lance_sync.manifest.history import Baseline
+from lance_sync.manifest.history import Baseline, RawManifest
+from lance_sync.model.backend_config import Identifier
 from lance_sync.model.desired import DesiredNamespace, DesiredState, DesiredTable
+from lance_sync.model.errors import LanceSyncError
 
 ObjectKey = tuple[str, Identifier]
 
@@ -71,26 +76,31 @@ class ChangeScope:
                 {k for k in tables if k[0] not in self.whole_backends})
 
 
+def tables_to_build(baseline: Baseline) -> set[str] | None:
+    """The names of the tables a plan since the baseline compares, for a load that builds
+    only those (lance_sync.manifest.partial); None when it needs every table: it plans
+    everything, or a policy checks every declared object."""
+    then, written = baseline.then, baseline.now
+    if then is None or _whole_reasons(baseline) or written.policy is not None:
+        return None
+    return _changed_tables(then, written, set(_changed_backends(then, written)), then.spark != written.spark)
+
+
 def changed_scope(baseline: Baseline, now: DesiredState) -> ChangeScope:
     """What changed in the manifest since the baseline, and what that change touches: the
     entries as written at the revision and in the working tree are compared (the working
-    tree's state, validated, is what gets planned)."""
+    tree's state, validated, is what gets planned: every table, or those `tables_to_build`
+    names)."""
     then, written = baseline.then, baseline.now
-    if then is None:
-        return ChangeScope(baseline, now, now, whole=True, widened=[f"{baseline.problem}: everything is planned"])
-    whole_reasons = [reason for differs, reason in [
-        (then.owner != written.owner, "the owner changed"),
-        (then.storage != written.storage, "the default storage options changed"),
-        (then.policy != written.policy, "the policy changed"),
-    ] if differs]
-    if whole_reasons:
-        return ChangeScope(baseline, now, now, whole=True,
-                           widened=[f"{r}: everything is planned" for r in whole_reasons])
+    whole_reasons = _whole_reasons(baseline)
+    if then is None or whole_reasons:
+        if now.unbuilt is not None:
+            raise LanceSyncError("internal error: a plan of everything needs every table of the manifest built")
+        return ChangeScope(baseline, now, now, whole=True, widened=whole_reasons)
     scope = ChangeScope(baseline, now, now)
-    for name in now.backends:
-        if then.backends.get(name) != written.backends.get(name):
-            scope.whole_backends.add(name)
-            scope.widened.append(f"backend '{name}' is new or its configuration changed: all of it is planned")
+    for name in _changed_backends(then, written):
+        scope.whole_backends.add(name)
+        scope.widened.append(f"backend '{name}' is new or its configuration changed: all of it is planned")
     spark_changed = then.spark != written.spark
     if spark_changed:
         scope.widened.append("the spark settings changed: every table written from a source is planned")
@@ -98,14 +108,48 @@ def changed_scope(baseline: Baseline, now: DesiredState) -> ChangeScope:
     whole = scope.whole_backends
     namespaces = [ns for ns in now.namespaces if ns.backend in whole
                   or then.namespaces.get((ns.backend, ns.id)) != written.namespaces.get((ns.backend, ns.id))]
-    tables_then, tables_now = then.tables, written.tables
-    tables = [t for t in now.tables
-              if tables_then.get(t.name) != tables_now.get(t.name) or (spark_changed and t.source is not None)
-              or (whole and any(r.backend in whole for r in t.registrations))]
+    changed = _changed_tables(then, written, whole, spark_changed)
+    tables = [t for t in now.tables if t.name in changed]
     scope.removed_namespaces = set(then.namespaces) - {(ns.backend, ns.id) for ns in now.namespaces}
-    scope.removed_tables = then.registrations - {(r.backend, r.id) for t in now.tables for r in t.registrations}
+    # a registration an unchanged entry makes, it made then too (in a backend whose
+    # configuration changed, all of it is planned): only changed and removed entries give one up
+    tables_now = written.tables
+    given_up = then.registrations(name for name, entry in then.tables.items() if tables_now.get(name) != entry)
+    scope.removed_tables = given_up - {(r.backend, r.id) for t in now.tables for r in t.registrations} \
+        - (now.unbuilt.registered.keys() if now.unbuilt else set())
     scope.state = _cut(now, namespaces, tables)
     return scope
+
+
+def _whole_reasons(baseline: Baseline) -> list[str]:
+    """Why a plan since the baseline covers everything, if it does."""
+    then, written = baseline.then, baseline.now
+    if then is None:
+        return [f"{baseline.problem}: everything is planned"]
+    return [f"{reason}: everything is planned" for differs, reason in [
+        (then.owner != written.owner, "the owner changed"),
+        (then.storage != written.storage, "the default storage options changed"),
+        (then.policy != written.policy, "the policy changed"),
+    ] if differs]
+
+
+def _changed_backends(then: RawManifest, written: RawManifest) -> list[str]:
+    """Backends that are new or whose configuration changed: each is planned in full."""
+    return [name for name, entry in written.backends.items() if then.backends.get(name) != entry]
+
+
+def _changed_tables(then: RawManifest, written: RawManifest, whole_backends: set[str], spark_changed: bool) -> set[str]:
+    """The tables whose entries changed, with a registration in a backend planned in full, or
+    written from a source when the spark settings changed."""
+    tables_then = then.tables
+    return {name for name, entry in written.tables.items()
+            if tables_then.get(name) != entry or (spark_changed and entry.get("source") is not None)
+            or (whole_backends and any(isinstance(item, dict) and item.get("backend") in whole_backends
+                                       for item in _items(entry.get("register"))))}
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def with_declared(scope: ChangeScope, namespaces: set[ObjectKey], tables: set[ObjectKey]) -> None:
@@ -119,6 +163,9 @@ def with_declared(scope: ChangeScope, namespaces: set[ObjectKey], tables: set[Ob
                         if (ns.backend, ns.id) in namespaces and (ns.backend, ns.id) not in have_namespaces]
     extra_tables = [t for t in full.tables if t.name not in have_tables
                     and any((r.backend, r.id) in tables for r in t.registrations)]
+    if full.unbuilt is not None:
+        unbuilt = {name for key in tables if (name := full.unbuilt.registered.get(key)) is not None}
+        extra_tables += full.unbuilt.build(unbuilt) if unbuilt else []
     if extra_namespaces or extra_tables:
         scope.state = _cut(full, [*state.namespaces, *extra_namespaces], [*state.tables, *extra_tables])
 
@@ -135,16 +182,13 @@ def _cut(full: DesiredState, namespaces: list[DesiredNamespace], tables: list[De
             needed |= _ancestors((registration.backend, registration.id))
     chosen = [ns for ns in full.namespaces if (ns.backend, ns.id) in keep | needed]
     names = {t.name for t in tables}
-    picked = [t for t in full.tables if t.name in names]
-    return replace(full, namespaces=chosen, tables=picked)
+    picked = [t for t in full.tables if t.name in names]  # in the manifest's order
+    built_since = names - {t.name for t in picked}  # from full.unbuilt
+    picked += [t for t in tables if t.name in built_since]
+    return replace(full, namespaces=chosen, tables=picked, unbuilt=None)
 
 
 def _ancestors(key: ObjectKey) -> set[ObjectKey]:
     backend, id = key
     return {(backend, id[:n]) for n in range(1, len(id))}
-
-
-def _backend_differs(before: Any, now: Any) -> bool:
-    return (before.type, before.config, before.scope, before.grants_mode) != \
-        (now.type, now.config, now.scope, now.grants_mode)
 

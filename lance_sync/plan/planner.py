@@ -148,6 +148,8 @@ def build_plan(state: DesiredState, drivers: Drivers,
     chosen = parse_targets(targets, state.backends)
     if chosen and baseline is not None:
         raise LanceSyncError("give --target or --changed-since, not both")
+    if state.unbuilt is not None and baseline is None:
+        raise LanceSyncError("internal error: a manifest loaded in part is planned only against its baseline")
     if baseline is not None:
         plan = plan_changes(changed_scope(baseline, state), drivers, parallelism, progress)
     else:

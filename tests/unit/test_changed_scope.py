@@ -14,7 +14,7 @@ import yaml
 from lance_sync.manifest import load_manifest
 from lance_sync.manifest.history import Baseline, load_baseline, raw_manifest
 from lance_sync.model.errors import LanceSyncError
-from lance_sync.plan.changes import changed_scope
+from lance_sync.plan.changes import changed_scope, tables_to_build
 
 BASE: dict[str, Any] = {
     "version": 1, "owner": "o",
@@ -35,7 +35,12 @@ def scope_of(tmp_path: Path, change) -> Any:
     then = raw_manifest([str(path)])
     path.write_text(yaml.safe_dump(now))
     baseline = Baseline("HEAD", "0" * 40, then, raw_manifest([str(path)]))
-    return changed_scope(baseline, load_manifest([str(path)]))
+    scope = changed_scope(baseline, load_manifest([str(path)]))
+    # a load of only the tables the plan compares covers the same
+    partial = changed_scope(baseline, load_manifest([str(path)], tables=tables_to_build(baseline)))
+    assert (names(partial), partial.whole, partial.whole_backends, partial.removals, partial.widened) == \
+        (names(scope), scope.whole, scope.whole_backends, scope.removals, scope.widened)
+    return scope
 
 
 def names(scope) -> tuple[list[str], list[str]]:
@@ -61,6 +66,16 @@ def test_removed_entries_are_read_by_id(tmp_path: Path):
     assert scope.removed_tables == {("a", ("sales", "t2"))} and scope.removed_namespaces == {("a", ("hr",))}
     namespaces, tables = scope.read_by_id()
     assert tables == {("a", ("sales", "t2"))} and ("a", ("hr",)) in namespaces and ("a", ("sales",)) in namespaces
+
+
+def test_a_registration_moved_away_is_removed_and_one_taken_over_is_not(tmp_path: Path):
+    def change(m):
+        m["tables"][1]["register"] = [{"backend": "a", "namespace": "hr"}]  # t1 leaves sales
+        m["tables"][4]["register"] = [{"backend": "a", "namespace": "sales", "name": "t3"}]
+        del m["tables"][3]  # t3 leaves, and t4 takes its registration over
+    scope = scope_of(tmp_path, change)
+    assert scope.removed_tables == {("a", ("sales", "t1")), ("a", ("sales", "t4"))}
+    assert names(scope) == (["a:hr", "a:sales"], ["t1", "t4"])
 
 
 def test_a_backend_configuration_change_covers_that_backend(tmp_path: Path):

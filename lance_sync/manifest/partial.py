@@ -1,0 +1,112 @@
+"""Loading some of a manifest's tables: a plan of what changed since a revision
+(`--changed-since`) builds the tables whose entries changed, not all 100,000.
+
+The others stay as written. The checks that span entries still cover every table, over the
+entries as written: each name once, each registration once, one table per location. A check
+that might fail, or an entry these checks cannot read (a name that is not text, an unknown
+backend, a `renamed_from`, whose checks need every table built), sends the load down the
+full road, which builds and checks every table and names the file and line of each problem.
+An unchanged entry is not checked on its own: `lance-sync validate` checks every entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from lance_sync.drivers import backend_rules
+from lance_sync.model.backend_config import Identifier
+from lance_sync.model.errors import LanceSyncError
+from lance_sync.model.locations import nested, normalize_location
+
+RegistrationKey = tuple[str, Identifier]
+
+
+class NotPartial(Exception):
+    """A check across entries may fail, or cannot be made as written: build every table."""
+
+
+def split_tables(data: dict[str, Any], wanted: Collection[str], base_dir: str
+                 ) -> tuple[list[Any], dict[str, Any], dict[RegistrationKey, str]]:
+    """The raw entries of the `wanted` tables (in manifest order), every other entry by name,
+    and the others' registrations; NotPartial unless the checks across all entries pass."""
+    raw_tables = data.get("tables", [])
+    backends = data.get("backends")
+    if not isinstance(raw_tables, list) or not isinstance(backends, dict):
+        raise NotPartial
+    key_of = _RegistrationKeys(backends)
+    others: dict[str, Any] = {}
+    registered: dict[RegistrationKey, str] = {}  # every table's, then the chosen ones' taken out
+    locations: list[str] = []
+    for entry in raw_tables:
+        if type(entry) is not dict or entry.get("renamed_from") is not None:
+            raise NotPartial
+        name, location, register = entry.get("name"), entry.get("location"), entry.get("register")
+        if type(name) is not str or name in others or type(location) is not str:
+            raise NotPartial
+        others[name] = entry
+        try:
+            locations.append(normalize_location(location, base_dir))
+        except ValueError:
+            raise NotPartial from None
+        for item in register if type(register) is list else _list(register):
+            key = key_of(item, name)
+            if key in registered:
+                raise NotPartial
+            registered[key] = name
+    if next(nested(locations), None) is not None:
+        raise NotPartial
+    chosen = [entry for entry in raw_tables if entry["name"] in wanted] if wanted else []
+    for entry in chosen:
+        del others[entry["name"]]
+        for item in entry.get("register") or []:
+            del registered[key_of(item, entry["name"])]
+    return chosen, others, registered
+
+
+def _list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise NotPartial
+    return value
+
+
+class _RegistrationKeys:
+    """A registration's (backend, table id) as the desired state will have it; the names of
+    its namespace worked out once per backend and namespace (a large manifest registers many
+    tables in each)."""
+
+    def __init__(self, backends: dict[str, Any]):
+        self.backends = backends
+        self.namespaces: dict[tuple[Any, str], Identifier] = {}
+
+    def __call__(self, item: Any, table: str) -> RegistrationKey:
+        if not isinstance(item, dict):
+            raise NotPartial
+        backend, namespace, name = item.get("backend"), item.get("namespace"), item.get("name") or table
+        if not isinstance(backend, str) or not isinstance(name, str):
+            raise NotPartial
+        if isinstance(namespace, str):
+            parts = self.namespaces.get((backend, namespace))
+            if parts is None:
+                parts = self.namespaces[(backend, namespace)] = self._parsed(backend, namespace)
+        else:
+            parts = self._parsed(backend, namespace)
+        return backend, (*parts, name)
+
+    def _parsed(self, backend: str, namespace: Any) -> Identifier:
+        if not isinstance(namespace, str | list):
+            raise NotPartial
+        entry = self.backends.get(backend)
+        backend_type = entry.get("type") if isinstance(entry, dict) else None
+        if not isinstance(backend_type, str):
+            raise NotPartial
+        try:
+            rules = backend_rules(backend_type)
+        except LanceSyncError:  # not a known type: the full road says so
+            raise NotPartial from None
+        parts = rules.parse_identifier(namespace)
+        if not parts or not all(isinstance(part, str) and part for part in parts):
+            raise NotPartial
+        return tuple(parts)
