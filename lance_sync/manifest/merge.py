@@ -120,7 +120,10 @@ def _entry_key(entry: Any, key_fields: tuple[str, ...]) -> Any:
     if not isinstance(entry, dict):
         return id(entry)
     if len(key_fields) == 1:  # a table's name: the commonest, a million times in a large manifest
-        return (repr(entry.get(key_fields[0])),)
+        value = entry.get(key_fields[0])
+        # text is its own key (never equal to a tuple); anything else by its repr, so that the
+        # name 1 and the name '1' stay two entries
+        return value if isinstance(value, str) else (repr(value),)
     return tuple(repr(entry.get(k)) for k in key_fields)
 
 

@@ -108,7 +108,9 @@ def changed_scope(baseline: Baseline, now: DesiredState) -> ChangeScope:
     whole = scope.whole_backends
     namespaces = [ns for ns in now.namespaces if ns.backend in whole
                   or then.namespaces.get((ns.backend, ns.id)) != written.namespaces.get((ns.backend, ns.id))]
-    changed = _changed_tables(then, written, whole, spark_changed)
+    # a state loaded in part holds the tables `tables_to_build` named, no more
+    changed = {t.name for t in now.tables} if now.unbuilt is not None \
+        else _changed_tables(then, written, whole, spark_changed)
     tables = [t for t in now.tables if t.name in changed]
     scope.removed_namespaces = set(then.namespaces) - {(ns.backend, ns.id) for ns in now.namespaces}
     # a registration an unchanged entry makes, it made then too (in a backend whose
