@@ -102,3 +102,26 @@ def test_a_state_loaded_in_part_is_planned_only_with_its_baseline(tmp_path: Path
     state = load_manifest([write(tmp_path, BASE)], tables={"t1"})
     with pytest.raises(LanceSyncError, match="planned only against its baseline"):
         api.plan(state, drivers={})
+
+
+def test_a_plan_since_a_revision_builds_the_unchanged_table_a_listing_turns_up(tmp_path: Path):
+    """On the embedded `dir` backend: namespace `hr` leaves the manifest while its tables stay
+    declared. Its listing turns up t0, t2 and t4, unchanged and unbuilt: they are built and
+    planned (in sync), never taken for tables that left the manifest, as a full plan has it."""
+    import subprocess
+
+    path = write(tmp_path, BASE)
+    assert api.apply(api.load(path)).status == "applied"
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}
+    for command in (["init", "-q"], ["add", "m.yaml"], ["commit", "-qm", "m"]):
+        subprocess.run(["git", *command], cwd=tmp_path, check=True, env=env, capture_output=True)
+    changed = copy.deepcopy(BASE)
+    changed["namespaces"] = [{"backend": "a", "id": "sales"}]
+    write(tmp_path, changed)
+    state, baseline = api.load_changed([path], "HEAD")
+    assert [t.name for t in state.tables] == [] and state.unbuilt is not None
+    partial, full = api.plan(state, baseline=baseline), api.plan(api.load(path))
+    assert [(a.verb, a.address) for a in partial.actions] == [(a.verb, a.address) for a in full.actions]
+    assert not any(a.verb.value in ("forget", "delete") for a in partial.actions)
+    assert any("tables of the manifest are registered in it; kept" in w for w in partial.warnings)
