@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from lance_sync.drivers import backend_rules
+from lance_sync.manifest.history import IdReader
 from lance_sync.model.backend_config import Identifier
-from lance_sync.model.errors import LanceSyncError
 from lance_sync.model.locations import nested, normalize_location
 
 RegistrationKey = tuple[str, Identifier]
@@ -73,40 +72,19 @@ def _list(value: Any) -> list[Any]:
 
 
 class _RegistrationKeys:
-    """A registration's (backend, table id) as the desired state will have it; the names of
-    its namespace worked out once per backend and namespace (a large manifest registers many
-    tables in each)."""
+    """A registration's (backend, table id) as the desired state will have it."""
 
     def __init__(self, backends: dict[str, Any]):
-        self.backends = backends
-        self.namespaces: dict[tuple[Any, str], Identifier] = {}
+        self.ids = IdReader(backends)
 
     def __call__(self, item: Any, table: str) -> RegistrationKey:
         if not isinstance(item, dict):
             raise NotPartial
-        backend, namespace, name = item.get("backend"), item.get("namespace"), item.get("name") or table
-        if not isinstance(backend, str) or not isinstance(name, str):
+        name = item.get("name") or table
+        namespace = self.ids(item.get("backend"), item.get("namespace"))
+        if namespace is None or not isinstance(name, str):  # not a known backend, or not a name
             raise NotPartial
-        if isinstance(namespace, str):
-            parts = self.namespaces.get((backend, namespace))
-            if parts is None:
-                parts = self.namespaces[(backend, namespace)] = self._parsed(backend, namespace)
-        else:
-            parts = self._parsed(backend, namespace)
+        backend, parts = namespace
+        if not parts or not all(parts):
+            raise NotPartial
         return backend, (*parts, name)
-
-    def _parsed(self, backend: str, namespace: Any) -> Identifier:
-        if not isinstance(namespace, str | list):
-            raise NotPartial
-        entry = self.backends.get(backend)
-        backend_type = entry.get("type") if isinstance(entry, dict) else None
-        if not isinstance(backend_type, str):
-            raise NotPartial
-        try:
-            rules = backend_rules(backend_type)
-        except LanceSyncError:  # not a known type: the full road says so
-            raise NotPartial from None
-        parts = rules.parse_identifier(namespace)
-        if not parts or not all(isinstance(part, str) and part for part in parts):
-            raise NotPartial
-        return tuple(parts)
