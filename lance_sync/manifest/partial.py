@@ -48,7 +48,7 @@ def split_tables(data: dict[str, Any], wanted: Collection[str], base_dir: str
             locations.append(normalize_location(location, base_dir))
         except ValueError:
             raise NotPartial from None
-        for item in register if type(register) is list else _list(register):
+        for item in _list(register):
             key = key_of(item, name)
             if key in registered:
                 raise NotPartial
@@ -64,6 +64,7 @@ def split_tables(data: dict[str, Any], wanted: Collection[str], base_dir: str
 
 
 def _list(value: Any) -> list[Any]:
+    """A `register` list as written: none is empty, anything but a list cannot be read."""
     if value is None:
         return []
     if not isinstance(value, list):
