@@ -110,7 +110,12 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     names no commit."""
     from lance_sync.manifest import no_cycle_collection
     from lance_sync.manifest.loader import reading_files_with
-    from lance_sync.manifest.parse_once import parse_ahead, parsing_files_once, parsing_once
+    from lance_sync.manifest.parse_once import (
+        parse_ahead,
+        parsing_files_once,
+        parsing_once,
+        reparse_changed,
+    )
 
     folder = Path(paths[0]).resolve().parent
     revision = _git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
@@ -120,8 +125,12 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     working = {path: _read_bytes(path) for path in files}
     with parsing_once() if not parsing_files_once() else contextlib.nullcontext(), no_cycle_collection():
         # a file the revision has as it is now is parsed once, for both sides (and for the load);
-        # every version of a file is parsed at once (in worker processes, when large), the
-        # revision's first: its side is read while the working tree's files are still parsing
+        # a changed file whose earlier version an earlier run parsed is read from that parse;
+        # every other version of a file is parsed at once (in worker processes, when large),
+        # the revision's first: its side is read while the working tree's files are still parsing
+        for path, raw in working.items():
+            if raw is not None and contents.get(path) not in (None, raw):
+                reparse_changed(path, contents[path], raw, environ)
         parse_ahead([(path, raw) for path, raw in contents.items() if raw != working[path]]
                     + [(path, raw) for path, raw in working.items() if raw is not None], environ)
         present = [p for p in paths if p in contents]

@@ -153,7 +153,7 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
         raise ManifestError(f"invalid YAML: {error}", Position(name, 1, 1)) from None
     if root is None:
         raise ManifestError("the file is empty; a manifest needs at least 'version: 1'", Position(name, 1, 1))
-    builder = _Builder(name, os.environ if environ is None else environ, allow_unset, _node_limit(text))
+    builder = _Builder(name, os.environ if environ is None else environ, allow_unset, node_limit(text))
     data = builder.build(root, ())
     return Document(data, builder.positions, builder.key_positions, builder.templates, [name], builder.unset,
                     builder.written)
@@ -168,12 +168,26 @@ def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
     """A file's bytes read as a plain document (`load_plain_document` parses with this);
     NotPlain when the file needs `load_document`."""
     try:
-        text = _decode(raw, name)
-        builder = _PlainBuilder(name, os.environ if environ is None else environ, text, _node_limit(text), shared)
-        data = builder.document()
+        text = decode(raw, name)
+    except ManifestError as error:
+        raise NotPlain(str(error)) from None
+    data, templates, _ = parse_plain_text(name, text, environ, shared)
+    return Document(data, templates=templates, files=[name])
+
+
+def parse_plain_text(name: str, text: str, environ: Mapping[str, str] | None, shared: dict[str, str] | None = None,
+                     item_at: DataPath | None = None, max_nodes: int | None = None) -> tuple[Any, dict[DataPath, str], int]:
+    """`parse_plain` of decoded text: the data, its templates and how many values it counts
+    against the limit. With `item_at`, `text` is a block sequence of one item written alone,
+    and the item is built as the value at that path of the file (lance_sync.manifest.reparse):
+    text maps, templates and depth are those of its place."""
+    try:
+        builder = _PlainBuilder(name, os.environ if environ is None else environ, text,
+                                node_limit(text) if max_nodes is None else max_nodes, shared)
+        data = builder.document() if item_at is None else builder.item(item_at)
     except (ManifestError, yaml.YAMLError, StopIteration) as error:
         raise NotPlain(str(error)) from None
-    return Document(data, templates=builder.templates, files=[name])
+    return data, builder.templates, builder.nodes_built
 
 
 #: where manifest files are read from: the working tree, or (`reading_files_with`) another
@@ -209,7 +223,7 @@ class _TooLarge(Exception):
 
 
 def _read_text(path: Path, name: str) -> str:
-    return _decode(read_raw(path, name), name)
+    return decode(read_raw(path, name), name)
 
 
 def read_raw(path: Path, name: str) -> bytes:
@@ -230,7 +244,8 @@ def read_raw(path: Path, name: str) -> bytes:
     return raw
 
 
-def _decode(raw: bytes, name: str) -> str:
+def decode(raw: bytes, name: str) -> str:
+    """A manifest file's text; ManifestError (with the line and column) when it is not UTF-8."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -241,7 +256,8 @@ def _decode(raw: bytes, name: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _node_limit(text: str) -> int:
+def node_limit(text: str) -> int:
+    """How many values a file of this text may expand to (`MAX_NODES`)."""
     return MAX_NODES + len(text) // BYTES_PER_VALUE
 
 
@@ -431,6 +447,18 @@ class _PlainBuilder:
             self.expect(kind)
         data = self.node(self.next_event(), ())
         for kind in (DocumentEndEvent, StreamEndEvent):
+            self.expect(kind)
+        return data
+
+    def item(self, path: DataPath) -> Any:
+        """The one item of the block sequence that is the whole document, as the value at `path`."""
+        for kind in (StreamStartEvent, DocumentStartEvent):
+            self.expect(kind)
+        start = self.next_event()
+        if type(start) is not SequenceStartEvent or start.anchor is not None or start.tag not in (None, "!"):
+            raise NotPlain("not a block sequence")
+        data = self.node(self.next_event(), path)
+        for kind in (SequenceEndEvent, DocumentEndEvent, StreamEndEvent):
             self.expect(kind)
         return data
 

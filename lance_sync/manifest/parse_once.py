@@ -6,7 +6,8 @@ working tree, or from a git revision that has it as it is) is not parsed again, 
 parse cache (lance_sync.manifest.parse_cache) reads back what an earlier run parsed.
 `parse_ahead` parses large files in worker processes while this process goes on, and
 `merged_once` merges the same documents once (`--changed-since` reads the working tree's files
-for the comparison and for the desired state).
+for the comparison and for the desired state), and `reparse_changed` reads a changed file from
+the parse of its earlier version, parsing only what changed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from lance_sync.manifest import loader, parse_cache
 from lance_sync.manifest.loader import Document, NotPlain
+from lance_sync.manifest.reparse import reparse
 from lance_sync.model.errors import ManifestError
 
 
@@ -55,6 +57,19 @@ def _recalled(name: str, raw: bytes) -> Document | None:
     if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[1], dict)):
         return None
     return _remember(name, raw, Document(kept[0], templates=kept[1], files=[name]))
+
+
+def reparse_changed(name: str, earlier_raw: bytes, raw: bytes, environ: Mapping[str, str] | None = None) -> None:
+    """In a `parsing_once` block, read the version `raw` of a file from the parse of its
+    version `earlier_raw`, when this block or an earlier run (the parse cache) has that: only
+    the items that changed are parsed (lance_sync.manifest.reparse). When that cannot be done,
+    nothing: the file is parsed whole when it is read."""
+    parsed = _PARSED.get()
+    if parsed is None or (name, raw) in parsed.documents:
+        return
+    earlier = parsed.documents.get((name, earlier_raw)) or _recalled(name, earlier_raw)
+    if earlier is not None and (document := reparse(name, earlier, earlier_raw, raw, environ)) is not None:
+        parsed.keep(name, raw, document)
 
 
 class _ParsedFiles:
