@@ -25,11 +25,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from yaml.events import (
@@ -119,6 +119,9 @@ class Document:
     #: per keyed list (`_KEYED_LISTS`) a merge built: each entry's key -> its index, so that
     #: the next overlay's merge costs what the overlay holds, not what the base holds
     key_index: dict[str, dict[Any, int]] = field(default_factory=dict)
+    #: the templates written unquoted outside a text map, whose value is typed as YAML 1.2
+    #: types a plain scalar (`${PORT}` reads 8080 as a number); filled by the plain road
+    typed_templates: frozenset[DataPath] = frozenset()
 
     def position(self, path: DataPath) -> Position | None:
         """The position of the value at `path`, or of its nearest enclosing value."""
@@ -171,23 +174,51 @@ def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
         text = decode(raw, name)
     except ManifestError as error:
         raise NotPlain(str(error)) from None
-    data, templates, _ = parse_plain_text(name, text, environ, shared)
-    return Document(data, templates=templates, files=[name])
+    part = parse_plain_text(name, text, environ, shared)
+    return Document(part.data, templates=part.templates, typed_templates=part.typed_templates, files=[name])
+
+
+class PlainPart(NamedTuple):
+    """What the plain road read from a text: the data, its templates, and how many values it
+    counts against the limit (`node_limit`)."""
+
+    data: Any
+    templates: dict[DataPath, str]
+    typed_templates: frozenset[DataPath]
+    values: int
 
 
 def parse_plain_text(name: str, text: str, environ: Mapping[str, str] | None, shared: dict[str, str] | None = None,
-                     item_at: DataPath | None = None, max_nodes: int | None = None) -> tuple[Any, dict[DataPath, str], int]:
-    """`parse_plain` of decoded text: the data, its templates and how many values it counts
-    against the limit. With `item_at`, `text` is a block sequence of one item written alone,
-    and the item is built as the value at that path of the file (lance_sync.manifest.reparse):
-    text maps, templates and depth are those of its place."""
+                     item_at: DataPath | None = None, max_nodes: int | None = None) -> PlainPart:
+    """`parse_plain` of decoded text. With `item_at`, `text` is a block sequence of one item
+    written alone, and the item is built as the value at that path of the file
+    (lance_sync.manifest.reparse): text maps, templates and depth are those of its place."""
     try:
         builder = _PlainBuilder(name, os.environ if environ is None else environ, text,
                                 node_limit(text) if max_nodes is None else max_nodes, shared)
         data = builder.document() if item_at is None else builder.item(item_at)
     except (ManifestError, yaml.YAMLError, StopIteration) as error:
         raise NotPlain(str(error)) from None
-    return data, builder.templates, builder.nodes_built
+    templates = builder.templates
+    return PlainPart(data, templates, frozenset(path for path in builder.typed if path in templates),
+                     builder.nodes_built)
+
+
+def resolve_templates(name: str, data: Any, templates: Mapping[DataPath, str], typed: Collection[DataPath],
+                      environ: Mapping[str, str] | None) -> None:
+    """Set each template's value in `data` as the plain road reads it in `environ` (the parse
+    cache keeps none: a variable may hold a secret); `typed` as `Document.typed_templates`.
+    NotPlain when one does not read (a variable not set)."""
+    builder = _Builder(name, os.environ if environ is None else environ)
+    try:
+        for path, text in templates.items():
+            value = builder.interpolate(ScalarEvent(None, None, (True, False), text), path)
+            container = data
+            for key in path[:-1]:
+                container = container[key]
+            container[path[-1]] = _resolve_plain(value) if path in typed else value
+    except ManifestError as error:
+        raise NotPlain(str(error)) from None
 
 
 #: where manifest files are read from: the working tree, or (`reading_files_with`) another
@@ -441,6 +472,8 @@ class _PlainBuilder:
         self.templates = self.interpolator.templates
         self.nodes_built = 0
         self.shared: dict[str, str] = {} if shared is None else shared
+        #: paths of the unquoted values outside text maps that hold a `$`
+        self.typed: list[DataPath] = []
 
     def document(self) -> Any:
         for kind in (StreamStartEvent, DocumentStartEvent):
@@ -544,6 +577,7 @@ class _PlainBuilder:
                 return value
             if "$" not in text:
                 return self.shared.setdefault(text, text)
+            self.typed.append(path)
             return _resolve_plain(self.interpolator.interpolate(event, path))  # an event has a node's marks
         return self.shared.setdefault(text, text) if "$" not in text else self.interpolator.interpolate(event, path)
 

@@ -4,8 +4,9 @@ Parsing YAML is most of the time of loading a large manifest (about 16 s of CPU 
 tables); reading a parse back takes a seventh of that. An entry is named by the SHA-256 of
 the file's bytes, with the Python version and `FORMAT` (the plain road's output), so an entry
 can never be stale: a changed file is a different name. Only what a file says by itself is
-kept: a file that refers to the environment (`${VAR}`, which may be a secret) is never
-cached. Files under `MIN_BYTES` are not worth it.
+kept: a value that refers to the environment (`${VAR}`, which may be a secret) is kept as
+written, and read again in the environment of the run that reads the entry back
+(lance_sync.manifest.parse_once). Files under `MIN_BYTES` are not worth it.
 
 The folder is `$LANCE_SYNC_CACHE`, else `$XDG_CACHE_HOME/lance-sync`, else
 `~/.cache/lance-sync`; `LANCE_SYNC_CACHE=off` turns the cache off. It holds at most
@@ -26,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 CACHE_ENV = "LANCE_SYNC_CACHE"
-#: bump when the plain road's output for the same bytes changes
-FORMAT = 1
+#: bump when what is kept for the same bytes changes
+FORMAT = 2
 MIN_BYTES = 1024 * 1024
 MAX_ENTRIES = 64
 _SUFFIX = ".parsed"
@@ -44,8 +45,8 @@ def cache_dir() -> Path | None:
 
 
 def cacheable(raw: bytes) -> bool:
-    """Whether a file of these bytes is kept: large enough, and without `${`."""
-    return len(raw) >= MIN_BYTES and b"${" not in raw
+    """Whether a file of these bytes is kept: large enough."""
+    return len(raw) >= MIN_BYTES
 
 
 def kept(raw: bytes) -> bool:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lance_sync.manifest import loader, parse_cache
-from lance_sync.manifest.loader import Document, NotPlain
+from lance_sync.manifest.loader import DataPath, Document, NotPlain
 from lance_sync.manifest.reparse import reparse
 from lance_sync.model.errors import ManifestError
 
@@ -41,22 +41,51 @@ def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | No
         raw = loader.read_raw(Path(path), name)
     except ManifestError as error:
         raise NotPlain(str(error)) from None
-    known = _remembered(name, raw) or _recalled(name, raw)
+    known = _remembered(name, raw) or _recalled(name, raw, environ)
     if known is not None:
         return known
     document = loader.parse_plain(name, raw, environ, shared)
     if parse_cache.cacheable(raw):
         with contextlib.suppress(ValueError):  # a LeadingZero, which marshal cannot carry
-            parse_cache.keep(raw, marshal.dumps((document.data, document.templates)))
+            parse_cache.keep(raw, marshal.dumps(_kept_form(document)))
     return _remember(name, raw, document)
 
 
-def _recalled(name: str, raw: bytes) -> Document | None:
-    """The document of a file parsed by an earlier run (lance_sync.manifest.parse_cache)."""
-    kept = parse_cache.recall(raw)
-    if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[1], dict)):
+def _kept_form(document: Document) -> tuple[Any, dict[DataPath, str], list[DataPath]]:
+    """What is kept of a document (in the parse cache, and from a worker): the data without
+    the values of its templates (a variable may hold a secret), the templates and which of
+    them are typed; `_from_kept` reads it back in an environment."""
+    data = document.data
+    for path in document.templates:
+        data = _without_value(data, path)
+    return data, document.templates, list(document.typed_templates)
+
+
+def _without_value(data: Any, path: DataPath) -> Any:
+    """`data` with None at `path`: a copy of the containers along the path, the rest shared."""
+    copy = dict(data) if isinstance(data, dict) else list(data)
+    copy[path[0]] = None if len(path) == 1 else _without_value(data[path[0]], path[1:])  # type: ignore[index]
+    return copy
+
+
+def _from_kept(name: str, kept: Any, environ: Mapping[str, str] | None) -> Document | None:
+    """The document of `_kept_form` (its data is taken, not copied), its templates read in
+    `environ`; None when it is not that form, or a template does not read now (the file is
+    then parsed, and says why)."""
+    if not (isinstance(kept, tuple) and len(kept) == 3 and isinstance(kept[1], dict) and isinstance(kept[2], list)):
         return None
-    return _remember(name, raw, Document(kept[0], templates=kept[1], files=[name]))
+    data, templates, typed = kept
+    try:
+        loader.resolve_templates(name, data, templates, frozenset(typed), environ)
+    except NotPlain:
+        return None
+    return Document(data, templates=templates, typed_templates=frozenset(typed), files=[name])
+
+
+def _recalled(name: str, raw: bytes, environ: Mapping[str, str] | None) -> Document | None:
+    """The document of a file parsed by an earlier run (lance_sync.manifest.parse_cache)."""
+    document = _from_kept(name, parse_cache.recall(raw), environ)
+    return None if document is None else _remember(name, raw, document)
 
 
 def reparse_changed(name: str, earlier_raw: bytes, raw: bytes, environ: Mapping[str, str] | None = None) -> None:
@@ -67,7 +96,7 @@ def reparse_changed(name: str, earlier_raw: bytes, raw: bytes, environ: Mapping[
     parsed = _PARSED.get()
     if parsed is None or (name, raw) in parsed.documents:
         return
-    earlier = parsed.documents.get((name, earlier_raw)) or _recalled(name, earlier_raw)
+    earlier = parsed.documents.get((name, earlier_raw)) or _recalled(name, earlier_raw, environ)
     if earlier is not None and (document := reparse(name, earlier, earlier_raw, raw, environ)) is not None:
         parsed.keep(name, raw, document)
 
@@ -81,6 +110,8 @@ class _ParsedFiles:
         self.documents: dict[tuple[str, bytes], Document] = {}
         self.pending: dict[tuple[str, bytes], Future] = {}
         self.pool: ProcessPoolExecutor | None = None
+        #: the environment the workers parse in (`parse_ahead`)
+        self.environ: dict[str, str] = {}
         #: merges of these documents (`merged_once`): the documents, by identity, and the merge
         self.merges: list[tuple[list[Document], Document]] = []
 
@@ -104,8 +135,8 @@ class _ParsedFiles:
             return None
         if isinstance(answer, bytes) and parse_cache.cacheable(raw):
             parse_cache.keep(raw, answer)
-        data, templates = marshal.loads(answer) if isinstance(answer, bytes) else answer
-        return self.keep(name, raw, Document(data, templates=templates, files=[name]))
+        document = _from_kept(name, marshal.loads(answer) if isinstance(answer, bytes) else answer, self.environ)
+        return None if document is None else self.keep(name, raw, document)
 
     def keep(self, name: str, raw: bytes, document: Document) -> Document:
         self.documents[name, raw] = document
@@ -204,7 +235,7 @@ def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] |
             or "fork" not in multiprocessing.get_all_start_methods() \
             or sum(len(raw) for _, raw in to_parse) < PARALLEL_BYTES:
         return
-    environ = dict(os.environ if environ is None else environ)
+    environ = parsed.environ = dict(os.environ if environ is None else environ)
     try:
         # a worker makes a document and ends: no garbage cycles to look for
         parsed.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
@@ -215,14 +246,14 @@ def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] |
         parsed.pending.clear()
 
 
-def _parse_in_worker(name: str, raw: bytes, environ: dict[str, str]) -> bytes | tuple[Any, Any] | None:
-    """A worker's `parse_plain`: the data and templates, marshalled (which reads back twice as
-    fast as a pickle) unless a value is a LeadingZero; None when the file is not plain."""
+def _parse_in_worker(name: str, raw: bytes, environ: dict[str, str]) -> bytes | tuple[Any, Any, Any] | None:
+    """A worker's `parse_plain`: the document's `_kept_form`, marshalled (which reads back twice
+    as fast as a pickle) unless a value is a LeadingZero; None when the file is not plain."""
     try:
         document = loader.parse_plain(name, raw, environ, None)
     except NotPlain:
         return None
-    answer = (document.data, document.templates)
+    answer = _kept_form(document)
     try:
         return marshal.dumps(answer)
     except ValueError:

@@ -74,33 +74,35 @@ def reparse(name: str, earlier: Document, earlier_raw: bytes, raw: bytes,
         return None
     limit = loader.node_limit(text)
     try:
-        around, templates, counted = loader.parse_plain_text(name, old.head + old.tail, environ, None,
-                                                             max_nodes=limit)
-        if around != {**earlier.data, key: None}:
+        around = loader.parse_plain_text(name, old.head + old.tail, environ, None, max_nodes=limit)
+        if around.data != {**earlier.data, key: None}:
             return None
-        earlier_room = loader.node_limit(before) - counted  # what the earlier items counted, at most
+        parts = [around]
         parsed: dict[int, Any] = {}
         for index, item in fresh:
-            parsed[index], found, values = loader.parse_plain_text(
-                name, f"{' ' * new.indent}- {item}\n", environ, None, item_at=(key, index), max_nodes=limit)
-            templates.update(found)
-            counted += values
+            parts.append(loader.parse_plain_text(name, f"{' ' * new.indent}- {item}\n", environ, None,
+                                                 item_at=(key, index), max_nodes=limit))
+            parsed[index] = parts[-1].data
     except NotPlain:
         return None
+    counted = sum(part.values for part in parts)
+    earlier_room = loader.node_limit(before) - around.values  # what the earlier items counted, at most
     kept = [item for index, item in enumerate(new.items) if index not in parsed]
     if not _fits(kept, known, old.items, earlier_room, limit - counted):
         return None
     items = [parsed[index] if index in parsed else known[item] for index, item in enumerate(new.items)]
-    return Document({**earlier.data, key: items}, templates=templates, files=[name])
+    return Document({**earlier.data, key: items}, templates={k: v for part in parts for k, v in part.templates.items()},
+                    typed_templates=frozenset().union(*(part.typed_templates for part in parts)), files=[name])
 
 
 def _longest_list(document: Document) -> str | None:
     """The top-level key of the document's longest list (tables, as a rule); None when the
-    document is not a mapping of at least one list, or has templates (they go by index)."""
-    if document.templates or not isinstance(document.data, dict):
+    document is not a mapping of at least one list, or has templates in it (they go by index)."""
+    if not isinstance(document.data, dict):
         return None
     lists = [(len(value), key) for key, value in document.data.items() if isinstance(value, list) and value]
-    return max(lists)[1] if lists else None
+    key = max(lists)[1] if lists else None
+    return None if any(path[0] == key for path in document.templates) else key
 
 
 def _layout(text: str, key: str) -> _Layout | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lance_sync.manifest import load_manifest, parse_cache, parse_once
+from lance_sync.model.errors import ManifestError
 
 
 def manifest(tables: int, extra: str = "") -> str:
@@ -41,15 +42,58 @@ def test_a_large_file_is_parsed_once_across_runs(tmp_path: Path, cache: Path, pa
     assert parsed == ["m.yaml", "m.yaml"] and len(entries(cache)) == 2
 
 
-def test_what_refers_to_the_environment_or_is_small_is_not_kept(tmp_path: Path, cache: Path,
-                                                                monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TIER", "gold")
-    (tmp_path / "env.yaml").write_text(manifest(40, "  - {name: x, location: ./a/x.lance, properties: {t: '${TIER}'}, "
-                                                            "register: [{backend: a, namespace: s}]}\n"))
+def test_a_small_file_is_not_kept(tmp_path: Path, cache: Path):
     (tmp_path / "small.yaml").write_text(manifest(1))
-    for name in ("env.yaml", "small.yaml"):
-        load_manifest([str(tmp_path / name)])
+    load_manifest([str(tmp_path / "small.yaml")])
     assert entries(cache) == []
+
+
+SECRET = "s3cr3t-value-never-kept"
+#: a variable in a typed field (unquoted), in a quoted one, and in a text map
+WITH_VARIABLES = manifest(40, "  - name: x\n    location: ./a/${TABLE}.lance\n    protect: ${PROTECT}\n"
+                              "    properties:\n      t: '${TIER}'\n      n: ${N}\n"
+                              "    register: [{backend: a, namespace: s}]\n")
+
+
+def test_a_value_from_the_environment_is_kept_as_written_and_read_in_the_next_run(
+        tmp_path: Path, cache: Path, parsed: list[str], monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "env.yaml"
+    path.write_text(WITH_VARIABLES)
+    for name, value in (("TABLE", "x"), ("PROTECT", "true"), ("TIER", SECRET), ("N", "010")):
+        monkeypatch.setenv(name, value)
+    first = load_manifest([str(path)])
+    [entry] = entries(cache)
+    assert SECRET.encode() not in entry.read_bytes() and b"${TIER}" in entry.read_bytes()
+    table = next(t for t in first.tables if t.name == "x")
+    assert table.properties == {"t": SECRET, "n": "010"} and table.protect is True
+
+    monkeypatch.setenv("TIER", "silver")
+    monkeypatch.setenv("PROTECT", "false")
+    again = load_manifest([str(path)])
+    assert parsed == ["env.yaml"]  # read back, not parsed
+    table = next(t for t in again.tables if t.name == "x")
+    assert table.properties == {"t": "silver", "n": "010"} and table.protect is False
+    assert table.location.endswith("/a/x.lance")
+
+
+def test_a_variable_not_set_in_the_next_run_is_reported_by_the_parse(tmp_path: Path, cache: Path, parsed: list[str],
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "env.yaml"
+    path.write_text(WITH_VARIABLES)
+    for name, value in (("TABLE", "x"), ("PROTECT", "true"), ("TIER", "gold"), ("N", "1")):
+        monkeypatch.setenv(name, value)
+    load_manifest([str(path)])
+    monkeypatch.delenv("TIER")
+    with pytest.raises(ManifestError) as raised:
+        load_manifest([str(path)])
+    assert "environment variable 'TIER' is not set" in str(raised.value)
+    assert raised.value.position is not None and raised.value.position.line == 11
+
+
+def test_a_worker_answers_without_the_values_of_variables() -> None:
+    answer = parse_once._parse_in_worker("env.yaml", WITH_VARIABLES.encode(),
+                                         {"TABLE": "x", "PROTECT": "true", "TIER": SECRET, "N": "1"})
+    assert isinstance(answer, bytes) and SECRET.encode() not in answer
 
 
 def test_an_entry_that_does_not_read_back_is_parsed_again(tmp_path: Path, cache: Path, parsed: list[str]):

@@ -20,7 +20,7 @@ from lance_sync.manifest import reparse as reparse_module
 from lance_sync.manifest.loader import Document, NotPlain
 from lance_sync.manifest.reparse import reparse
 
-ENVIRON = {"ROOT": "/lake"}
+ENVIRON = {"ROOT": "/lake", "DEPTH": "3"}
 
 
 def typed(value: Any) -> Any:
@@ -52,6 +52,7 @@ def assert_same_as_whole(before: str, after: str) -> Document | None:
         assert expected is not None, f"reparse read text the whole parse refuses:\n{after}"
         assert typed(answer.data) == typed(expected.data)
         assert answer.templates == expected.templates
+        assert answer.typed_templates == expected.typed_templates
     return answer
 
 
@@ -109,6 +110,22 @@ def test_a_variable_in_a_new_item_is_a_template_at_its_new_index() -> None:
     answer = assert_same_as_whole(before, after)
     assert answer is not None and answer.templates == {("tables", 2, "location"): "${ROOT}/tv"}
     assert answer.data["tables"][2]["location"] == "/lake/tv"
+
+
+VARIABLES_HEAD = "backends:\n  cat:\n    root: '${ROOT}'\n    depth: ${DEPTH}\ntables:\n"
+
+
+def test_variables_around_the_list_are_read_with_it() -> None:
+    before = VARIABLES_HEAD + "".join(items(2, 10))
+    answer = assert_same_as_whole(before, before.replace("t3'", "t33'"))
+    assert answer is not None and answer.data["backends"]["cat"] == {"root": "/lake", "depth": 3}
+    assert answer.typed_templates == {("backends", "cat", "depth")}
+
+
+def test_variables_in_the_list_are_refused() -> None:
+    """Their templates go by index, which an insertion moves."""
+    before = HEAD + "".join(items(2, 10)) .replace("'/lake/t3'", "'${ROOT}/t3'")
+    assert read_again(before, before.replace("t4'", "t44'")) is None
 
 
 @pytest.mark.parametrize("change", [
@@ -197,7 +214,7 @@ JUNK = ["...\n", "---\n", "\t- x\n", "  - 'a\n", "x: 1\n", "   bad: [\n", "  -\t
 
 def estate(rng: random.Random) -> tuple[str, list[str], str, str]:
     pad = " " * rng.choice([0, 2, 2, 4])
-    head = rng.choice([HEAD, "tables:  # the tables\n\n", "version: 1\ntables:\n# first\n"])
+    head = rng.choice([HEAD, "tables:  # the tables\n\n", "version: 1\ntables:\n# first\n", VARIABLES_HEAD])
     tail = rng.choice(["", TAIL, "# the end\n", "owner: me\n"])
     listed = [item_text(rng, pad, number) for number in range(rng.randint(1, 12))]
     return head, listed, tail, pad
