@@ -208,7 +208,7 @@ def resolve_templates(name: str, data: Any, templates: Mapping[DataPath, str], t
                       environ: Mapping[str, str] | None) -> None:
     """Set each template's value in `data` as the plain road reads it in `environ` (the parse
     cache keeps none: a variable may hold a secret); `typed` as `Document.typed_templates`.
-    NotPlain when one does not read (a variable not set)."""
+    NotPlain when one does not read (a variable not set), or has no place in `data`."""
     builder = _Builder(name, os.environ if environ is None else environ)
     try:
         for path, text in templates.items():
@@ -217,7 +217,7 @@ def resolve_templates(name: str, data: Any, templates: Mapping[DataPath, str], t
             for key in path[:-1]:
                 container = container[key]
             container[path[-1]] = _resolve_plain(value) if path in typed else value
-    except ManifestError as error:
+    except (ManifestError, LookupError, TypeError) as error:
         raise NotPlain(str(error)) from None
 
 

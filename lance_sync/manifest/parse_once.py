@@ -63,8 +63,9 @@ def _kept_form(document: Document) -> tuple[Any, dict[DataPath, str], list[DataP
 
 def _without_value(data: Any, path: DataPath) -> Any:
     """`data` with None at `path`: a copy of the containers along the path, the rest shared."""
-    copy = dict(data) if isinstance(data, dict) else list(data)
-    copy[path[0]] = None if len(path) == 1 else _without_value(data[path[0]], path[1:])  # type: ignore[index]
+    key, rest = path[0], path[1:]
+    copy: Any = dict(data) if isinstance(data, dict) else list(data)
+    copy[key] = _without_value(data[key], rest) if rest else None
     return copy
 
 

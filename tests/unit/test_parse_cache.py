@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import marshal
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,14 @@ def test_a_variable_not_set_in_the_next_run_is_reported_by_the_parse(tmp_path: P
         load_manifest([str(path)])
     assert "environment variable 'TIER' is not set" in str(raised.value)
     assert raised.value.position is not None and raised.value.position.line == 11
+
+
+def test_an_entry_whose_template_has_no_place_is_parsed_again(tmp_path: Path, cache: Path, parsed: list[str]):
+    path = tmp_path / "m.yaml"
+    path.write_text(manifest(40))
+    parse_cache.keep(path.read_bytes(), marshal.dumps(({"version": 1}, {("tables", 99, "x"): "${X}"}, [])))
+    assert len(load_manifest([str(path)]).tables) == 40
+    assert parsed == ["m.yaml"]
 
 
 def test_a_worker_answers_without_the_values_of_variables() -> None:
