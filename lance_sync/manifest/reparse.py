@@ -22,6 +22,8 @@ It answers only when that is sure to be what parsing the new text whole gives, e
   line that is not would end the sequence, and the parse alone would fail), so YAML reads
   it the same whatever items surround it: each item begins where the one before ended, at
   the start of a line, in the same state;
+- the earlier version has no `${VAR}` inside the list (a template is known by its path, and
+  an inserted item moves the paths of those after it);
 - the whole counts no more values than the loader's limit for the new text.
 """
 
