@@ -124,7 +124,7 @@ def test_variables_around_the_list_are_read_with_it() -> None:
 
 def test_variables_in_the_list_are_refused() -> None:
     """Their templates go by index, which an insertion moves."""
-    before = HEAD + "".join(items(2, 10)) .replace("'/lake/t3'", "'${ROOT}/t3'")
+    before = HEAD + "".join(items(2, 10)).replace("'/lake/t3'", "'${ROOT}/t3'")
     assert read_again(before, before.replace("t4'", "t44'")) is None
 
 
@@ -135,7 +135,6 @@ def test_variables_in_the_list_are_refused() -> None:
     pytest.param(lambda text: text.replace("  - {name: t3,", "  -\n    {name: t3,"), id="an item's dash alone"),
     pytest.param(lambda text: text.replace("  - {name: t3,", "  -\t{name: t3,"), id="a dash and a tab"),
     pytest.param(lambda text: text.replace("  - {name: t3,", "...\n  - {name: t3,"), id="a document end"),
-    pytest.param(lambda text: text + "  - |\n    last", id="no line break at the end"),
     pytest.param(lambda text: text.replace("tables:\n", "'tables':\n"), id="a quoted key"),
     pytest.param(lambda text: text.replace("tables:\n", "tables:#x\n"), id="a key that is not the key"),
     pytest.param(lambda text: text.replace("t3", "t3\u2028"), id="a line separator"),
@@ -143,6 +142,12 @@ def test_variables_in_the_list_are_refused() -> None:
 def test_refused(change: Any) -> None:
     before = HEAD + "".join(items(2, 20)) + TAIL
     assert assert_same_as_whole(before, change(before)) is None
+
+
+def test_no_line_break_at_the_end_is_refused() -> None:
+    """A block scalar's last line break depends on it."""
+    before = HEAD + "".join(items(2, 5)) + "  - |\n    last"
+    assert assert_same_as_whole(before, before.replace("last", "lost")) is None
 
 
 def test_a_split_point_inside_a_quoted_value_is_refused() -> None:
