@@ -213,10 +213,7 @@ def resolve_templates(name: str, data: Any, templates: Mapping[DataPath, str], t
     try:
         for path, text in templates.items():
             value = builder.interpolate(ScalarEvent(None, None, (True, False), text), path)
-            container = data
-            for key in path[:-1]:
-                container = container[key]
-            container[path[-1]] = _resolve_plain(value) if path in typed else value
+            value_at(data, path[:-1])[path[-1]] = _resolve_plain(value) if path in typed else value
     except (ManifestError, LookupError, TypeError) as error:
         raise NotPlain(str(error)) from None
 
@@ -596,6 +593,13 @@ def _resolve_plain(text: str) -> Any:
     except that it is never null: an empty variable gives empty text."""
     value = plain_value(text)
     return text if value is None else value
+
+
+def value_at(data: Any, path: DataPath) -> Any:
+    """The value at `path` in `data`; LookupError or TypeError when there is none."""
+    for element in path:
+        data = data[element]
+    return data
 
 
 def _field(path: DataPath) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lance_sync.manifest.loader import DataPath, Document, NotPlain
+from lance_sync.manifest.loader import DataPath, Document, NotPlain, value_at
 from lance_sync.manifest.parse_once import merged_once
 
 #: Top-level lists whose entries are matched by key across files instead of replaced.
@@ -36,8 +36,8 @@ def _merge_documents(documents: list[Document]) -> Document:
 
 def _merge(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
            path: DataPath, out: Document) -> Any:
-    base_value = _get(base.data, base_path)
-    overlay_value = _get(overlay.data, overlay_path)
+    base_value = value_at(base.data, base_path)
+    overlay_value = value_at(overlay.data, overlay_path)
     if isinstance(base_value, dict) and isinstance(overlay_value, dict):
         _copy_position(overlay, overlay_path, path, out)
         result = {}
@@ -59,7 +59,7 @@ def _merge(base: Document, overlay: Document, base_path: DataPath, overlay_path:
 def _merge_keyed(base: Document, overlay: Document, base_path: DataPath, overlay_path: DataPath,
                  path: DataPath, out: Document, key_fields: tuple[str, ...]) -> list[Any]:
     _copy_position(overlay, overlay_path, path, out)
-    base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
+    base_list, overlay_list = value_at(base.data, base_path), value_at(overlay.data, overlay_path)
     if _plain_under(base, base_path) and _plain_under(overlay, overlay_path):
         return _merge_keyed_plain(base, overlay, base_path, overlay_path, out, key_fields)
     overlay_index = {_entry_key(entry, key_fields): i for i, entry in enumerate(overlay_list)}
@@ -91,7 +91,7 @@ def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, o
     the same list, built from the base's key index (kept from the merge that made the base)
     in the time the overlay takes. A key twice in either list raises NotPlain: the full road
     merges (and reports) those."""
-    base_list, overlay_list = _get(base.data, base_path), _get(overlay.data, overlay_path)
+    base_list, overlay_list = value_at(base.data, base_path), value_at(overlay.data, overlay_path)
     name = str(overlay_path[0])  # the path of a keyed list: the same in the base, overlay and result
     index = base.key_index.pop(name, None)  # the merged base is not merged again: its index moves on
     if index is None or len(index) != len(base_list):
@@ -127,14 +127,8 @@ def _entry_key(entry: Any, key_fields: tuple[str, ...]) -> Any:
     return tuple(repr(entry.get(k)) for k in key_fields)
 
 
-def _get(data: Any, path: DataPath) -> Any:
-    for element in path:
-        data = data[element]
-    return data
-
-
 def _copy(source: Document, source_path: DataPath, path: DataPath, out: Document) -> Any:
-    value = _get(source.data, source_path)
+    value = value_at(source.data, source_path)
     if not source.positions and not _templates_under(source, source_path):
         return value  # nothing to carry over but the value itself (a plain document's)
     _copy_position(source, source_path, path, out)
