@@ -357,6 +357,9 @@ class FaultProxy:
                                                   args=(connection, address), daemon=True,
                                                   name=f"fault-proxy-{self.port}-conn")
                         self._connections.add(connection)
+                        # A thread leaves the set only once it has ended, so stop() joins
+                        # every thread that may still run (even one inside its last lines).
+                        self._threads = {t for t in self._threads if t.is_alive()}
                         self._threads.add(thread)
                     thread.start()
 
@@ -368,7 +371,6 @@ class FaultProxy:
         finally:
             with self._lock:
                 self._connections.discard(connection)
-                self._threads.discard(threading.current_thread())
                 abort = connection in self._abort
                 self._abort.discard(connection)
             if abort:

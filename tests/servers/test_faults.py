@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import http.client
 import json
+import socket
 import threading
 import time
 import uuid
@@ -590,6 +591,34 @@ def test_stop_cuts_a_request_in_flight(upstream, web):
     assert time.perf_counter() - began < 0.5
     client.join(timeout=5)
     assert seen == ["ConnectionError"]
+    assert not proxy_threads()
+
+
+def test_stop_waits_for_a_connection_thread_in_its_last_lines(upstream, monkeypatch):
+    """stop() returns only after every connection thread has ended, even one that has
+    finished serving and is closing its socket (the CI run of 37305d4 saw one outlive stop())."""
+    proxy = FaultProxy(upstream.url)
+    stop_returned = threading.Event()
+    order: list[str] = []
+    real_shutdown = socket.socket.shutdown
+
+    def held_shutdown(sock: socket.socket, how: int) -> None:
+        if how == socket.SHUT_WR and threading.current_thread().name.endswith("-conn"):
+            # Wait for stop() to return; a correct stop() never does while this thread runs,
+            # so the wait ends by its timeout and the order below shows which came first.
+            stop_returned.wait(timeout=1)
+            order.append("connection thread closing")
+        real_shutdown(sock, how)
+
+    monkeypatch.setattr(socket.socket, "shutdown", held_shutdown)
+    client = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+    client.request("GET", "/x", headers={"Connection": "close"})
+    client.getresponse().read()
+    client.close()
+    proxy.stop()
+    order.append("stop returned")
+    stop_returned.set()
+    assert order == ["connection thread closing", "stop returned"]
     assert not proxy_threads()
 
 
