@@ -16,7 +16,7 @@ from typing import Any
 
 from lance_sync.manifest.history import IdReader
 from lance_sync.model.backend_config import Identifier
-from lance_sync.model.locations import nested, normalize_location
+from lance_sync.model.locations import normalize_location, overlapping
 
 RegistrationKey = tuple[str, Identifier]
 
@@ -31,36 +31,43 @@ def split_tables(data: dict[str, Any], wanted: Collection[str], base_dir: str
     and the others' registrations; NotPartial unless the checks across all entries pass."""
     raw_tables = data.get("tables", [])
     backends = data.get("backends")
-    if not isinstance(raw_tables, list) or not isinstance(backends, dict):
+    if not isinstance(raw_tables, list) or not isinstance(backends, dict) or not set(map(type, raw_tables)) <= {dict}:
         raise NotPartial
-    key_of = _RegistrationKeys(backends)
-    others: dict[str, Any] = {}
-    registered: dict[RegistrationKey, str] = {}  # every table's, then the chosen ones' taken out
-    locations: list[str] = []
-    for entry in raw_tables:
-        if type(entry) is not dict or entry.get("renamed_from") is not None:
-            raise NotPartial
-        name, location, register = entry.get("name"), entry.get("location"), entry.get("register")
-        if type(name) is not str or name in others or type(location) is not str:
-            raise NotPartial
-        others[name] = entry
-        try:
-            locations.append(normalize_location(location, base_dir))
-        except ValueError:
-            raise NotPartial from None
-        for item in _list(register):
-            key = key_of(item, name)
-            if key in registered:
-                raise NotPartial
-            registered[key] = name
-    if next(nested(locations), None) is not None:
+    # each check reads one field of every entry in one pass: a million entries in a large manifest
+    names = [entry.get("name") for entry in raw_tables]
+    written = [entry.get("location") for entry in raw_tables]
+    if not set(map(type, names)) <= {str} or not set(map(type, written)) <= {str} \
+            or any(entry.get("renamed_from") is not None for entry in raw_tables):
+        raise NotPartial
+    others = dict(zip(names, raw_tables, strict=True))
+    if len(others) < len(names):  # a name twice
+        raise NotPartial
+    registered = _registrations(raw_tables, names, _RegistrationKeys(backends))
+    try:
+        locations = [normalize_location(location, base_dir) for location in written]
+    except ValueError:
+        raise NotPartial from None
+    if overlapping(locations):
         raise NotPartial
     chosen = [entry for entry in raw_tables if entry["name"] in wanted] if wanted else []
     for entry in chosen:
         del others[entry["name"]]
-        for item in entry.get("register") or []:
-            del registered[key_of(item, entry["name"])]
+    for key in _registrations(chosen, [entry["name"] for entry in chosen], _RegistrationKeys(backends)):
+        del registered[key]
     return chosen, others, registered
+
+
+def _registrations(entries: list[dict[str, Any]], names: list[str], key_of: _RegistrationKeys
+                   ) -> dict[RegistrationKey, str]:
+    """Each registration of the entries, to its table's name; NotPartial for one twice."""
+    registered: dict[RegistrationKey, str] = {}
+    for name, entry in zip(names, entries, strict=True):
+        for item in _list(entry.get("register")):
+            key = key_of(item, name)
+            if key in registered:
+                raise NotPartial
+            registered[key] = name
+    return registered
 
 
 def _list(value: Any) -> list[Any]:
@@ -77,15 +84,26 @@ class _RegistrationKeys:
 
     def __init__(self, backends: dict[str, Any]):
         self.ids = IdReader(backends)
+        #: (backend, namespace) as written -> (backend, names), checked once for all its tables
+        self.namespaces: dict[tuple[Any, Any], tuple[str, Identifier]] = {}
 
     def __call__(self, item: Any, table: str) -> RegistrationKey:
         if not isinstance(item, dict):
             raise NotPartial
         name = item.get("name") or table
-        namespace = self.ids(item.get("backend"), item.get("namespace"))
-        if namespace is None or not isinstance(name, str):  # not a known backend, or not a name
+        if not isinstance(name, str):
             raise NotPartial
-        backend, parts = namespace
-        if not parts or not all(parts):
-            raise NotPartial
+        where = (item.get("backend"), item.get("namespace"))
+        try:
+            backend, parts = self.namespaces[where]
+        except KeyError:
+            backend, parts = self.namespaces[where] = self._namespace(*where)
+        except TypeError:  # a namespace written as a list
+            backend, parts = self._namespace(*where)
         return backend, (*parts, name)
+
+    def _namespace(self, backend: Any, raw_id: Any) -> tuple[str, Identifier]:
+        namespace = self.ids(backend, raw_id)
+        if namespace is None or not namespace[1] or not all(namespace[1]):  # not a known backend, or no id
+            raise NotPartial
+        return namespace

@@ -131,6 +131,17 @@ def nested(locations: Sequence[str]) -> Iterator[tuple[int, int]]:
         open_ancestors.append(index)
 
 
+def overlapping(locations: Sequence[str]) -> bool:
+    """Whether `nested` finds any pair, found faster: in path order, the first location that
+    lies in (or is) another comes right after one it lies in, so comparing each location with
+    the one before it is enough."""
+    keys = sorted([location.replace("/", "\0") for location in locations])
+    if len(set(keys)) < len(keys):  # one location twice
+        return True
+    roots = [key.rstrip("\0") + "\0" for key in keys[:-1]]
+    return any(map(str.startswith, keys[1:], roots))
+
+
 def _key_within(key: str, root: str) -> bool:
     """`is_within` for locations whose "/" are NUL (`nested`)."""
     root = root.rstrip("\0")

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
-from lance_sync.model.locations import is_within, normalize_location, relative_to
+from lance_sync.model.locations import (
+    is_within,
+    nested,
+    normalize_location,
+    overlapping,
+    relative_to,
+)
 
 
 def test_one_spelling_per_place():
@@ -16,6 +22,26 @@ def test_nesting():
     assert is_within("/a/b", "/a") and not is_within("/ab", "/a")
     assert relative_to("/root/x/y", "/root") == "x/y"
     assert relative_to("/other", "/root") is None
+
+
+def test_overlapping_finds_a_nesting_exactly_when_nested_does():
+    """`overlapping` compares each location with the one before it in path order only; a
+    seeded search over small estates (twins, prefixes that are not parents, the root, object
+    stores) holds it to `nested`, which tracks every open ancestor."""
+    import random
+
+    rng = random.Random(20261129)
+    parts = ["a", "b", "ab", "a b", "a.lance", "b-"]
+    found = 0
+    for _ in range(20_000):
+        locations = [rng.choice(["/", "s3://"]) + "/".join(rng.choice(parts) for _ in range(rng.randint(1, 3)))
+                     for _ in range(rng.randint(0, 6))]
+        if rng.random() < 0.05:
+            locations.append("/")
+        expected = next(nested(locations), None) is not None
+        assert overlapping(locations) == expected, locations
+        found += expected
+    assert 0 < found < 20_000  # both answers were tried
 
 
 def test_a_path_already_normal_is_kept_and_any_other_is_normalized():

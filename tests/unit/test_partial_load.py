@@ -61,6 +61,8 @@ def test_a_read_that_turns_up_an_unbuilt_table_builds_it(tmp_path: Path):
 @pytest.mark.parametrize("change, message", [
     (lambda m: m["tables"][3].update(name="t2"), "table 't2' is declared twice"),
     (lambda m: m["tables"][5]["register"][0].update(name="t3"), "registered by both 't3' and 't5'"),
+    (lambda m: m["tables"][5]["register"][0].update(name="t3", namespace=["sales"]),
+     "registered by both 't3' and 't5'"),  # the same namespace, written as a list
     (lambda m: m["tables"][4].update(location="./a/t1.lance/inner"), "a location inside that of table 't1'"),
     (lambda m: m["tables"][2].update(location="./a/t1.lance"), "the same location as table 't1'"),
 ])
