@@ -95,13 +95,21 @@ def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, o
     name = str(overlay_path[0])  # the path of a keyed list: the same in the base, overlay and result
     index = base.key_index.pop(name, None)  # the merged base is not merged again: its index moves on
     if index is None or len(index) != len(base_list):
-        index = {_entry_key(entry, key_fields): i for i, entry in enumerate(base_list)}
+        index = dict(zip(_entry_keys(base_list, key_fields), range(len(base_list)), strict=True))
         if len(index) != len(base_list):
             raise NotPlain(f"a key twice in {name}")
+    overlay_keys = _entry_keys(overlay_list, key_fields)
+    if index.keys().isdisjoint(overlay_keys):  # only new entries (files that split a manifest)
+        added = dict(zip(overlay_keys, range(len(base_list), len(base_list) + len(overlay_list)), strict=True))
+        if len(added) != len(overlay_list):
+            raise NotPlain(f"a key twice in {name}")
+        index.update(added)
+        out.key_index[name] = index
+        return [*base_list, *overlay_list]
     result = list(base_list)
     matched: set[int] = set()
     for j, entry in enumerate(overlay_list):
-        key = _entry_key(entry, key_fields)
+        key = overlay_keys[j]
         i = index.get(key)
         if i is None:
             index[key] = len(result)
@@ -116,10 +124,20 @@ def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, o
     return result
 
 
+def _entry_keys(entries: list[Any], key_fields: tuple[str, ...]) -> list[Any]:
+    """Each entry's `_entry_key`; for tables named with text (the commonest case, a million
+    times in a large manifest), their names, read in one pass."""
+    if len(key_fields) == 1 and all(type(entry) is dict for entry in entries):
+        names = [entry.get(key_fields[0]) for entry in entries]
+        if all(type(name) is str for name in names):
+            return names
+    return [_entry_key(entry, key_fields) for entry in entries]
+
+
 def _entry_key(entry: Any, key_fields: tuple[str, ...]) -> Any:
     if not isinstance(entry, dict):
         return id(entry)
-    if len(key_fields) == 1:  # a table's name: the commonest, a million times in a large manifest
+    if len(key_fields) == 1:
         value = entry.get(key_fields[0])
         # text is its own key (never equal to a tuple); anything else by its repr, so that the
         # name 1 and the name '1' stay two entries

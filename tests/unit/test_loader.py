@@ -60,6 +60,35 @@ def test_overlay_merges_mappings_and_keyed_lists_and_keeps_positions(tmp_path):
     assert merged.position(("tables", 2, "name")).line == 5
 
 
+OVERLAYS = {
+    "only new tables (a split manifest)": "tables:\n  - {name: v, location: /v}\n  - {name: w, location: /w}\n",
+    "new and changed tables": "tables:\n  - {name: v, location: /v}\n  - {name: t, location: /t2}\n",
+    "a table named with a number": "tables:\n  - {name: 1, location: /one}\n  - {name: '1', location: /text}\n",
+    "an entry that is not a mapping": "tables:\n  - just text\n  - {name: v, location: /v}\n",
+}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS.values(), ids=OVERLAYS.keys())
+def test_the_plain_merge_keys_tables_as_the_full_merge(tmp_path, overlay):
+    """The plain road's keyed merge (names read in one pass, new entries appended at once)
+    gives the full road's list."""
+    base = "owner: a\ntables:\n  - {name: t, location: /t}\n  - {name: u, location: /u}\n"
+    paths = [write(tmp_path, "base.yaml", base), write(tmp_path, "over.yaml", overlay)]
+    plain = merge_documents([load_plain_document(path) for path in paths])
+    full = merge_documents([load_document(path) for path in paths])
+    assert plain.data == full.data
+
+
+@pytest.mark.parametrize("overlay", ["tables:\n  - {name: v, location: /v}\n  - {name: v, location: /w}\n",
+                                     "tables:\n  - {name: t, location: /v}\n  - {name: t, location: /w}\n"],
+                         ids=["a new name twice", "a base name twice"])
+def test_the_plain_merge_leaves_a_name_twice_to_the_full_road(tmp_path, overlay):
+    base = "tables:\n  - {name: t, location: /t}\n"
+    paths = [write(tmp_path, "base.yaml", base), write(tmp_path, "over.yaml", overlay)]
+    with pytest.raises(NotPlain):
+        merge_documents([load_plain_document(path) for path in paths])
+
+
 # --- the plain loader: the same data and templates, or NotPlain ------------------------------------
 
 PLAIN = [
