@@ -26,10 +26,8 @@ from __future__ import annotations
 import difflib
 import functools
 from collections.abc import Collection, Iterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaError
 from pydantic import TypeAdapter
 from pydantic import ValidationError as ModelError
 from pydantic_core import ErrorDetails
@@ -48,6 +46,10 @@ from lance_sync.manifest.models import (
 from lance_sync.manifest.yaml_core import LeadingZero, yaml_1_1_value
 from lance_sync.model.backend_config import STORAGE_PREFIX
 from lance_sync.model.errors import ManifestError, ManifestErrors
+
+if TYPE_CHECKING:  # the schema checks run on the full road only: a plain load never imports jsonschema
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError as SchemaError
 
 #: tried in turn in place of a backend setting whose variable is not set; the first one the
 #: backend's model accepts stands in (a name, a URL, a Thrift address, client_id:secret, a number)
@@ -73,11 +75,15 @@ _REFUSED_FIELDS: dict[tuple[str | int, str], str] = {
 
 @functools.cache
 def _validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(manifest_json_schema())
 
 
 @functools.cache
 def _policy_validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(policy_json_schema())
 
 

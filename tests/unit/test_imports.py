@@ -97,3 +97,22 @@ def test_backend_packages_and_their_configs_import_no_client():
     loaded = imported_after("import importlib\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules))
     clients = {"boto3", "botocore", "thrift", "pymetastore", "lance_namespace", "pyarrow", "lance"}
     assert not loaded & clients, sorted(loaded & clients)
+
+
+def test_a_manifest_without_problems_loads_without_the_json_schema_checks(tmp_path):
+    """The JSON Schema checks name the line of a problem: only the full road, taken at the
+    first problem, needs jsonschema (its import is a tenth of a second of every plan)."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(QUICKSTART.read_text().replace("version: 1", "version: 1\nownr: typo", 1))
+    loaded = imported_after("from lance_sync.manifest import load_manifest\n"
+                            f"load_manifest([{str(QUICKSTART)!r}])")
+    assert "yaml" in loaded and "jsonschema" not in loaded
+    loaded = imported_after("from lance_sync.manifest import load_manifest\n"
+                            "from lance_sync.model.errors import ManifestErrors\n"
+                            "try:\n"
+                            f"    load_manifest([{str(broken)!r}])\n"
+                            "except ManifestErrors as problems:\n"
+                            "    assert 'ownr' in str(problems), problems\n"
+                            "else:\n"
+                            "    raise AssertionError('no problem found')")
+    assert "jsonschema" in loaded
