@@ -181,7 +181,7 @@ def raw_manifest(paths: list[str], policy_file: str | None = None,
     ids = IdReader(backends)
     namespaces = {key: entry for entry in _entries(data, "namespaces")
                   if (key := ids(entry.get("backend"), entry.get("id"))) is not None}
-    tables = {str(entry.get("name")): entry for entry in _entries(data, "tables")}
+    tables = _by_name(_entries(data, "tables"))
     policy = data.get("policy")
     if policy_file is not None:
         policy = (policy, read(policy_file).data)
@@ -191,7 +191,17 @@ def raw_manifest(paths: list[str], policy_file: str | None = None,
 
 def _entries(data: dict, section: str) -> list[dict]:
     entries = data.get(section)
-    return [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
+    if not isinstance(entries, list):
+        return []
+    return entries if set(map(type, entries)) <= {dict} else [entry for entry in entries if isinstance(entry, dict)]
+
+
+def _by_name(tables: list[dict]) -> dict[str, Any]:
+    """Table entries by name as text (names read in one pass: a million in a large manifest)."""
+    names: list[Any] = [entry.get("name") for entry in tables]
+    if not set(map(type, names)) <= {str}:
+        names = [str(name) for name in names]
+    return dict(zip(names, tables, strict=True))
 
 
 def _key(path: Path, contents: dict[str, bytes]) -> str:

@@ -144,10 +144,16 @@ def _changed_tables(then: RawManifest, written: RawManifest, whole_backends: set
     """The tables whose entries changed, with a registration in a backend planned in full, or
     written from a source when the spark settings changed."""
     tables_then = then.tables
-    return {name for name, entry in written.tables.items()
-            if tables_then.get(name) != entry or (spark_changed and entry.get("source") is not None)
-            or (whole_backends and any(isinstance(item, dict) and item.get("backend") in whole_backends
-                                       for item in _items(entry.get("register"))))}
+    # an entry both sides share (a file parsed once, an item read from the earlier parse) is
+    # the same object: most of a large manifest's entries are told unchanged without comparing
+    changed = {name for name, entry in written.tables.items()
+               if (earlier := tables_then.get(name)) is not entry and earlier != entry}
+    if not spark_changed and not whole_backends:
+        return changed
+    return changed | {name for name, entry in written.tables.items()
+                      if (spark_changed and entry.get("source") is not None)
+                      or (whole_backends and any(isinstance(item, dict) and item.get("backend") in whole_backends
+                                                 for item in _items(entry.get("register"))))}
 
 
 def _items(value: Any) -> list[Any]:
