@@ -127,9 +127,9 @@ def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, o
 def _entry_keys(entries: list[Any], key_fields: tuple[str, ...]) -> list[Any]:
     """Each entry's `_entry_key`; for tables named with text (the commonest case, a million
     times in a large manifest), their names, read in one pass."""
-    if len(key_fields) == 1 and all(type(entry) is dict for entry in entries):
+    if len(key_fields) == 1 and set(map(type, entries)) <= {dict}:
         names = [entry.get(key_fields[0]) for entry in entries]
-        if all(type(name) is str for name in names):
+        if set(map(type, names)) <= {str}:
             return names
     return [_entry_key(entry, key_fields) for entry in entries]
 
