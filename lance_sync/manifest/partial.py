@@ -42,7 +42,8 @@ def split_tables(data: dict[str, Any], wanted: Collection[str], base_dir: str
     others = dict(zip(names, raw_tables, strict=True))
     if len(others) < len(names):  # a name twice
         raise NotPartial
-    registered = _registrations(raw_tables, names, _RegistrationKeys(backends))
+    key_of = _RegistrationKeys(backends)
+    registered = _registrations(raw_tables, names, key_of)
     try:
         locations = [normalize_location(location, base_dir) for location in written]
     except ValueError:
@@ -52,7 +53,7 @@ def split_tables(data: dict[str, Any], wanted: Collection[str], base_dir: str
     chosen = [entry for entry in raw_tables if entry["name"] in wanted] if wanted else []
     for entry in chosen:
         del others[entry["name"]]
-    for key in _registrations(chosen, [entry["name"] for entry in chosen], _RegistrationKeys(backends)):
+    for key in _registrations(chosen, [entry["name"] for entry in chosen], key_of):
         del registered[key]
     return chosen, others, registered
 
