@@ -39,12 +39,13 @@ def execute(plan: Plan, drivers: Drivers, options: ApplyOptions,
     def finish(outcome: Outcome) -> None:
         with lock:
             report.outcomes.append(outcome)
-        journal.write(outcome.status, outcome.action, error=outcome.error, version=outcome.version)
+        journal.append(outcome.status, outcome.action, error=outcome.error, version=outcome.version)
         if on_done:
             on_done(outcome)
 
     try:
-        Scheduler(plan.actions, options.parallelism).run(ActionRunner(plan, drivers, options, stamp), finish, stop)
+        Scheduler(plan.actions, options.parallelism).run(ActionRunner(plan, drivers, options, stamp), finish, stop,
+                                                         before_wait=journal.flush)
     finally:
         journal.write("end", succeeded=len(report.with_status("succeeded")),
                       failed=len(report.with_status("failed")), skipped=len(report.with_status("skipped")))

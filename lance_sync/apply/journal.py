@@ -1,4 +1,4 @@
-"""The journal of an apply: one JSON line per action start and end, appended as they happen."""
+"""The journal of an apply: a JSON line at its start, one per action's outcome and one at its end."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ _JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 class Journal:
-    """Append-only JSON lines: one per action start and end, masked (`lance_sync.model.secrets`)."""
+    """Append-only JSON lines, masked (`lance_sync.model.secrets`)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -24,6 +24,13 @@ class Journal:
         self._lock = threading.Lock()
 
     def write(self, event: str, action: Action | None = None, **details: object) -> None:
+        """A line, handed to the operating system before this returns."""
+        self.append(event, action, **details)
+        self.flush()
+
+    def append(self, event: str, action: Action | None = None, **details: object) -> None:
+        """A line, buffered until `flush`: an apply flushes before it waits for its workers, so
+        no line waits while nothing happens, and a burst of outcomes costs one write."""
         record = {"time": now(), "event": event, **details}
         if action is not None:
             record.update(verb=action.verb.value, kind=action.kind.value, backend=action.backend,
@@ -32,6 +39,9 @@ class Journal:
                 record.update(renamed_from=action.renamed_from.id)
         with self._lock:
             self._file.write(mask(_JSON.encode(record)) + "\n")
+
+    def flush(self) -> None:
+        with self._lock:
             self._file.flush()
 
     def close(self) -> None:

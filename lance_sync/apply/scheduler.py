@@ -48,11 +48,12 @@ class Scheduler:
                 self.dependents.setdefault(need, []).append(key)
 
     def run(self, runner: ActionRunner, finish: Callable[[Outcome], None],
-            stop: StopSignal | None = None) -> None:
+            stop: StopSignal | None = None, before_wait: Callable[[], None] = lambda: None) -> None:
         """Ready units wait in a backlog; the workers are kept AHEAD_PER_WORKER units ahead and
         hand finished units back through a queue. No future per action and no queue of every
         ready action: with 100,000 declares ready at once, those were most of the scheduler's
-        own time and memory."""
+        own time and memory. `finish` gets each outcome; `before_wait` is called whenever no
+        finished unit is waiting, before the scheduler waits for one."""
         finished: set[str] = set()
         backlog: deque[list[Action]] = deque()
         todo: queue.SimpleQueue[list[Action] | None] = queue.SimpleQueue()
@@ -84,6 +85,8 @@ class Scheduler:
             backlog.extend(runner.batches([a for key, a in self.by_key.items() if self.waiting[key] == 0]))
             start()
             while running:
+                if done.empty():
+                    before_wait()
                 outcomes = done.get()
                 running -= 1
                 if isinstance(outcomes, BaseException):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from lance_namespace.errors import NamespaceAlreadyExistsError, ServiceUnavailableError
 
@@ -126,3 +127,31 @@ def test_a_read_that_keeps_failing_while_checking_is_a_transient_failure(tmp_pat
                      ApplyOptions(state_dir=tmp_path))
     [outcome] = report.outcomes
     assert (outcome.status, outcome.transient) == ("failed", True) and report.rerun_converges
+
+
+class JournalWatchingDriver(RecordingDriver):
+    """Creating "b" returns only once the journal on disk records that "a" succeeded."""
+
+    def __init__(self, journal_dir: Path):
+        super().__init__()
+        self.journal_dir = journal_dir
+        self.saw_a = False
+
+    def create_namespace(self, request):
+        if request.id == ["b"]:
+            deadline = time.monotonic() + 30
+            while not self.saw_a and time.monotonic() < deadline:
+                self.saw_a = any('"succeeded"' in line and '"display_id": "a"' in line
+                                 for path in self.journal_dir.glob("apply-*.jsonl")
+                                 for line in path.read_text().splitlines())
+                time.sleep(0.01)
+        super().create_namespace(request)
+
+
+def test_an_outcome_reaches_the_journal_file_before_the_apply_waits_for_the_next(tmp_path):
+    """Journal lines are buffered while outcomes arrive, and written out whenever the apply waits
+    for its workers: a process killed while an action runs leaves the outcomes before it on disk."""
+    driver = JournalWatchingDriver(tmp_path / "journal")
+    report = execute(plan_of([namespace_action(("a",)), namespace_action(("b",))]), {"b": driver},
+                     ApplyOptions(parallelism=2, state_dir=tmp_path))
+    assert report.exit_code == 0 and driver.saw_a
