@@ -849,8 +849,8 @@ class ApplyRow:
     phase: Measure
     #: the whole `lance-sync apply` process: wall, CPU, peak RSS
     process: Measure
-    #: the native SDK create loop (pyiceberg, boto3), wall, for reference
-    native: float
+    #: the native SDK create loop (pyiceberg, boto3), wall, for reference; None: not run (--no-native)
+    native: float | None
 
     @property
     def ratio(self) -> float:
@@ -863,18 +863,18 @@ APPLY_SETS = ("raw", "native", "sync")
 
 
 def bench_apply(name: str, count: int, repeat: int, scratch: Path, parallelism: int | None,
-                profile: Path | None = None) -> ApplyRow:
-    """Each time on a fresh server: the raw create loop, the native loop and `lance-sync apply`,
-    the order rotated between runs."""
-    runs = [_apply_once(name, count, scratch / f"{name}-apply-{count}-{run}", parallelism, run, profile)
+                profile: Path | None = None, native: bool = True) -> ApplyRow:
+    """Each time on a fresh server: the raw create loop, the native loop (unless `native` is
+    False) and `lance-sync apply`, the order rotated between runs."""
+    runs = [_apply_once(name, count, scratch / f"{name}-apply-{count}-{run}", parallelism, run, profile, native)
             for run in range(repeat)]
     raws, phases, processes, natives, calls = zip(*runs, strict=True)
     return ApplyRow(name, count, calls[-1], median_measure(list(raws)), median_measure(list(phases)),
-                    median_measure(list(processes)), statistics.median(natives))
+                    median_measure(list(processes)), statistics.median(natives) if native else None)
 
 
 def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None, rotate: int,
-                profile: Path | None) -> tuple[Measure, Measure, Measure, float, int]:
+                profile: Path | None, native: bool) -> tuple[Measure, Measure, Measure, float | None, int]:
     """(raw create loop, lance-sync apply phase, the apply process, native loop s, the apply's calls)."""
     backend = BACKENDS[name](workdir)
     backend.start()
@@ -894,10 +894,11 @@ def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None, r
                 lambda: backend.create_tables(tables_for(backend, count, "native")))),
             "sync": sync}
         for step in APPLY_SETS[rotate % 3:] + APPLY_SETS[:rotate % 3]:
-            steps[step]()
+            if native or step != "native":
+                steps[step]()
         backend.check_same_declares("raw0", "sync0", "t0")
         phase, process = measured["sync"]
-        return measured["raw"], phase, process, measured["native"], measured["calls"]
+        return measured["raw"], phase, process, measured.get("native"), measured["calls"]
     finally:
         backend.stop()
 
@@ -1008,7 +1009,8 @@ def print_apply_rows() -> None:
         print(f"| {r.backend} | {r.tables:,} | {r.calls:,} | {r.raw.seconds:.2f} s / {r.raw.cpu:.2f} s | "
               f"{r.phase.seconds:.2f} s / {r.phase.cpu:.2f} s | {r.ratio:.2f}x wall, "
               f"{r.phase.cpu / r.raw.cpu:.2f}x CPU | {r.process.seconds:.2f} s / {r.process.cpu:.2f} s | "
-              f"{r.process.seconds / r.raw.seconds:.2f}x | {r.native:.2f} s | {r.process.rss_mb:.0f} |")
+              f"{r.process.seconds / r.raw.seconds:.2f}x | {f'{r.native:.2f} s' if r.native is not None else '-'} | "
+              f"{r.process.rss_mb:.0f} |")
 
 
 # --- report -------------------------------------------------------------------------------------------
@@ -1073,6 +1075,8 @@ def main() -> None:
                              "reads no other), not the whole estate")
     parser.add_argument("--apply-tables", help="N of the apply rows, comma-separated (default: --tables)")
     parser.add_argument("--apply-only", action="store_true", help="only the apply rows")
+    parser.add_argument("--no-native", action="store_true",
+                        help="apply rows without the native SDK loop (pyiceberg takes minutes at 100,000)")
     parser.add_argument("--profile-apply", type=Path, metavar="FILE",
                         help="write a cProfile of lance-sync's apply phase (every thread) to FILE")
     parser.add_argument("--child-apply", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -1100,7 +1104,8 @@ def main() -> None:
                 rows.append(bench_read(name, args.tables, args.repeat, scratch))
             for count in _apply_counts(args) if name in ("iceberg", "glue") else []:
                 print(f"{name}: apply of {count:,} declares", file=sys.stderr)
-                APPLY.append(bench_apply(name, count, args.repeat, scratch, args.parallelism, args.profile_apply))
+                APPLY.append(bench_apply(name, count, args.repeat, scratch, args.parallelism, args.profile_apply,
+                                         native=not args.no_native))
         estates = {} if args.apply_only else _changed_estates(args.changed_tables)
         for name in names:
             if estates.get(name):
