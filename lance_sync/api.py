@@ -210,6 +210,10 @@ def _read_plan(path: str | Path) -> Plan:
         raise LanceSyncError(f"{path}: a plan of format {version}, saved by another lance-sync version; this "
                              f"one applies format {PLAN_FORMAT_VERSION}: run `lance-sync plan --out` again")
     try:
+        if isinstance(document, dict) and document.get("document") == "rollback":
+            from lance_sync.apply.rollback import read_rollback
+
+            return read_rollback(document)
         return Plan.model_validate(document)
     except ValidationError as error:
         first = error.errors()[0]

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from lance_namespace.errors import NamespaceAlreadyExistsError, ServiceUnavailableError
 
+from lance_sync.api import load_plan
 from lance_sync.apply.execute import execute
 from lance_sync.apply.options import ApplyOptions
-from lance_sync.apply.rollback import rollback_plan
+from lance_sync.apply.report import ApplyReport, Outcome
+from lance_sync.apply.rollback import RollbackRecord, rollback_plan, write_rollback
 from lance_sync.drivers.base import NamespaceInfo
 from lance_sync.model.actions import (
     Action,
@@ -88,6 +90,29 @@ def test_partial_failure_skips_dependents_reports_and_writes_a_rollback(tmp_path
     drop_a = next(a for a in rollback.actions if a.display_id == "a")
     assert (drop_a.verb, drop_a.kind) == (Verb.DELETE, Kind.NAMESPACE)
     assert key("a", "x") in drop_a.depends_on
+
+
+def test_the_rollback_file_holds_what_succeeded_and_reads_back_as_its_rollback_plan(tmp_path):
+    actions = [namespace_action(("a",)), namespace_action(("a", "x"), [key("a")]), namespace_action(("b",))]
+    report = execute(plan_of(actions), {"b": RecordingDriver(fail={"b"})}, ApplyOptions(state_dir=tmp_path))
+    record = RollbackRecord.model_validate_json(report.rollback_path.read_text())
+    assert [a.display_id for a in record.succeeded.actions] == ["a", "a$x"]
+    read = load_plan(report.rollback_path)
+    assert read == rollback_plan(plan_of(actions), report, created_at=record.created_at)
+    assert [(a.verb, a.display_id) for a in read.actions] == [(Verb.DELETE, "a$x"), (Verb.DELETE, "a")]
+
+
+def test_a_rollback_record_keeps_the_version_a_dataset_write_committed(tmp_path):
+    """Deleting the data again is refused once a writer made a newer version: the inverse's
+    fingerprint covers the version the apply committed, read back from the file."""
+    write = Action(verb=Verb.CREATE, kind=Kind.DATASET, reason=Reason.ABSENT, backend="b", id=[],
+                   display_id="/d", after=ObjectState(location="/d", columns=[{"name": "x", "type": "int64"}]),
+                   detail="r", fingerprint=fingerprint(None, []))
+    report = ApplyReport(outcomes=[Outcome(write, "succeeded", version=7)])
+    path = write_rollback(plan_of([write]), report, tmp_path / "apply.rollback.json")
+    [undo] = load_plan(path).actions
+    assert (undo.verb, undo.kind, undo.before.version) == (Verb.DELETE, Kind.DATASET, 7)
+    assert undo.fingerprint == fingerprint(ObjectState(location="/d", version=7), [])
 
 
 class LostAnswerDriver(RecordingDriver):
