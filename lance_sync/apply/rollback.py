@@ -24,7 +24,7 @@ from lance_sync.model.secrets import mask
 
 
 class RollbackRecord(BaseModel):
-    """A rollback plan as an apply writes it: the rollback plan is `rollback_plan(*record.undoing())`."""
+    """A rollback plan as an apply writes it; `read_rollback` makes the rollback plan from it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -97,4 +97,3 @@ def read_rollback(document: dict[str, object]) -> Plan:
     """The rollback plan of a record `write_rollback` wrote (pydantic.ValidationError if it is not one)."""
     record = RollbackRecord.model_validate(document)
     return rollback_plan(*record.undoing(), created_at=record.created_at)
-
