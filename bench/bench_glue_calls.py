@@ -6,12 +6,13 @@
 Three loops of the same CreateTable requests (a table of the manifest as lance-sync declares
 it), each timed with `time.process_time` (every thread; the server is another process):
 
-- driver: `GlueNamespace.declare_table`, lance-sync's own path (boto3 client, its retries,
-  answer check, call counting and token masking);
+- driver: `GlueNamespace.declare_table`, lance-sync's own path (a SigV4-signed JSON POST
+  through the shared HTTP client: its retries, the answer check, call counting and masking);
 - raw: bench_raw.py's SigV4-signed urllib3 POST and `json.loads` of the answer (the lower
   bound of the apply rows of bench_catalogs.py);
-- canned: the driver with a `before-send` hook that answers `200 {}` itself, so no HTTP is
-  sent: the CPU of lance-sync's and botocore's per-request work without the transport.
+- canned: the driver with its connection pool's `urlopen` answering `200 {}` itself, so no
+  HTTP is sent: the CPU of lance-sync's per-request work (request, signing, check) without
+  the transport.
 
 Prints CPU per call (the median round), wall time and the load average. The Glue test server
 closes every connection, so each request of both loops opens one (as in bench_catalogs.py).
@@ -20,6 +21,7 @@ closes every connection, so each request of both loops opens one (as in bench_ca
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import statistics
 import sys
@@ -49,7 +51,7 @@ def driver_loop(server: Any, canned: bool) -> Callable[[str], None]:
                            access_key_id=server.extra["access_key_id"],
                            secret_access_key=server.extra["secret_access_key"])
     if canned:
-        driver._glue.meta.events.register_last("before-send.glue.CreateTable", _canned_answer)
+        driver._glue.http.send = _canned_answer
 
     def create(name: str) -> None:
         driver.declare_table(DeclareTableRequest(id=[account, DATABASE, name], properties=PROPERTIES,
@@ -72,16 +74,11 @@ def raw_loop(server: Any) -> Callable[[str], None]:
     return create
 
 
-def _canned_answer(request: Any, **_: Any) -> Any:
-    """botocore `before-send` hook: CreateTable's answer, without sending the request."""
-    from botocore.awsrequest import AWSResponse
-
-    class Body:
-        def stream(self, **_: Any) -> Iterator[bytes]:
-            yield b"{}"
-
-    return AWSResponse(request.url, 200, {"content-type": "application/x-amz-json-1.1", "content-length": "2"},
-                       Body())
+def _canned_answer(method: str, target: str, **_: Any) -> Any:
+    """The connection pool's `urlopen`: CreateTable's answer, without sending the request."""
+    import urllib3
+    return urllib3.HTTPResponse(body=io.BytesIO(b"{}"), status=200, preload_content=False,
+                                headers={"Content-Type": "application/x-amz-json-1.1", "Content-Length": "2"})
 
 
 def timed(create: Callable[[str], None], names: list[str], threads: int) -> tuple[float, float]:

@@ -13,7 +13,7 @@ from lance_sync import __version__
 from lance_sync.cli.shared import FORMATS, render
 
 #: the distributions a run depends on: the Lance stack, the data plane, each backend's SDK
-COMPONENTS = ("pylance", "lance-namespace", "pyarrow", "pyspark", "boto3", "pymetastore", "thrift", "pydantic",
+COMPONENTS = ("pylance", "lance-namespace", "pyarrow", "pyspark", "botocore", "pymetastore", "thrift", "pydantic",
               "pyyaml", "click")
 
 

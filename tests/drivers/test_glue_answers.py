@@ -3,7 +3,8 @@
 A fake Glue endpoint on loopback (`FakeGlue`: AWS JSON 1.1, `POST /` with
 `X-Amz-Target: AWSGlue.<Operation>`) answers canned bodies per operation, so a garbled,
 truncated or HTML answer can be served for exactly the call under test, and every request
-is counted. The driver's waits between resends are recorded instead of slept.
+is counted. The driver's waits between resends are recorded instead of slept. A plain boto3
+client is the independent reference: what botocore would do with the same bodies.
 """
 
 from __future__ import annotations
@@ -21,12 +22,6 @@ import boto3
 import botocore.session
 import pytest
 from botocore.config import Config
-from botocore.exceptions import (
-    ConnectionClosedError,
-    IncompleteReadError,
-    ReadTimeoutError,
-    ResponseStreamingError,
-)
 from botocore.parsers import create_parser
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -48,16 +43,17 @@ from lance_namespace.errors import (
     TableNotFoundError,
     ThrottlingError,
 )
+from urllib3.exceptions import NewConnectionError, ProtocolError, ReadTimeoutError
 
 from lance_sync.drivers.glue.answers import (
     BAD_ANSWER_RETRIES,
-    DECODED_OPERATIONS,
     READ_OPERATIONS,
     REQUIRED_ANSWER_MEMBERS,
-    check_answer,
+    answer_parser,
 )
 from lance_sync.drivers.glue.driver import GlueNamespace
-from lance_sync.drivers.support.retry import BadAnswerError
+from lance_sync.drivers.glue.transport import MAX_RETRIES, service_model
+from lance_sync.drivers.support.retry import BadAnswerError, TransientError
 
 ACCOUNT = "123456789012"
 DATABASE = (ACCOUNT, "sales")
@@ -219,7 +215,7 @@ def make_driver(fake: FakeGlue, sleeps: list[float]) -> Callable[..., GlueNamesp
 
 @pytest.fixture(scope="module")
 def shared_driver(fake_server: FakeGlue) -> GlueNamespace:
-    return new_driver(fake_server, [])  # boto3 takes a while to build a client: build one
+    return new_driver(fake_server, [])
 
 
 @pytest.fixture
@@ -280,10 +276,10 @@ def test_garbled_read_is_retried_then_a_bad_answer_error(driver: GlueNamespace, 
     message = str(error)
     assert message.startswith(f"glue: {operation} on ")
     assert PROBLEM[kind] in message
-    assert message.endswith(f"after {1 + BAD_ANSWER_RETRIES} attempts")
+    assert message.endswith(f"after {1 + MAX_RETRIES} attempts")
     assert "\n" not in message and len(message) < 400
-    assert fake.requests[operation] == 1 + BAD_ANSWER_RETRIES
-    assert len(sleeps) == BAD_ANSWER_RETRIES
+    assert fake.requests[operation] == 1 + MAX_RETRIES
+    assert len(sleeps) == MAX_RETRIES
 
 
 @pytest.mark.parametrize("operation", list(READS))
@@ -336,7 +332,7 @@ def test_answers_without_their_shape(driver: GlueNamespace, fake: FakeGlue, oper
         READS[operation][0](driver)
     assert str(caught.value).startswith(f"glue: {operation} on ")
     assert problem in str(caught.value)
-    assert fake.requests[operation] == 1 + BAD_ANSWER_RETRIES
+    assert fake.requests[operation] == 1 + MAX_RETRIES
 
 
 def test_members_outside_the_model_and_null_members_are_accepted(driver: GlueNamespace, fake: FakeGlue):
@@ -353,7 +349,7 @@ def test_a_later_page_garbled_is_raised(driver: GlueNamespace, fake: FakeGlue):
     fake.answer("GetTables", ok(first), Answer(body=b"<html><title>Bad Gateway</title></html>"))
     with pytest.raises(BadAnswerError, match="an HTML page titled 'Bad Gateway'"):
         list(driver.list_table_infos(DATABASE))
-    assert fake.requests["GetTables"] == 2 + BAD_ANSWER_RETRIES
+    assert fake.requests["GetTables"] == 2 + MAX_RETRIES
 
 
 def test_botocore_reads_a_short_body_without_raising(fake: FakeGlue):
@@ -374,13 +370,17 @@ def declare(driver: GlueNamespace) -> Any:
     return driver.declare_table(DeclareTableRequest(id=list(TABLE), location=LOCATION))
 
 
-@pytest.mark.parametrize("answer", [
-    Answer(body=MOTO_500_PAGE), Answer(body=b'{"ok": tru'), Answer(body=b"{}", content_length=40)])
+@pytest.mark.parametrize(("answer", "error", "because"), [
+    (Answer(body=MOTO_500_PAGE), BadAnswerError, "the server carried the request out"),
+    (Answer(body=b'{"ok": tru'), BadAnswerError, "the server carried the request out"),
+    (Answer(body=b"{}", content_length=40), TransientError, "the server may have carried it out")])
 def test_garbled_answer_to_a_write_is_not_sent_again(driver: GlueNamespace, fake: FakeGlue,
-                                                     sleeps: list[float], answer: Answer):
+                                                     sleeps: list[float], answer: Answer, error: type,
+                                                     because: str):
     fake.answer("CreateTable", answer)
-    with pytest.raises(BadAnswerError, match=r"^glue: CreateTable on 123456789012\$sales\$orders answered"):
+    with pytest.raises(error, match=r"^glue: CreateTable on 123456789012\$sales\$orders answered") as caught:
         declare(driver)
+    assert str(caught.value).endswith(f"{because}, so it was not sent again")
     assert fake.requests["CreateTable"] == 1 and sleeps == []
 
 
@@ -392,27 +392,32 @@ def test_empty_answers_to_writes_are_fine(driver: GlueNamespace, fake: FakeGlue,
     driver.create_namespace(CreateNamespaceRequest(id=[ACCOUNT, "new_db"]))
 
 
-def test_create_table_resent_by_botocore_meets_already_exists(driver: GlueNamespace, fake: FakeGlue):
-    """The first CreateTable landed but its answer was a 500: botocore sends it again, and the
-    second attempt is AlreadyExists. It stays TableAlreadyExists (the apply layer then checks
-    the live table)."""
+def test_a_write_answered_500_is_not_sent_again(driver: GlueNamespace, fake: FakeGlue, sleeps: list[float]):
+    """A CreateTable answered 500 may have landed: it is not sent again (a resend would meet
+    AlreadyExists, as botocore's standard mode does). The error is transient, so the apply
+    layer runs the action again after reading the live table; the same for a table: the
+    answer to the resend is AlreadyExists, which stays TableAlreadyExists."""
     fake.answer("CreateTable", glue_error("InternalServiceException", 500),
                 glue_error("AlreadyExistsException", message="Table already exists."))
+    with pytest.raises(ServiceUnavailableError) as caught:
+        declare(driver)
+    assert str(caught.value) == ("glue: CreateTable on 123456789012$sales$orders answered "
+                                 "InternalServiceException: refused")
+    assert fake.requests["CreateTable"] == 1 and sleeps == []
     with pytest.raises(TableAlreadyExistsError) as caught:
         declare(driver)
     assert str(caught.value) == ("glue: CreateTable on 123456789012$sales$orders answered "
                                  "AlreadyExistsException: Table already exists.")
-    assert fake.requests["CreateTable"] == 2
 
 
-def test_an_error_answer_cut_short_is_a_bad_answer(driver: GlueNamespace, fake: FakeGlue, sleeps: list[float]):
+def test_an_error_answer_cut_short_is_transient(driver: GlueNamespace, fake: FakeGlue, sleeps: list[float]):
     """botocore reads a cut error body as a code-less 400, so AlreadyExists would be lost and
-    the create taken for a final failure; cut short, it is a bad answer (transient), and the
-    apply layer reads the live table before trying again."""
+    the create taken for a final failure; cut short, the answer is transient (the server may
+    have acted), and the apply layer reads the live table before trying again."""
     whole = glue_error("AlreadyExistsException", message="Table already exists.").body
     fake.answer("CreateTable", Answer(status=400, body=whole[:12], content_length=len(whole)))
-    with pytest.raises(BadAnswerError, match=r"^glue: CreateTable on 123456789012\$sales\$orders answered "
-                                             r"400 with a body cut short \(12 of \d+ bytes\)"):
+    with pytest.raises(TransientError, match=r"^glue: CreateTable on 123456789012\$sales\$orders answered "
+                                             r"a body cut short \(12 of \d+ bytes\); the server may have"):
         declare(driver)
     assert fake.requests["CreateTable"] == 1 and sleeps == []
 
@@ -438,13 +443,13 @@ def test_not_found_and_already_exists_are_translated(driver: GlueNamespace, fake
 # --- transport failures and error pages ----------------------------------------------------------
 
 
-def test_moto_500_page_is_one_line_after_botocore_retries(driver: GlueNamespace, fake: FakeGlue):
+def test_moto_500_page_is_one_line_after_retries(driver: GlueNamespace, fake: FakeGlue):
     fake.answer("GetTables", Answer(status=500, body=MOTO_500_PAGE))
     with pytest.raises(ServiceUnavailableError) as caught:
         READS["GetTables"][0](driver)
     assert str(caught.value) == ("glue: GetTables on 123456789012$sales answered 500: "
-                                 "an HTML page titled '500 Internal Server Error'")
-    assert fake.requests["GetTables"] == 3  # botocore's standard mode; no resend of ours on top
+                                 "an HTML page titled '500 Internal Server Error' after 3 attempts")
+    assert fake.requests["GetTables"] == 1 + MAX_RETRIES
 
 
 def test_404_page_is_one_line(driver: GlueNamespace, fake: FakeGlue):
@@ -455,16 +460,18 @@ def test_404_page_is_one_line(driver: GlueNamespace, fake: FakeGlue):
                                  "an HTML page titled '404 Not Found'")
 
 
-@pytest.mark.parametrize("answer", [Answer(hang_up=True),
-                                    Answer(body=json.dumps(GOOD["GetTables"]).encode(), cut_chunk=True)],
-                         ids=["hang up", "chunk cut short"])
-def test_lost_connections_are_service_unavailable(driver: GlueNamespace, fake: FakeGlue, answer: Answer):
+@pytest.mark.parametrize(("answer", "error", "problem"), [
+    (Answer(hang_up=True), ServiceUnavailableError, "lost the connection before the answer"),
+    (Answer(body=json.dumps(GOOD["GetTables"]).encode(), cut_chunk=True), BadAnswerError,
+     "answered a body cut short (chunked")], ids=["hang up", "chunk cut short"])
+def test_lost_connections_are_retried_then_raised(driver: GlueNamespace, fake: FakeGlue, answer: Answer,
+                                                  error: type, problem: str):
     fake.answer("GetTables", answer)
-    with pytest.raises(ServiceUnavailableError) as caught:
+    with pytest.raises(error) as caught:
         READS["GetTables"][0](driver)
-    assert str(caught.value).startswith("glue: GetTables on 123456789012$sales failed: ")
-    assert isinstance(caught.value.__cause__, ConnectionClosedError)
-    assert fake.requests["GetTables"] == 3
+    assert str(caught.value).startswith(f"glue: GetTables on 123456789012$sales {problem}")
+    assert str(caught.value).endswith("after 3 attempts")
+    assert fake.requests["GetTables"] == 1 + MAX_RETRIES
 
 
 def test_lost_connection_then_a_good_answer(driver: GlueNamespace, fake: FakeGlue):
@@ -473,36 +480,60 @@ def test_lost_connection_then_a_good_answer(driver: GlueNamespace, fake: FakeGlu
     assert fake.requests["GetTables"] == 2
 
 
-@pytest.mark.parametrize("error", [
-    ReadTimeoutError(endpoint_url="http://glue", error="read timed out"),
-    ResponseStreamingError(error="connection broken"),
-    IncompleteReadError(actual_bytes=10, expected_bytes=100),
-    ConnectionClosedError(endpoint_url="http://glue"),
-], ids=lambda error: type(error).__name__)
-def test_botocore_transient_errors_are_service_unavailable(make_driver, fake: FakeGlue,
-                                                           error: Exception):
-    driver = make_driver()
-    attempts = []
+def failing_sends(driver: GlueNamespace, error: Exception) -> list[str]:
+    """Make every Glue request fail with `error` where urllib3 sends it; the targets tried."""
+    tried: list[str] = []
 
-    def fail(**_: Any) -> None:
-        attempts.append(1)
+    def fail(method: str, target: str, **request: Any) -> Any:
+        tried.append(request["headers"]["X-Amz-Target"])
         raise error
 
-    driver._glue.meta.events.register("before-send.glue.GetTable", fail)
+    driver._glue.http.send = fail
+    return tried
+
+
+@pytest.mark.parametrize(("error", "resent", "problem"), [
+    (ReadTimeoutError(None, "/", "read timed out"), False, "timed out waiting for the answer (60 s)"),
+    (ProtocolError("Connection aborted.", ConnectionResetError(104, "Connection reset by peer")), False,
+     "lost the connection before the answer (connection reset by peer)"),
+    (NewConnectionError(None, "Failed to establish a new connection: [Errno 111] Connection refused"), True,
+     ": cannot reach the server at http://127.0.0.1:"),
+], ids=["read timeout", "connection reset", "refused"])
+def test_transport_failures_of_reads_and_writes(make_driver, fake: FakeGlue, sleeps: list[float],
+                                                error: Exception, resent: bool, problem: str):
+    """A read is sent again after any transport failure; a write only when it cannot have
+    reached Glue (the connection was never made)."""
+    driver = make_driver()
+    tried = failing_sends(driver, error)
     with pytest.raises(ServiceUnavailableError) as caught:
         READS["GetTable"][0](driver)
-    assert str(caught.value).startswith("glue: GetTable on 123456789012$sales$orders failed: ")
-    assert caught.value.__cause__ is error
-    assert len(attempts) == (1 if isinstance(error, IncompleteReadError) else 3)
+    assert str(caught.value).startswith("glue: GetTable on 123456789012$sales$orders")
+    assert problem in str(caught.value) and str(caught.value).endswith("after 3 attempts")
+    assert tried == ["AWSGlue.GetTable"] * (1 + MAX_RETRIES)
+    tried.clear()
+    with pytest.raises(ServiceUnavailableError) as caught:
+        declare(driver)
+    assert problem in str(caught.value)
+    assert tried == ["AWSGlue.CreateTable"] * (1 + MAX_RETRIES if resent else 1)
+    if not resent:
+        assert str(caught.value).endswith("the server may have carried it out, so it was not sent again")
 
 
-def test_throttling_after_botocore_retries(driver: GlueNamespace, fake: FakeGlue):
+def test_throttling_is_retried_then_raised(driver: GlueNamespace, fake: FakeGlue):
     fake.answer("GetDatabase", glue_error("ThrottlingException", message="Rate exceeded"))
     with pytest.raises(ThrottlingError) as caught:
         READS["GetDatabase"][0](driver)
     assert str(caught.value) == ("glue: GetDatabase on 123456789012$sales answered "
-                                 "ThrottlingException: Rate exceeded")
-    assert fake.requests["GetDatabase"] == 3
+                                 "ThrottlingException: Rate exceeded after 3 attempts")
+    assert fake.requests["GetDatabase"] == 1 + MAX_RETRIES
+
+
+def test_a_throttled_write_is_sent_again(driver: GlueNamespace, fake: FakeGlue, sleeps: list[float]):
+    """Glue refuses a throttled call before carrying it out, so a write is sent again too."""
+    throttled = glue_error("ThrottlingException", message="Rate exceeded")
+    fake.answer("CreateTable", throttled, throttled, Answer(body=b"{}"))
+    assert declare(driver).location == LOCATION
+    assert fake.requests["CreateTable"] == 3 and len(sleeps) == 2
 
 
 # --- STS -----------------------------------------------------------------------------------------
@@ -545,22 +576,24 @@ def test_garbled_assume_role_is_a_bad_answer(make_driver, fake: FakeGlue, monkey
     assert fake.requests["GetDatabase"] == 0  # nothing was signed with garbage
 
 
-def test_a_decoded_listing_is_what_botocore_would_parse_but_its_timestamps():
-    """GetTables answers are handed over as checked (DECODED_OPERATIONS), not parsed again:
-    the same members as botocore's parse (those the model lacks and null ones left out),
-    timestamps kept as epoch seconds."""
-    assert "GetTables" in DECODED_OPERATIONS
-    model = botocore.session.get_session().get_service_model("glue").operation_model("GetTables")
-    answer = {"TableList": [{**LANCE_TABLE, "SomethingNew": {"x": [1]}, "Description": None,
-                             "CreateTime": 1795710305.5,
-                             "StorageDescriptor": {"Location": LOCATION, "Unknown": 2, "Columns": None}}],
-              "NextToken": "t2", "Extra": 1}
+@pytest.mark.parametrize("operation", sorted(READ_OPERATIONS))
+def test_a_checked_answer_is_what_botocore_would_parse_but_its_timestamps(operation: str):
+    """Answers are decoded and checked once (`answer_parser`), never parsed again: the same
+    members as botocore's parse (those the model lacks and null ones left out), timestamps
+    kept as epoch seconds."""
+    service = "lakeformation" if operation == "ListPermissions" else "glue"
+    model = botocore.session.get_session().get_service_model(service).operation_model(operation)
+    answer = {**GOOD[operation], "NextToken": "t2", "Extra": 1}
+    if operation == "GetTables":
+        answer["TableList"] = [{**LANCE_TABLE, "SomethingNew": {"x": [1]}, "Description": None,
+                                "CreateTime": 1795710305.5,
+                                "StorageDescriptor": {"Location": LOCATION, "Unknown": 2, "Columns": None}}]
+    answer = {key: value for key, value in answer.items() if key in model.output_shape.members or key == "Extra"}
     body = json.dumps(answer).encode()
-    decoded: dict[str, Any] = {}
-    response = {"status_code": 200, "headers": {"content-length": str(len(body))}, "body": body}
-    check_answer(model, response, decoded)
-    parsed = create_parser("json").parse({**response, "body": body}, model.output_shape)
+    checked = answer_parser(service_model(service).operation_model(operation))(body)
+    parsed = create_parser(model.metadata["protocol"]).parse(
+        {"status_code": 200, "headers": {}, "body": body}, model.output_shape)
     parsed.pop("ResponseMetadata")
-    assert parsed["TableList"][0].pop("CreateTime").timestamp() == decoded["TableList"][0].pop("CreateTime")
-    assert decoded == parsed
-    assert response["body"] == b"{}"
+    for table in parsed.get("TableList", []) + ([parsed["Table"]] if "Table" in parsed else []):
+        table["CreateTime"] = table["CreateTime"].timestamp()
+    assert checked == parsed

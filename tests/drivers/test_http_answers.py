@@ -38,12 +38,15 @@ from lance_namespace.errors import (
     LanceNamespaceError,
     NamespaceNotFoundError,
     ServiceUnavailableError,
+    ThrottlingError,
 )
 
 from lance_sync.drivers.iceberg.driver import IcebergNamespace
+from lance_sync.drivers.support.answers import UnfitAnswer
 from lance_sync.drivers.support.http import HttpClient, HttpFailure
 from lance_sync.drivers.support.retry import BadAnswerError, TransientError, is_transient
 from lance_sync.drivers.unity.driver import UnityNamespace
+from lance_sync.model import secrets
 
 MAX_RETRIES = 2
 ATTEMPTS = MAX_RETRIES + 1
@@ -594,6 +597,66 @@ def test_an_error_status_names_the_attempts(servers):
     with pytest.raises(InternalError, match=r"GET http://127\.0\.0\.1:\d+/x -> 500: boom after 3 attempts"):
         client.request("GET", "/x")
     assert [f.attempts for f in failures] == [1, 2, 3]
+
+
+def test_a_signed_request_is_signed_per_attempt_with_its_whole_body(servers):
+    """`sign` sees each attempt as it goes out (method, URL, headers, body) and its headers are
+    what is sent; an Authorization it adds is a signature, never registered as a secret."""
+    server = servers({"POST /x": js({"message": "busy"}, 503)})
+    signed: list[tuple[str, str, bytes | None]] = []
+
+    def sign(method: str, url: str, headers: dict[str, str], body: bytes | None) -> dict[str, str]:
+        signed.append((method, url, body))
+        return {**headers, "Authorization": f"Signature-{len(signed)}-of-the-request"}
+
+    client = HttpClient(server.endpoint, backend="test", connect_timeout=2, read_timeout=2, max_retries=1,
+                        translate=lambda failure: InternalError(failure.message()), sign=sign,
+                        sleep=lambda s: None)
+    with pytest.raises(LanceNamespaceError):
+        client.request("POST", "/x", params={"q": "1"}, json={"a": 1}, headers={"X-Target": "op"},
+                       content_type="application/x-amz-json-1.1")
+    assert signed == [("POST", f"{server.endpoint}/x?q=1", b'{"a": 1}')] * 2
+    assert server.bodies == [b'{"a": 1}'] * 2
+    assert "Signature-1-of-the-request" not in secrets._registry.values
+
+
+def test_parse_label_and_translate_are_the_callers(servers):
+    """`parse` reads a success from its bytes (an UnfitAnswer is a bad answer, sent again for a
+    retry-safe request), `label` names the call in messages, `translate` replaces the client's."""
+    server = servers({"POST /x": Reply(body=b"<html>no</html>")})
+    client = HttpClient(server.endpoint, backend="test", connect_timeout=2, read_timeout=2, max_retries=1,
+                        translate=lambda failure: InternalError("the client's"), sleep=lambda s: None)
+
+    def parse(body: bytes) -> Any:
+        if not body.startswith(b"{"):
+            raise UnfitAnswer("not an object")
+        return json.loads(body)
+
+    with pytest.raises(BadAnswerError, match=r"^test: Op on thing answered not an object after 2 attempts$"):
+        client.request("POST", "/x", parse=parse, retry_safe=True, label="Op on thing")
+    server.script("POST /x", js({"message": "no"}, 400))
+    with pytest.raises(NamespaceNotFoundError, match="^the caller's$"):
+        client.request("POST", "/x", parse=parse, translate=lambda failure: NamespaceNotFoundError("the caller's"))
+    server.script("POST /x", Reply(body=b""))
+    with pytest.raises(BadAnswerError, match="answered not an object"):  # an empty body is parse's to judge
+        client.request("POST", "/x", parse=parse)
+
+
+def test_an_error_answer_read_as_throttling_is_sent_again_even_for_a_post(servers):
+    """AWS answers throttling as a 400 with a code: refused before it was carried out, so even a
+    request that is not retry-safe is sent again, honouring Retry-After."""
+    server = servers({"POST /x": js({"__type": "ThrottlingException"}, 400, **{"Retry-After": "0"})})
+    server.script("POST /x", js({"__type": "ThrottlingException"}, 400, **{"Retry-After": "0"}), js({"ok": 1}))
+    waits: list[float] = []
+
+    def translate(failure: HttpFailure) -> LanceNamespaceError:
+        assert failure.headers.get("Retry-After") == "0"
+        return ThrottlingError("slow down") if failure.body["__type"] == "ThrottlingException" else InternalError("")
+
+    client = HttpClient(server.endpoint, backend="test", connect_timeout=2, read_timeout=2, max_retries=2,
+                        translate=translate, sleep=waits.append)
+    assert client.request("POST", "/x", json={}) == {"ok": 1}
+    assert server.seen == {"POST /x": 2} and waits == [0.0]
 
 
 # --- an error page instead of an error answer -----------------------------------------------------

@@ -23,12 +23,14 @@ from botocore.config import Config
 
 from tests.servers.base import RunningServer, stop_process, wait_until
 from tests.servers.glue_server import CONTROL_PREFIX
+from tests.servers.glue_server.signatures import KNOWN_SECRETS
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
-#: Fake credentials: the test server accepts any and checks no signature.
+#: Fake credentials: the test server checks the signatures made with these (and accepts any
+#: other key unchecked; glue_server/signatures.py).
 ACCESS_KEY_ID = "testing"
-SECRET_ACCESS_KEY = "testing"
+SECRET_ACCESS_KEY = KNOWN_SECRETS[ACCESS_KEY_ID]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_SECONDS = 60
 

@@ -8,16 +8,21 @@ where real Glue is unverified are skipped there.
 
 from __future__ import annotations
 
+import json
 import os
 import urllib.error
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from tests.servers.base import RunningServer
@@ -506,6 +511,56 @@ def test_boto3_retries_an_injected_503(local: RunningServer, control: GlueContro
 
     assert response["ResponseMetadata"]["RetryAttempts"] == 1
     assert local.requests_served() == 2
+
+
+# Signatures (signatures.py): refused as AWS refuses them
+
+
+def signed_post(server: RunningServer, target: str, body: bytes, *, service: str = "glue",
+                region: str = "us-east-1", key: str = "testing", secret: str = "testing",
+                after_signing: Callable[[dict[str, str]], bytes] | None = None) -> tuple[int, dict]:
+    """POST / with `X-Amz-Target`, signed with botocore's signer; `after_signing` may change the
+    headers and return another body, as a faulty client would after signing."""
+    request = AWSRequest("POST", server.endpoint + "/", data=body, headers={
+        "X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"})
+    SigV4Auth(Credentials(key, secret), service, region).add_auth(request)
+    headers = dict(request.headers.items())
+    sent = after_signing(headers) if after_signing else body
+    answer = urllib3.PoolManager().request("POST", server.endpoint + "/", body=sent, headers=headers)
+    return answer.status, json.loads(answer.data)
+
+
+def test_signed_calls_are_answered(local: RunningServer) -> None:
+    status, answer = signed_post(local, "AWSGlue.GetDatabases", b"{}")
+    assert status == 200 and "DatabaseList" in answer
+
+
+@pytest.mark.parametrize(("change", "code"), [
+    (lambda headers: b'{"MaxResults": 1}', "InvalidSignatureException"),  # body changed after signing
+    (lambda headers: headers.update({"Content-Type": "application/json"}) or b"{}", "InvalidSignatureException"),
+    (lambda headers: headers.update({"X-Amz-Date": "20200101T000000Z"}) or b"{}", "InvalidSignatureException"),
+    (lambda headers: headers.pop("Authorization") and b"{}", "MissingAuthenticationTokenException"),
+    (lambda headers: headers.update({"Authorization": "AWS4-HMAC-SHA256 Signature=00"}) or b"{}",
+     "IncompleteSignatureException"),
+], ids=["body", "signed header", "stale date", "unsigned", "incomplete"])
+def test_a_call_changed_after_signing_is_refused(local: RunningServer, change: Callable, code: str) -> None:
+    status, answer = signed_post(local, "AWSGlue.GetDatabases", b"{}", after_signing=change)
+    assert (status, answer["__type"]) == (403, code)
+
+
+@pytest.mark.parametrize(("options", "code"), [
+    ({"secret": "not-the-secret"}, "InvalidSignatureException"),
+    ({"service": "lakeformation"}, "InvalidSignatureException"),
+    ({"region": "eu-west-1"}, "InvalidSignatureException"),
+], ids=["wrong secret", "wrong service", "wrong region"])
+def test_a_call_signed_wrongly_is_refused(local: RunningServer, options: dict, code: str) -> None:
+    status, answer = signed_post(local, "AWSGlue.GetDatabases", b"{}", **options)
+    assert (status, answer["__type"]) == (403, code)
+
+
+def test_a_key_the_server_does_not_know_is_not_checked(local: RunningServer) -> None:
+    status, _ = signed_post(local, "AWSGlue.GetDatabases", b"{}", key="AKIAOTHER", secret="unknown")
+    assert status == 200
 
 
 def test_private_server_resets_and_stops(tmp_path: Path) -> None:

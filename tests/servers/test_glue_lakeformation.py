@@ -18,10 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from tests.servers.base import RunningServer
-from tests.servers.glue import GlueControl, glue_client, lakeformation_client, start
+from tests.servers.glue import (
+    ACCESS_KEY_ID,
+    SECRET_ACCESS_KEY,
+    GlueControl,
+    glue_client,
+    lakeformation_client,
+    start,
+)
 from tests.servers.test_glue import NO_RETRIES, Scratch, all_pages, glue_error
 
 pytestmark = pytest.mark.servers
@@ -384,13 +394,13 @@ def test_grants_go_with_a_deleted_catalog(glue: Any, lf: Any, scratch: Scratch, 
 
 def test_json_target_form_is_answered_too(local: RunningServer, sales: tuple[str, str]) -> None:
     database, _ = sales
-    request = urllib.request.Request(
-        local.endpoint + "/",
-        data=json.dumps({"Resource": database_resource(database)}).encode(),
-        method="POST",
-        headers={"Content-Type": "application/x-amz-json-1.1",
-                 "X-Amz-Target": "AWSLakeFormation.ListPermissions"},
-    )
+    signed = AWSRequest("POST", local.endpoint + "/",
+                        data=json.dumps({"Resource": database_resource(database)}).encode(),
+                        headers={"Content-Type": "application/x-amz-json-1.1",
+                                 "X-Amz-Target": "AWSLakeFormation.ListPermissions"})
+    SigV4Auth(Credentials(ACCESS_KEY_ID, SECRET_ACCESS_KEY), "lakeformation", "us-east-1").add_auth(signed)
+    request = urllib.request.Request(local.endpoint + "/", data=signed.body, method="POST",
+                                     headers=dict(signed.headers.items()))
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(request, timeout=10) as response:
         assert json.loads(response.read()) == {"PrincipalResourcePermissions": []}

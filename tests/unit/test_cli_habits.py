@@ -45,7 +45,7 @@ def test_version_names_the_libraries_and_drivers():
     result = CliRunner().invoke(main, ["version", "--format", "json"])
     document = json.loads(result.output)
     assert result.exit_code == 0 and document["lance_sync_version"] == __version__
-    assert {"pylance", "lance-namespace", "pyarrow", "pyspark", "boto3", "pymetastore"} <= set(document["components"])
+    assert {"pylance", "lance-namespace", "pyarrow", "pyspark", "botocore", "pymetastore"} <= set(document["components"])
     assert document["components"]["pylance"] == lance.__version__
     assert document["drivers"] == ["dir", "glue", "hive3", "iceberg", "unity"]
     text = CliRunner().invoke(main, ["version"]).output

@@ -116,3 +116,17 @@ def test_a_manifest_without_problems_loads_without_the_json_schema_checks(tmp_pa
                             "else:\n"
                             "    raise AssertionError('no problem found')")
     assert "jsonschema" in loaded
+
+
+def test_a_glue_driver_that_names_its_endpoint_and_keys_makes_no_botocore_session():
+    """Glue calls go through the shared HTTP client, signed with botocore's signer: botocore's
+    session and client machinery (a tenth of a second of every process) is loaded only for what
+    the configuration leaves to botocore's chain."""
+    loaded = imported_after(
+        "import sys\n"
+        "from lance_sync.drivers.glue import GlueNamespace\n"
+        "GlueNamespace(endpoint='http://127.0.0.1:9', catalog_id='123456789012', region='us-east-1',\n"
+        "              access_key_id='AKIAEXAMPLEKEY', secret_access_key='example-secret')\n"
+        "held = {'botocore.session', 'botocore.client', 'botocore.regions'} & set(sys.modules)\n"
+        "assert not held, sorted(held)")
+    assert "botocore" in loaded and "boto3" not in loaded

@@ -1,21 +1,21 @@
-"""Checks of Glue's answers where they enter the driver, before botocore parses them.
+"""Checks of Glue's answers where they enter the driver.
 
-Answers (of Glue and of Lake Formation, whose grants the driver reads and writes) are
-checked by a botocore `before-parse` hook (`check_answer`; STS's XML answers by
-`check_xml_answer`): a 2xx body that is cut short, not JSON, or not of its operation's output
-shape in botocore's model (types everywhere; the members of `REQUIRED_ANSWER_MEMBERS` present)
-never reaches botocore's parser, which would read it as an empty answer. It is an
-`UnfitAnswer`, which the driver raises as a `BadAnswerError`; reads send it again
-(`with_bad_answer_retries`, `BAD_ANSWER_RETRIES` times), writes do not. An error answer's body
-is masked (`lance_sync.model.secrets`) before botocore parses it.
+A success answer (of Glue and of Lake Formation, whose grants the driver reads and writes) is
+decoded and checked in one walk against its operation's output shape in botocore's model
+(`answer_parser`, the `parse` of each request the driver's transport sends): types
+everywhere, the members the model requires and those of `REQUIRED_ANSWER_MEMBERS` present. A
+body that is not JSON or not of that shape is an `UnfitAnswer`, which the shared HTTP client
+raises as a `BadAnswerError` naming the call; reads (`READ_OPERATIONS`) are sent again, writes
+are not. A body cut short never gets here: the HTTP client reads it as a transient failure.
+The walk hands the answer over reduced to the model's members (null ones left out), as
+botocore's parser would, except that timestamps stay epoch seconds as JSON has them; the
+driver reads no timestamp, and sends one back (an Update's input rebuilt from a Get answer)
+in the form the protocol writes it anyway. botocore's parse of a page of 100 tables took
+2.4 ms of CPU here, the decoding and the check together 0.3 ms (`_fitter`).
 
-The answers of `DECODED_OPERATIONS` (the bulk table listing, which carries every table of a
-plan) are not parsed a second time: the hook hands botocore the JSON it has just decoded and
-checked, reduced to the model's members (null ones left out), as the parsed answer
-(`customized_response_dict`), and an empty body to parse. They differ from botocore's parse only in their timestamps, which
-stay epoch seconds (botocore makes datetimes of them; the driver reads no timestamp of a
-listed table). botocore's parse of a page of 100 tables took 2.4 ms of CPU here, the
-decoding and the check together 0.3 ms (`_fitter`).
+STS stays on a botocore client (one call per driver, or per role session): its XML answers
+are checked by a `before-parse` hook (`check_xml_answer`), and a garbled one is sent again
+(`with_bad_answer_retries`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from xml.etree import ElementTree
 from botocore.model import OperationModel, Shape
 from botocore.utils import parse_timestamp
 
-from lance_sync.drivers.support.answers import describe_body, html_summary
+from lance_sync.drivers.support.answers import UnfitAnswer, describe_body, html_summary
 from lance_sync.drivers.support.retry import BadAnswerError, with_retries
 from lance_sync.model import secrets
 
@@ -52,47 +52,27 @@ REQUIRED_ANSWER_MEMBERS: dict[str, frozenset[str]] = {
         "PrincipalResourcePermissions[].Principal.DataLakePrincipalIdentifier",
         "PrincipalResourcePermissions[].Resource", "PrincipalResourcePermissions[].Permissions"}),
 }
-#: Calls this driver sends again when the answer is garbled, BAD_ANSWER_RETRIES times. Writes
-#: are sent once (botocore retries 5xx and lost connections itself): a garbled answer to a
-#: write may follow a write that landed.
+#: Calls that change nothing: sent again after any transient failure or garbled answer (the
+#: shared HTTP client's retries). A write is sent again only when Glue cannot have acted on it.
 READ_OPERATIONS = frozenset({"GetCatalogs", "GetCatalog", "GetDatabases", "GetDatabase",
                              "GetTables", "GetTable", "ListPermissions"})
+#: resends of a garbled STS answer
 BAD_ANSWER_RETRIES = 2
-#: Operations whose checked answer is handed over as decoded, not parsed again (see above)
-DECODED_OPERATIONS = frozenset({"GetTables"})
 
 
-class UnfitAnswer(Exception):
-    """A 2xx answer that does not fit its operation (`check_answer`); `GlueNamespace._send`
-    turns it into a BadAnswerError naming the call. The message says what was wrong and shows
-    the body."""
-
-
-def check_answer(operation_model: OperationModel, response_dict: dict[str, Any],
-                 customized_response_dict: dict[str, Any] | None = None, **_: Any) -> None:
-    """botocore `before-parse` hook: raise UnfitAnswer for a 2xx answer that botocore would
-    read wrongly, before botocore parses it. botocore does not enforce Content-Length, reads a
-    non-JSON body as `{"message": body}` and then drops every member its model lacks, so a cut,
-    HTML or foreign body comes out as an empty answer; and it fails with AttributeError or
-    ValueError where a member has the wrong JSON type."""
-    body: bytes = response_dict["body"] or b""
-    status = response_dict["status_code"]
-    if status >= 300:
-        # an error answer: botocore raises ClientError and `translate` reads its code, unless
-        # it was cut short (the code is then lost: AlreadyExists would read as a bare 400)
-        cut = _cut_short(body, response_dict["headers"])
-        if cut is not None:
-            raise UnfitAnswer(f"{status} with {cut} (body: {_body_picture(body)})")
-        response_dict["body"] = _masked(body)
-        return
+def answer_parser(operation_model: OperationModel) -> Callable[[bytes], dict[str, Any]]:
+    """The success answers of an operation, decoded, checked and reduced (see above); an
+    UnfitAnswer, saying what was wrong and showing the body, for one that does not fit."""
     shape = operation_model.output_shape
-    problem, answer = _checked_answer(body, response_dict["headers"], shape,
-                                      REQUIRED_ANSWER_MEMBERS.get(operation_model.name, frozenset()))
-    if problem is not None:
-        raise UnfitAnswer(f"{problem} (body: {_body_picture(body)})")
-    if operation_model.name in DECODED_OPERATIONS and customized_response_dict is not None and shape is not None:
-        customized_response_dict.update(answer)
-        response_dict["body"] = b"{}"
+    required = REQUIRED_ANSWER_MEMBERS.get(operation_model.name, frozenset())
+
+    def parse(body: bytes) -> dict[str, Any]:
+        problem, answer = _checked_answer(body, shape, required)
+        if problem is not None:
+            raise UnfitAnswer(f"{problem} (body: {_body_picture(body)})")
+        return answer
+
+    return parse
 
 
 def check_xml_answer(operation_model: OperationModel, response_dict: dict[str, Any],
@@ -114,21 +94,9 @@ def check_xml_answer(operation_model: OperationModel, response_dict: dict[str, A
         raise UnfitAnswer(f"without {wrapper} (body: {_body_picture(body)})")
 
 
-def _cut_short(body: bytes, headers: Any) -> str | None:
-    """'a body cut short (n of m bytes)' when the body is shorter than its Content-Length."""
-    announced = headers.get("content-length")
-    if announced and announced.isdigit() and int(announced) > len(body):
-        return f"a body cut short ({len(body)} of {announced} bytes)"
-    return None
-
-
-def _checked_answer(body: bytes, headers: Any, shape: Shape | None,
-                    required: frozenset[str]) -> tuple[str | None, Any]:
+def _checked_answer(body: bytes, shape: Shape | None, required: frozenset[str]) -> tuple[str | None, Any]:
     """(what is wrong with a 2xx body for an operation with output `shape`, or None; the
-    decoded body)."""
-    cut = _cut_short(body, headers)
-    if cut is not None:
-        return cut, None
+    decoded body, reduced to the model's members)."""
     try:
         answer = json.loads(body.decode("utf-8")) if body.strip() else {}
     except ValueError:  # UnicodeDecodeError is one

@@ -19,12 +19,14 @@ CatalogIds sent to Glue: the account id, `<account>:<a>/<b>` below an account's 
 catalog, `<root>/<a>` below any other root. Glue folds database, table and catalog names to
 lower case; listings answer the folded names.
 
-Modules: `credentials` builds the boto3 session (credentials, an assumed role, STS) and
-registers every credential for masking; `answers` checks each answer before botocore parses it
-(a garbled one is a `BadAnswerError`, reads are sent again, writes are not); `errors`
-translates botocore's errors; `objects` holds what the driver reads and writes of Glue's
-objects; `grants` reads and changes grants on databases and tables, which are AWS Lake
-Formation permissions (a Lake Formation client of the same session, made on first use).
+Modules: `credentials` resolves the region, credentials (an assumed role through STS) and
+endpoints, and registers every credential for masking; `transport` sends each call as a
+SigV4-signed JSON POST through the shared HTTP client; `answers` checks each answer against
+botocore's model of its operation (a garbled one is a `BadAnswerError`, reads are sent again,
+writes are not); `errors` translates error answers by their AWS code; `objects` holds what the
+driver reads and writes of Glue's objects; `grants` reads and changes grants on databases and
+tables, which are AWS Lake Formation permissions (sent the same way to Lake Formation's
+endpoint, made on first use).
 
 Apply leases (`leases.GlueLeaseRegister`) are a table in the lease database whose every change
 is an UpdateTable conditional on the VersionId that was read.
@@ -38,10 +40,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, overload
 
-from botocore import xform_name
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
-from botocore.parsers import ResponseParserError
 from lance_namespace import (
     DeclareTableRequest,
     DeclareTableResponse,
@@ -79,21 +77,8 @@ from lance_sync.drivers.base import (
     TableInfo,
     patched_properties,
 )
-from lance_sync.drivers.glue.answers import (
-    READ_OPERATIONS,
-    UnfitAnswer,
-    check_answer,
-    with_bad_answer_retries,
-)
 from lance_sync.drivers.glue.config import ACCOUNT_ID, CATALOG_ID_SEPARATORS, GlueConfig, GlueRules
-from lance_sync.drivers.glue.credentials import (
-    caller_account,
-    glue_session,
-    register_resolved_credentials,
-    register_session_token,
-    sts_client,
-)
-from lance_sync.drivers.glue.errors import translate
+from lance_sync.drivers.glue.credentials import AwsAccess
 from lance_sync.drivers.glue.grants import LAKE_FORMATION_OPERATIONS, LakeFormationGrants
 from lance_sync.drivers.glue.leases import GlueLeaseRegister
 from lance_sync.drivers.glue.objects import (
@@ -106,10 +91,9 @@ from lance_sync.drivers.glue.objects import (
     parameters_of,
     projected,
 )
+from lance_sync.drivers.glue.transport import AwsJsonService
 from lance_sync.drivers.leases import LeaseRegister
 from lance_sync.drivers.support.paging import follow_pages, page_of_names
-from lance_sync.drivers.support.retry import BadAnswerError
-from lance_sync.model.errors import ConfigError
 from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, lance_table_properties
@@ -117,7 +101,6 @@ from lance_sync.model.marks import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, lance_table
 #: Glue's page caps: GetDatabases / GetTables 100, GetCatalogs 1000
 OBJECT_PAGE_SIZE = 100
 CATALOG_PAGE_SIZE = 1000
-MAX_POOL_CONNECTIONS = 32
 
 
 class GlueNamespace(GlueRules, SyncNamespace):
@@ -127,31 +110,20 @@ class GlueNamespace(GlueRules, SyncNamespace):
     def __init__(self, config: GlueConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
         config = self.config
-        client_config = Config(retries={"mode": "standard"}, max_pool_connections=MAX_POOL_CONNECTIONS,
-                               user_agent_extra="lance-sync")
-        try:
-            self._session = glue_session(config)
-            self._glue = self._session.client("glue", endpoint_url=config.endpoint, config=client_config)
-        except NoRegionError:
-            raise ConfigError("glue: no region: set `region` or AWS_REGION") from None
-        register_resolved_credentials(self._session)
-        self._glue.meta.events.register("before-send.glue", lambda **_: self.count_call())
-        self._glue.meta.events.register("before-send.glue", register_session_token)
-        self._glue.meta.events.register("before-parse.glue", check_answer)
-        #: waits between sends of a read whose answer was garbled (tests replace it)
+        #: waits between resends of a failed or garbled call (tests replace it)
         self._sleep: Callable[[float], None] = time.sleep
-        self._service_model = self._glue.meta.service_model
+        self._access = AwsAccess(config, sleep=self._wait)
+        self._glue = self._service("glue", config.endpoint)
         self._root_id = config.catalog_id
         self._root_lock = threading.Lock()
         #: CatalogIds seen to exist, so creating databases in one checks the catalog once
         self._known_catalogs: set[str] = set()
-        self._client_config = client_config
-        self._lakeformation_client: Any = None
+        self._lakeformation_service: AwsJsonService | None = None
         self._grants = LakeFormationGrants(self)
 
     def namespace_id(self) -> str:
         config: GlueConfig = self.config
-        return (f"lance-sync glue {{ region: {self._glue.meta.region_name!r}, "
+        return (f"lance-sync glue {{ region: {self._access.region!r}, "
                 f"endpoint: {config.endpoint!r}, catalog_id: {config.catalog_id!r} }}")
 
     def capabilities(self) -> Capabilities:
@@ -365,8 +337,7 @@ class GlueNamespace(GlueRules, SyncNamespace):
         """`catalog_id`, or the caller's account id (one STS call per driver)."""
         with self._root_lock:
             if self._root_id is None:
-                sts = sts_client(self._session, self._glue.meta.region_name)
-                self._root_id = with_bad_answer_retries(lambda: caller_account(sts), self._sleep)
+                self._root_id = self._access.caller_account()
             return self._root_id
 
     def _catalog_id(self, chain: Identifier) -> str:
@@ -560,56 +531,38 @@ class GlueNamespace(GlueRules, SyncNamespace):
 
     @overload
     def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError],
-              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any]: ...
+              duplicate: type[LanceNamespaceError] | None = None, retry_safe: bool | None = None,
+              **params: Any) -> dict[str, Any]: ...
 
     @overload
     def _call(self, operation: str, subject: str, *, missing: None,
-              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any] | None: ...
+              duplicate: type[LanceNamespaceError] | None = None, retry_safe: bool | None = None,
+              **params: Any) -> dict[str, Any] | None: ...
 
     def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError] | None,
-              duplicate: type[LanceNamespaceError] | None = None, **params: Any) -> dict[str, Any] | None:
-        """One Glue request, errors translated. EntityNotFound raises `missing` (None: returns None).
+              duplicate: type[LanceNamespaceError] | None = None, retry_safe: bool | None = None,
+              **params: Any) -> dict[str, Any] | None:
+        """One Glue (or Lake Formation) request, its answer checked and its errors translated
+        (`transport`). EntityNotFound raises `missing` (None: returns None); `retry_safe`
+        overrides whether the operation may be sent again after it may have landed."""
+        service = self._lakeformation() if operation in LAKE_FORMATION_OPERATIONS else self._glue
+        return service.call(operation, subject, missing, duplicate, params, retry_safe)
 
-        A read whose answer does not fit (`check_answer`) is sent again, BAD_ANSWER_RETRIES
-        times, then raised as a BadAnswerError; a write is sent once. botocore's own retries
-        (5xx, throttling, lost connections) happen inside each send.
-        """
-        def send() -> dict[str, Any] | None:
-            return self._send(operation, subject, missing, duplicate, params)
+    def _service(self, service: str, endpoint: str | None) -> AwsJsonService:
+        return AwsJsonService(service, self._access.endpoint(service, endpoint), self._access,
+                              on_request=self.count_call, sleep=self._wait)
 
-        if operation not in READ_OPERATIONS:
-            return send()
-        return with_bad_answer_retries(send, self._sleep)
+    def _wait(self, seconds: float) -> None:
+        self._sleep(seconds)
 
-    def _send(self, operation: str, subject: str, missing: type[LanceNamespaceError] | None,
-              duplicate: type[LanceNamespaceError] | None, params: dict[str, Any]) -> dict[str, Any] | None:
-        client = self._lakeformation() if operation in LAKE_FORMATION_OPERATIONS else self._glue
-        try:
-            return getattr(client, xform_name(operation))(**params)
-        except UnfitAnswer as unfit:
-            raise BadAnswerError(f"glue: {operation} on {subject} answered {unfit}") from None
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code")
-            if code == "EntityNotFoundException" and missing is None:
-                return None
-            raise translate(error, subject, operation, missing, duplicate) from error
-        except (BotoCoreError, ResponseParserError) as error:
-            raise translate(error, subject, operation) from error
-
-    def _lakeformation(self) -> Any:
-        """The Lake Formation client (made on first use): the Glue client's session, credentials,
-        region, retries and hooks; `lakeformation_endpoint`, else the Glue `endpoint`."""
+    def _lakeformation(self) -> AwsJsonService:
+        """Lake Formation (made on first use): the driver's credentials and region, at
+        `lakeformation_endpoint`, else the Glue `endpoint`, else AWS's for the region."""
         with self._root_lock:
-            if self._lakeformation_client is None:
-                client = self._session.client(
-                    "lakeformation", region_name=self._glue.meta.region_name,
-                    endpoint_url=self.config.lakeformation_endpoint or self.config.endpoint,
-                    config=self._client_config)
-                client.meta.events.register("before-send.lakeformation", lambda **_: self.count_call())
-                client.meta.events.register("before-send.lakeformation", register_session_token)
-                client.meta.events.register("before-parse.lakeformation", check_answer)
-                self._lakeformation_client = client
-            return self._lakeformation_client
+            if self._lakeformation_service is None:
+                self._lakeformation_service = self._service(
+                    "lakeformation", self.config.lakeformation_endpoint or self.config.endpoint)
+            return self._lakeformation_service
 
     def _items(self, operation: str, list_key: str, subject: str, **params: Any) -> Iterator[dict]:
         """Every item of a NextToken listing, page after page."""
@@ -622,7 +575,7 @@ class GlueNamespace(GlueRules, SyncNamespace):
 
     def _as_input(self, described: dict[str, Any], input_shape: str) -> dict[str, Any]:
         """A Get answer reduced to what the matching *Input shape accepts (for Update calls)."""
-        return projected(described, self._service_model.shape_for(input_shape))
+        return projected(described, self._glue.model.shape_for(input_shape))
 
 
 def _under_database(subject: str) -> str:

@@ -1,9 +1,10 @@
-"""Failed Glue (and STS) requests as `lance_namespace.errors`.
+"""Failed Glue, Lake Formation (and STS) requests as `lance_namespace.errors`.
 
-Errors are translated at the boundary (`translate`): AccessDenied is PermissionDenied (15),
-bad or expired credentials Unauthenticated (16), throttling after botocore's retries
-Throttling (21), 5xx and connection failures ServiceUnavailable (17). Messages start with
-`glue: <Operation> on <namespace or table>`.
+Errors are translated at the boundary, by their AWS error code: an error answer of Glue or
+Lake Formation (`translate_failure`, for the shared HTTP client), a botocore error of STS
+(`translate`). AccessDenied is PermissionDenied (15), bad or expired credentials
+Unauthenticated (16), throttling Throttling (21, which the HTTP client sends again first), 5xx
+ServiceUnavailable (17). Messages start with `glue: <Operation> on <namespace or table>`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.drivers.support.answers import one_line
+from lance_sync.drivers.support.http import HttpFailure, attempts_note
 from lance_sync.drivers.support.retry import BadAnswerError
 
 _UNAUTHENTICATED_CODES = frozenset({
@@ -59,25 +61,51 @@ _ERROR_BY_CODE: dict[str, type[LanceNamespaceError]] = {
 }
 
 
+def translate_failure(failure: HttpFailure, subject: str, operation: str,
+                      missing: type[LanceNamespaceError] | None = None,
+                      duplicate: type[LanceNamespaceError] | None = None) -> LanceNamespaceError:
+    """The lance_namespace error for an error answer of Glue or Lake Formation (its body
+    already masked by the HTTP client)."""
+    body = failure.body if isinstance(failure.body, dict) else {}
+    message = body.get("message") or body.get("Message") or (failure.body if isinstance(failure.body, str) else "")
+    error = _answered(operation, subject, aws_error_code(failure), failure.status, str(message), missing, duplicate)
+    return type(error)(f"{error}{attempts_note(failure.attempts)}")
+
+
+def aws_error_code(failure: HttpFailure) -> str:
+    """The error code of an AWS JSON or REST-JSON error answer: the `x-amzn-ErrorType` header,
+    else the body's `__type` (`com.amazonaws.glue#EntityNotFoundException` names the
+    shape after `#`) or `code`; "" when it carries none."""
+    header = failure.headers.get("x-amzn-ErrorType") or ""
+    body = failure.body if isinstance(failure.body, dict) else {}
+    code = header.split(":")[0] or body.get("__type") or body.get("code") or body.get("Code") or ""
+    return str(code).rpartition("#")[2]
+
+
+def _answered(operation: str, subject: str, code: str, status: int, message: str,
+              missing: type[LanceNamespaceError] | None,
+              duplicate: type[LanceNamespaceError] | None) -> LanceNamespaceError:
+    if code == "EntityNotFoundException" and missing is not None:
+        cls = missing
+    elif code == "AlreadyExistsException" and duplicate is not None:
+        cls = duplicate
+    else:
+        cls = _ERROR_BY_CODE.get(code) or (ServiceUnavailableError if status >= 500 else InternalError)
+    # credential errors can echo key ids and signing details: keep only the code
+    detail = "check the configured credentials" if cls is UnauthenticatedError else one_line(message)
+    return cls(f"glue: {operation} on {subject} answered {code or status}: {detail}")
+
+
 def translate(error: ClientError | BotoCoreError | ResponseParserError, subject: str, operation: str,
-               missing: type[LanceNamespaceError] | None = None,
-               duplicate: type[LanceNamespaceError] | None = None) -> LanceNamespaceError:
-    """The lance_namespace error for a failed Glue request (or the STS request behind it)."""
+              missing: type[LanceNamespaceError] | None = None,
+              duplicate: type[LanceNamespaceError] | None = None) -> LanceNamespaceError:
+    """The lance_namespace error for a failed STS request of botocore's (the credentials behind
+    the Glue calls)."""
     if isinstance(error, ClientError):
         details = error.response.get("Error", {})
-        code = details.get("Code", "")
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        failed = error.operation_name or operation
-        if code == "EntityNotFoundException" and missing is not None:
-            cls = missing
-        elif code == "AlreadyExistsException" and duplicate is not None:
-            cls = duplicate
-        else:
-            cls = _ERROR_BY_CODE.get(code) or (ServiceUnavailableError if status >= 500 else InternalError)
-        # credential errors can echo key ids and signing details: keep only the code
-        detail = ("check the configured credentials" if cls is UnauthenticatedError
-                  else one_line(details.get("Message", "")))
-        return cls(f"glue: {failed} on {subject} answered {code or status}: {detail}")
+        return _answered(error.operation_name or operation, subject, details.get("Code", ""), status,
+                         details.get("Message", ""), missing, duplicate)
     if isinstance(error, NoCredentialsError | PartialCredentialsError | CredentialRetrievalError):
         return UnauthenticatedError(f"glue: {operation} on {subject}: no usable AWS credentials")
     if isinstance(error, ParamValidationError):

@@ -3,9 +3,9 @@
 Lake Formation keeps its permissions apart from the Glue objects they are on: a grant names a
 principal (`DataLakePrincipalIdentifier`) and a resource, `{"Database": {CatalogId, Name}}` or
 `{"Table": {CatalogId, DatabaseName, Name}}`, always with the object's CatalogId. The driver
-sends these calls with a Lake Formation client of its own session (same credentials and
-region as its Glue client), through the same request path as its Glue calls (`_call`: answers
-checked by `check_answer`, errors translated, garbled reads sent again).
+sends these calls to Lake Formation with the credentials and region of its Glue calls, through
+the same request path (`_call`: answers checked against botocore's model, errors translated,
+garbled reads sent again).
 
 - `list_grants` reads `ListPermissions` filtered by the resource, every page; a privilege held
   with the grant option (`PermissionsWithGrantOption`) counts as held. Lake Formation answers

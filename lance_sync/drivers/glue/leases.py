@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from lance_namespace import CreateNamespaceRequest
@@ -15,6 +16,7 @@ from lance_namespace.errors import (
 
 from lance_sync.drivers.base import Identifier
 from lance_sync.drivers.glue.objects import DatabaseRef, parameters_of
+from lance_sync.drivers.glue.transport import MAX_RETRIES
 from lance_sync.drivers.leases import (
     PREVIOUS_FORMAT,
     LeaseRecord,
@@ -22,7 +24,7 @@ from lance_sync.drivers.leases import (
     TableLeaseRegister,
     not_a_lease,
 )
-from lance_sync.drivers.support.retry import BadAnswerError
+from lance_sync.drivers.support.retry import BadAnswerError, with_retries
 
 if TYPE_CHECKING:
     from lance_sync.drivers.glue.driver import GlueNamespace
@@ -56,14 +58,17 @@ class GlueLeaseRegister(TableLeaseRegister):
         database = self._database()
         for _ in range(2):
             try:
+                # sent again after a lost answer: a create that landed then meets AlreadyExists,
+                # and the lease protocol reads the lease back and finds its own record
                 self.driver._call("CreateTable", self.label, missing=NamespaceNotFoundError,
-                                  duplicate=TableAlreadyExistsError, CatalogId=database.catalog_id,
+                                  duplicate=TableAlreadyExistsError, retry_safe=True, CatalogId=database.catalog_id,
                                   DatabaseName=database.name,
                                   TableInput={"Name": LEASE_TABLE, "Parameters": record.to_properties()})
             except TableAlreadyExistsError:
                 return None
             except NamespaceNotFoundError:  # the first lease of this owner here
-                self.driver.create_namespace(CreateNamespaceRequest(id=list(self.namespace), mode="ExistOk"))
+                request = CreateNamespaceRequest(id=list(self.namespace), mode="ExistOk")
+                with_retries(functools.partial(self.driver.create_namespace, request), MAX_RETRIES)
                 continue
             return StoredLease(record, "")  # its VersionId is read before the first swap
         raise NamespaceNotFoundError(f"glue: the lease database of {self.label} was dropped each time "

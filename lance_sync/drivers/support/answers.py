@@ -26,6 +26,11 @@ _HTML_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re
 _HTML_TAG = re.compile(r"<[^>]*>")
 
 
+class UnfitAnswer(Exception):
+    """A success body that does not fit the answer its call expects; the message says what is
+    wrong, to follow "<backend>: <call> answered " (e.g. "without TableList (body: ...)")."""
+
+
 class Answer(BaseModel):
     """Base of answer models: unknown members are allowed (servers add fields), types are strict
     enough that a string never passes for a list or a mapping."""

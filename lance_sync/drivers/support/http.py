@@ -6,7 +6,10 @@ Every failure of one attempt is classified:
 - transient, the server may have acted: a timeout or a connection lost after the request was
   sent, a body cut short or not decodable, another 5xx;
 - a bad answer: a success whose body is not JSON (for a read) or does not fit the answer
-  model the caller expects (`expect=`), see `answers.parse_answer`;
+  model the caller expects (`expect=`, see `answers.parse_answer`, or `parse=`, which raises
+  `answers.UnfitAnswer`);
+- transient, the server did not act: an error status the driver's translator reads as
+  throttling (AWS answers it as a 400 with a throttling code);
 - final: any other error status, handed to the driver's translator.
 
 A retry-safe request (GET, HEAD, PUT, DELETE; or one the caller marks `retry_safe`) is sent
@@ -18,10 +21,13 @@ an earlier attempt may have reached the server counts as done: that attempt dele
 
 After the last attempt the error names the backend, the method and the URL path, what was
 wrong and how many attempts were made, e.g. "iceberg: GET /v1/p/namespaces answered a body
-cut short (1200 of 4096 bytes) after 4 attempts". Headers (tokens) never appear in a message,
-nor does the userinfo of an endpoint URL. A server's text is masked (`lance_sync.model.secrets`)
-before anything reads it, so a server that echoes the request cannot put a token into a
-message; the credential of every Authorization header sent is registered for that. A raw
+cut short (1200 of 4096 bytes) after 4 attempts"; a driver may name the call itself
+(`label=`, "glue: GetTables on 123456789012$sales"). Headers (tokens) never appear in a
+message, nor does the userinfo of an endpoint URL. A server's text is masked
+(`lance_sync.model.secrets`) before anything reads it, so a server that echoes the request
+cannot put a token into a message; the credential of every Authorization header sent is
+registered for that, except where the client signs each request (`sign=`, AWS SigV4: the
+header is a signature, and the signer registers the credentials it signs with). A raw
 urllib3 exception never leaves this module.
 
 Requests go straight to a urllib3 connection pool for the endpoint: at thousands of loads per
@@ -29,7 +35,8 @@ plan, the client's own work per request, not the server, was the limit, and requ
 per-request preparation and environment scan were most of that work (the Iceberg rows of
 `bench/bench_catalogs.py` measure it; README, "Benchmarks"). The environment is read once per
 client: HTTP(S)_PROXY and NO_PROXY choose a proxy for the endpoint, REQUESTS_CA_BUNDLE or
-CURL_CA_BUNDLE the certificates to trust (else certifi's, as requests would). The userinfo of
+CURL_CA_BUNDLE the certificates to trust (else certifi's, as requests would; a driver may
+name its own, as AWS_CA_BUNDLE does for botocore). The userinfo of
 an endpoint URL is sent as Basic authentication unless the driver sends its own Authorization.
 Redirects are not followed: a catalog that answers 3xx is reported with that status.
 """
@@ -41,8 +48,8 @@ import http.client
 import json as jsonlib
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
 from urllib.request import getproxies, proxy_bypass
@@ -62,7 +69,7 @@ from urllib3.exceptions import (
 from urllib3.util import make_headers
 
 from lance_sync import __version__
-from lance_sync.drivers.support.answers import describe_body, one_line, parse_answer
+from lance_sync.drivers.support.answers import UnfitAnswer, describe_body, one_line, parse_answer
 from lance_sync.drivers.support.retry import (
     BadAnswerError,
     ServerError,
@@ -94,6 +101,8 @@ class HttpFailure:
     status: int
     body: Any
     attempts: int = 1
+    #: the answer's headers (AWS's REST protocols may carry the error code in one)
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def shown_url(self) -> str:
@@ -108,6 +117,8 @@ class HttpFailure:
 
 
 Translator = Callable[[HttpFailure], LanceNamespaceError]
+#: signs one attempt: (method, URL, headers, body) -> the headers to send
+Signer = Callable[[str, str, dict[str, str], bytes | None], dict[str, str]]
 
 
 class _Failed(Exception):
@@ -130,9 +141,12 @@ class _Failed(Exception):
 class HttpClient:
     def __init__(self, base_url: str, *, backend: str, connect_timeout: float, read_timeout: float,
                  max_retries: int, translate: Translator, headers: Callable[[], dict[str, str]] | None = None,
+                 sign: Signer | None = None, ca_bundle: str | None = None,
                  on_request: Callable[[], None] | None = None, sleep: Callable[[float], None] = time.sleep):
         """`backend` labels every message ("iceberg", "unity"); timeouts are in seconds;
-        `headers` is called per attempt (tokens may refresh); `on_request` counts attempts."""
+        `headers` is called per attempt (tokens may refresh), and `sign` last, on the whole
+        request (AWS SigV4); `ca_bundle` replaces the environment's certificates to trust;
+        `on_request` counts attempts."""
         self.base_url = base_url.rstrip("/")
         self.backend = backend
         self.timeout = (connect_timeout, read_timeout)
@@ -140,34 +154,44 @@ class HttpClient:
         self.max_retries = max_retries
         self.translate = translate
         self.headers = headers or dict
+        self.sign = sign
         self.on_request = on_request or (lambda: None)
         self.sleep = sleep
         self._base_headers = {**BASE_HEADERS, **_userinfo_auth(self.base_url)}
         self._base_path = urlsplit(self.base_url).path
+        self._origin = _origin(self.base_url)
         #: urlopen(method, target, **options) of the endpoint's connection pool
-        self.send = _sender(self.base_url)
+        self.send = _sender(self.base_url, ca_bundle)
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None,
                 data: dict[str, str] | None = None, ok: tuple[int, ...] = (200,),
-                expect: type[BaseModel] | None = None, retry_safe: bool | None = None) -> Any:
-        """Send one logical request; the answer parsed as `expect`, else its JSON (None when empty).
+                expect: type[BaseModel] | None = None, parse: Callable[[bytes], Any] | None = None,
+                retry_safe: bool | None = None, headers: dict[str, str] | None = None,
+                content_type: str | None = None, translate: Translator | None = None,
+                label: str | None = None) -> Any:
+        """Send one logical request; the answer parsed as `expect` (or by `parse`, from its
+        bytes, empty ones too), else its JSON (None when empty).
 
         `retry_safe` overrides the method's own idempotence (an OAuth token request is a POST
-        that changes nothing, so it may be sent again).
+        that changes nothing, so it may be sent again). `headers` are this request's own,
+        `content_type` replaces the body's, `translate` the client's translator, and `label`
+        names the request in messages (default "METHOD /path").
         """
         url = self.base_url + path
         query = urlencode({k: v for k, v in (params or {}).items() if v is not None})
         target = f"{self._base_path}{path}?{query}" if query else self._base_path + path
-        body, content_type = _encoded_body(json, data)
+        body, encoded_type = _encoded_body(json, data)
+        request = _Request(method, url, target, label or f"{method} {urlsplit(url).path}", body,
+                           {**(headers or {}), **_content_type(content_type or encoded_type)},
+                           translate or self.translate)
         safe = method in RETRY_SAFE_METHODS if retry_safe is None else retry_safe
-        call = f"{method} {urlsplit(url).path}"
         attempt = 0
         reached = False  # whether an earlier attempt may have reached the server
         while True:
             self.on_request()
             try:
-                return self._attempt(method, url, target, call, body=body, content_type=content_type, ok=ok,
-                                     expect=expect, attempts=attempt + 1, deleted_before=reached)
+                return self._attempt(request, ok=ok, expect=expect, parse=parse, attempts=attempt + 1,
+                                     deleted_before=reached)
             except _Failed as failed:
                 reached = reached or failed.may_have_acted
                 retry = failed.transient and (safe or not failed.may_have_acted)
@@ -178,16 +202,17 @@ class HttpClient:
 
     # --- one attempt ---------------------------------------------------------------------------
 
-    def _attempt(self, method: str, url: str, target: str, call: str, *, body: bytes | None,
-                 content_type: str | None, ok: tuple[int, ...], expect: type[BaseModel] | None,
-                 attempts: int, deleted_before: bool) -> Any:
-        headers = {**self._base_headers, **self.headers()}
-        secrets.register_authorization(headers.get("Authorization"))
-        if content_type:
-            headers["Content-Type"] = content_type
+    def _attempt(self, request: _Request, *, ok: tuple[int, ...], expect: type[BaseModel] | None,
+                 parse: Callable[[bytes], Any] | None, attempts: int, deleted_before: bool) -> Any:
+        method, url, call = request.method, request.url, request.label
+        headers = {**self._base_headers, **self.headers(), **request.headers}
+        if self.sign is None:
+            secrets.register_authorization(headers.get("Authorization"))
+        else:
+            headers = self.sign(method, self._origin + request.target, headers, request.body)
         try:
-            response = self.send(method, target, body=body, headers=headers, timeout=self._timeout,
-                                 retries=False, redirect=False, preload_content=False)
+            response = self.send(method, request.target, body=request.body, headers=headers,
+                                 timeout=self._timeout, retries=False, redirect=False, preload_content=False)
         except HTTPError as error:
             raise self._transport_failure(error, call, url) from None
         try:
@@ -198,25 +223,35 @@ class HttpClient:
             response.release_conn()
         answer = _Answer(response.status, response.headers, content)
         if answer.status in ok:
-            return self._answer(answer, method, call, expect)
+            return self._answer(answer, method, call, expect, parse)
         if method == "DELETE" and answer.status == 404 and deleted_before:
             return None  # an earlier attempt deleted it, and its answer was lost
+        failure = HttpFailure(method, url, answer.status, answer.error_body(), attempts, answer.headers)
+        retry_after = _retry_after_seconds(answer.headers.get("Retry-After"))
         if answer.status in RETRYABLE_STATUS:
-            failure = HttpFailure(method, url, answer.status, answer.error_body(), attempts)
-            translated = ThrottlingError(failure.message()) if answer.status == 429 else self.translate(failure)
+            translated = ThrottlingError(failure.message()) if answer.status == 429 else request.translate(failure)
             raise _Failed(translated, transient=True, may_have_acted=answer.status not in NOT_CARRIED_OUT_STATUS,
-                          retry_after=_retry_after_seconds(answer.headers.get("Retry-After")))
-        raise _Failed(self.translate(HttpFailure(method, url, answer.status, answer.error_body(), attempts)),
-                      transient=False, may_have_acted=True)
+                          retry_after=retry_after)
+        translated = request.translate(failure)
+        if isinstance(translated, ThrottlingError):  # refused before it was carried out
+            raise _Failed(translated, transient=True, may_have_acted=False, retry_after=retry_after)
+        raise _Failed(translated, transient=False, may_have_acted=True)
 
-    def _answer(self, answer: _Answer, method: str, call: str, expect: type[BaseModel] | None) -> Any:
-        """The success answer: parsed as `expect`, else its JSON; a bad one is a BadAnswerError.
+    def _answer(self, answer: _Answer, method: str, call: str, expect: type[BaseModel] | None,
+                parse: Callable[[bytes], Any] | None) -> Any:
+        """The success answer: parsed as `expect` or by `parse`, else its JSON; a bad one is a
+        BadAnswerError.
 
         Without an answer model only a read must answer JSON: a write's success needs no body
         (Unity answers a DELETE with the text "200 OK"). A body that fits `expect` is parsed
         straight from its bytes; one that does not is parsed again, step by step, to say what
         was wrong with it.
         """
+        if parse is not None:
+            try:
+                return parse(answer.content)
+            except UnfitAnswer as unfit:
+                raise self._bad(f"{self.backend}: {call} answered {unfit}", carried_out=True) from None
         checked = expect is not None or method == "GET"
         if not answer.content:
             if checked:
@@ -368,6 +403,20 @@ def _retry_after_seconds(value: str | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class _Request:
+    """One logical request, as each of its attempts sends it."""
+
+    method: str
+    url: str
+    #: path and query, as sent to the endpoint's connection pool
+    target: str
+    label: str
+    body: bytes | None
+    headers: dict[str, str]
+    translate: Translator
+
+
+@dataclass(frozen=True)
 class _Answer:
     """An answer as it arrived: status, headers and the whole (decoded) body."""
 
@@ -393,6 +442,10 @@ class _Answer:
             return text
 
 
+def _content_type(content_type: str | None) -> dict[str, str]:
+    return {"Content-Type": content_type} if content_type else {}
+
+
 def _encoded_body(json: Any, data: dict[str, str] | None) -> tuple[bytes | None, str | None]:
     """The request body and its content type: JSON, a form, or none."""
     if json is not None:
@@ -410,14 +463,14 @@ def _userinfo_auth(url: str) -> dict[str, str]:
     return make_headers(basic_auth=f"{unquote(parts.username)}:{unquote(parts.password or '')}")
 
 
-def _sender(base_url: str) -> Callable[..., urllib3.BaseHTTPResponse]:
+def _sender(base_url: str, ca_bundle: str | None = None) -> Callable[..., urllib3.BaseHTTPResponse]:
     """`urlopen(method, target, ...)` of a connection pool for the endpoint (`target`: path and
     query), through the proxy the environment names for it: HTTP(S)_PROXY and NO_PROXY, read
     once here rather than per request."""
     parts = urlsplit(without_userinfo(base_url))
     options: dict[str, Any] = {"maxsize": POOL_SIZE, "block": False}
     if parts.scheme == "https":
-        options["ca_certs"] = (os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        options["ca_certs"] = (ca_bundle or os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
                                or certifi.where())
     proxy = getproxies().get(parts.scheme)
     if not proxy or proxy_bypass(parts.netloc):

@@ -1,7 +1,8 @@
 """The WSGI application: test-only control paths, the Glue JSON protocol in front of moto, and
 Lake Formation's permission calls (lakeformation.py) on the same port.
 
-Each Glue request is counted, may be answered by an injected fault, is checked
+Each Glue request is counted, must be signed (SigV4, checked as AWS checks it:
+signatures.py), may be answered by an injected fault, is checked
 against Glue's input constraints, and is then handled by moto's Glue handler
 (extended in responses.py) under one lock, since moto's backends are not
 thread-safe. Control paths live under CONTROL_PREFIX and are not counted:
@@ -43,6 +44,7 @@ from tests.servers.glue_server.control import FaultInjector, FaultRule, RequestC
 from tests.servers.glue_server.errors import GlueError
 from tests.servers.glue_server.lakeformation import DELETING_GLUE_OPERATIONS, LakeFormation
 from tests.servers.glue_server.responses import CatalogScopedGlueResponse, fold_names
+from tests.servers.glue_server.signatures import check_signature
 from tests.servers.glue_server.validation import service_model, validate
 
 GLUE_TARGET_PREFIX = "AWSGlue."
@@ -90,6 +92,7 @@ class GlueFrontend:
         body = _read_body(environ)
         respond = _logging(operation, start_response)
         try:
+            check_signature(environ, body, "glue")
             if not target.startswith(GLUE_TARGET_PREFIX):
                 raise GlueError("UnknownOperationException", f"Unknown target {target!r}.")
             params = _json_object(body)
@@ -113,6 +116,7 @@ class GlueFrontend:
         body = _read_body(environ)
         respond = _logging(operation, start_response)
         try:
+            check_signature(environ, body, "lakeformation")
             params = _json_object(body)
             self.faults.raise_if_injected(operation, params)
             validate(operation, params, service="lakeformation")
