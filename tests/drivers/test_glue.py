@@ -235,6 +235,46 @@ def test_invalid_configuration_is_a_config_error(properties: dict, problem: str)
         GlueNamespace(region="us-east-1", **properties)
 
 
+@pytest.fixture
+def no_aws_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """An environment in which botocore finds no credentials, region or endpoint of its own."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                 "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_GLUE",
+                 "AWS_ENDPOINT_URL_LAKEFORMATION", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance metadata lookup
+    return monkeypatch
+
+
+def test_endpoints_left_open_are_aws_for_the_region(no_aws_environment: pytest.MonkeyPatch):
+    """No `endpoint`: botocore resolves AWS's for the region (partition included), or the
+    service's endpoint variable; no request is sent to find out."""
+    keys = {"access_key_id": "AKIAEXAMPLEKEY", "secret_access_key": SECRET, "catalog_id": ACCOUNT}
+    driver = GlueNamespace(region="eu-west-1", **keys)
+    assert driver._glue.http.base_url == "https://glue.eu-west-1.amazonaws.com"
+    assert driver._lakeformation().http.base_url == "https://lakeformation.eu-west-1.amazonaws.com"
+    assert GlueNamespace(region="cn-north-1", **keys)._glue.http.base_url == "https://glue.cn-north-1.amazonaws.com.cn"
+    no_aws_environment.setenv("AWS_ENDPOINT_URL_GLUE", "http://127.0.0.1:9")
+    assert GlueNamespace(region="eu-west-1", **keys)._glue.http.base_url == "http://127.0.0.1:9"
+
+
+def test_no_region_anywhere_is_a_config_error(no_aws_environment: pytest.MonkeyPatch):
+    with pytest.raises(ConfigError, match="glue: no region: set `region` or AWS_REGION"):
+        GlueNamespace(catalog_id=ACCOUNT, access_key_id="AKIAEXAMPLEKEY", secret_access_key=SECRET)
+
+
+def test_no_credentials_anywhere_is_unauthenticated_before_any_call(no_aws_environment: pytest.MonkeyPatch,
+                                                                   glue_server: RunningServer,
+                                                                   control: GlueControl):
+    driver = GlueNamespace(endpoint=glue_server.endpoint, catalog_id=ACCOUNT, region="us-east-1")
+    with Counted(control) as counted, pytest.raises(UnauthenticatedError, match="no usable AWS credentials"):
+        driver.describe_namespace(DescribeNamespaceRequest(id=[ACCOUNT]))
+    assert counted.total == 0
+
+
 def test_connect_properties_round_trip_and_secrets_stay_hidden(base_config: dict):
     config = GlueConfig.from_properties({**base_config, "secret_access_key": SECRET,
                                          "storage.region": "us-west-2"})
