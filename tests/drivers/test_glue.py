@@ -229,10 +229,13 @@ def all_pages(call: Any, request_type: Any, id: list[str], attribute: str, limit
     ({"endpoint": "127.0.0.1:1", "catalog_id": ACCOUNT}, "endpoint"),
     ({"catalog_id": ""}, "catalog_id"),
     ({"bogus": "1"}, "bogus"),
+    ({"region": "us east 1"}, "region must be an AWS region name such as us-east-1, not 'us east 1'"),
+    ({"assume_role_arn": "arn:aws:iam::123456789012:role/r", "assume_role_region": "eu_west_1"},
+     "assume_role_region must be an AWS region name"),
 ])
 def test_invalid_configuration_is_a_config_error(properties: dict, problem: str):
     with pytest.raises(ConfigError, match=problem.replace("(", r"\(").replace(")", r"\)")):
-        GlueNamespace(region="us-east-1", **properties)
+        GlueNamespace(**{"region": "us-east-1", **properties})
 
 
 @pytest.fixture
@@ -262,8 +265,14 @@ def test_endpoints_left_open_are_aws_for_the_region(no_aws_environment: pytest.M
 
 
 def test_no_region_anywhere_is_a_config_error(no_aws_environment: pytest.MonkeyPatch):
-    with pytest.raises(ConfigError, match="glue: no region: set `region` or AWS_REGION"):
-        GlueNamespace(catalog_id=ACCOUNT, access_key_id="AKIAEXAMPLEKEY", secret_access_key=SECRET)
+    keys = {"catalog_id": ACCOUNT, "access_key_id": "AKIAEXAMPLEKEY", "secret_access_key": SECRET}
+    with pytest.raises(ConfigError, match="glue: no region: set `region`, AWS_REGION or AWS_DEFAULT_REGION"):
+        GlueNamespace(**keys)
+    no_aws_environment.setenv("AWS_DEFAULT_REGION", "not a region")
+    with pytest.raises(ConfigError, match="glue: the region 'not a region' from the environment"):
+        GlueNamespace(**keys)
+    no_aws_environment.setenv("AWS_REGION", "eu-west-3")  # as the AWS CLI reads it, before the others
+    assert GlueNamespace(**keys).namespace_id().startswith("lance-sync glue { region: 'eu-west-3'")
 
 
 def test_no_credentials_anywhere_is_unauthenticated_before_any_call(no_aws_environment: pytest.MonkeyPatch,
@@ -272,6 +281,24 @@ def test_no_credentials_anywhere_is_unauthenticated_before_any_call(no_aws_envir
     driver = GlueNamespace(endpoint=glue_server.endpoint, catalog_id=ACCOUNT, region="us-east-1")
     with Counted(control) as counted, pytest.raises(UnauthenticatedError, match="no usable AWS credentials"):
         driver.describe_namespace(DescribeNamespaceRequest(id=[ACCOUNT]))
+    assert counted.total == 0
+
+
+def test_credentials_that_cannot_be_refreshed_are_unauthenticated(make_driver, control: GlueControl):
+    """A provider of botocore's chain that fails when asked (an expired SSO session, no
+    instance metadata) is an error that names Glue, never botocore's exception."""
+    from botocore.exceptions import CredentialRetrievalError
+
+    class Failing:
+        def get_frozen_credentials(self) -> Any:
+            raise CredentialRetrievalError(provider="sso", error_msg="the SSO session has expired")
+
+    driver = make_driver()
+    driver._access.credentials = Failing()
+    with Counted(control) as counted, pytest.raises(UnauthenticatedError) as caught:
+        driver.describe_namespace(DescribeNamespaceRequest(id=[ACCOUNT]))
+    assert str(caught.value) == ("glue: the AWS credentials could not be obtained: Error when retrieving "
+                                 "credentials from sso: the SSO session has expired")
     assert counted.total == 0
 
 

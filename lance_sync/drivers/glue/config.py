@@ -14,6 +14,9 @@ from lance_sync.model.grants import ParentNeed, Securable
 #: STS AssumeRole DurationSeconds range
 MIN_ROLE_SESSION_SEC, MAX_ROLE_SESSION_SEC = 900, 43200
 ACCOUNT_ID = re.compile(r"\d{12}")
+#: what botocore accepts as a region name (a host label), checked offline: the region is part
+#: of every request's signature scope and of AWS's endpoint
+REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?")
 ROLE_ARN = re.compile(r"arn:[\w-]+:iam::\d{12}:role/.+")
 #: characters a catalog name cannot hold here: Glue forbids '/', and both build CatalogIds
 CATALOG_ID_SEPARATORS = ("/", ":")
@@ -82,6 +85,10 @@ class GlueConfig(BackendConfig):
                         if getattr(self, name) is not None]
         if role_options and self.assume_role_arn is None:
             raise ValueError(f"{', '.join(role_options)} need(s) assume_role_arn")
+        for name in ("region", "assume_role_region"):
+            region = getattr(self, name)
+            if region is not None and not REGION.fullmatch(region):
+                raise ValueError(f"{name} must be an AWS region name such as us-east-1, not {region!r}")
         if self.assume_role_arn is not None and not ROLE_ARN.fullmatch(self.assume_role_arn):
             raise ValueError("assume_role_arn must look like arn:aws:iam::123456789012:role/name")
         if self.endpoint is not None and self.catalog_id is None:

@@ -1,7 +1,8 @@
 """Where and as whom a Glue driver calls AWS: its region, credentials, endpoints and STS.
 
 What the configuration names is used as it is; what it leaves open is botocore's to resolve,
-as every AWS SDK does: the region (AWS_REGION, AWS_DEFAULT_REGION, the profile), the
+as every AWS SDK does: the region (AWS_REGION, which botocore itself does not read,
+AWS_DEFAULT_REGION, the profile), the
 credentials (the default chain: environment, shared files, SSO, web identity, container and
 instance roles), the endpoints (AWS_ENDPOINT_URL_GLUE and the like, the profile's
 `endpoint_url`, FIPS and dual-stack settings, then the partition's endpoint for the region)
@@ -28,7 +29,7 @@ from lance_namespace.errors import UnauthenticatedError
 
 from lance_sync.drivers.base import secret_value
 from lance_sync.drivers.glue.answers import UnfitAnswer, check_xml_answer, with_bad_answer_retries
-from lance_sync.drivers.glue.config import ACCOUNT_ID, GlueConfig
+from lance_sync.drivers.glue.config import ACCOUNT_ID, REGION, GlueConfig
 from lance_sync.drivers.glue.errors import translate
 from lance_sync.drivers.support.retry import BadAnswerError
 from lance_sync.model import secrets
@@ -62,9 +63,13 @@ class AwsAccess:
         self._sleep = sleep
         self._lock = threading.Lock()
         self._botocore: Any = None
-        region = config.region or self._session().get_config_variable("region")
+        # AWS_REGION as the AWS CLI and the other SDKs read it; botocore reads only the others
+        region = config.region or os.environ.get("AWS_REGION") or self._session().get_config_variable("region")
         if not region:
-            raise ConfigError("glue: no region: set `region` or AWS_REGION")
+            raise ConfigError("glue: no region: set `region`, AWS_REGION or AWS_DEFAULT_REGION")
+        if not REGION.fullmatch(region):
+            raise ConfigError(f"glue: the region {region!r} from the environment or the AWS profile is not "
+                              "a region name such as us-east-1")
         self.region: str = region
         self.credentials = self._credentials()
 
@@ -74,7 +79,11 @@ class AwsAccess:
         if self.credentials is None:
             raise UnauthenticatedError("glue: no usable AWS credentials: none are configured and "
                                        "botocore's default chain found none")
-        frozen = self.credentials.get_frozen_credentials()
+        from botocore.exceptions import BotoCoreError
+        try:
+            frozen = self.credentials.get_frozen_credentials()
+        except BotoCoreError as error:  # a provider of the chain failed (SSO, instance, container)
+            raise UnauthenticatedError(f"glue: the AWS credentials could not be obtained: {error}") from error
         secrets.register(frozen.access_key, frozen.secret_key, frozen.token)
         return frozen
 
