@@ -36,6 +36,8 @@ from lance_sync.drivers.support.answers import one_line
 from lance_sync.drivers.support.http import HttpFailure, attempts_note
 from lance_sync.drivers.support.retry import BadAnswerError
 
+#: the code of a missing object: the caller's `missing` error, or no answer
+NOT_FOUND = "EntityNotFoundException"
 _UNAUTHENTICATED_CODES = frozenset({
     "UnrecognizedClientException", "InvalidSignatureException", "IncompleteSignature",
     "SignatureDoesNotMatch", "InvalidClientTokenId", "ExpiredToken", "ExpiredTokenException",
@@ -68,8 +70,8 @@ def translate_failure(failure: HttpFailure, subject: str, operation: str,
     already masked by the HTTP client)."""
     body = failure.body if isinstance(failure.body, dict) else {}
     message = body.get("message") or body.get("Message") or (failure.body if isinstance(failure.body, str) else "")
-    error = _answered(operation, subject, aws_error_code(failure), failure.status, str(message), missing, duplicate)
-    return type(error)(f"{error}{attempts_note(failure.attempts)}")
+    return _answered(operation, subject, aws_error_code(failure), failure.status, str(message), missing,
+                     duplicate, attempts_note(failure.attempts))
 
 
 def aws_error_code(failure: HttpFailure) -> str:
@@ -83,9 +85,9 @@ def aws_error_code(failure: HttpFailure) -> str:
 
 
 def _answered(operation: str, subject: str, code: str, status: int, message: str,
-              missing: type[LanceNamespaceError] | None,
-              duplicate: type[LanceNamespaceError] | None) -> LanceNamespaceError:
-    if code == "EntityNotFoundException" and missing is not None:
+              missing: type[LanceNamespaceError] | None, duplicate: type[LanceNamespaceError] | None,
+              suffix: str = "") -> LanceNamespaceError:
+    if code == NOT_FOUND and missing is not None:
         cls = missing
     elif code == "AlreadyExistsException" and duplicate is not None:
         cls = duplicate
@@ -93,7 +95,7 @@ def _answered(operation: str, subject: str, code: str, status: int, message: str
         cls = _ERROR_BY_CODE.get(code) or (ServiceUnavailableError if status >= 500 else InternalError)
     # credential errors can echo key ids and signing details: keep only the code
     detail = "check the configured credentials" if cls is UnauthenticatedError else one_line(message)
-    return cls(f"glue: {operation} on {subject} answered {code or status}: {detail}")
+    return cls(f"glue: {operation} on {subject} answered {code or status}: {detail}{suffix}")
 
 
 def translate(error: ClientError | BotoCoreError | ResponseParserError, subject: str, operation: str,

@@ -31,7 +31,7 @@ from lance_namespace.errors import LanceNamespaceError
 
 from lance_sync.drivers.glue.answers import READ_OPERATIONS, answer_parser
 from lance_sync.drivers.glue.credentials import AwsAccess
-from lance_sync.drivers.glue.errors import aws_error_code, translate_failure
+from lance_sync.drivers.glue.errors import NOT_FOUND, aws_error_code, translate_failure
 from lance_sync.drivers.support.http import HttpClient, HttpFailure, Signer, without_userinfo
 
 BACKEND = "glue"
@@ -39,7 +39,6 @@ BACKEND = "glue"
 CONNECT_TIMEOUT_SECONDS = 60.0
 READ_TIMEOUT_SECONDS = 60.0
 MAX_RETRIES = 2
-NOT_FOUND = "EntityNotFoundException"
 
 
 @functools.cache
