@@ -17,7 +17,8 @@ memory, which is what a manifest of 100,000 tables needs. It takes plain documen
 raises `NotPlain` for anything else or any problem: the caller then loads the file with
 `load_document`, which says exactly what is wrong and where. Which file is parsed when, and
 where (once per version, in worker processes, or read back from the parse cache), is
-lance_sync.manifest.parse_once's.
+lance_sync.manifest.parse_once's; a file written as JSON is read by the json module when it
+reads alike (lance_sync.manifest.json_text).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from lance_sync.manifest.json_text import read_json
 from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value
 from lance_sync.model.errors import ManifestError, Position
 from lance_sync.model.variables import REFERENCE
@@ -174,6 +176,9 @@ def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
         text = decode(raw, name)
     except ManifestError as error:
         raise NotPlain(str(error)) from None
+    data = read_json(text, {} if shared is None else shared, TEXT_MAPS)
+    if data is not None:
+        return Document(data, files=[name])
     part = parse_plain_text(name, text, environ, shared)
     return Document(part.data, templates=part.templates, typed_templates=part.typed_templates, files=[name])
 

@@ -1,0 +1,172 @@
+"""Manifests written as JSON (lance_sync.manifest.json_text): the json module's data is the
+plain YAML road's, or the plain road reads the file. Checked against libyaml's reading of the
+same text, on chosen cases and on manifests drawn at random with a fixed seed."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lance_sync import api
+from lance_sync.manifest import loader
+from lance_sync.manifest.json_text import read_json
+from lance_sync.model.errors import ManifestError, ManifestErrors
+
+
+def yaml_road(text: str) -> Any:
+    return loader.parse_plain_text("m.json", text, {}).data
+
+
+def json_road(text: str) -> Any:
+    return read_json(text, {}, loader.TEXT_MAPS)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal, and of the same types all the way down (1 == 1.0 == True in Python)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)
+
+
+TAKEN = [
+    '{"version": 1, "owner": "team", "tables": []}',
+    '{"a":1,"b":-0,"c":1.5e3,"d":-2.5E-3,"e":0.0,"f":12345678901234567890}',
+    '{"a": true, "b": false, "c": null, "d": "true", "e": "null", "f": "010", "g": ""}',
+    '{"a": "x\\/y", "b": "tab\\there", "c": "\\u00e9\\n", "d": "\\"q\\"", "e": "back\\\\slash"}',
+    '{"a": {"b": [1, [2, {"c": []}], {}]}, "": "empty key"}',
+    '{"tables": [{"name": "t", "properties": {"a": "1.0", "b": null, "c": {"x": 1}}}]}',
+    '{"spark": {"conf": {"spark.x": "8"}}, "storage": {"k": "v"}}',
+    '{"backends": {"b": {"storage": {"region": "us-east-1"}}}}',
+    '\n\r\n  {"a": "b"}  \n\n',
+    '{"a": "é ü 中文 \U0001F600"}',
+]
+
+#: texts both roads may read, that the json module must leave to the plain road
+LEFT = [
+    '{"tables": [{"name": "t", "properties": {"a": 1.0}}]}',  # a number in a text map: kept as written
+    '{"tables": [{"name": "t", "properties": {"a": true}}]}',
+    '{"spark": {"conf": {"spark.cores": 8}}}',
+    '{"storage": {"k": 1}}',
+    '{"backends": {"b": {"storage": {"k": 0.5}}}}',
+    '{"namespaces": [{"properties": {"n": 2}}]}',
+    '{"tables": [{"source": {"options": {"header": false}}}]}',
+    '{"a": "${HOME}"}',  # a template
+    '{"a":\t"b"}',  # a tab
+    '{"a": 1} # a comment',
+    '{"a": 1}\n---\n{"b": 2}',
+    '{"a": b}',  # a plain YAML scalar
+    '[{"a": 1}]',  # not an object
+    '{"a": 1, "a": 2}',  # a key twice: YAML refuses it
+]
+
+
+@pytest.mark.parametrize("text", TAKEN)
+def test_the_json_module_reads_what_the_plain_road_reads(text: str):
+    data = json_road(text)
+    assert data is not None
+    assert same(data, yaml_road(text))
+
+
+@pytest.mark.parametrize("text", LEFT)
+def test_what_the_two_might_read_apart_is_left_to_the_plain_road(text: str):
+    assert json_road(text) is None
+
+
+@pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}',
+                                  '{"a": "\\ud83d\\ude00"}', '{"' + "k" * 1100 + '": 1}'])
+def test_what_is_not_json_to_yaml_is_left_to_the_plain_road(text: str):
+    """NaN and Infinity are text to YAML, libyaml refuses an escaped surrogate pair and an
+    implicit key longer than 1024 characters: the plain road reads or refuses them as YAML does."""
+    assert json_road(text) is None
+
+
+_ALPHABET = "ab01.-_ :/é\"\\\n"
+
+
+def random_scalar(rng: random.Random) -> Any:
+    kind = rng.randrange(7)
+    if kind == 0:
+        return rng.randint(-10**20, 10**20)
+    if kind == 1:
+        return rng.choice([0.0, -0.0, 1.5, 1e300, -2.5e-7, rng.random()])
+    if kind == 2:
+        return rng.choice([True, False, None])
+    text = "".join(rng.choice(_ALPHABET) for _ in range(rng.randrange(8)))
+    return rng.choice([text, "true", "null", "010", "0x1F", ".inf", "~", "1e3", text.strip()])
+
+
+def random_value(rng: random.Random, depth: int) -> Any:
+    if depth > 3 or rng.random() < 0.5:
+        return random_scalar(rng)
+    if rng.random() < 0.5:
+        return [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {"".join(rng.choice("kxyz_é") for _ in range(rng.randrange(1, 5))): random_value(rng, depth + 1)
+            for _ in range(rng.randrange(4))}
+
+
+def random_manifest(rng: random.Random) -> dict[str, Any]:
+    texts = {f"p{i}": rng.choice([random_scalar(rng), "text"]) for i in range(rng.randrange(3))}
+    return {
+        "version": 1, "owner": random_scalar(rng), "extra": random_value(rng, 0),
+        "storage": texts, "spark": {"conf": dict(texts)},
+        "tables": [{"name": f"t{i}", "location": random_scalar(rng), "properties": dict(texts),
+                    "register": [{"backend": "b", "namespace": random_value(rng, 2)}]}
+                   for i in range(rng.randrange(4))],
+    }
+
+
+def test_random_manifests_read_alike_or_are_left_to_the_plain_road():
+    rng = random.Random(20261201)
+    taken = 0
+    for _ in range(400):
+        document = random_manifest(rng)
+        text = json.dumps(document, ensure_ascii=rng.random() < 0.5,
+                          indent=rng.choice([None, 1, 2]), separators=rng.choice([None, (",", ":")]))
+        data = json_road(text)
+        if data is not None:
+            taken += 1
+            assert same(data, yaml_road(text)), text
+    assert taken > 100  # most are taken: a text map with a number is the usual reason not to
+
+
+def test_a_json_manifest_plans_as_its_yaml_twin(tmp_path: Path):
+    """The same manifest as YAML and as JSON loads into the same desired state."""
+    (tmp_path / "lake").mkdir()
+    document = {"version": 1, "owner": "team", "backends": {"lake": {"type": "dir", "root": "./lake"}},
+                "namespaces": [{"backend": "lake", "id": "sales", "properties": {"team": "a", "n": "1"}}],
+                "tables": [{"name": f"t{i}", "location": f"./lake/data/t{i}.lance", "properties": {"tier": "gold"},
+                            "register": [{"backend": "lake", "namespace": "sales"}]} for i in range(3)]}
+    as_json = tmp_path / "lance-sync.json"
+    as_json.write_text(json.dumps(document, indent=2))
+    as_yaml = tmp_path / "lance-sync.yaml"
+    as_yaml.write_text(
+        "version: 1\nowner: team\nbackends:\n  lake: {type: dir, root: ./lake}\n"
+        "namespaces:\n  - {backend: lake, id: sales, properties: {team: a, n: 1}}\ntables:\n"
+        + "".join(f"  - {{name: t{i}, location: ./lake/data/t{i}.lance, properties: {{tier: gold}}, "
+                  f"register: [{{backend: lake, namespace: sales}}]}}\n" for i in range(3)))
+    assert json_road(as_json.read_text()) is not None
+    from_json, from_yaml = api.load([str(as_json)]), api.load([str(as_yaml)])
+    assert from_json.tables == from_yaml.tables
+    assert from_json.namespaces[0].properties == from_yaml.namespaces[0].properties == {"team": "a", "n": "1"}
+
+
+def test_a_problem_in_a_json_manifest_names_its_line(tmp_path: Path):
+    """The json module reads no positions: a problem sends the file down the full road,
+    which names the line and field, as for YAML."""
+    path = tmp_path / "lance-sync.json"
+    path.write_text('{\n  "version": 1,\n  "owner": "team",\n  "backends": {"lake": {"type": "dir", "root": "."}},\n'
+                    '  "tables": [\n    {"name": "t", "location": "./t.lance", "protect": "maybe"}\n  ]\n}\n')
+    with pytest.raises((ManifestError, ManifestErrors)) as raised:
+        api.load([str(path)])
+    assert "lance-sync.json:6:" in str(raised.value) and "protect" in str(raised.value)
