@@ -70,6 +70,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
@@ -547,20 +549,34 @@ def tables_for(backend: Backend, count: int, prefix: str = "ns") -> list[Table]:
 TABLES_PER_FILE = 50_000
 
 
-def write_manifest(backend: Backend, tables: list[Table], path: Path, silver: frozenset[str] = frozenset()
-                   ) -> list[Path]:
+def write_manifest(backend: Backend, tables: list[Table], path: Path, silver: frozenset[str] = frozenset(),
+                   as_json: bool = False) -> list[Path]:
     """The manifest as a base file and, beyond TABLES_PER_FILE tables, overlays of more tables;
-    the tables named in `silver` declared with tier: silver (the seeded state has gold)."""
+    the tables named in `silver` declared with tier: silver (the seeded state has gold). YAML
+    flow mappings, a table a line; with `as_json` the same data as JSON, a table a line
+    (`.json` files)."""
     paths = []
     for start in range(0, max(len(tables), 1), TABLES_PER_FILE):
-        lines = ["version: 1", f"owner: {OWNER}", "backends:", f"  cat: {backend.backend_entry()}"] \
-            if not start else []
-        lines.append("tables:")
-        lines += [f"  - {{name: {t.name}, location: '{t.location}', "
-                  f"properties: {{tier: {'silver' if t.name in silver else 'gold'}}}, "
-                  f"register: [{{backend: cat, namespace: '{backend.namespace_id(t.namespace)}'}}]}}"
-                  for t in tables[start:start + TABLES_PER_FILE]]
-        paths.append(path.with_name(f"{path.stem}-{start // TABLES_PER_FILE}{path.suffix}") if start else path)
+        chunk = tables[start:start + TABLES_PER_FILE]
+        name = path.with_name(f"{path.stem}-{start // TABLES_PER_FILE}{path.suffix}") if start else path
+        paths.append(name.with_suffix(".json") if as_json else name)
+        if as_json:
+            head = {"version": 1, "owner": OWNER, "backends": {"cat": yaml.safe_load(backend.backend_entry())}} \
+                if not start else {}
+            lines = [json.dumps(head)[:-1] + (", " if head else "") + '"tables": [']
+            lines.append(",\n".join("  " + json.dumps({
+                "name": t.name, "location": t.location,
+                "properties": {"tier": "silver" if t.name in silver else "gold"},
+                "register": [{"backend": "cat", "namespace": backend.namespace_id(t.namespace)}]}) for t in chunk))
+            lines.append("]}")
+        else:
+            lines = ["version: 1", f"owner: {OWNER}", "backends:", f"  cat: {backend.backend_entry()}"] \
+                if not start else []
+            lines.append("tables:")
+            lines += [f"  - {{name: {t.name}, location: '{t.location}', "
+                      f"properties: {{tier: {'silver' if t.name in silver else 'gold'}}}, "
+                      f"register: [{{backend: cat, namespace: '{backend.namespace_id(t.namespace)}'}}]}}"
+                      for t in chunk]
         paths[-1].write_text("\n".join(lines) + "\n")
     return paths
 

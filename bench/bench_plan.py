@@ -4,6 +4,7 @@
     python bench/bench_plan.py --sizes 500
     python bench/bench_plan.py --estate        # 100,000 / 500,000 / 1,000,000 on dir, 100,000 on Glue
     python bench/bench_plan.py --estate --dir-sizes 100000 --glue-sizes 0
+    python bench/bench_plan.py --load 1000000  # loading the manifest alone: YAML and JSON files
 
 Each size runs in a fresh subprocess (so peak RSS is that run's own) through the same code
 the CLI uses: load the manifest, plan, apply, then plan again (which must find no change).
@@ -20,6 +21,11 @@ and the SDK read (bench_catalogs.py's native read: Glue's boto3 GetTables pages,
 Glue is seeded through its test server's seeding path (many CreateTable in one control request,
 checked and stored as CreateTable stores them; a seeded table is read back with GetTable). On `dir` a first plan (no table yet: every table a
 create action; its namespaces exist) is measured too. The machine's load average is printed with the table.
+
+`--load N` measures loading alone: the split manifest of N tables written as YAML (a table a
+line, as above) and as the same data in JSON (lance_sync.manifest.json_text), each loaded by
+`load_manifest` in a fresh process with the parse cache off, the two alternately `--repeat`
+times: wall, the CPU of the process and of its parse workers, peak RSS.
 """
 
 from __future__ import annotations
@@ -213,21 +219,84 @@ def estate(args: argparse.Namespace) -> None:
     print_estate(rows, args.repeat)
 
 
+# --- loading alone (--load) -------------------------------------------------------------------------
+
+def load_child(paths: list[str]) -> dict[str, Any]:
+    """In a fresh process: load_manifest's wall time, this process's and its workers' CPU, peak RSS."""
+    import gc
+
+    from lance_sync.manifest import load_manifest
+    gc.disable()  # as lance-sync's commands run
+    began = time.perf_counter()
+    state = load_manifest(paths)
+    seconds = time.perf_counter() - began
+    own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"tables": len(state.tables), "seconds": seconds, "cpu": own.ru_utime + own.ru_stime,
+            "workers_cpu": workers.ru_utime + workers.ru_stime, "peak_rss_mb": _peak_rss_mb()}
+
+
+def load_rows(sizes: list[int], repeat: int) -> None:
+    import shutil
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import bench_catalogs as catalogs
+    project = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": project, "LANCE_SYNC_CACHE": "off"}
+    scratch = Path(tempfile.mkdtemp(prefix="bench-load-"))
+    rows = []
+    try:
+        for size in sizes:
+            backend = catalogs.Dir(scratch / f"dir-{size}")
+            tables = catalogs.tables_for(backend, size)
+            files = {kind: catalogs.write_manifest(backend, tables, backend.workdir / "lance-sync.yaml",
+                                                   as_json=kind == "JSON") for kind in ("YAML", "JSON")}
+            runs: dict[str, list[dict[str, Any]]] = {"YAML": [], "JSON": []}
+            for _ in range(repeat):
+                for kind, paths in files.items():
+                    output = subprocess.run([sys.executable, __file__, "--load-child", *map(str, paths)], env=env,
+                                            check=True, capture_output=True, text=True).stdout
+                    runs[kind].append(json.loads(output.strip().splitlines()[-1]))
+                    if runs[kind][-1]["tables"] != size:
+                        raise SystemExit(f"{kind}: loaded {runs[kind][-1]['tables']} tables, not {size}")
+            for kind, measured in runs.items():
+                mib = sum(p.stat().st_size for p in files[kind]) / 2**20
+                rows.append({"kind": kind, "tables": size, "files": len(files[kind]), "mib": mib,
+                             **{k: statistics.median(r[k] for r in measured) for k in measured[0] if k != "tables"},
+                             "peak_rss_mb": max(r["peak_rss_mb"] for r in measured)})
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    load = os.getloadavg()
+    print(f"\nmanifest load: {os.cpu_count()} cores, load average at the end {load[0]:.2f} / {load[1]:.2f} / "
+          f"{load[2]:.2f}; medians of {repeat} run(s), YAML and JSON alternately, peak RSS the largest\n")
+    print("| files | N | files, MiB | load s | CPU s, this process | CPU s, parse workers | peak RSS MB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['kind']} | {r['tables']:,} | {r['files']}, {r['mib']:.0f} | {r['seconds']:.2f} | {r['cpu']:.2f} | "
+              f"{r['workers_cpu']:.2f} | {r['peak_rss_mb']:.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated table counts")
     parser.add_argument("--estate", action="store_true", help="large estates instead: see above")
     parser.add_argument("--dir-sizes", default="100000,500000,1000000", help="--estate: table counts on dir")
     parser.add_argument("--glue-sizes", default="100000", help="--estate: table counts on Glue (moto); 0: none")
-    parser.add_argument("--repeat", type=int, default=1, help="--estate: runs per size (medians)")
+    parser.add_argument("--repeat", type=int, default=1, help="--estate, --load: runs per size (medians)")
+    parser.add_argument("--load", help="loading alone, YAML and JSON files: comma-separated table counts")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--load-child", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--estate-child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.estate_child:
         print(json.dumps(estate_child(args.estate_child)))
         return
+    if args.load_child:
+        print(json.dumps(load_child(args.load_child)))
+        return
     if args.estate:
         estate(args)
+        return
+    if args.load:
+        load_rows([int(n) for n in args.load.split(",")], args.repeat)
         return
     if args.one:
         print(json.dumps(run_one(args.one)))
