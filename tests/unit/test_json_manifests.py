@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,28 @@ def test_a_problem_in_a_json_manifest_names_its_line(tmp_path: Path):
     with pytest.raises((ManifestError, ManifestErrors)) as raised:
         api.load([str(path)])
     assert "lance-sync.json:6:" in str(raised.value) and "protect" in str(raised.value)
+
+
+def test_changed_since_compares_json_files_as_yaml_ones(tmp_path: Path):
+    """A JSON base and overlay in git: the change since HEAD is found and only it is built."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True,
+                       env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+                            "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"})
+
+    (tmp_path / "lake").mkdir()
+    base = {"version": 1, "owner": "team", "backends": {"lake": {"type": "dir", "root": "./lake"}},
+            "namespaces": [{"backend": "lake", "id": "sales"}],
+            "tables": [{"name": f"t{i}", "location": f"./lake/data/t{i}.lance",
+                        "register": [{"backend": "lake", "namespace": "sales"}]} for i in range(4)]}
+    base_path, overlay_path = tmp_path / "lance-sync.json", tmp_path / "overlay.json"
+    base_path.write_text(json.dumps(base, indent=1))
+    overlay_path.write_text(json.dumps({"tables": [{"name": "t1", "properties": {"o": "v"}}]}))
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "m")
+    base["tables"][2]["properties"] = {"tier": "gold"}
+    base_path.write_text(json.dumps(base, indent=1))
+    state, baseline = api.load_changed([str(base_path), str(overlay_path)], "HEAD")
+    assert [(t.name, t.properties) for t in state.tables] == [("t2", {"tier": "gold"})]
+    assert state.unbuilt is not None and baseline.now.tables["t1"]["properties"] == {"o": "v"}
