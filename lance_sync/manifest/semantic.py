@@ -323,7 +323,7 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
                          f"'{entry.backend}' (first at {seen[key]})", (*path, "id"))
             continue
         seen[key] = checker.document.position((*path, "id"))
-        _check_properties(checker, entry.properties, (*path, "properties"))
+        _check_properties(checker, entry.properties, path)
         grants = _grants(checker, spec, "namespace", parts, entry, path)
         result.append(DesiredNamespace(entry.backend, parts, dict(entry.properties), entry.protect,
                                        checker.document.position(path), grants))
@@ -332,6 +332,8 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
 
 def _grants(checker: _Checker, spec: BackendSpec, kind: Securable, id: Identifier,
             entry: Namespace | RegistrationEntry, path: DataPath) -> DeclaredGrants | None:
+    if entry.grants is None and entry.grants_mode is None:  # most entries: grants left alone
+        return None
     def fail(message: str, below: tuple[str | int, ...], key: bool) -> None:
         checker.fail(message, (*path, *below), key)
 
@@ -349,12 +351,13 @@ def _backend_ref(checker: _Checker, backends: dict[str, BackendSpec], model: Val
     return None
 
 
-def _check_properties(checker: _Checker, properties: dict[str, str], path: DataPath,
+def _check_properties(checker: _Checker, properties: dict[str, str], entry_path: DataPath,
                       reserved: tuple[str, ...] = ()) -> None:
+    """The properties of the entry at `entry_path` set none that lance-sync manages."""
     for key in properties:
         if key.startswith(RESERVED_PREFIX) or key in reserved:
-            checker.fail(f"property '{key}' is managed by lance-sync and cannot be set", (*path, key),
-                         key=True)
+            checker.fail(f"property '{key}' is managed by lance-sync and cannot be set",
+                         (*entry_path, "properties", key), key=True)
 
 
 # --- tables ------------------------------------------------------------------------------------
@@ -362,24 +365,25 @@ def _check_properties(checker: _Checker, properties: dict[str, str], path: DataP
 def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
             backends: dict[str, BackendSpec]) -> list[DesiredTable]:
     result: list[DesiredTable] = []
-    names: dict[str, Position | None] = {}
+    first_index = checker.table_index  # each name's entry
     for index, entry in enumerate(entries):
         path: DataPath = ("tables", index)
-        if entry.name in names:
-            checker.fail(f"table '{entry.name}' is declared twice (first at {names[entry.name]})",
-                         (*path, "name"))
+        if entry.name in first_index:
+            first = checker.document.position(("tables", first_index[entry.name], "name"))
+            checker.fail(f"table '{entry.name}' is declared twice (first at {first})", (*path, "name"))
             continue
-        names[entry.name] = checker.document.position((*path, "name"))
-        checker.table_index[entry.name] = index
+        first_index[entry.name] = index
         if entry.renamed_from is not None:
             checker.renamed_from[index] = entry.renamed_from
-        _check_properties(checker, entry.properties, (*path, "properties"), reserved=(TABLE_TYPE_KEY,))
-        _check_columns(checker, entry, path)
+        _check_properties(checker, entry.properties, path, reserved=(TABLE_TYPE_KEY,))
+        if entry.columns:
+            _check_columns(checker, entry, path)
         location = normalize_location(entry.location, checker.base_dir)
         registrations = []
         for r_index, registration in enumerate(entry.registrations):
             r_path = (*path, "register", r_index)
-            spec = _backend_ref(checker, backends, model, registration.backend, (*r_path, "backend"))
+            spec = backends.get(registration.backend) or \
+                _backend_ref(checker, backends, model, registration.backend, (*r_path, "backend"))
             if spec is None:
                 continue
             cls = spec.rules
@@ -396,8 +400,9 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
                 checker.fail(f"table name '{table_name}': {problem}",
                              (*r_path, "name") if registration.name else (*path, "name"))
                 continue
-            grants = _grants(checker, spec, "table", (*parts, table_name), registration, r_path)
-            registrations.append(Registration(spec.name, (*parts, table_name), grants=grants))
+            table_id = (*parts, table_name)
+            registrations.append(Registration(spec.name, table_id,
+                                              grants=_grants(checker, spec, "table", table_id, registration, r_path)))
         source = _source(checker, entry, path)
         result.append(DesiredTable(
             name=entry.name, location=location, registrations=tuple(registrations),
