@@ -16,10 +16,9 @@ Fail = Callable[[str, tuple[str | int, ...], bool], None]
 
 def declared_grants(spec: BackendSpec, kind: Securable, id: tuple[str, ...], grants: dict[str, list[str]] | None,
                     mode: GrantsMode | None, fail: Fail, where: str | None = None) -> DeclaredGrants | None:
-    """The entry's grants in canonical spelling; None when it declares none (grants are left
-    alone). Problems go to `fail`, with the path below the entry (('grants', principal) ...)."""
-    if grants is None and mode is None:
-        return None
+    """The grants of an entry that declares `grants` or a `grants_mode`, in canonical spelling;
+    None when the backend has none to give. Problems go to `fail`, with the path below the
+    entry (('grants', principal) ...)."""
     allowed = spec.rules.grant_privileges(kind, id, spec.config)
     if not allowed:
         what = "grants" if grants is not None else "grants_mode"

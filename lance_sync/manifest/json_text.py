@@ -31,7 +31,8 @@ TextMapPattern = tuple[str | type, ...]
 #: YAML's limit on an implicit key (a mapping key in flow style), in characters
 MAX_KEY_CHARACTERS = 1024
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_JSON_WHITESPACE = " \n\r"
+#: JSON's whitespace but the tab, then an object's start
+_OBJECT_START = re.compile(r"[ \n\r]*\{")
 
 
 class _NotJson(Exception):
@@ -41,7 +42,7 @@ class _NotJson(Exception):
 def read_json(text: str, shared: dict[str, str], text_maps: Iterable[TextMapPattern]) -> Any | None:
     """The data of `text` when it is a JSON object the plain road reads alike, else None;
     `text_maps` are the plain road's (loader.TEXT_MAPS)."""
-    if not text.lstrip(_JSON_WHITESPACE).startswith("{") or "$" in text or "\t" in text \
+    if not _OBJECT_START.match(text) or "$" in text or "\t" in text \
             or ("\\u" in text and _SURROGATE_ESCAPE.search(text)):
         return None
     setdefault = shared.setdefault

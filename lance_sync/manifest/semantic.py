@@ -307,7 +307,7 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
     seen: dict[tuple[str, Identifier], Position | None] = {}
     for index, entry in enumerate(model.namespaces):
         path: DataPath = ("namespaces", index)
-        spec = _backend_ref(checker, backends, model, entry.backend, (*path, "backend"))
+        spec = _backend_ref(checker, backends, model, entry.backend, path)
         if spec is None:
             continue
         parts = _identifier(checker, spec.rules, entry.id, (*path, "id"))
@@ -332,8 +332,11 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
 
 def _grants(checker: _Checker, spec: BackendSpec, kind: Securable, id: Identifier,
             entry: Namespace | RegistrationEntry, path: DataPath) -> DeclaredGrants | None:
-    if entry.grants is None and entry.grants_mode is None:  # most entries: grants left alone
+    """The entry's grants (lance_sync.manifest.grants); None when it declares none: its grants
+    are left alone."""
+    if entry.grants is None and entry.grants_mode is None:  # most entries
         return None
+
     def fail(message: str, below: tuple[str | int, ...], key: bool) -> None:
         checker.fail(message, (*path, *below), key)
 
@@ -342,12 +345,14 @@ def _grants(checker: _Checker, spec: BackendSpec, kind: Securable, id: Identifie
 
 
 def _backend_ref(checker: _Checker, backends: dict[str, BackendSpec], model: ValidatedManifest, name: str,
-                 path: DataPath) -> BackendSpec | None:
+                 entry_path: DataPath) -> BackendSpec | None:
+    """The backend named by the `backend` of the entry at `entry_path`; None when it is unknown
+    (a problem) or was not checked (its own problem is reported)."""
     if name in backends:
         return backends[name]
     if name not in model.backends:
         known = ", ".join(sorted(model.backends)) or "none"
-        checker.fail(f"unknown backend '{name}' (defined: {known})", path)
+        checker.fail(f"unknown backend '{name}' (defined: {known})", (*entry_path, "backend"))
     return None
 
 
@@ -382,8 +387,7 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
         registrations = []
         for r_index, registration in enumerate(entry.registrations):
             r_path = (*path, "register", r_index)
-            spec = backends.get(registration.backend) or \
-                _backend_ref(checker, backends, model, registration.backend, (*r_path, "backend"))
+            spec = _backend_ref(checker, backends, model, registration.backend, r_path)
             if spec is None:
                 continue
             cls = spec.rules
