@@ -17,7 +17,6 @@ import gc
 import marshal
 import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lance_sync.manifest import loader, parse_cache
+from lance_sync.manifest.fork import forking_pays
 from lance_sync.manifest.loader import DataPath, Document, NotPlain
 from lance_sync.manifest.reparse import reparse
 from lance_sync.model.errors import ManifestError
@@ -224,17 +224,15 @@ def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] |
     meanwhile, with the files an earlier run parsed (lance_sync.manifest.parse_cache) and
     whatever else it has to do. As many workers as CPUs, a file each; only when the files to
     parse are large (`PARALLEL_BYTES`), this process has something to do beside a worker (a
-    second file, or one to read from the cache), and forking is safe: this process runs no
-    other thread. Otherwise, and for a file whose worker fails, files parse where they are read."""
+    second file, or one to read from the cache), and forking pays (lance_sync.manifest.fork).
+    Otherwise, and for a file whose worker fails, files parse where they are read."""
     parsed = _PARSED.get()
     if parsed is None or parsed.pool is not None:
         return
     fresh = [(name, raw) for name, raw in files if parsed.get(name, raw) is None]
     to_parse = [(name, raw) for name, raw in fresh if not parse_cache.kept(raw)]
     workers = min(len(to_parse), os.cpu_count() or 1)
-    if workers < 1 or len(fresh) < 2 or (os.cpu_count() or 1) < 2 or threading.active_count() > 1 \
-            or "fork" not in multiprocessing.get_all_start_methods() \
-            or sum(len(raw) for _, raw in to_parse) < PARALLEL_BYTES:
+    if workers < 1 or len(fresh) < 2 or not forking_pays() or sum(len(raw) for _, raw in to_parse) < PARALLEL_BYTES:
         return
     environ = parsed.environ = dict(os.environ if environ is None else environ)
     try:
