@@ -96,14 +96,14 @@ def _built_later(model: ValidatedManifest, document: Document, base_dir: str, ot
     """How a partial load builds more of its tables: as it built the first ones, or, when one
     does not pass, by the full road, which names the problem's file and line."""
     from lance_sync.manifest.semantic import build_desired_state
-    from lance_sync.manifest.validate import NotStrict, strict_tables
+    from lance_sync.manifest.validate import NotStrict, StrictTables
     from lance_sync.model.errors import ManifestError, ManifestErrors
 
     def build(names: Collection[str]) -> list[DesiredTable]:
         entries = [entry for name, entry in others.items() if name in names]
         with no_cycle_collection():
             try:
-                state = build_desired_state(model, document, base_dir, strict_tables(entries))
+                state = build_desired_state(model, document, base_dir, StrictTables(entries))
                 if not state.notices:
                     return state.tables
             except (NotStrict, ManifestError, ManifestErrors):

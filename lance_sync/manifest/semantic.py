@@ -4,34 +4,36 @@ Checks: backends that are referenced but not defined; identifiers of the wrong d
 shape for their backend; duplicates; table locations that are equal or nest (one asset
 per path); a table's former names (`renamed_from`) that are valid in its backends, no longer
 declared and claimed by one registration only; reserved property keys; grants the backend
-cannot hold (lance_sync.manifest.grants); secrets written inline instead of `${VAR}`; policy rules that state one check each, with unique names, known
-backends and valid patterns.
+cannot hold (lance_sync.manifest.grants); secrets written inline instead of `${VAR}`; the
+policy's rules (lance_sync.manifest.policy_rules).
+
+A large manifest's tables are built in two processes at once (`_tables_in_two`).
 """
 
 from __future__ import annotations
 
-import re
+import marshal
 from collections.abc import Collection, Iterable
 from dataclasses import replace
-from fnmatch import fnmatchcase
+from itertools import starmap
 from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from lance_sync.drivers import backend_rules
+from lance_sync.manifest.fork import Forked, forking_pays
 from lance_sync.manifest.grants import declared_grants
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.models import (
-    RULE_CHECKS,
     Namespace,
     PolicyFile,
-    PolicyRule,
     RegistrationEntry,
     Table,
     ValidatedBackend,
     ValidatedManifest,
 )
-from lance_sync.model.actions import Kind
+from lance_sync.manifest.policy_rules import policy_of
+from lance_sync.manifest.validate import StrictTables
 from lance_sync.model.backend_config import BackendRules, Identifier
 from lance_sync.model.desired import (
     BackendSpec,
@@ -45,17 +47,7 @@ from lance_sync.model.errors import ManifestError, ManifestErrors, Position
 from lance_sync.model.grants import DeclaredGrants, Securable
 from lance_sync.model.locations import is_local, nested, normalize_location
 from lance_sync.model.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
-from lance_sync.model.policy import (
-    AllowedLocations,
-    AllowedPrincipals,
-    ForbiddenActions,
-    ForbiddenPrivileges,
-    MaxRemovals,
-    NamePattern,
-    Policy,
-    RequiredProperties,
-    Rule,
-)
+from lance_sync.model.policy import Policy
 from lance_sync.model.secrets import SECRET_KEY, url_password
 from lance_sync.model.storage_options import layered
 from lance_sync.model.variables import is_whole_reference
@@ -70,7 +62,9 @@ class _Checker:
         self.table_index: dict[str, int] = {}
         #: index in the manifest's tables list -> the table's `renamed_from`, where it has one
         self.renamed_from: dict[int, Any] = {}
-        self._properties: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        #: the properties of tables, by their items: one copy of each, and whether it sets a
+        #: reserved key (`table_properties`)
+        self._properties: dict[tuple[tuple[str, str], ...], tuple[dict[str, str], bool]] = {}
         #: (backend, namespace as written) -> `_table_namespace`
         self.table_namespaces: dict[tuple[str, Any], tuple[Identifier | None, str | None]] = {}
         #: backends with a setting whose variable is not set that their identifier and location
@@ -78,14 +72,18 @@ class _Checker:
         self.unsettled: set[str] = set()
         self.notices: list[str] = []
 
-    def shared(self, properties: dict[str, str]) -> dict[str, str]:
-        """A copy of `properties`, one for all tables with equal ones (most of a large estate's
-        tables carry a few sets): a desired table's properties are read, never changed."""
+    def table_properties(self, properties: dict[str, str], path: DataPath) -> dict[str, str]:
+        """A copy of the properties of the table at `path`, one for all tables with equal ones
+        (most of a large estate's tables carry a few sets: a desired table's properties are
+        read, never changed), checked once per set for keys that lance-sync manages."""
         key = tuple(properties.items())
         found = self._properties.get(key)
         if found is None:
-            found = self._properties[key] = dict(properties)
-        return found
+            reserved = any(_is_reserved(name, (TABLE_TYPE_KEY,)) for name in properties)
+            found = self._properties[key] = (dict(properties), reserved)
+        if found[1]:
+            _check_properties(self, properties, path, reserved=(TABLE_TYPE_KEY,))
+        return found[0]
 
     def notice(self, message: str, path: DataPath) -> None:
         self.notices.append(str(ManifestError(message, self.document.key_position(path), format_path(path))))
@@ -115,12 +113,12 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
                                 for path, names in document.unset.items() for name in names])
     state.namespaces = _namespaces(checker, model, backends)
     state.notices = checker.notices
-    state.tables = _tables(checker, model, model.tables if tables is None else tables, backends)
+    state.tables = _all_tables(checker, model, model.tables if tables is None else tables, backends)
     _check_duplicate_registrations(checker, state)
     state.tables = _with_former_ids(checker, state)
     _check_locations(checker, state)
     if model.policy is not None:
-        state.policy = _policy(checker, model.policy, ("policy",), model.backends)
+        state.policy = policy_of(checker, model.policy, ("policy",), model.backends)
     if checker.problems:
         raise ManifestErrors(checker.problems)
     return state
@@ -129,7 +127,7 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
 def build_policy(model: PolicyFile, document: Document, base_dir: str, backends: Collection[str]) -> Policy:
     """Check a policy file (`--policy`) against the manifest's backends; ManifestErrors if not."""
     checker = _Checker(document, base_dir)
-    policy = _policy(checker, model, (), backends)
+    policy = policy_of(checker, model, (), backends)
     if checker.problems:
         raise ManifestErrors(checker.problems)
     return policy
@@ -360,18 +358,87 @@ def _check_properties(checker: _Checker, properties: dict[str, str], entry_path:
                       reserved: tuple[str, ...] = ()) -> None:
     """The properties of the entry at `entry_path` set none that lance-sync manages."""
     for key in properties:
-        if key.startswith(RESERVED_PREFIX) or key in reserved:
+        if _is_reserved(key, reserved):
             checker.fail(f"property '{key}' is managed by lance-sync and cannot be set",
                          (*entry_path, "properties", key), key=True)
 
 
+def _is_reserved(key: str, reserved: tuple[str, ...]) -> bool:
+    """Whether lance-sync manages the property `key` (`reserved`: keys beside RESERVED_PREFIX's)."""
+    return key.startswith(RESERVED_PREFIX) or key in reserved
+
+
 # --- tables ------------------------------------------------------------------------------------
 
+#: Tables from which a strict load (validate.StrictTables) builds them in two processes at once
+#: (`_tables_in_two`), where forking pays (lance_sync.manifest.fork)
+FORK_TABLES = 50_000
+
+
+def _all_tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+                backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+    if isinstance(entries, StrictTables) and len(entries) >= FORK_TABLES and not checker.document.positions \
+            and forking_pays():
+        return _tables_in_two(checker, model, entries, backends)
+    return _tables(checker, model, entries, backends)
+
+
+def _tables_in_two(checker: _Checker, model: ValidatedManifest, entries: StrictTables,
+                   backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+    """`_tables`, the first half in this process while a forked child builds the second half:
+    this process takes the child's rows (`_rows`) for a fraction of the cost of building
+    them. When the child cannot answer, or its half has a problem, this process builds that
+    half too, and says what is wrong."""
+    middle, end = len(entries) // 2, len(entries)
+    with Forked(lambda: _rows(checker, model, entries.read(middle, end), backends, middle)) as child:
+        tables = _tables(checker, model, entries.read(0, middle), backends)
+        answer = child.answer()
+    rows = _taken_rows(checker, answer, middle) if answer is not None else None
+    if rows is None:
+        return tables + _tables(checker, model, entries.read(middle, end), backends, middle)
+    entries.let_go(middle, end)
+    # marshal keeps an object written twice as one: the child's tables share its properties still
+    tables += [DesiredTable(name, location, tuple(starmap(Registration, registrations)), properties, columns, source,
+                            on_remove, protect)
+               for name, location, registrations, properties, columns, source, on_remove, protect in rows]
+    return tables
+
+
+def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+          backends: dict[str, BackendSpec], start: int) -> bytes | None:
+    """The desired tables of `entries` (the tables from `start` on) as marshalled rows of their
+    fields, and their `renamed_from`; None when one has a problem or declares grants, which
+    marshal cannot carry."""
+    tables = _tables(checker, model, entries, backends, start)
+    if checker.problems or any(r.grants is not None for table in tables for r in table.registrations):
+        return None
+    rows = [(t.name, t.location, tuple((r.backend, r.id) for r in t.registrations), t.properties, t.columns,
+             t.source, t.on_remove, t.protect) for t in tables]
+    try:
+        return marshal.dumps((rows, checker.renamed_from))
+    except ValueError:
+        return None
+
+
+def _taken_rows(checker: _Checker, answer: bytes, start: int) -> list[tuple[Any, ...]] | None:
+    """The rows of a child's answer, their names and renames recorded; None when a name is one
+    of this process's tables (then the half is built here, which reports it)."""
+    rows, renamed_from = marshal.loads(answer)
+    first_index = checker.table_index
+    names = {row[0]: index for index, row in enumerate(rows, start)}
+    if not first_index.keys().isdisjoint(names):
+        return None
+    first_index.update(names)
+    checker.renamed_from.update(renamed_from)
+    return rows
+
+
 def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
-            backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+            backends: dict[str, BackendSpec], start: int = 0) -> list[DesiredTable]:
+    """The desired tables of `entries`, the manifest's tables from index `start` on."""
     result: list[DesiredTable] = []
     first_index = checker.table_index  # each name's entry
-    for index, entry in enumerate(entries):
+    for index, entry in enumerate(entries, start):
         path: DataPath = ("tables", index)
         if entry.name in first_index:
             first = checker.document.position(("tables", first_index[entry.name], "name"))
@@ -380,7 +447,7 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
         first_index[entry.name] = index
         if entry.renamed_from is not None:
             checker.renamed_from[index] = entry.renamed_from
-        _check_properties(checker, entry.properties, path, reserved=(TABLE_TYPE_KEY,))
+        properties = checker.table_properties(entry.properties, path)
         if entry.columns:
             _check_columns(checker, entry, path)
         location = normalize_location(entry.location, checker.base_dir)
@@ -410,7 +477,7 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
         source = _source(checker, entry, path)
         result.append(DesiredTable(
             name=entry.name, location=location, registrations=tuple(registrations),
-            properties=checker.shared(entry.properties),
+            properties=properties,
             columns=[c.model_dump() for c in entry.columns] if entry.columns else None,
             source=source, on_remove=entry.on_remove, protect=entry.protect,
             position=checker.document.position(path)))
@@ -435,6 +502,10 @@ def _source(checker: _Checker, entry: Table, path: DataPath) -> dict[str, Any] |
 
 
 def _check_duplicate_registrations(checker: _Checker, state: DesiredState) -> None:
+    registered = [(registration.backend, registration.id) for table in state.tables
+                  for registration in table.registrations]
+    if len(set(registered)) == len(registered):  # the usual answer, found fast
+        return
     seen: dict[tuple[str, Identifier], str] = {}
     for table in state.tables:
         for registration in table.registrations:
@@ -553,67 +624,3 @@ def _check_locations(checker: _Checker, state: DesiredState) -> None:
         relation = "the same location as" if other.location == table.location else "a location inside that of"
         checker.fail(f"table '{table.name}' has {relation} table '{other.name}' ({other.location}); "
                      "each location holds one table", ("tables", checker.table_index[table.name], "location"))
-
-
-# --- policy ------------------------------------------------------------------------------------
-
-def _policy(checker: _Checker, model: PolicyFile, path: DataPath, backends: Collection[str]) -> Policy:
-    rules: list[Rule] = []
-    names: dict[str, Position | None] = {}
-    for index, entry in enumerate(model.rules):
-        rule_path = (*path, "rules", index)
-        if entry.name in names:
-            checker.fail(f"rule '{entry.name}' is defined twice (first at {names[entry.name]})",
-                         (*rule_path, "name"))
-            continue
-        names[entry.name] = checker.document.position((*rule_path, "name"))
-        rule = _rule(checker, entry, rule_path, backends)
-        if rule is not None:
-            rules.append(rule)
-    unattended = tuple(dict.fromkeys(model.unattended)) if model.unattended is not None else None
-    return Policy(rules=tuple(rules), unattended=unattended)
-
-
-def _rule(checker: _Checker, entry: PolicyRule, path: DataPath, backends: Collection[str]) -> Rule | None:
-    """The rule an entry describes, or None after reporting why it cannot be one."""
-    stated = [check for check in RULE_CHECKS if getattr(entry, check) is not None]
-    if len(stated) != 1:
-        checker.fail(f"a rule states exactly one of {', '.join(RULE_CHECKS)}; "
-                     + (f"this one states {', '.join(stated)}" if stated else "this one states none"), path)
-        return None
-    check = stated[0]
-    problems_before = len(checker.problems)
-    patterns = tuple(entry.backends or ("*",))
-    for index, pattern in enumerate(patterns if entry.backends else ()):
-        if not any(fnmatchcase(name, pattern) for name in backends):
-            known = ", ".join(sorted(backends))
-            checker.fail(f"'{pattern}' names no backend of the manifest (defined: {known})",
-                         (*path, "backends", index))
-    if entry.objects is not None and check not in ("required_properties", "name_pattern"):
-        checker.fail(f"objects applies to required_properties and name_pattern rules, not to {check}",
-                     (*path, "objects"))
-    if entry.name_pattern is not None:
-        try:
-            re.compile(entry.name_pattern)
-        except re.error as error:
-            checker.fail(f"not a regular expression: {error}", (*path, "name_pattern"))
-    if len(checker.problems) > problems_before:
-        return None
-    common: dict[str, Any] = {"name": entry.name, "backends": patterns,
-                              "where": checker.document.position(path)}
-    objects = tuple(Kind(o) for o in entry.objects) if entry.objects else (Kind.NAMESPACE, Kind.TABLE)
-    if entry.allowed_locations is not None:
-        prefixes = tuple(normalize_location(p, checker.base_dir) for p in entry.allowed_locations)
-        return AllowedLocations(prefixes=prefixes, **common)
-    if entry.required_properties is not None:
-        return RequiredProperties(keys=tuple(entry.required_properties), objects=objects, **common)
-    if entry.name_pattern is not None:
-        return NamePattern(pattern=entry.name_pattern, objects=objects, **common)
-    if entry.forbidden_actions is not None:
-        return ForbiddenActions(types=tuple(entry.forbidden_actions), **common)
-    if entry.forbidden_privileges is not None:
-        return ForbiddenPrivileges(privileges=tuple(entry.forbidden_privileges), **common)
-    if entry.allowed_principals is not None:
-        return AllowedPrincipals(patterns=tuple(entry.allowed_principals), **common)
-    assert entry.max_removals is not None  # one check is stated, and it is the last one
-    return MaxRemovals(limit=entry.max_removals, **common)

@@ -152,12 +152,11 @@ class NotStrict(Exception):
     """A table failed the strict models (`validate_strictly`): the full road must say why."""
 
 
-def validate_strictly(document: Document) -> tuple[ValidatedManifest, Iterator[Table]] | None:
+def validate_strictly(document: Document) -> tuple[ValidatedManifest, StrictTables] | None:
     """When the document passes the models' strict mode but for its tables: the manifest model,
-    its `tables` empty, and the tables, validated a chunk at a time as the iterator is read
-    (NotStrict when one fails). The document is not changed: the iterator reads a copy of its
-    tables list, whose raw entries become None once validated (a caller that lets go of the
-    document's data frees them a chunk at a time). None when the rest fails."""
+    its `tables` empty, and the tables, validated a chunk at a time as they are read
+    (`StrictTables`). The document is not changed: they read a copy of its tables list. None
+    when the rest fails."""
     data = document.data
     backends = data.get("backends") if isinstance(data, dict) else None
     if not isinstance(backends, dict) or not all(isinstance(entry, dict) for entry in backends.values()):
@@ -175,21 +174,40 @@ def validate_strictly(document: Document) -> tuple[ValidatedManifest, Iterator[T
                                                      by_name=False)
     except ModelError:
         return None
-    return cast(ValidatedManifest, model), strict_tables(list(raw_tables))
+    return cast(ValidatedManifest, model), StrictTables(list(raw_tables))
 
 
-def strict_tables(raw: list[Any]) -> Iterator[Table]:
-    """The raw tables validated in strict mode a chunk at a time, each chunk's raw entries set
-    to None in `raw` once validated; NotStrict when one fails."""
-    for start in range(0, len(raw), STRICT_CHUNK):
-        chunk = raw[start:start + STRICT_CHUNK]
-        try:
-            tables = _tables_adapter().validate_python(chunk, strict=True, by_alias=True, by_name=False)
-        except ModelError:
-            raise NotStrict from None
-        raw[start:start + len(chunk)] = [None] * len(chunk)
-        del chunk
-        yield from tables
+class StrictTables:
+    """Raw tables, validated in strict mode a chunk at a time as they are read; NotStrict when
+    one fails. A chunk's raw entries are let go (set to None in `raw`) once validated: a caller
+    that lets go of the document's data frees them as it goes. Read once, whole (iterating) or
+    a range at a time (`read`, lance_sync.manifest.semantic builds two ranges at once)."""
+
+    def __init__(self, raw: list[Any]):
+        self.raw = raw
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __iter__(self) -> Iterator[Table]:
+        return self.read(0, len(self.raw))
+
+    def read(self, start: int, stop: int) -> Iterator[Table]:
+        """The tables of the range, validated."""
+        raw = self.raw
+        for begin in range(start, stop, STRICT_CHUNK):
+            chunk = raw[begin:min(begin + STRICT_CHUNK, stop)]
+            try:
+                tables = _tables_adapter().validate_python(chunk, strict=True, by_alias=True, by_name=False)
+            except ModelError:
+                raise NotStrict from None
+            raw[begin:begin + len(chunk)] = [None] * len(chunk)
+            del chunk
+            yield from tables
+
+    def let_go(self, start: int, stop: int) -> None:
+        """Let go of the range's raw entries unread (another process built them)."""
+        self.raw[start:stop] = [None] * (stop - start)
 
 
 @functools.cache

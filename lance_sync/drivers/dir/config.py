@@ -29,7 +29,7 @@ class DirRules(BackendRules):
 
     @classmethod
     def check_namespace_id(cls, parts: Identifier, config: BackendConfig) -> str | None:
-        if any(DELIMITER in p for p in parts):
+        if DELIMITER in "".join(parts):  # asked of every table: no generator
             return f"names in a dir backend cannot contain '{DELIMITER}'"
         return None
 
