@@ -25,7 +25,8 @@ create action; its namespaces exist) is measured too. The machine's load average
 `--load N` measures loading alone: the split manifest of N tables written as YAML (a table a
 line, as above) and as the same data in JSON (lance_sync.manifest.json_text), each loaded by
 `load_manifest` in a fresh process with the parse cache off, the two alternately `--repeat`
-times: wall, the CPU of the process and of its parse workers, peak RSS.
+times: wall, the CPU of the process and of its child processes (the parse workers and, from
+50,000 tables, the forked half of the table build), peak RSS.
 """
 
 from __future__ import annotations
@@ -267,7 +268,7 @@ def load_rows(sizes: list[int], repeat: int) -> None:
     load = os.getloadavg()
     print(f"\nmanifest load: {os.cpu_count()} cores, load average at the end {load[0]:.2f} / {load[1]:.2f} / "
           f"{load[2]:.2f}; medians of {repeat} run(s), YAML and JSON alternately, peak RSS the largest\n")
-    print("| files | N | files, MiB | load s | CPU s, this process | CPU s, parse workers | peak RSS MB |")
+    print("| files | N | files, MiB | load s | CPU s, this process | CPU s, child processes | peak RSS MB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         print(f"| {r['kind']} | {r['tables']:,} | {r['files']}, {r['mib']:.0f} | {r['seconds']:.2f} | {r['cpu']:.2f} | "

@@ -7,9 +7,11 @@ A forked child sees this process's data as it is, without pickling; it answers b
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -28,7 +30,7 @@ class Forked:
     def __init__(self, work: Callable[[], bytes | None]):
         context = multiprocessing.get_context("fork")
         self._receive, send = context.Pipe(duplex=False)
-        self._child = context.Process(target=_answer, args=(work, send), daemon=True)
+        self._child = context.Process(target=_answer, args=(work, send, self._receive), daemon=True)
         self._child.start()
         send.close()
 
@@ -53,10 +55,17 @@ class Forked:
             self._child.join()
 
 
-def _answer(work: Callable[[], bytes | None], send: multiprocessing.connection.Connection) -> None:
+def _answer(work: Callable[[], bytes | None], send: multiprocessing.connection.Connection,
+            parents_end: multiprocessing.connection.Connection) -> None:
+    """The child: `work`'s bytes to the parent; nothing (b"") when it fails. The parent's end of
+    the pipe is closed here, so that a parent that is gone leaves no child waiting to write."""
+    parents_end.close()
+    # Ctrl-C stops the parent, which ends this process: no traceback from here
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         answer = work() or b""
-    except Exception:  # noqa: BLE001 - this process works it out again, and says what is wrong
+    except Exception:  # noqa: BLE001 - the parent works it out again, and says what is wrong
         answer = b""
-    send.send_bytes(answer)
+    with contextlib.suppress(OSError):  # the parent is gone
+        send.send_bytes(answer)
     send.close()

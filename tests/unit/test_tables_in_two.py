@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,37 @@ def test_no_child_beside_another_thread(tmp_path: Path):
         threading.Thread(target=threading.Event().wait, daemon=True).start()
         """)
     assert out["taken"] == [] and out["in_two"] == out["alone"]
+
+
+def test_a_child_whose_parent_is_gone_does_not_wait_to_write(tmp_path: Path):
+    """The parent forks a child that answers more than a pipe holds once `go` exists, and
+    ends without reading it; the child then ends too, instead of waiting forever."""
+    script = textwrap.dedent("""
+        import os, time
+        from lance_sync.manifest.fork import Forked
+        def work():
+            while not os.path.exists("go"):
+                time.sleep(0.01)
+            return b"x" * (1 << 22)
+        child = Forked(work)
+        print(child._child.pid, flush=True)
+        os._exit(0)
+        """)
+    with open(tmp_path / "out", "w") as out:  # a file: the child keeps the parent's output open
+        done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdout=out, stderr=out, timeout=60)
+    assert done.returncode == 0, (tmp_path / "out").read_text()
+    pid = int((tmp_path / "out").read_text())
+    (tmp_path / "go").touch()
+    deadline = time.monotonic() + 60  # a bound for a hung child, not a measurement
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(pid)
+
+
+def _running(pid: int) -> bool:
+    """Whether the process is there and not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
