@@ -11,7 +11,11 @@ two are sure to agree.
   for tabs are stricter than JSON's) and no `\\u` escape of a surrogate (json joins a pair
   that libyaml refuses).
 - No `NaN` or `Infinity` (not JSON; to YAML they are text), no key written twice (JSON
-  takes the last, YAML refuses it), no key longer than YAML allows an implicit key.
+  takes the last, YAML refuses it).
+- Every key as YAML takes an implicit key: on one line with its colon, and within 1,024
+  characters as written (libyaml refuses `{"a"\n: 1}` and a longer key). A key is checked
+  by its length, which bounds its written text (`MAX_KEY_CHARACTERS`), and by no white
+  space between it and its colon.
 - The values of text maps (loader.TEXT_MAPS) are strings, nulls or collections: the plain
   road keeps a number there as written (`1.0` stays "1.0"), json would not.
 
@@ -28,8 +32,13 @@ from typing import Any
 #: a path pattern of a text map, as loader.TEXT_MAPS writes them
 TextMapPattern = tuple[str | type, ...]
 
-#: YAML's limit on an implicit key (a mapping key in flow style), in characters
-MAX_KEY_CHARACTERS = 1024
+#: YAML's limit on an implicit key (a mapping key in flow style) is 1,024 characters as
+#: written, from its opening quote to its colon; a character is written in 6 at most
+#: (\u00e9), so a key this long is within it however it is written
+MAX_KEY_CHARACTERS = (1024 - 2) // 6
+#: white space between a key's closing quote and its colon (it may match inside a string,
+#: `" :"`, which only leaves the file to the plain road)
+_SPACE_BEFORE_COLON = re.compile(r'"[ \r\n]+:')
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 #: JSON's whitespace but the tab, then an object's start
 _OBJECT_START = re.compile(r"[ \n\r]*\{")
@@ -43,7 +52,7 @@ def read_json(text: str, shared: dict[str, str], text_maps: Iterable[TextMapPatt
     """The data of `text` when it is a JSON object the plain road reads alike, else None;
     `text_maps` are the plain road's (loader.TEXT_MAPS)."""
     if not _OBJECT_START.match(text) or "$" in text or "\t" in text \
-            or ("\\u" in text and _SURROGATE_ESCAPE.search(text)):
+            or ("\\u" in text and _SURROGATE_ESCAPE.search(text)) or _SPACE_BEFORE_COLON.search(text):
         return None
     setdefault = shared.setdefault
 

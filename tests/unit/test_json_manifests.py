@@ -15,7 +15,7 @@ import pytest
 
 from lance_sync import api
 from lance_sync.manifest import loader
-from lance_sync.manifest.json_text import read_json
+from lance_sync.manifest.json_text import MAX_KEY_CHARACTERS, read_json
 from lance_sync.model.errors import ManifestError, ManifestErrors
 
 
@@ -90,6 +90,22 @@ def test_what_is_not_json_to_yaml_is_left_to_the_plain_road(text: str):
     """NaN and Infinity are text to YAML, libyaml refuses an escaped surrogate pair and an
     implicit key longer than 1024 characters: the plain road reads or refuses them as YAML does."""
     assert json_road(text) is None
+
+
+@pytest.mark.parametrize("length", [170, 171, 1000, 1018, 1021, 1022, 1024])
+@pytest.mark.parametrize("written", ["k", "\\u00e9", "\\\\"])
+@pytest.mark.parametrize("before_colon", ["", " ", "   ", "\n", "\r\n "])
+def test_a_key_is_taken_only_as_yaml_takes_it(length: int, written: str, before_colon: str):
+    """libyaml takes an implicit key on one line with its colon and within 1,024 characters as
+    written: a key the json module reads is one the plain road reads alike."""
+    text = '{"version": 1, "x": {"' + written * length + '"' + before_colon + ': 1}}'
+    data = json_road(text)
+    if data is not None:
+        assert same(data, yaml_road(text))
+    if length > MAX_KEY_CHARACTERS or before_colon:
+        assert data is None
+    if length <= MAX_KEY_CHARACTERS and not before_colon:
+        assert data is not None
 
 
 _ALPHABET = "ab01.-_ :/é\"\\\n"
