@@ -387,50 +387,50 @@ def _tables_in_two(checker: _Checker, model: ValidatedManifest, entries: StrictT
                    backends: dict[str, BackendSpec]) -> list[DesiredTable]:
     """`_tables`, the first half in this process while a forked child builds the second half:
     this process takes the child's rows (`_rows`) for a fraction of the cost of building
-    them. When the child cannot answer, or its half has a problem, this process builds that
-    half too, and says what is wrong."""
+    them. When the child cannot answer, or its half has a problem or a name of the first
+    half, this process builds that half too, and says what is wrong."""
     middle, end = len(entries) // 2, len(entries)
     with Forked(lambda: _rows(checker, model, entries.read(middle, end), backends, middle)) as child:
         tables = _tables(checker, model, entries.read(0, middle), backends)
         answer = child.answer()
-    rows = _taken_rows(checker, answer, middle) if answer is not None else None
-    if rows is None:
+    # the child validated its entries: each is a mapping with a text name
+    names = [entry["name"] for entry in entries.raw[middle:end]] if answer is not None else []
+    if answer is None or not checker.table_index.keys().isdisjoint(names):
         return tables + _tables(checker, model, entries.read(middle, end), backends, middle)
-    entries.let_go(middle, end)
-    # marshal keeps an object written twice as one: the child's tables share its properties still
-    tables += [DesiredTable(name, location, tuple(starmap(Registration, registrations)), properties, columns, source,
-                            on_remove, protect)
-               for name, location, registrations, properties, columns, source, on_remove, protect in rows]
+    entries.let_go(middle, end)  # before the rows arrive: what they take, the raw entries gave back
+    checker.table_index.update(zip(names, range(middle, end), strict=True))
+    renamed_from, chunks = marshal.loads(answer)
+    del answer, names
+    checker.renamed_from.update(renamed_from)
+    for index, chunk in enumerate(chunks):
+        chunks[index] = None  # a chunk's rows at a time: they live only while their tables are made
+        # marshal keeps an object written twice as one: the child's tables share its properties still
+        tables += [DesiredTable(name, location, tuple(starmap(Registration, registrations)), properties, columns,
+                                source, on_remove, protect)
+                   for name, location, registrations, properties, columns, source, on_remove, protect
+                   in marshal.loads(chunk)]
     return tables
+
+
+#: the rows a child marshals at a time (`_rows`)
+ROWS_CHUNK = 20_000
 
 
 def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
           backends: dict[str, BackendSpec], start: int) -> bytes | None:
-    """The desired tables of `entries` (the tables from `start` on) as marshalled rows of their
-    fields, and their `renamed_from`; None when one has a problem or declares grants, which
-    marshal cannot carry."""
+    """The desired tables of `entries` (the tables from `start` on) as rows of their fields,
+    marshalled ROWS_CHUNK at a time, and their `renamed_from`; None when one has a problem or
+    declares grants, which marshal cannot carry."""
     tables = _tables(checker, model, entries, backends, start)
     if checker.problems or any(r.grants is not None for table in tables for r in table.registrations):
         return None
     rows = [(t.name, t.location, tuple((r.backend, r.id) for r in t.registrations), t.properties, t.columns,
              t.source, t.on_remove, t.protect) for t in tables]
     try:
-        return marshal.dumps((rows, checker.renamed_from))
+        return marshal.dumps((checker.renamed_from, [marshal.dumps(rows[begin:begin + ROWS_CHUNK])
+                                                     for begin in range(0, len(rows), ROWS_CHUNK)]))
     except ValueError:
         return None
-
-
-def _taken_rows(checker: _Checker, answer: bytes, start: int) -> list[tuple[Any, ...]] | None:
-    """The rows of a child's answer, their names and renames recorded; None when a name is one
-    of this process's tables (then the half is built here, which reports it)."""
-    rows, renamed_from = marshal.loads(answer)
-    first_index = checker.table_index
-    names = {row[0]: index for index, row in enumerate(rows, start)}
-    if not first_index.keys().isdisjoint(names):
-        return None
-    first_index.update(names)
-    checker.renamed_from.update(renamed_from)
-    return rows
 
 
 def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
