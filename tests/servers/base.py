@@ -70,6 +70,15 @@ def wait_until(check: Callable[[], bool], timeout: float, what: str, log_path: P
     raise RuntimeError(f"{what} not ready after {timeout:.0f}s\n{log_tail(log_path)}")
 
 
+def is_running(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
 def log_tail(log_path: Path | None, lines: int = 40) -> str:
     if log_path is None or not log_path.exists():
         return ""

@@ -28,7 +28,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField, StringType
 
 from tests.servers import iceberg_rest
-from tests.servers.base import RunningServer, wait_until
+from tests.servers.base import RunningServer, is_running, wait_until
 
 pytestmark = pytest.mark.servers
 
@@ -372,12 +372,3 @@ def test_server_exits_when_the_process_that_started_it_dies(iceberg_server, tmp_
     pid = int(result.stdout.split()[-1])
 
     wait_until(lambda: not is_running(pid), timeout=30, what=f"exit of orphaned server {pid}")
-
-
-def is_running(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 import yaml
 
 from lance_sync.manifest.parse_cache import CACHE_ENV
+from tests.servers.base import is_running, wait_until
 
 TABLES = 40
 
@@ -150,16 +150,4 @@ def test_a_child_whose_parent_is_gone_does_not_wait_to_write(tmp_path: Path):
     assert done.returncode == 0, (tmp_path / "out").read_text()
     pid = int((tmp_path / "out").read_text())
     (tmp_path / "go").touch()
-    deadline = time.monotonic() + 60  # a bound for a hung child, not a measurement
-    while _running(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(pid)
-
-
-def _running(pid: int) -> bool:
-    """Whether the process is there and not a zombie."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
+    wait_until(lambda: not is_running(pid), timeout=60, what=f"exit of orphaned child {pid}")
