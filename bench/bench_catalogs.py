@@ -14,7 +14,9 @@ a manifest declaring every table is written. Then, each `--repeat` times (the me
 - raw: the raw-protocol lower bound (bench_raw.py): the minimum requests sent with plain
   urllib3 (Iceberg, Unity), SigV4-signed urllib3 (Glue), the generated Thrift client (HMS) or
   one pylance scan of the manifest table (dir), 16 threads, no SDK objects; wall and CPU
-  (user+sys, every thread) of the read, its client built beforehand;
+  (user+sys, every thread) of the read, its client built beforehand; "raw process" is that
+  read's whole process (the interpreter, its imports, the read), the lower bound of a whole
+  process (dir: importing pylance alone is many times its scan);
 - api.plan: `lance_sync.api.plan` (read, inspect locations, compare, policy) with its
   drivers built beforehand: wall and CPU of the call;
 - native read (the SDK baseline): the fewest calls of the native client that give every
@@ -97,6 +99,8 @@ class Measure:
     cpu: float = 0.0
     rss_mb: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    #: the raw read's whole process (interpreter, its imports, the read): a whole process's lower bound
+    process_seconds: float = 0.0
 
 
 # --- backends: server, native client, manifest -------------------------------------------------------
@@ -699,12 +703,13 @@ def raw_read(backend: Backend, count: int) -> Measure:
     """The raw-protocol lower bound (bench_raw.py) in a fresh process: wall and CPU of the read."""
     backend.reset_calls()
     output = backend.workdir / "raw.json"
-    run_process([sys.executable, str(PROJECT / "bench" / "bench_raw.py"), json.dumps(backend.raw_spec())], {},
-                stdout=output)
+    process = run_process([sys.executable, str(PROJECT / "bench" / "bench_raw.py"), json.dumps(backend.raw_spec())],
+                          {}, stdout=output)
     answer = json.loads(output.read_text())
     if answer["tables"] != count:
         raise SystemExit(f"{backend.name}: the raw read found {answer['tables']} tables, not {count}")
-    return Measure(answer["seconds"], calls=backend.calls() if backend.name != "dir" else 1, cpu=answer["cpu"])
+    return Measure(answer["seconds"], calls=backend.calls() if backend.name != "dir" else 1, cpu=answer["cpu"],
+                   process_seconds=process.seconds)
 
 
 def plan_process(manifest: list[Path], backend: Backend) -> Measure:
@@ -763,7 +768,8 @@ def median_measure(measures: list[Measure]) -> Measure:
     phases = {k: statistics.median(m.phases[k] for m in measures) for k in measures[0].phases}
     return Measure(statistics.median(m.seconds for m in measures), calls=measures[-1].calls,
                    cpu=statistics.median(m.cpu for m in measures),
-                   rss_mb=max(m.rss_mb for m in measures), phases=phases)
+                   rss_mb=max(m.rss_mb for m in measures), phases=phases,
+                   process_seconds=statistics.median(m.process_seconds for m in measures))
 
 
 def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
@@ -1036,17 +1042,19 @@ def print_rows(rows: list[Row]) -> None:
     print(f"\nlance-sync catalog bench: {os.cpu_count()} cores, load average at the end "
           f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}\n")
     print("| backend | step | N | calls | minimum | api.plan | raw | ratio | process | process / raw | "
-          "client CPU, api.plan vs raw | SDK: read vs native | process CPU | peak RSS MB |")
-    print("|" + " --- |" * 2 + " ---: |" * 12)
+          "raw process | process / raw process | client CPU, api.plan vs raw | SDK: read vs native | process CPU | "
+          "peak RSS MB |")
+    print("|" + " --- |" * 2 + " ---: |" * 14)
     for r in rows:
         calls = f"{r.calls:,}" if r.calls is not None else "-"
         minimum = f"{r.minimum:,}" if r.minimum is not None else "-"
         if r.api_plan is not None and r.raw is not None:
             planned = (f"{r.api_plan.seconds:.2f} s | {r.raw.seconds:.2f} s | {r.api_plan.seconds / r.raw.seconds:.2f}x | "
                        f"{r.process.seconds:.2f} s | {r.process.seconds / r.raw.seconds:.2f}x | "
+                       f"{r.raw.process_seconds:.2f} s | {r.process.seconds / r.raw.process_seconds:.2f}x | "
                        f"{r.api_plan.cpu:.2f} s vs {r.raw.cpu:.2f} s | {r.ours:.2f} s vs {r.native:.2f} s")
         else:
-            planned = f"- | - | - | {r.process.seconds:.2f} s | - | - | -"
+            planned = f"- | - | - | {r.process.seconds:.2f} s | - | - | - | - | -"
         print(f"| {r.backend} | {r.step} | {r.tables:,} | {calls} | {minimum} | {planned} | "
               f"{r.process.cpu:.2f} s | {r.process.rss_mb:.0f} |")
     for count, get, head in CONDITIONAL:
