@@ -331,10 +331,11 @@ def test_declare_table_default_and_relative_locations(driver: UnityNamespace, sc
     (["{catalog}", "t"], InvalidInputError),
     (["{catalog}", "s", "bad name"], InvalidInputError),
 ])
-def test_declare_table_errors(driver: UnityNamespace, catalog: str, table_id, error):
+def test_declare_table_errors(driver: UnityNamespace, catalog: str, table_id, error, tmp_path: Path):
     names = {"catalog": catalog, "absent": unique("absent")}
+    location = str(tmp_path / "absent.lance")  # not a shared path: what another run left there is read
     with pytest.raises(error):
-        driver.declare_table(DeclareTableRequest(id=[p.format(**names) for p in table_id], location="/tmp/x"))
+        driver.declare_table(DeclareTableRequest(id=[p.format(**names) for p in table_id], location=location))
 
 
 def test_list_tables_only_lance_sorted_and_paged(driver: UnityNamespace, schema: tuple[str, str],
