@@ -64,6 +64,8 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
     try:  # a variable that is not set is a problem here too: the full road records it
         if positions:
             raise NotPlain("positions asked for")
+        if tables is None and (state := _load_split(paths, environ, base_dir)) is not None:
+            return state
         shared: dict[str, str] = {}  # one copy of each text across the files
         document = merge_documents(load_plain_documents(paths, environ, shared))
         del shared
@@ -89,6 +91,23 @@ def _load(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str
     document = merge_documents([load_document(path, environ, allow_unset) for path in paths])
     model = validate_structure(document)
     return build_desired_state(model, document, base_dir)
+
+
+def _load_split(paths: Sequence[str], environ: Mapping[str, str] | None, base_dir: str) -> DesiredState | None:
+    """The desired state of a manifest split over files of tables, each built in a worker
+    (lance_sync.manifest.split_files); None when the files are not so, or not worth it."""
+    from lance_sync.manifest.semantic import build_desired_state
+    from lance_sync.manifest.split_files import NotSplit, split_files
+
+    split = split_files(paths, environ)
+    if split is None:
+        return None
+    model, document, tables = split
+    try:
+        state = build_desired_state(model, document, base_dir, tables)
+    except NotSplit:
+        return None
+    return state if not state.notices else None
 
 
 def _built_later(model: ValidatedManifest, document: Document, base_dir: str, others: dict[str, Any],

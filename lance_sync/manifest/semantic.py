@@ -7,7 +7,8 @@ declared and claimed by one registration only; reserved property keys; grants th
 cannot hold (lance_sync.manifest.grants); secrets written inline instead of `${VAR}`; the
 policy's rules (lance_sync.manifest.policy_rules).
 
-A large manifest's tables are built in two processes at once (`_tables_in_two`).
+A large manifest's tables are built in two processes at once (`_tables_in_two`), and those of
+a manifest split over files of tables in a process per file (`_tables_of_files`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lance_sync.manifest.models import (
     ValidatedManifest,
 )
 from lance_sync.manifest.policy_rules import policy_of
+from lance_sync.manifest.split_files import NotSplit, TablesInFiles
 from lance_sync.manifest.validate import StrictTables
 from lance_sync.model.backend_config import BackendRules, Identifier
 from lance_sync.model.desired import (
@@ -85,6 +87,14 @@ class _Checker:
             _check_properties(self, properties, path, reserved=(TABLE_TYPE_KEY,))
         return found[0]
 
+    def for_more_tables(self) -> _Checker:
+        """A checker of other tables in the same context (backends, caches), with nothing of
+        the tables checked so far: a worker's, for the tables of a file."""
+        checker = _Checker(self.document, self.base_dir)
+        checker._properties, checker.table_namespaces = self._properties, self.table_namespaces
+        checker.unsettled = self.unsettled
+        return checker
+
     def notice(self, message: str, path: DataPath) -> None:
         self.notices.append(str(ManifestError(message, self.document.key_position(path), format_path(path))))
 
@@ -97,11 +107,12 @@ class _Checker:
 
 
 def build_desired_state(model: ValidatedManifest, document: Document, base_dir: str,
-                        tables: Iterable[Table] | None = None) -> DesiredState:
+                        tables: Iterable[Table] | TablesInFiles | None = None) -> DesiredState:
     """Check a validated manifest and turn it into the desired state; ManifestErrors if not.
 
     The tables are `model.tables`, or `tables` when given (validated as they are read, see
-    validate.validate_strictly): each is read once, and not kept."""
+    validate.validate_strictly, or files of tables, lance_sync.manifest.split_files): each is
+    read once, and not kept."""
     checker = _Checker(document, base_dir)
     default_storage = _default_storage(checker, model)
     checked = {name: _backend(checker, name, entry, default_storage) for name, entry in model.backends.items()}
@@ -375,8 +386,10 @@ def _is_reserved(key: str, reserved: tuple[str, ...]) -> bool:
 FORK_TABLES = 50_000
 
 
-def _all_tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+def _all_tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table] | TablesInFiles,
                 backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+    if isinstance(entries, TablesInFiles):
+        return _tables_of_files(checker, model, entries, backends)
     if isinstance(entries, StrictTables) and len(entries) >= FORK_TABLES and not checker.document.positions \
             and forking_pays():
         return _tables_in_two(checker, model, entries, backends)
@@ -398,10 +411,36 @@ def _tables_in_two(checker: _Checker, model: ValidatedManifest, entries: StrictT
     if answer is None or not checker.table_index.keys().isdisjoint(names):
         return tables + _tables(checker, model, entries.read(middle, end), backends, middle)
     entries.let_go(middle, end)  # before the rows arrive: what they take, the raw entries gave back
-    checker.table_index.update(zip(names, range(middle, end), strict=True))
+    del names
+    return tables + _tables_of_rows(checker, answer, middle)
+
+
+def _tables_of_files(checker: _Checker, model: ValidatedManifest, files: TablesInFiles,
+                     backends: dict[str, BackendSpec]) -> list[DesiredTable]:
+    """`_tables` of a manifest split over files of tables (lance_sync.manifest.split_files):
+    the first file's here, while workers build each other file's and this process takes their
+    rows in order. NotSplit when a file's table has the name of another file's (an overlay of
+    it, which the usual road merges)."""
+    with files.built_in_workers(lambda entries: _rows(checker.for_more_tables(), model, entries, backends, 0)) \
+            as answers:
+        tables = _tables(checker, model, files.first, backends)
+        start = len(files.first)
+        for answer in answers:
+            declared = len(checker.table_index)
+            more = _tables_of_rows(checker, answer, start)
+            if len(checker.table_index) - declared != len(more):
+                raise NotSplit
+            tables += more
+            start += len(more)
+    return tables
+
+
+def _tables_of_rows(checker: _Checker, answer: bytes, start: int) -> list[DesiredTable]:
+    """The desired tables of rows (`_rows`), the manifest's tables from index `start` on."""
     renamed_from, chunks = marshal.loads(answer)
-    del answer, names
-    checker.renamed_from.update(renamed_from)
+    del answer
+    checker.renamed_from.update((start + index, written) for index, written in renamed_from.items())
+    tables: list[DesiredTable] = []
     for index, chunk in enumerate(chunks):
         chunks[index] = None  # a chunk's rows at a time: they live only while their tables are made
         # marshal keeps an object written twice as one: the child's tables share its properties still
@@ -409,6 +448,7 @@ def _tables_in_two(checker: _Checker, model: ValidatedManifest, entries: StrictT
                                 source, on_remove, protect)
                    for name, location, registrations, properties, columns, source, on_remove, protect
                    in marshal.loads(chunk)]
+    checker.table_index.update(zip([table.name for table in tables], range(start, start + len(tables)), strict=True))
     return tables
 
 
@@ -419,16 +459,17 @@ ROWS_CHUNK = 20_000
 def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
           backends: dict[str, BackendSpec], start: int) -> bytes | None:
     """The desired tables of `entries` (the tables from `start` on) as rows of their fields,
-    marshalled ROWS_CHUNK at a time, and their `renamed_from`; None when one has a problem or
-    declares grants, which marshal cannot carry."""
+    marshalled ROWS_CHUNK at a time, and their `renamed_from` by index from `start`; None when
+    one has a problem or declares grants, which marshal cannot carry."""
     tables = _tables(checker, model, entries, backends, start)
     if checker.problems or any(r.grants is not None for table in tables for r in table.registrations):
         return None
     rows = [(t.name, t.location, tuple((r.backend, r.id) for r in t.registrations), t.properties, t.columns,
              t.source, t.on_remove, t.protect) for t in tables]
     try:
-        return marshal.dumps((checker.renamed_from, [marshal.dumps(rows[begin:begin + ROWS_CHUNK])
-                                                     for begin in range(0, len(rows), ROWS_CHUNK)]))
+        renamed_from = {index - start: written for index, written in checker.renamed_from.items()}
+        return marshal.dumps((renamed_from, [marshal.dumps(rows[begin:begin + ROWS_CHUNK])
+                                             for begin in range(0, len(rows), ROWS_CHUNK)]))
     except ValueError:
         return None
 
