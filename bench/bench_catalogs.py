@@ -26,6 +26,8 @@ a manifest declaring every table is written. Then, each `--repeat` times (the me
 - lance-sync read: the read phase of build_plan (observe), which also reports the time of
   the other phases (imports, load and validate, connect, inspect locations, compare);
 - plan process: `python -m lance_sync plan` as a user runs it: wall, CPU (user+sys), peak RSS;
+  "parse cache warm": the same with the parse cache that an earlier plan of the same files
+  left (a user's second plan, or the GitHub Action's, which keeps the cache);
 - calls: api.plan's, counted by the server (for dir: by the client). "minimum" is the native
   read's calls plus the namespace reads a plan needs beyond them (Glue: GetDatabases pages;
   Unity: listSchemas pages of 100; Iceberg and HMS: one per namespace; dir: none, as the scan
@@ -712,10 +714,10 @@ def raw_read(backend: Backend, count: int) -> Measure:
                    process_seconds=process.seconds)
 
 
-def plan_process(manifest: list[Path], backend: Backend) -> Measure:
+def plan_process(manifest: list[Path], backend: Backend, parse_cache: Path | None = None) -> Measure:
     output = backend.workdir / "plan.json"
     measure = run_process([sys.executable, "-m", "lance_sync", "plan", *file_options(manifest), "--format", "json"],
-                          {**backend.env(), **python_env()}, stdout=output)
+                          {**backend.env(), **python_env(parse_cache)}, stdout=output)
     plan = json.loads(output.read_text())
     if plan["actions"]:
         raise SystemExit(f"{backend.name}: the plan process found {len(plan['actions'])} changes")
@@ -758,6 +760,8 @@ class Row:
     #: api.plan and the raw lower bound (plan rows): seconds and CPU of each
     api_plan: Measure | None = None
     raw: Measure | None = None
+    #: the plan process with the parse cache an earlier run of the same manifest left (plan rows)
+    warm_process: Measure | None = None
 
     @property
     def ratio(self) -> float:
@@ -781,13 +785,16 @@ def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
         seconds = timed(lambda: (backend.create_namespaces(namespaces), backend.create_tables(tables)))
         print(f"  {name}: seeded {count:,} tables in {seconds:.0f} s", file=sys.stderr)
         manifest = write_manifest(backend, tables, backend.workdir / "lance-sync.yaml")
-        natives, reads, processes, plans, raws = [], [], [], [], []
+        natives, reads, processes, plans, raws, warm_processes = [], [], [], [], [], []
+        parse_cache = backend.workdir / "parse-cache"
+        plan_process(manifest, backend, parse_cache)  # what a user's earlier plan of the same files leaves
         for _ in range(repeat):
             natives.append(native_read(backend, count))
             raws.append(raw_read(backend, count))
             plans.append(lance_sync_plan(manifest, backend))
             reads.append(lance_sync_read(manifest, backend))
             processes.append(plan_process(manifest, backend))
+            warm_processes.append(plan_process(manifest, backend, parse_cache))
         if isinstance(backend, Iceberg):
             floors = [backend.conditional_floor(tables) for _ in range(repeat)]
             CONDITIONAL.append((count, statistics.median(f[0] for f in floors),
@@ -797,7 +804,8 @@ def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
         if backend.name != "dir" and raw.calls != minimum:
             raise SystemExit(f"{name}: the raw read sent {raw.calls} requests, not the minimum {minimum}")
         return Row(name, "plan", count, planned.calls, minimum, read.seconds, native.seconds,
-                   Measure(process.seconds, cpu=process.cpu, rss_mb=process.rss_mb), read.phases, planned, raw)
+                   Measure(process.seconds, cpu=process.cpu, rss_mb=process.rss_mb), read.phases, planned, raw,
+                   median_measure(warm_processes))
     finally:
         backend.stop()
 
@@ -1042,9 +1050,9 @@ def print_rows(rows: list[Row]) -> None:
     print(f"\nlance-sync catalog bench: {os.cpu_count()} cores, load average at the end "
           f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}\n")
     print("| backend | step | N | calls | minimum | api.plan | raw | ratio | process | process / raw | "
-          "raw process | process / raw process | client CPU, api.plan vs raw | SDK: read vs native | process CPU | "
-          "peak RSS MB |")
-    print("|" + " --- |" * 2 + " ---: |" * 14)
+          "raw process | process / raw process | process, parse cache warm | warm / raw | warm / raw process | "
+          "client CPU, api.plan vs raw | SDK: read vs native | process CPU | peak RSS MB |")
+    print("|" + " --- |" * 2 + " ---: |" * 17)
     for r in rows:
         calls = f"{r.calls:,}" if r.calls is not None else "-"
         minimum = f"{r.minimum:,}" if r.minimum is not None else "-"
@@ -1052,9 +1060,10 @@ def print_rows(rows: list[Row]) -> None:
             planned = (f"{r.api_plan.seconds:.2f} s | {r.raw.seconds:.2f} s | {r.api_plan.seconds / r.raw.seconds:.2f}x | "
                        f"{r.process.seconds:.2f} s | {r.process.seconds / r.raw.seconds:.2f}x | "
                        f"{r.raw.process_seconds:.2f} s | {r.process.seconds / r.raw.process_seconds:.2f}x | "
+                       f"{_warm(r)} | "
                        f"{r.api_plan.cpu:.2f} s vs {r.raw.cpu:.2f} s | {r.ours:.2f} s vs {r.native:.2f} s")
         else:
-            planned = f"- | - | - | {r.process.seconds:.2f} s | - | - | - | - | -"
+            planned = f"- | - | - | {r.process.seconds:.2f} s | - | - | - | - | - | - | - | -"
         print(f"| {r.backend} | {r.step} | {r.tables:,} | {calls} | {minimum} | {planned} | "
               f"{r.process.cpu:.2f} s | {r.process.rss_mb:.0f} |")
     for count, get, head in CONDITIONAL:
@@ -1067,6 +1076,14 @@ def print_rows(rows: list[Row]) -> None:
         print("\nplan phases in a fresh process (seconds): " + "; ".join(
             f"{r.backend} {r.tables:,}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.phases.items())
             for r in phased))
+
+
+def _warm(row: Row) -> str:
+    """The columns of the plan process with the parse cache warm, beside the raw read's."""
+    if row.warm_process is None or row.raw is None:
+        return "- | - | -"
+    seconds = row.warm_process.seconds
+    return f"{seconds:.2f} s | {seconds / row.raw.seconds:.2f}x | {seconds / row.raw.process_seconds:.2f}x"
 
 
 def _changed_estates(option: str) -> dict[str, int]:
