@@ -33,6 +33,9 @@ a manifest declaring every table is written. Then, each `--repeat` times (the me
   Unity: listSchemas pages of 100; Iceberg and HMS: one per namespace; dir: none, as the scan
   reads every row); the raw read must send exactly the minimum.
 
+The table shows medians; below it, each run's api.plan and plan process against that run's raw
+read, so that a goal's ratio can be seen to hold in every run, not only in the median.
+
 Changed-since rows (iceberg, glue, hms; `--changed-tables`, default 100,000; per backend as
 iceberg=N,glue=N,hms=N): an estate of N tables seeded once, its manifest committed in a git
 repository, 5 tables' properties changed in the working tree, then `lance-sync plan
@@ -762,6 +765,8 @@ class Row:
     raw: Measure | None = None
     #: the plan process with the parse cache an earlier run of the same manifest left (plan rows)
     warm_process: Measure | None = None
+    #: each run's (api.plan / raw, plan process / raw) (plan rows): whether a goal holds in every run
+    run_ratios: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -805,7 +810,8 @@ def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
             raise SystemExit(f"{name}: the raw read sent {raw.calls} requests, not the minimum {minimum}")
         return Row(name, "plan", count, planned.calls, minimum, read.seconds, native.seconds,
                    Measure(process.seconds, cpu=process.cpu, rss_mb=process.rss_mb), read.phases, planned, raw,
-                   median_measure(warm_processes))
+                   median_measure(warm_processes),
+                   [(p.seconds / r.seconds, w.seconds / r.seconds) for p, w, r in zip(plans, processes, raws, strict=True)])
     finally:
         backend.stop()
 
@@ -881,6 +887,8 @@ class ApplyRow:
     process: Measure
     #: the native SDK create loop (pyiceberg, boto3), wall, for reference; None: not run (--no-native)
     native: float | None
+    #: each run's apply phase / that run's raw create loop, wall
+    run_ratios: list[float] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -900,7 +908,8 @@ def bench_apply(name: str, count: int, repeat: int, scratch: Path, parallelism: 
             for run in range(repeat)]
     raws, phases, processes, natives, calls = zip(*runs, strict=True)
     return ApplyRow(name, count, calls[-1], median_measure(list(raws)), median_measure(list(phases)),
-                    median_measure(list(processes)), statistics.median(natives) if native else None)
+                    median_measure(list(processes)), statistics.median(natives) if native else None,
+                    [phase.seconds / raw.seconds for raw, phase in zip(raws, phases, strict=True)])
 
 
 def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None, rotate: int,
@@ -1041,6 +1050,10 @@ def print_apply_rows() -> None:
               f"{r.phase.cpu / r.raw.cpu:.2f}x CPU | {r.process.seconds:.2f} s / {r.process.cpu:.2f} s | "
               f"{r.process.seconds / r.raw.seconds:.2f}x | {f'{r.native:.2f} s' if r.native is not None else '-'} | "
               f"{r.process.rss_mb:.0f} |")
+    runs = [r for r in APPLY if len(r.run_ratios) > 1]
+    if runs:
+        print("\neach run's apply phase against its raw create loop: " + "; ".join(
+            f"{r.backend} {r.tables:,}: " + ", ".join(f"{ratio:.2f}x" for ratio in r.run_ratios) for r in runs))
 
 
 # --- report -------------------------------------------------------------------------------------------
@@ -1076,6 +1089,11 @@ def print_rows(rows: list[Row]) -> None:
         print("\nplan phases in a fresh process (seconds): " + "; ".join(
             f"{r.backend} {r.tables:,}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.phases.items())
             for r in phased))
+    runs = [r for r in rows if len(r.run_ratios) > 1]
+    if runs:
+        print("\neach run against the raw read of the same run (api.plan / raw; plan process / raw): " + "; ".join(
+            f"{r.backend} {r.tables:,}: " + ", ".join(f"{a:.2f}x / {p:.2f}x" for a, p in r.run_ratios)
+            for r in runs))
 
 
 def _warm(row: Row) -> str:
