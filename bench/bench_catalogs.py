@@ -156,13 +156,6 @@ class Backend:
         """What a declare made of a table, as the native client reads it back (apply rows)."""
         raise NotImplementedError
 
-    def check_same_declares(self, raw: str, sync: str, name: str) -> None:
-        """The raw create loop declared table `name` in namespace `raw` as lance-sync did in `sync`."""
-        made = json.loads(json.dumps(self.declared(sync, name)).replace(f"/{sync}/", f"/{raw}/"))
-        if self.declared(raw, name) != made:
-            raise SystemExit(f"{self.name}: the raw loop's table differs from lance-sync's:\n"
-                             f"{self.declared(raw, name)}\n{made}")
-
     def raw_spec(self) -> dict[str, Any]:
         """What bench_raw.py needs to send the plan's minimum requests raw."""
         return {"backend": self.name, "endpoint": self.server.endpoint,
@@ -887,8 +880,8 @@ class ApplyRow:
     process: Measure
     #: the native SDK create loop (pyiceberg, boto3), wall, for reference; None: not run (--no-native)
     native: float | None
-    #: each run's apply phase / that run's raw create loop, wall
-    run_ratios: list[float] = field(default_factory=list)
+    #: each run's first loop, raw create loop wall and apply phase wall
+    runs: list[tuple[str, float, float]] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -896,50 +889,61 @@ class ApplyRow:
 
 
 APPLY: list[ApplyRow] = []
-#: the namespace sets of an apply run, one per create loop: raw, native SDK, lance-sync
+#: the create loops of an apply run: raw, native SDK, lance-sync (each its own namespaces)
 APPLY_SETS = ("raw", "native", "sync")
+#: tables the raw loop creates in namespaces "warm*" before a measured loop, unmeasured, so that
+#: no loop pays a fresh server's warm-up (a JVM's first thousands of requests) alone
+APPLY_WARM_UP = 2_000
 
 
 def bench_apply(name: str, count: int, repeat: int, scratch: Path, parallelism: int | None,
                 profile: Path | None = None, native: bool = True) -> ApplyRow:
-    """Each time on a fresh server: the raw create loop, the native loop (unless `native` is
-    False) and `lance-sync apply`, the order rotated between runs."""
+    """The raw create loop, the native loop (unless `native` is False) and `lance-sync apply`,
+    `repeat` times, the order rotated between runs; each loop on a fresh server after the
+    same warm-up, so that none meets a server that an earlier loop filled."""
     runs = [_apply_once(name, count, scratch / f"{name}-apply-{count}-{run}", parallelism, run, profile, native)
             for run in range(repeat)]
-    raws, phases, processes, natives, calls = zip(*runs, strict=True)
+    raws, phases, processes, natives, calls, firsts = zip(*runs, strict=True)
     return ApplyRow(name, count, calls[-1], median_measure(list(raws)), median_measure(list(phases)),
                     median_measure(list(processes)), statistics.median(natives) if native else None,
-                    [phase.seconds / raw.seconds for raw, phase in zip(raws, phases, strict=True)])
+                    [(first, raw.seconds, phase.seconds) for first, raw, phase in zip(firsts, raws, phases, strict=True)])
 
 
 def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None, rotate: int,
-                profile: Path | None, native: bool) -> tuple[Measure, Measure, Measure, float | None, int]:
-    """(raw create loop, lance-sync apply phase, the apply process, native loop s, the apply's calls)."""
-    backend = BACKENDS[name](workdir)
-    backend.start()
-    try:
-        backend.create_namespaces([f"{prefix}{i}" for prefix in APPLY_SETS for i in range(NAMESPACES)])
-        manifest = write_manifest(backend, tables_for(backend, count, "sync"), workdir / "apply.yaml")
-        measured: dict[str, Any] = {}
+                profile: Path | None, native: bool) -> tuple[Measure, Measure, Measure, float | None, int, str]:
+    """(raw create loop, lance-sync apply phase, the apply process, native loop s, the apply's
+    calls, the loop run first)."""
+    measured: dict[str, Any] = {}
+    declared: dict[str, Any] = {}
 
-        def sync() -> None:
-            backend.reset_calls()
-            measured["sync"] = lance_sync_apply(backend, manifest, parallelism, profile)
-            measured["calls"] = backend.calls()
+    def sync(backend: Backend) -> None:
+        manifest = write_manifest(backend, tables_for(backend, count, "sync"), backend.workdir / "apply.yaml")
+        backend.reset_calls()
+        measured["sync"] = lance_sync_apply(backend, manifest, parallelism, profile)
+        measured["calls"] = backend.calls()
 
-        steps: dict[str, Callable[[], None]] = {
-            "raw": lambda: measured.update(raw=raw_create(backend, tables_for(backend, count, "raw"))),
-            "native": lambda: measured.update(native=timed(
-                lambda: backend.create_tables(tables_for(backend, count, "native")))),
-            "sync": sync}
-        for step in APPLY_SETS[rotate % 3:] + APPLY_SETS[:rotate % 3]:
-            if native or step != "native":
-                steps[step]()
-        backend.check_same_declares("raw0", "sync0", "t0")
-        phase, process = measured["sync"]
-        return measured["raw"], phase, process, measured.get("native"), measured["calls"]
-    finally:
-        backend.stop()
+    steps: dict[str, Callable[[Backend], None]] = {
+        "raw": lambda backend: measured.update(raw=raw_create(backend, tables_for(backend, count, "raw"))),
+        "native": lambda backend: measured.update(native=timed(
+            lambda: backend.create_tables(tables_for(backend, count, "native")))),
+        "sync": sync}
+    order = [step for step in APPLY_SETS if native or step != "native"]
+    order = order[rotate % len(order):] + order[:rotate % len(order)]
+    for step in order:
+        backend = BACKENDS[name](workdir / step)
+        backend.start()
+        try:
+            backend.create_namespaces([f"{prefix}{i}" for prefix in (step, "warm") for i in range(NAMESPACES)])
+            raw_create(backend, tables_for(backend, min(count, APPLY_WARM_UP), "warm"))
+            steps[step](backend)
+            declared[step] = json.dumps(backend.declared(f"{step}0", "t0"))
+        finally:
+            backend.stop()
+    made = declared["sync"].replace("/sync/", "/raw/").replace("/sync0/", "/raw0/")
+    if made != declared["raw"]:
+        raise SystemExit(f"{name}: the raw loop's table differs from lance-sync's:\n{declared['raw']}\n{made}")
+    phase, process = measured["sync"]
+    return measured["raw"], phase, process, measured.get("native"), measured["calls"], order[0]
 
 
 def raw_create(backend: Backend, tables: list[Table]) -> Measure:
@@ -1050,10 +1054,11 @@ def print_apply_rows() -> None:
               f"{r.phase.cpu / r.raw.cpu:.2f}x CPU | {r.process.seconds:.2f} s / {r.process.cpu:.2f} s | "
               f"{r.process.seconds / r.raw.seconds:.2f}x | {f'{r.native:.2f} s' if r.native is not None else '-'} | "
               f"{r.process.rss_mb:.0f} |")
-    runs = [r for r in APPLY if len(r.run_ratios) > 1]
+    runs = [r for r in APPLY if len(r.runs) > 1]
     if runs:
-        print("\neach run's apply phase against its raw create loop: " + "; ".join(
-            f"{r.backend} {r.tables:,}: " + ", ".join(f"{ratio:.2f}x" for ratio in r.run_ratios) for r in runs))
+        print("\neach run's apply phase against its raw create loop (the loop run first; raw, apply): " + "; ".join(
+            f"{r.backend} {r.tables:,}: " + ", ".join(f"{phase / raw:.2f}x ({first} first; {raw:.2f} s, {phase:.2f} s)"
+                                                      for first, raw, phase in r.runs) for r in runs))
 
 
 # --- report -------------------------------------------------------------------------------------------
