@@ -39,6 +39,10 @@ CURL_CA_BUNDLE the certificates to trust (else certifi's, as requests would; a d
 name its own, as AWS_CA_BUNDLE does for botocore). The userinfo of
 an endpoint URL is sent as Basic authentication unless the driver sends its own Authorization.
 Redirects are not followed: a catalog that answers 3xx is reported with that status.
+
+The connect timeout is the socket's; the read timeout is kept by `deadlines`' watchdog on a
+blocking socket (the whole answer within `read_timeout` of sending), as per-socket timeouts
+cost a poll before every send and receive. Through a proxy the pools keep socket timeouts.
 """
 
 from __future__ import annotations
@@ -66,9 +70,10 @@ from urllib3.exceptions import (
     ProtocolError,
     ReadTimeoutError,
 )
-from urllib3.util import make_headers
+from urllib3.util import make_headers, parse_url
 
 from lance_sync import __version__
+from lance_sync.drivers.support import deadlines
 from lance_sync.drivers.support.answers import UnfitAnswer, describe_body, one_line, parse_answer
 from lance_sync.drivers.support.retry import (
     BadAnswerError,
@@ -150,7 +155,6 @@ class HttpClient:
         self.base_url = base_url.rstrip("/")
         self.backend = backend
         self.timeout = (connect_timeout, read_timeout)
-        self._timeout = urllib3.Timeout(connect=connect_timeout, read=read_timeout)
         self.max_retries = max_retries
         self.translate = translate
         self.headers = headers or dict
@@ -160,8 +164,10 @@ class HttpClient:
         self._base_headers = {**BASE_HEADERS, **_userinfo_auth(self.base_url)}
         self._base_path = urlsplit(self.base_url).path
         self._origin = _origin(self.base_url)
-        #: urlopen(method, target, **options) of the endpoint's connection pool
-        self.send = _sender(self.base_url, ca_bundle)
+        #: urlopen(method, target, **options) of the endpoint's connection pool; whether its
+        #: connections keep the read timeout by `deadlines` rather than by socket timeouts
+        self.send, self._watched = _sender(self.base_url, ca_bundle)
+        self._timeout = urllib3.Timeout(connect=connect_timeout, read=None if self._watched else read_timeout)
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None,
                 data: dict[str, str] | None = None, ok: tuple[int, ...] = (200,),
@@ -210,15 +216,16 @@ class HttpClient:
             secrets.register_authorization(headers.get("Authorization"))
         else:
             headers = self.sign(method, self._origin + request.target, headers, request.body)
+        attempt = deadlines.begin(self.timeout[1]) if self._watched else None
         try:
             response = self.send(method, request.target, body=request.body, headers=headers,
                                  timeout=self._timeout, retries=False, redirect=False, preload_content=False)
         except HTTPError as error:
-            raise self._transport_failure(error, call, url) from None
+            raise self._transport_failure(error, call, url, _expired(attempt)) from None
         try:
             content = response.read()
         except HTTPError as error:
-            raise self._body_failure(error, call) from None
+            raise self._body_failure(error, call, _expired(attempt)) from None
         finally:
             response.release_conn()
         answer = _Answer(response.status, response.headers, content)
@@ -282,13 +289,14 @@ class HttpClient:
         """A bad answer: worth asking again for a retry-safe request, never for another."""
         return _Failed(BadAnswerError(message), transient=True, may_have_acted=True, carried_out=carried_out)
 
-    def _transport_failure(self, error: HTTPError, call: str, url: str) -> _Failed:
-        """A request that got no answer: cannot connect, timed out, connection lost."""
+    def _transport_failure(self, error: HTTPError, call: str, url: str, expired: bool) -> _Failed:
+        """A request that got no answer: cannot connect, timed out (`expired`: ended by its
+        read deadline), connection lost."""
         if _never_connected(error):
             return _Failed(TransientError(f"{self.backend}: {call}: cannot reach the server at "
                                           f"{_origin(url)} ({_cause(error)})"),
                            transient=True, may_have_acted=False)
-        if isinstance(error, ReadTimeoutError):
+        if expired or isinstance(error, ReadTimeoutError):
             what = self._timed_out()
         elif isinstance(error, (ProtocolError, urllib3.exceptions.SSLError, urllib3.exceptions.ProxyError)):
             what = f"lost the connection before the answer ({_cause(error)})"
@@ -297,10 +305,10 @@ class HttpClient:
                            transient=False, may_have_acted=False)
         return _Failed(TransientError(f"{self.backend}: {call} {what}"), transient=True, may_have_acted=True)
 
-    def _body_failure(self, error: HTTPError, call: str) -> _Failed:
-        """An answer whose body did not arrive whole. Its status line may have been an error's:
-        the request is only known to have been answered."""
-        if isinstance(error, ReadTimeoutError):
+    def _body_failure(self, error: HTTPError, call: str, expired: bool) -> _Failed:
+        """An answer whose body did not arrive whole (`expired`: ended by its read deadline).
+        Its status line may have been an error's: the request is only known to have been answered."""
+        if expired or isinstance(error, ReadTimeoutError):
             return _Failed(TransientError(f"{self.backend}: {call} {self._timed_out()}"),
                            transient=True, may_have_acted=True)
         return self._bad(f"{self.backend}: {call} answered {_cut_short(error)}", carried_out=False)
@@ -331,6 +339,10 @@ def transient_if_5xx(error_class: type[LanceNamespaceError], status: int) -> typ
 
 def attempts_note(attempts: int) -> str:
     return f" after {attempts} attempts" if attempts > 1 else ""
+
+
+def _expired(attempt: deadlines.Attempt | None) -> bool:
+    return attempt is not None and attempt.expired
 
 
 def _never_connected(error: HTTPError) -> bool:
@@ -463,10 +475,11 @@ def _userinfo_auth(url: str) -> dict[str, str]:
     return make_headers(basic_auth=f"{unquote(parts.username)}:{unquote(parts.password or '')}")
 
 
-def _sender(base_url: str, ca_bundle: str | None = None) -> Callable[..., urllib3.BaseHTTPResponse]:
+def _sender(base_url: str, ca_bundle: str | None = None) -> tuple[Callable[..., urllib3.BaseHTTPResponse], bool]:
     """`urlopen(method, target, ...)` of a connection pool for the endpoint (`target`: path and
     query), through the proxy the environment names for it: HTTP(S)_PROXY and NO_PROXY, read
-    once here rather than per request."""
+    once here rather than per request; and whether the pool's connections are `deadlines`'
+    (a proxy's pools keep socket timeouts)."""
     parts = urlsplit(without_userinfo(base_url))
     options: dict[str, Any] = {"maxsize": POOL_SIZE, "block": False}
     if parts.scheme == "https":
@@ -474,9 +487,11 @@ def _sender(base_url: str, ca_bundle: str | None = None) -> Callable[..., urllib
                                or certifi.where())
     proxy = getproxies().get(parts.scheme)
     if not proxy or proxy_bypass(parts.netloc):
-        return urllib3.connection_from_url(parts.geturl(), **options).urlopen
+        endpoint = parse_url(parts.geturl())
+        pool = deadlines.WatchedTLSPool if parts.scheme == "https" else deadlines.WatchedPool
+        return pool(endpoint.host or "", port=endpoint.port, **options).urlopen, True
     proxy_url = proxy if "://" in proxy else f"http://{proxy}"
     manager = urllib3.ProxyManager(without_userinfo(proxy_url), proxy_headers=_userinfo_auth(proxy_url) or None,
                                    **options)
     origin = f"{parts.scheme}://{parts.netloc}"
-    return lambda method, target, **request: manager.urlopen(method, origin + target, **request)
+    return (lambda method, target, **request: manager.urlopen(method, origin + target, **request)), False
