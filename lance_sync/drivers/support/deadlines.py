@@ -2,12 +2,11 @@
 
 A Python socket with a timeout polls before every send and receive; from 16 threads at
 thousands of requests a second that cost about 50 µs of client CPU a request, 5 to 10% of an
-Iceberg create's (README, "Benchmarks"). So a connection of these pools
-connects with its connect timeout, then sends and reads on a blocking socket, and one
-watchdog thread per process ends an answer that has not arrived whole within the read
-timeout of the request's sending: it shuts the socket down, which wakes the blocked thread at
-once with a lost connection, and marks the attempt `expired` so that the caller reports a
-timeout.
+Iceberg create's (README, "Benchmarks"). So a connection of these pools connects with its
+connect timeout, then sends and reads on a blocking socket, and one watchdog thread per
+process ends an answer that has not arrived whole within the read timeout of the request's
+sending: it shuts the socket down, which wakes the blocked thread at once with a lost
+connection, and marks the attempt `expired` so that the caller reports a timeout.
 
 The watchdog only shuts down a connection while the attempt that started it still holds it:
 a connection is forgotten as it goes back to its pool or is closed, under the same lock.
@@ -93,18 +92,16 @@ class _Watchdog:
                 self._changed.wait(TICK_SECONDS if self._watched else None)
                 now = time.monotonic()
                 for connection, (deadline, attempt) in list(self._watched.items()):
-                    if deadline <= now and connection.sock is not None:  # connecting: its own timeout
+                    sock = connection.sock
+                    if deadline <= now and sock is not None:  # still connecting: its own timeout
                         del self._watched[connection]
                         attempt.expired = True
-                        _shut_down(connection)
+                        _shut_down(sock)
 
 
-def _shut_down(connection: HTTPConnection) -> None:
-    """Wake whatever blocks on the connection's socket; TLS too (the socket's own shutdown,
-    not the TLS layer's, which another thread may be inside)."""
-    sock = connection.sock
-    if sock is None:
-        return
+def _shut_down(sock: socket.socket) -> None:
+    """Wake whatever blocks on the socket; TLS too (the socket's own shutdown, not the TLS
+    layer's, which another thread may be inside)."""
     with contextlib.suppress(OSError):  # closed meanwhile
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
