@@ -123,16 +123,19 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     files = [*paths, *([policy_file] if policy_file else [])]
     contents = {path: text for path in files if (text := _show_if_there(revision, Path(path))) is not None}
     working = {path: _read_bytes(path) for path in files}
+    changed = {path: (contents[path], raw) for path, raw in working.items()
+               if raw is not None and contents.get(path) not in (None, raw)}
     with parsing_once() if not parsing_files_once() else contextlib.nullcontext(), no_cycle_collection():
         # a file the revision has as it is now is parsed once, for both sides (and for the load);
-        # a changed file whose earlier version an earlier run parsed is read from that parse;
+        # a changed file is read from the parse of its earlier version where it can be: one an
+        # earlier run parsed (the parse cache), else one parsed now, by the same worker process;
         # every other version of a file is parsed at once (in worker processes, when large),
         # the revision's first: its side is read while the working tree's files are still parsing
-        for path, raw in working.items():
-            if raw is not None and contents.get(path) not in (None, raw):
-                reparse_changed(path, contents[path], raw, environ)
+        for path, (earlier, raw) in changed.items():
+            reparse_changed(path, earlier, raw, environ)
         parse_ahead([(path, raw) for path, raw in contents.items() if raw != working[path]]
-                    + [(path, raw) for path, raw in working.items() if raw is not None], environ)
+                    + [(path, raw) for path, raw in working.items() if raw is not None], environ,
+                    earlier={(path, raw): earlier for path, (earlier, raw) in changed.items()})
         present = [p for p in paths if p in contents]
         if not present:
             return Baseline(ref, revision, None, raw_manifest(list(paths), policy_file, environ),
@@ -147,6 +150,8 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
             problem = None
         except (ManifestError, ManifestErrors) as error:
             then, problem = None, f"the manifest at {ref} does not read ({str(error).splitlines()[0]})"
+        for path, (earlier, raw) in changed.items():  # the files no worker reads: from the revision's parse
+            reparse_changed(path, earlier, raw, environ)
         now = raw_manifest(list(paths), policy_file, environ)
     return Baseline(ref, revision, then, now, problem)
 

@@ -91,25 +91,27 @@ def _recalled(name: str, raw: bytes, environ: Mapping[str, str] | None) -> Docum
 
 def reparse_changed(name: str, earlier_raw: bytes, raw: bytes, environ: Mapping[str, str] | None = None) -> None:
     """In a `parsing_once` block, read the version `raw` of a file from the parse of its
-    version `earlier_raw`, when this block or an earlier run (the parse cache) has that: only
-    the items that changed are parsed (lance_sync.manifest.reparse). When that cannot be done,
-    nothing: the file is parsed whole when it is read."""
+    version `earlier_raw`, when this block (waiting for its worker) or an earlier run (the
+    parse cache) has that: only the items that changed are parsed (lance_sync.manifest.reparse).
+    When that cannot be done, or a worker reads `raw` already, nothing: the file is parsed
+    whole when it is read."""
     parsed = _PARSED.get()
-    if parsed is None or (name, raw) in parsed.documents:
+    if parsed is None or (name, raw) in parsed.documents or (name, raw) in parsed.pending:
         return
-    earlier = parsed.documents.get((name, earlier_raw)) or _recalled(name, earlier_raw, environ)
+    earlier = parsed.get(name, earlier_raw) or _recalled(name, earlier_raw, environ)
     if earlier is not None and (document := reparse(name, earlier, earlier_raw, raw, environ)) is not None:
         parsed.keep(name, raw, document)
 
 
 class _ParsedFiles:
     """The files of a `parsing_once` block: each one's document, by name and bytes, and the
-    parses still under way in worker processes (`parse_ahead`)."""
+    parses still under way in worker processes (`parse_ahead`): each version's future, and
+    where its answer is in the worker's list of answers."""
 
     def __init__(self, meanwhile: Callable[[], None] | None) -> None:
         self.meanwhile = meanwhile
         self.documents: dict[tuple[str, bytes], Document] = {}
-        self.pending: dict[tuple[str, bytes], Future] = {}
+        self.pending: dict[tuple[str, bytes], tuple[Future, int]] = {}
         self.pool: ProcessPoolExecutor | None = None
         #: the environment the workers parse in (`parse_ahead`)
         self.environ: dict[str, str] = {}
@@ -122,14 +124,14 @@ class _ParsedFiles:
         key = (name, raw)
         if key in self.documents:
             return self.documents[key]
-        future = self.pending.pop(key, None)
+        future, index = self.pending.pop(key, (None, 0))
         if future is None:
             return None
         if self.meanwhile is not None and not future.done():
             meanwhile, self.meanwhile = self.meanwhile, None
             meanwhile()
         try:
-            answer = future.result()
+            answer = future.result()[index]
         except Exception:  # noqa: BLE001 - a worker that died or failed: the file parses here, with its errors
             return None
         if answer is None:
@@ -218,42 +220,65 @@ def load_plain_documents(paths: Sequence[str | os.PathLike], environ: Mapping[st
         return [load_plain_document(path, environ, shared) for path in paths]
 
 
-def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] | None = None) -> None:
+def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] | None = None,
+                earlier: Mapping[tuple[str, bytes], bytes] | None = None) -> None:
     """Start parsing files (name, bytes) in worker processes, for `load_plain_document` to take
     in this `parsing_once` block (waiting for the worker, if need be): this process goes on
     meanwhile, with the files an earlier run parsed (lance_sync.manifest.parse_cache) and
     whatever else it has to do. As many workers as CPUs, a file each; only when the files to
     parse are large (`PARALLEL_BYTES`), this process has something to do beside a worker (a
     second file, or one to read from the cache), and forking pays (lance_sync.manifest.fork).
-    Otherwise, and for a file whose worker fails, files parse where they are read."""
+    Otherwise, and for a file whose worker fails, files parse where they are read.
+    `earlier[name, raw]` is an earlier version of a file, also among `files`: one worker parses
+    both, and reads the later from the earlier's parse (`reparse_changed`) where it can."""
     parsed = _PARSED.get()
     if parsed is None or parsed.pool is not None:
         return
     fresh = [(name, raw) for name, raw in files if parsed.get(name, raw) is None]
     to_parse = [(name, raw) for name, raw in fresh if not parse_cache.kept(raw)]
-    workers = min(len(to_parse), os.cpu_count() or 1)
+    # each worker's versions, the first parsed whole: a file's changed version goes with its earlier one
+    versions: dict[tuple[str, bytes], list[bytes]] = {}
+    for name, raw in to_parse:
+        before = (earlier or {}).get((name, raw))
+        first = (name, before) if before is not None and (name, before) in versions else (name, raw)
+        versions.setdefault(first, []).append(raw)
+    workers = min(len(versions), os.cpu_count() or 1)
     if workers < 1 or len(fresh) < 2 or not forking_pays() or sum(len(raw) for _, raw in to_parse) < PARALLEL_BYTES:
         return
     environ = parsed.environ = dict(os.environ if environ is None else environ)
     try:
-        # a worker makes a document and ends: no garbage cycles to look for
+        # a worker makes its documents and ends: no garbage cycles to look for
         parsed.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
                                           initializer=gc.disable)
-        for name, raw in to_parse:
-            parsed.pending[name, raw] = parsed.pool.submit(_parse_in_worker, name, raw, environ)
+        for (name, _), raws in versions.items():
+            future = parsed.pool.submit(_parse_in_worker, name, raws, environ)
+            for index, raw in enumerate(raws):
+                parsed.pending[name, raw] = (future, index)
     except (OSError, BrokenProcessPool):
         parsed.pending.clear()
 
 
-def _parse_in_worker(name: str, raw: bytes, environ: dict[str, str]) -> bytes | tuple[Any, Any, Any] | None:
-    """A worker's `parse_plain`: the document's `_kept_form`, marshalled (which reads back twice
-    as fast as a pickle) unless a value is a LeadingZero; None when the file is not plain."""
-    try:
-        document = loader.parse_plain(name, raw, environ, None)
-    except NotPlain:
-        return None
-    answer = _kept_form(document)
-    try:
-        return marshal.dumps(answer)
-    except ValueError:
-        return answer
+def _parse_in_worker(name: str, versions: list[bytes], environ: dict[str, str]
+                     ) -> list[bytes | tuple[Any, Any, Any] | None]:
+    """A worker's `parse_plain` of each version of a file, in order, each after the first read
+    from the one before where it can be (lance_sync.manifest.reparse): each document's
+    `_kept_form`, marshalled (which reads back twice as fast as a pickle) unless a value is a
+    LeadingZero; None for a version that is not plain."""
+    answers: list[bytes | tuple[Any, Any, Any] | None] = []
+    before: tuple[Document, bytes] | None = None
+    for raw in versions:
+        document = reparse(name, before[0], before[1], raw, environ) if before is not None else None
+        if document is None:
+            try:
+                document = loader.parse_plain(name, raw, environ, None)
+            except NotPlain:
+                answers.append(None)
+                before = None
+                continue
+        before = (document, raw)
+        answer = _kept_form(document)
+        try:
+            answers.append(marshal.dumps(answer))
+        except ValueError:
+            answers.append(answer)
+    return answers

@@ -100,9 +100,14 @@ def test_an_entry_whose_template_has_no_place_is_parsed_again(tmp_path: Path, ca
 
 
 def test_a_worker_answers_without_the_values_of_variables() -> None:
-    answer = parse_once._parse_in_worker("env.yaml", WITH_VARIABLES.encode(),
-                                         {"TABLE": "x", "PROTECT": "true", "TIER": SECRET, "N": "1"})
+    environ = {"TABLE": "x", "PROTECT": "true", "TIER": SECRET, "N": "1"}
+    [answer] = parse_once._parse_in_worker("env.yaml", [WITH_VARIABLES.encode()], environ)
     assert isinstance(answer, bytes) and SECRET.encode() not in answer
+    # a changed version the same worker reads after the earlier one
+    changed = WITH_VARIABLES.replace("t: '${TIER}'", "t: '${TIER}'\n      u: '${TIER}'").encode()
+    answers = parse_once._parse_in_worker("env.yaml", [WITH_VARIABLES.encode(), changed], environ)
+    assert len(answers) == 2 and all(isinstance(a, bytes) and SECRET.encode() not in a for a in answers)
+    assert answers[0] != answers[1]
 
 
 def test_an_entry_that_does_not_read_back_is_parsed_again(tmp_path: Path, cache: Path, parsed: list[str]):

@@ -186,3 +186,41 @@ def test_changed_since_parses_and_merges_each_version_of_a_file_once(tmp_path: P
     again = api.load([str(base), str(overlay)])
     assert [t.name for t in again.tables] == [t["name"] for t in BASE["tables"]]
     assert [t for t in again.tables if t.name == "t0"] == state.tables
+
+
+def test_a_worker_parses_the_revision_of_a_changed_file_and_reads_the_change_from_it(tmp_path: Path):
+    """`--changed-since` with an empty cache: the worker that parses a changed file's committed
+    version reads the working tree's from that parse (lance_sync.manifest.reparse) instead of
+    parsing it whole too; the baseline is the one this process makes without workers."""
+    out = run_fresh(tmp_path, """
+        import subprocess
+        from lance_sync.manifest import history
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+        for argv in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "estate"]):
+            subprocess.run([*git, *argv], check=True, capture_output=True)
+        with open("more.yaml") as more:
+            text = more.read()
+        with open("more.yaml", "w") as more:
+            more.write(text.replace("name: t7, location: ./a/t7.lance, properties: {tier: gold}",
+                                    "name: t7, location: ./a/t7.lance, properties: {tier: silver}"))
+        serial = history.load_baseline("HEAD", paths, environ={"ROOT": "/r"})
+        assert sorted(parsed_here) == ["base.yaml", "more.yaml", "odd.yaml"], parsed_here  # more.yaml's revision
+
+        reparsed = parse_once.reparse
+        def noting(name, *args):  # a worker notes in a file what it read from the earlier parse
+            document = reparsed(name, *args)
+            with open("reparsed", "a") as notes:
+                notes.write(f"{os.getpid()} {os.path.basename(name)} {document is not None}\\n")
+            return document
+        parse_once.reparse = noting
+        parsed_here.clear()
+        parse_once.PARALLEL_BYTES = 0
+        parallel = history.load_baseline("HEAD", paths, environ={"ROOT": "/r"})
+        assert parsed_here == [], parsed_here  # every version parsed by a worker
+        assert parallel == serial
+        with open("reparsed") as notes:
+            noted = notes.read().split()
+        assert noted[1:] == ["more.yaml", "True"] and int(noted[0]) != os.getpid(), noted
+        print(parallel.now.tables["t7"]["properties"]["tier"], parallel.then.tables["t7"]["properties"]["tier"])
+        """)
+    assert out.split() == ["silver", "gold"]

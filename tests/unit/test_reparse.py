@@ -291,6 +291,22 @@ def test_changed_since_reads_a_changed_file_from_the_cached_parse(tmp_path: Path
     assert parsed_whole == []
     assert baseline.now.tables["t5"]["location"] == "./lake/t55.lance"
 
+    # without the cache, the committed version is parsed, and the working tree's read from it
     monkeypatch.setenv(parse_cache.CACHE_ENV, "off")
     assert load_baseline("HEAD", [str(manifest)]) == baseline
-    assert parsed_whole == [str(manifest)] * 2  # without the cache, both versions are parsed
+    assert parsed_whole == [str(manifest)]
+
+    # a change outside the list: the committed version's parse cannot be reused, so the
+    # working tree's is parsed whole after it
+    parsed_whole.clear()
+    manifest.write_text(text.replace("id: ns}", "id: ns, properties: {team: a}}"))
+    moved = load_baseline("HEAD", [str(manifest)])
+    assert parsed_whole == [str(manifest)] * 2
+    assert [entry.get("properties") for entry in moved.now.namespaces.values()] == [{"team": "a"}]
+
+    # most lines new: both versions parsed whole
+    parsed_whole.clear()
+    manifest.write_text(text.replace("location: ./lake/", "location: ./lake2/"))
+    rewritten = load_baseline("HEAD", [str(manifest)])
+    assert parsed_whole == [str(manifest)] * 2
+    assert rewritten.now.tables["t7"]["location"] == "./lake2/t7.lance"
