@@ -86,17 +86,22 @@ def _masking_errors(function: F) -> F:
 
 
 def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | None = None, *,
-         allow_unset: bool = False, positions: bool = False) -> DesiredState:
+         allow_unset: bool = False, positions: bool = False, plan_next: bool = False) -> DesiredState:
     """Load, merge (in order: a base, then overlays), validate and check manifest files; a
     policy file's rules join the manifest's (`--policy`). With `allow_unset` (`validate`), a
     `${VAR}` that is not set leaves its value unchecked (listed in `state.unset`) instead of
     failing. With `positions`, every declared object knows its file and line (slower for large
-    manifests). Reads files only: no driver, no catalog."""
+    manifests). With `plan_next` (a plan of the state follows), the planner's modules are
+    imported while a worker process parses a large file. Reads files only: no driver, no
+    catalog."""
+    from lance_sync.manifest.parse_once import meanwhile_next
+
     if isinstance(paths, str | Path):
         paths = [paths]
-    return load_manifest([str(path) for path in paths],
-                         policy_file=str(policy_file) if policy_file is not None else None, allow_unset=allow_unset,
-                         positions=positions)
+    with meanwhile_next(_import_planner if plan_next else None):
+        return load_manifest([str(path) for path in paths],
+                             policy_file=str(policy_file) if policy_file is not None else None,
+                             allow_unset=allow_unset, positions=positions)
 
 
 def json_schema(document: SchemaDocument = "manifest") -> dict[str, Any]:

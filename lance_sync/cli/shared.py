@@ -44,11 +44,12 @@ def manifest_files(files: tuple[str, ...]) -> list[str]:
     raise ManifestError(f"no manifest given: use -f FILE, or run where {DEFAULT_MANIFEST} is")
 
 
-def load(paths: list[str], policy_file: str | None = None, allow_unset: bool = False) -> DesiredState:
+def load(paths: list[str], policy_file: str | None = None, allow_unset: bool = False,
+         plan_next: bool = False) -> DesiredState:
     """The manifest's desired state; what it should change but need not goes to stderr."""
     from lance_sync import api
 
-    state = api.load(paths, policy_file=policy_file, allow_unset=allow_unset)
+    state = api.load(paths, policy_file=policy_file, allow_unset=allow_unset, plan_next=plan_next)
     _warn(state)
     return state
 
@@ -110,7 +111,7 @@ def load_changed(paths: list[str], policy_file: str | None,
     """The manifest's desired state (as `load`), and the manifest at --changed-since REF when
     given."""
     if changed_since is None:
-        return load(paths, policy_file), None
+        return load(paths, policy_file, plan_next=True), None
     from lance_sync import api
 
     state, baseline = api.load_changed(paths, changed_since, policy_file)

@@ -151,6 +151,18 @@ class _ParsedFiles:
 
 
 _PARSED: ContextVar[_ParsedFiles | None] = ContextVar("parsed_manifest_files", default=None)
+_MEANWHILE: ContextVar[Callable[[], None] | None] = ContextVar("work_while_parsing", default=None)
+
+
+@contextlib.contextmanager
+def meanwhile_next(work: Callable[[], None] | None) -> Iterator[None]:
+    """In this block, a load that parses its files in its own `parsing_once` block does `work`
+    meanwhile (see there): what the caller does next anyway, such as importing the planner."""
+    token = _MEANWHILE.set(work)
+    try:
+        yield
+    finally:
+        _MEANWHILE.reset(token)
 
 
 @contextlib.contextmanager
@@ -204,13 +216,15 @@ def _remember(name: str, raw: bytes, document: Document) -> Document:
 #: processes, a file each (`parse_ahead`): parsing is most of the time of loading a large
 #: manifest, and a worker's document reads back in a fraction of the time it takes to parse.
 PARALLEL_BYTES = 4 * 1024 * 1024
+#: ... or this many, when this process has work to do meanwhile (`parsing_once`)
+MEANWHILE_BYTES = 1024 * 1024
 
 
 def load_plain_documents(paths: Sequence[str | os.PathLike], environ: Mapping[str, str] | None = None,
                          shared: dict[str, str] | None = None) -> list[Document]:
     """`load_plain_document` of each path, in order; NotPlain when one needs `load_document`.
     Large split manifests are parsed in worker processes (`parse_ahead`)."""
-    with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
+    with parsing_once(_MEANWHILE.get()) if not parsing_files_once() else contextlib.nullcontext():
         try:
             files = [(str(path), loader.read_raw(Path(path), str(path))) for path in paths]
         except ManifestError as error:
@@ -226,8 +240,9 @@ def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] |
     in this `parsing_once` block (waiting for the worker, if need be): this process goes on
     meanwhile, with the files an earlier run parsed (lance_sync.manifest.parse_cache) and
     whatever else it has to do. As many workers as CPUs, a file each; only when the files to
-    parse are large (`PARALLEL_BYTES`), this process has something to do beside a worker (a
-    second file, or one to read from the cache), and forking pays (lance_sync.manifest.fork).
+    parse are large (`PARALLEL_BYTES`, or `MEANWHILE_BYTES` with work to do meanwhile), this
+    process has something to do beside a worker (a second file, one to read from the cache,
+    or the block's work meanwhile), and forking pays (lance_sync.manifest.fork).
     Otherwise, and for a file whose worker fails, files parse where they are read.
     `earlier[name, raw]` is an earlier version of a file, also among `files`: one worker parses
     both, and reads the later from the earlier's parse (`reparse_changed`) where it can."""
@@ -243,7 +258,10 @@ def parse_ahead(files: Sequence[tuple[str, bytes]], environ: Mapping[str, str] |
         first = (name, before) if before is not None and (name, before) in versions else (name, raw)
         versions.setdefault(first, []).append(raw)
     workers = min(len(versions), os.cpu_count() or 1)
-    if workers < 1 or len(fresh) < 2 or not forking_pays() or sum(len(raw) for _, raw in to_parse) < PARALLEL_BYTES:
+    # one file alone is worth a worker only when this process has work to do meanwhile
+    too_few, threshold = (len(fresh) < 2, PARALLEL_BYTES) if parsed.meanwhile is None \
+        else (False, min(PARALLEL_BYTES, MEANWHILE_BYTES))
+    if workers < 1 or too_few or not forking_pays() or sum(len(raw) for _, raw in to_parse) < threshold:
         return
     environ = parsed.environ = dict(os.environ if environ is None else environ)
     try:

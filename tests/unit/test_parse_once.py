@@ -224,3 +224,19 @@ def test_a_worker_parses_the_revision_of_a_changed_file_and_reads_the_change_fro
         print(parallel.now.tables["t7"]["properties"]["tier"], parallel.then.tables["t7"]["properties"]["tier"])
         """)
     assert out.split() == ["silver", "gold"]
+
+
+def test_one_large_file_goes_to_a_worker_when_this_process_has_work_meanwhile(tmp_path: Path):
+    """A plan's load (`api.load(plan_next=True)`): the planner is imported while a worker
+    parses a large manifest file; a file alone with nothing else to do parses here."""
+    run_fresh(tmp_path, """
+        parse_once.MEANWHILE_BYTES = 0
+        alone = parse_once.load_plain_documents(["more.yaml"], {})
+        assert parsed_here == ["more.yaml"], parsed_here  # no work meanwhile: no worker
+        parsed_here.clear()
+        done = []
+        with parse_once.meanwhile_next(lambda: done.append("imported")):
+            meanwhile = parse_once.load_plain_documents(["more.yaml"], {})
+        assert parsed_here == [] and done == ["imported"], (parsed_here, done)
+        assert [d.data for d in meanwhile] == [d.data for d in alone]
+        """)
