@@ -7,9 +7,11 @@ build from the same text, or None, and the plain road reads it: it answers only 
 two are sure to agree.
 
 - The text is one JSON object: after it nothing but whitespace, which YAML would also read.
-- No `$` (a `${VAR}` template is the plain road's to read), no tab (YAML's separation rules
-  for tabs are stricter than JSON's) and no `\\u` escape of a surrogate (json joins a pair
-  that libyaml refuses).
+- No `${` or `$$` (a `${VAR}` template, or a `$` written twice for one: the plain road's to
+  read), no `\\u` escape of `$` or `{` (which could spell either), no tab (YAML's separation
+  rules for tabs are stricter than JSON's) and no `\\u` escape of a surrogate (json joins a
+  pair that libyaml refuses). A `$` on its own, as in the `catalog$database` ids of Glue,
+  Unity and Hive, reads alike: interpolation leaves such text as it is.
 - No `NaN` or `Infinity` (not JSON; to YAML they are text), no key written twice (JSON
   takes the last, YAML refuses it).
 - Every key as YAML takes an implicit key: on one line with its colon, and within 1,024
@@ -40,6 +42,8 @@ MAX_KEY_CHARACTERS = (1024 - 2) // 6
 #: `" :"`, which only leaves the file to the plain road)
 _SPACE_BEFORE_COLON = re.compile(r'"[ \r\n]+:')
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+#: an escaped `$` or `{`, from which a template or `$$` could be spelled
+_TEMPLATE_ESCAPE = re.compile(r"\\u00(?:24|7[bB])")
 #: JSON's whitespace but the tab, then an object's start
 _OBJECT_START = re.compile(r"[ \n\r]*\{")
 
@@ -51,8 +55,9 @@ class _NotJson(Exception):
 def read_json(text: str, shared: dict[str, str], text_maps: Iterable[TextMapPattern]) -> Any | None:
     """The data of `text` when it is a JSON object the plain road reads alike, else None;
     `text_maps` are the plain road's (loader.TEXT_MAPS)."""
-    if not _OBJECT_START.match(text) or "$" in text or "\t" in text \
-            or ("\\u" in text and _SURROGATE_ESCAPE.search(text)) or _SPACE_BEFORE_COLON.search(text):
+    if not _OBJECT_START.match(text) or "${" in text or "$$" in text or "\t" in text \
+            or ("\\u" in text and (_SURROGATE_ESCAPE.search(text) or _TEMPLATE_ESCAPE.search(text))) \
+            or _SPACE_BEFORE_COLON.search(text):
         return None
     setdefault = shared.setdefault
 

@@ -51,6 +51,9 @@ TAKEN = [
     '{"backends": {"b": {"storage": {"region": "us-east-1"}}}}',
     '\n\r\n  {"a": "b"}  \n\n',
     '{"a": "é ü 中文 \U0001F600"}',
+    # a `$` on its own, as Glue, Unity and Hive ids write it: interpolation leaves it as it is
+    '{"register": [{"backend": "glue", "namespace": "123456789012$sales"}], "a": "$", "b": "a$b$", "c": ["x$y"]}',
+    '{"tables": [{"name": "t", "properties": {"cost": "$5", "k$": "v"}}]}',
 ]
 
 #: texts both roads may read, that the json module must leave to the plain road
@@ -63,6 +66,13 @@ LEFT = [
     '{"namespaces": [{"properties": {"n": 2}}]}',
     '{"tables": [{"source": {"options": {"header": false}}}]}',
     '{"a": "${HOME}"}',  # a template
+    '{"a": "x${HOME:-y}"}',
+    '{"a": "a$$b"}',  # a `$` written twice: one `$` to the plain road
+    '{"a": "${"}',  # a malformed template: the plain road's error
+    '{"a": "\\u0024{HOME}"}',  # escapes that spell a template or `$$`
+    '{"a": "$\\u007bHOME}"}',
+    '{"a": "$\\u007BHOME}"}',
+    '{"a": "\\u0024$"}',
     '{"a":\t"b"}',  # a tab
     '{"a": 1} # a comment',
     '{"a": 1}\n---\n{"b": 2}',
@@ -108,7 +118,7 @@ def test_a_key_is_taken_only_as_yaml_takes_it(length: int, written: str, before_
         assert data is not None
 
 
-_ALPHABET = "ab01.-_ :/é\"\\\n"
+_ALPHABET = "ab01.-_ :/é\"\\\n$"
 
 
 def random_scalar(rng: random.Random) -> Any:
@@ -157,21 +167,26 @@ def test_random_manifests_read_alike_or_are_left_to_the_plain_road():
     assert taken > 100  # most are taken: a text map with a number is the usual reason not to
 
 
-def test_a_json_manifest_plans_as_its_yaml_twin(tmp_path: Path):
-    """The same manifest as YAML and as JSON loads into the same desired state."""
+@pytest.mark.parametrize("backend, namespace", [
+    ({"type": "dir", "root": "./lake"}, "sales"),
+    ({"type": "hive3", "uri": "thrift://127.0.0.1:9083", "root": "./lake"}, "hive$sales"),  # a `$` in its ids
+])
+def test_a_json_manifest_plans_as_its_yaml_twin(tmp_path: Path, backend: dict[str, str], namespace: str):
+    """The same manifest as YAML and as JSON loads into the same desired state, the JSON one
+    read by the json module."""
     (tmp_path / "lake").mkdir()
-    document = {"version": 1, "owner": "team", "backends": {"lake": {"type": "dir", "root": "./lake"}},
-                "namespaces": [{"backend": "lake", "id": "sales", "properties": {"team": "a", "n": "1"}}],
+    document = {"version": 1, "owner": "team", "backends": {"lake": backend},
+                "namespaces": [{"backend": "lake", "id": namespace, "properties": {"team": "a", "n": "1"}}],
                 "tables": [{"name": f"t{i}", "location": f"./lake/data/t{i}.lance", "properties": {"tier": "gold"},
-                            "register": [{"backend": "lake", "namespace": "sales"}]} for i in range(3)]}
+                            "register": [{"backend": "lake", "namespace": namespace}]} for i in range(3)]}
     as_json = tmp_path / "lance-sync.json"
     as_json.write_text(json.dumps(document, indent=2))
     as_yaml = tmp_path / "lance-sync.yaml"
     as_yaml.write_text(
-        "version: 1\nowner: team\nbackends:\n  lake: {type: dir, root: ./lake}\n"
-        "namespaces:\n  - {backend: lake, id: sales, properties: {team: a, n: 1}}\ntables:\n"
+        f"version: 1\nowner: team\nbackends:\n  lake: {json.dumps(backend)}\n"
+        f"namespaces:\n  - {{backend: lake, id: '{namespace}', properties: {{team: a, n: 1}}}}\ntables:\n"
         + "".join(f"  - {{name: t{i}, location: ./lake/data/t{i}.lance, properties: {{tier: gold}}, "
-                  f"register: [{{backend: lake, namespace: sales}}]}}\n" for i in range(3)))
+                  f"register: [{{backend: lake, namespace: '{namespace}'}}]}}\n" for i in range(3)))
     assert json_road(as_json.read_text()) is not None
     from_json, from_yaml = api.load([str(as_json)]), api.load([str(as_yaml)])
     assert from_json.tables == from_yaml.tables
