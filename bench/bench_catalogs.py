@@ -43,7 +43,8 @@ repository, 5 tables' properties changed in the working tree, then `lance-sync p
 empty parse cache, and with the one a run of the committed manifest left (other processes
 run with the parse cache off). `--seed-changed-only` seeds the catalog with the 5 changed
 tables only: the plan reads no other (its calls show it), and seeding 100,000 tables into the
-Hive Metastore takes over half an hour here.
+Hive Metastore takes over half an hour here. `--changed-json` writes those manifests as JSON
+files (a table a line) instead of YAML ones: the same entries, parsed by the json module.
 
 Apply (iceberg and glue, `--apply`, on by default at 10,000): on a fresh server each time, N
 tables are created by a 16-thread native loop (pyiceberg, boto3) and by `lance-sync apply
@@ -813,14 +814,16 @@ def bench_read(name: str, count: int, repeat: int, scratch: Path) -> Row:
 CHANGED = 5
 
 
-def bench_changed(name: str, count: int, repeat: int, scratch: Path, seed_changed_only: bool = False) -> list[Row]:
+def bench_changed(name: str, count: int, repeat: int, scratch: Path, seed_changed_only: bool = False,
+                  as_json: bool = False) -> list[Row]:
     """A pull request changing CHANGED tables of a `count`-table estate: the manifest committed
     in a git repository, CHANGED tables' properties changed in the working tree, then
     `lance-sync plan --changed-since HEAD` as a whole process (wall, CPU, calls by the server):
     with an empty parse cache (every file parsed), and with the cache a run of the committed
     manifest left (as the Action keeps it: only the changed files are parsed). With
     `seed_changed_only`, the catalog holds only the changed tables (the plan reads no other;
-    the calls show it): seeding 100,000 tables in the Hive Metastore takes over half an hour."""
+    the calls show it): seeding 100,000 tables in the Hive Metastore takes over half an hour.
+    With `as_json`, the manifest files are JSON (`write_manifest`)."""
     backend = BACKENDS[name](scratch / f"{name}-changed-{count}")
     backend.start()
     try:
@@ -832,7 +835,7 @@ def bench_changed(name: str, count: int, repeat: int, scratch: Path, seed_change
         print(f"  {name}: seeded {len(seeded):,} tables in {seconds:.0f} s", file=sys.stderr)
         repo = backend.workdir / "repo"
         repo.mkdir()
-        manifest = write_manifest(backend, tables, repo / "lance-sync.yaml")
+        manifest = write_manifest(backend, tables, repo / "lance-sync.yaml", as_json=as_json)
         git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
         for argv in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "estate"]):
             subprocess.run([*git, *argv], cwd=repo, check=True)
@@ -841,7 +844,7 @@ def bench_changed(name: str, count: int, repeat: int, scratch: Path, seed_change
         warm = backend.workdir / "parse-cache"
         warm.mkdir()
         run_process(argv, {**backend.env(), **python_env(warm)}, cwd=repo)  # the committed files, parsed
-        write_manifest(backend, tables, repo / "lance-sync.yaml", silver=changed)
+        write_manifest(backend, tables, repo / "lance-sync.yaml", silver=changed, as_json=as_json)
         rows = []
         for cache in ("cold", "warm"):
             processes, calls, output = [], [], backend.workdir / "changed.json"
@@ -856,7 +859,7 @@ def bench_changed(name: str, count: int, repeat: int, scratch: Path, seed_change
                 if len(actions) != CHANGED:
                     raise SystemExit(f"{name}: the changed-since plan has {len(actions)} actions, not {CHANGED}")
             process = median_measure(processes)
-            seeding = ", only they in the catalog" if seed_changed_only else ""
+            seeding = (", only they in the catalog" if seed_changed_only else "") + (", JSON files" if as_json else "")
             rows.append(Row(name, f"plan --changed-since ({CHANGED} changed{seeding}), parse cache {cache}", count,
                             calls[-1], None, process.seconds, process.seconds, process))
         return rows
@@ -1137,6 +1140,8 @@ def main() -> None:
     parser.add_argument("--seed-changed-only", action="store_true",
                         help="changed-since rows: seed the catalog with the changed tables only (the plan "
                              "reads no other), not the whole estate")
+    parser.add_argument("--changed-json", action="store_true",
+                        help="changed-since rows: the manifest as JSON files instead of YAML ones")
     parser.add_argument("--apply-tables", help="N of the apply rows, comma-separated (default: --tables)")
     parser.add_argument("--apply-only", action="store_true", help="only the apply rows")
     parser.add_argument("--no-native", action="store_true",
@@ -1174,7 +1179,8 @@ def main() -> None:
         for name in names:
             if estates.get(name):
                 print(f"{name}: --changed-since, {estates[name]:,} tables", file=sys.stderr)
-                rows += bench_changed(name, estates[name], args.repeat, scratch, args.seed_changed_only)
+                rows += bench_changed(name, estates[name], args.repeat, scratch, args.seed_changed_only,
+                                      args.changed_json)
         if args.scale and not args.apply_only:
             for name, count in (("glue", 100_000), ("dir", 100_000), ("dir", 500_000)):
                 if name in names:
