@@ -7,11 +7,14 @@ build from the same text, or None, and the plain road reads it: it answers only 
 two are sure to agree.
 
 - The text is one JSON object: after it nothing but whitespace, which YAML would also read.
-- No `${` or `$$` (a `${VAR}` template, or a `$` written twice for one: the plain road's to
-  read), no `\\u` escape of `$` or `{` (which could spell either), no tab (YAML's separation
+- A string holding `${` or `$$` (a `${VAR}` template, or a `$` written twice for one) is
+  found and handed back as written, with its path, for the plain road's interpolation
+  (`read_json`'s `templates`); without `templates`, such a text is left to the plain road.
+  A `$` on its own, as in the `catalog$database` ids of Glue, Unity and Hive, reads alike:
+  interpolation leaves such text as it is. Keys are not interpolated, on either road.
+- No `\\u` escape of `$` or `{` (which could spell a template), no tab (YAML's separation
   rules for tabs are stricter than JSON's) and no `\\u` escape of a surrogate (json joins a
-  pair that libyaml refuses). A `$` on its own, as in the `catalog$database` ids of Glue,
-  Unity and Hive, reads alike: interpolation leaves such text as it is.
+  pair that libyaml refuses).
 - No `NaN` or `Infinity` (not JSON; to YAML they are text), no key written twice (JSON
   takes the last, YAML refuses it).
 - Every key as YAML takes an implicit key: on one line with its colon, and within 1,024
@@ -33,6 +36,8 @@ from typing import Any
 
 #: a path pattern of a text map, as loader.TEXT_MAPS writes them
 TextMapPattern = tuple[str | type, ...]
+#: a path into the data, as loader.DataPath
+DataPath = tuple[str | int, ...]
 
 #: YAML's limit on an implicit key (a mapping key in flow style) is 1,024 characters as
 #: written, from its opening quote to its colon; a character is written in 6 at most
@@ -52,10 +57,14 @@ class _NotJson(Exception):
     """The text is not JSON the plain road would read the same."""
 
 
-def read_json(text: str, shared: dict[str, str], text_maps: Iterable[TextMapPattern]) -> Any | None:
+def read_json(text: str, shared: dict[str, str], text_maps: Iterable[TextMapPattern],
+              templates: dict[DataPath, str] | None = None) -> Any | None:
     """The data of `text` when it is a JSON object the plain road reads alike, else None;
-    `text_maps` are the plain road's (loader.TEXT_MAPS)."""
-    if not _OBJECT_START.match(text) or "${" in text or "$$" in text or "\t" in text \
+    `text_maps` are the plain road's (loader.TEXT_MAPS). With `templates`, each string value
+    that holds `${` or `$$` is put there by its path, and left in the data as written: the
+    caller interpolates them (loader.resolve_templates); without it, such a text is None."""
+    with_templates = "${" in text or "$$" in text
+    if not _OBJECT_START.match(text) or (with_templates and templates is None) or "\t" in text \
             or ("\\u" in text and (_SURROGATE_ESCAPE.search(text) or _TEMPLATE_ESCAPE.search(text))) \
             or _SPACE_BEFORE_COLON.search(text):
         return None
@@ -75,7 +84,22 @@ def read_json(text: str, shared: dict[str, str], text_maps: Iterable[TextMapPatt
         data = json.loads(text, object_pairs_hook=mapping, parse_constant=_refuse_constant)
     except (_NotJson, ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return None
-    return data if all(_texts_only(data, pattern) for pattern in text_maps) else None
+    if not all(_texts_only(data, pattern) for pattern in text_maps):
+        return None
+    if with_templates and templates is not None:
+        _find_templates(data, (), templates)
+    return data
+
+
+def _find_templates(value: dict | list, path: DataPath, found: dict[DataPath, str]) -> None:
+    """Each string below `value` that interpolation may change, by its path, in document order."""
+    for key, item in value.items() if type(value) is dict else enumerate(value):
+        kind = type(item)
+        if kind is str:
+            if "$" in item and ("${" in item or "$$" in item):
+                found[path + (key,)] = item
+        elif kind is dict or kind is list:
+            _find_templates(item, path + (key,), found)
 
 
 def _refuse_constant(name: str) -> Any:

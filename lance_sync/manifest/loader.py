@@ -176,9 +176,10 @@ def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
         text = decode(raw, name)
     except ManifestError as error:
         raise NotPlain(str(error)) from None
-    data = read_json(text, {} if shared is None else shared, TEXT_MAPS)
+    written: dict[DataPath, str] = {}
+    data = read_json(text, {} if shared is None else shared, TEXT_MAPS, written)
     if data is not None:
-        return Document(data, files=[name])
+        return Document(data, templates=resolve_templates(name, data, written, (), environ), files=[name])
     part = parse_plain_text(name, text, environ, shared)
     return Document(part.data, templates=part.templates, typed_templates=part.typed_templates, files=[name])
 
@@ -210,9 +211,10 @@ def parse_plain_text(name: str, text: str, environ: Mapping[str, str] | None, sh
 
 
 def resolve_templates(name: str, data: Any, templates: Mapping[DataPath, str], typed: Collection[DataPath],
-                      environ: Mapping[str, str] | None) -> None:
+                      environ: Mapping[str, str] | None) -> dict[DataPath, str]:
     """Set each template's value in `data` as the plain road reads it in `environ` (the parse
     cache keeps none: a variable may hold a secret); `typed` as `Document.typed_templates`.
+    The templates that referenced a variable (not those with only `$$`), as `Document.templates`.
     NotPlain when one does not read (a variable not set), or has no place in `data`."""
     builder = _Builder(name, os.environ if environ is None else environ)
     try:
@@ -221,6 +223,7 @@ def resolve_templates(name: str, data: Any, templates: Mapping[DataPath, str], t
             value_at(data, path[:-1])[path[-1]] = _resolve_plain(value) if path in typed else value
     except (ManifestError, LookupError, TypeError) as error:
         raise NotPlain(str(error)) from None
+    return builder.templates
 
 
 #: where manifest files are read from: the working tree, or (`reading_files_with`) another

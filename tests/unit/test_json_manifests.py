@@ -94,6 +94,61 @@ def test_what_the_two_might_read_apart_is_left_to_the_plain_road(text: str):
     assert json_road(text) is None
 
 
+ENVIRON = {"HOME": "/home/x", "EMPTY": "", "PORT": "8080"}
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": "${HOME}", "b": ["x${EMPTY:-d}y", 1], "c": {"d": "a$$b", "e": "$$${PORT}"}, "f": "$"}',
+    '{"backends": {"g": {"type": "glue", "access_key_id": "${HOME}"}}, "k${HOME}": "keys stay as written"}',
+    '{"tables": [{"name": "t", "properties": {"p": "${PORT}", "q": "$$", "r": "${UNSET:-}"}}]}',
+    '{"a": ["${PORT}", ["${HOME}", {"b": "${PORT}"}]]}',
+])
+def test_templates_are_read_by_the_json_module_as_the_plain_road_reads_them(text: str):
+    """A string holding ${VAR} or $$ is interpolated as the plain road does (a JSON string is
+    quoted, so its value stays text), and only those that named a variable are templates."""
+    from_json = loader.parse_plain("m.json", text.encode(), ENVIRON, None)
+    from_yaml = loader.parse_plain_text("m.json", text, ENVIRON)
+    assert json_road(text) is None and read_json(text, {}, loader.TEXT_MAPS, {}) is not None
+    assert same(from_json.data, from_yaml.data)
+    assert from_json.templates == from_yaml.templates and from_json.typed_templates == from_yaml.typed_templates
+
+
+@pytest.mark.parametrize("text", ['{"a": "${UNSET}"}', '{"a": "${"}', '{"a": "${1X}"}'])
+def test_a_template_that_does_not_read_goes_to_the_full_road(text: str):
+    """A variable not set or a malformed reference: NotPlain, as from the plain road, so that
+    the full road names the file, line and field."""
+    with pytest.raises(loader.NotPlain):
+        loader.parse_plain("m.json", text.encode(), ENVIRON, None)
+    with pytest.raises(loader.NotPlain):
+        loader.parse_plain_text("m.json", text, ENVIRON)
+
+
+def test_random_templates_read_alike():
+    """Strings with $, $$, ${VAR} and ${VAR:-default} at random places of random manifests:
+    the json module's road and the plain road agree on the data and the templates."""
+    rng = random.Random(20261204)
+    pieces = ["a", "$", "$$", "${HOME}", "${EMPTY:-d}", "${PORT}", "é", " "]
+    compared = 0
+    for _ in range(300):
+        document = random_manifest(rng)
+        for table in document["tables"]:
+            table["location"] = "".join(rng.choice(pieces) for _ in range(rng.randrange(5)))
+            table["properties"]["v"] = "".join(rng.choice(pieces) for _ in range(rng.randrange(5)))
+        text = json.dumps(document, ensure_ascii=rng.random() < 0.5, indent=rng.choice([None, 2]))
+        try:
+            expected = loader.parse_plain_text("m.json", text, ENVIRON)
+        except loader.NotPlain:
+            continue
+        data = read_json(text, {}, loader.TEXT_MAPS, {})
+        if data is None:
+            continue  # a text map holding a number: left to the plain road, as without templates
+        found = loader.parse_plain("m.json", text.encode(), ENVIRON, None)
+        compared += 1
+        assert same(found.data, expected.data), text
+        assert found.templates == expected.templates, text
+    assert compared > 100
+
+
 @pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}',
                                   '{"a": "\\ud83d\\ude00"}', '{"' + "k" * 1100 + '": 1}'])
 def test_what_is_not_json_to_yaml_is_left_to_the_plain_road(text: str):

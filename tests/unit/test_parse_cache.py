@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import marshal
 from pathlib import Path
 
@@ -75,6 +76,27 @@ def test_a_value_from_the_environment_is_kept_as_written_and_read_in_the_next_ru
     table = next(t for t in again.tables if t.name == "x")
     assert table.properties == {"t": "silver", "n": "010"} and table.protect is False
     assert table.location.endswith("/a/x.lance")
+
+
+def test_a_json_file_keeps_its_variables_as_written_too(tmp_path: Path, cache: Path, parsed: list[str],
+                                                        monkeypatch: pytest.MonkeyPatch):
+    """A JSON manifest's templates, read by the json module, are kept as the plain road keeps
+    them: the secret's value is not in the cache, and the next run reads its own."""
+    tables = [{"name": f"t{i}", "location": f"./a/t{i}.lance", "properties": {"k": "v"},
+               "register": [{"backend": "a", "namespace": "s"}]} for i in range(40)]
+    tables[3]["properties"] = {"t": "${TIER}", "cost": "$$5"}
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps({"version": 1, "owner": "o", "backends": {"a": {"type": "dir", "root": "./a"}},
+                                "namespaces": [{"backend": "a", "id": "s"}], "tables": tables}, indent=1))
+    monkeypatch.setenv("TIER", SECRET)
+    first = load_manifest([str(path)])
+    [entry] = entries(cache)
+    assert SECRET.encode() not in entry.read_bytes() and b"${TIER}" in entry.read_bytes()
+    assert next(t for t in first.tables if t.name == "t3").properties == {"t": SECRET, "cost": "$5"}
+    monkeypatch.setenv("TIER", "silver")
+    again = load_manifest([str(path)])
+    assert parsed == ["env.json"]  # read back, not parsed
+    assert next(t for t in again.tables if t.name == "t3").properties == {"t": "silver", "cost": "$5"}
 
 
 def test_a_variable_not_set_in_the_next_run_is_reported_by_the_parse(tmp_path: Path, cache: Path, parsed: list[str],
