@@ -94,7 +94,9 @@ def split_files(paths: Sequence[str | os.PathLike], environ: Mapping[str, str] |
     if strict is None:
         return None
     model, tables = strict
+    # the first file's templates too: a backend's secrets must be seen to come from ${VAR}
     document = Document({key: value for key, value in first.data.items() if key not in ("tables", "namespaces")},
+                        templates=first.templates, typed_templates=first.typed_templates, written=first.written,
                         files=names)
     return model, document, TablesInFiles(tables, names[1:], dict(os.environ if environ is None else environ))
 

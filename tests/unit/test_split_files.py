@@ -99,6 +99,16 @@ def test_a_variable_in_a_file_of_tables_is_read(tmp_path: Path):
     assert any("properties={'root': '/r'}" in t for t in out["split"])
 
 
+def test_a_secret_from_the_environment_in_the_first_file_leaves_the_tables_to_workers(tmp_path: Path):
+    """A backend whose secret is written ${VAR} (as a Glue or Unity estate writes it): the first
+    file's templates go with it, so its check passes and the workers build the tables."""
+    documents = files()
+    documents[0]["backends"]["u"] = {"type": "unity", "endpoint": "http://127.0.0.1:1", "catalog": "main",
+                                     "auth_token": "${ROOT}"}
+    out = loaded_both_ways(tmp_path, documents)
+    assert out["built"] == [FILES * PER_FILE] and out["split"] == out["usual"]
+
+
 @pytest.mark.parametrize("change", [
     lambda documents: documents[2]["tables"].append({"name": "t3", "properties": {"tier": "x"}}),
     lambda documents: documents[2]["tables"].append(table(14)),
