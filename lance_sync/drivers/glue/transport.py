@@ -7,7 +7,7 @@ signer with the driver's current credentials and sent through `support.http.Http
 (its connection pool, timeouts, proxies, retries and reading of bodies cut short). botocore's
 client is not used for these calls: its per-request pipeline (parameter validation,
 serialization, endpoint rules, events, retry bookkeeping, parsing) cost more client CPU than
-the HTTP request itself (README, "Benchmarks").
+the HTTP request itself (docs/benchmarks.md).
 
 - Answers are checked against the operation's output shape in botocore's model of the
   service (`answers.answer_parser`): decoded and checked once, handed over as dicts.

@@ -2,7 +2,7 @@
 
 A Python socket with a timeout polls before every send and receive; from 16 threads at
 thousands of requests a second that cost about 50 µs of client CPU a request, 5 to 10% of an
-Iceberg create's (README, "Benchmarks"). So a connection of these pools connects with its
+Iceberg create's (docs/benchmarks.md). So a connection of these pools connects with its
 connect timeout, then sends and reads on a blocking socket, and one watchdog thread per
 process ends an answer that has not arrived whole within the read timeout of the request's
 sending: it shuts the socket down, which wakes the blocked thread at once with a lost

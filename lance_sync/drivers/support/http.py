@@ -33,7 +33,7 @@ urllib3 exception never leaves this module.
 Requests go straight to a urllib3 connection pool for the endpoint: at thousands of loads per
 plan, the client's own work per request, not the server, was the limit, and requests'
 per-request preparation and environment scan were most of that work (the Iceberg rows of
-`bench/bench_catalogs.py` measure it; README, "Benchmarks"). The environment is read once per
+`bench/bench_catalogs.py` measure it; docs/benchmarks.md). The environment is read once per
 client: HTTP(S)_PROXY and NO_PROXY choose a proxy for the endpoint, REQUESTS_CA_BUNDLE or
 CURL_CA_BUNDLE the certificates to trust (else certifi's, as requests would; a driver may
 name its own, as AWS_CA_BUNDLE does for botocore). The userinfo of
