@@ -67,9 +67,16 @@ class CatalogScopedGlueResponse(GlueResponse):
 
     def setup_class(self, *args: Any, **kwargs: Any) -> None:
         super().setup_class(*args, **kwargs)
-        params = fold_names(self._get_action(), json.loads(self.body or "{}"))
+        action = self._get_action()
+        params = fold_names(action, json.loads(self.body or "{}"))
         self.catalog_id = params.pop("CatalogId", None)
         self._params = params
+        if getattr(self, "automated_parameter_parsing", False):
+            # moto >= 5.2.6 hands its handlers the body as botocore parsed it (self.params),
+            # not `parameters`: they must see the same folded names and no CatalogId.
+            parsed = fold_names(action, dict(self.params))
+            parsed.pop("CatalogId", None)
+            self.params = parsed
 
     @property
     def parameters(self) -> dict:
