@@ -58,6 +58,12 @@ def fold_names(operation: str, params: dict) -> dict:
     return folded
 
 
+def _scoped(operation: str, params: dict) -> tuple[str | None, dict]:
+    """The request's CatalogId, and its other parameters with names folded."""
+    folded = fold_names(operation, params)
+    return folded.pop("CatalogId", None), folded
+
+
 class CatalogScopedGlueResponse(GlueResponse):
     def __init__(self, catalogs: CatalogTree):
         super().__init__()
@@ -68,15 +74,11 @@ class CatalogScopedGlueResponse(GlueResponse):
     def setup_class(self, *args: Any, **kwargs: Any) -> None:
         super().setup_class(*args, **kwargs)
         action = self._get_action()
-        params = fold_names(action, json.loads(self.body or "{}"))
-        self.catalog_id = params.pop("CatalogId", None)
-        self._params = params
-        if getattr(self, "automated_parameter_parsing", False):
-            # moto >= 5.2.6 hands its handlers the body as botocore parsed it (self.params),
-            # not `parameters`: they must see the same folded names and no CatalogId.
-            parsed = fold_names(action, dict(self.params))
-            parsed.pop("CatalogId", None)
-            self.params = parsed
+        self.catalog_id, self._params = _scoped(action, json.loads(self.body or "{}"))
+        if self.automated_parameter_parsing:
+            # moto 5.2.6's handlers read the body as botocore parsed it (self.params), not
+            # `parameters`: they must see the same folded names and no CatalogId
+            _, self.params = _scoped(action, self.params)
 
     @property
     def parameters(self) -> dict:
