@@ -12,7 +12,7 @@ import pytest
 
 from lance_sync.manifest.parse_cache import CACHE_ENV
 
-pytest_plugins = ["tests.servers.fixtures", "tests.spark_fixture"]
+pytest_plugins = ["tests.servers.fixtures", "tests.spark_fixture", "tests.support.lanes"]
 
 SHUFFLE_VARIABLE = "LANCE_SYNC_TEST_SHUFFLE"
 

@@ -23,3 +23,12 @@ def harness(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     cls = harness_class(request.param)
     server = request.getfixturevalue(cls.server_fixture) if cls.server_fixture else None
     return cls(server, tmp_path_factory.mktemp(f"data_{request.param}"))
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The harness asks for its server at run time (getfixturevalue), out of the lanes rule's
+    sight: a test on a backend with a server needs `servers` (tests/support/lanes.py)."""
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("harness") if callspec else None
+    if backend and harness_class(backend).server_fixture:
+        item.add_marker("servers")

@@ -1,4 +1,4 @@
-"""The data functions on an object store: an in-process moto S3 server, reached via storage options."""
+"""The data functions on an object store: the session's S3 server (moto), reached via storage options."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import pytest
 from lance_sync.data import find_lance_datasets, inspect_location, inspect_locations
 from lance_sync.data.materialize import materialize
 from tests.data.tables import TYPED_SCHEMA, typed_table
+from tests.servers import s3
+from tests.servers.base import RunningServer
 
 BUCKET = "lake"
 #: the Spark test's own bucket: what it writes is not in the other tests' bucket, whatever the order
@@ -18,33 +20,15 @@ SPARK_BUCKET = "spark-lake"
 
 
 @pytest.fixture(scope="module")
-def storage_options():
-    boto3 = pytest.importorskip("boto3")
-    moto_server = pytest.importorskip("moto.server")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    options = {
-        "aws_endpoint": f"http://{host}:{port}",
-        "aws_region": "us-east-1",
-        "aws_access_key_id": "testing",
-        "aws_secret_access_key": "testing",
-        "allow_http": "true",
-    }
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=options["aws_endpoint"],
-        region_name="us-east-1",
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-    )
-    s3.create_bucket(Bucket=BUCKET)
-    s3.create_bucket(Bucket=SPARK_BUCKET)
-    s3.put_object(Bucket=BUCKET, Key="raw/part-0.parquet", Body=b"PAR1 not really")
+def storage_options(s3_server: RunningServer) -> dict[str, str]:
+    """The session's S3 store, with this module's buckets and datasets."""
+    options = s3.storage_options(s3_server.endpoint)
+    s3.new_bucket(s3_server.endpoint, BUCKET)
+    s3.new_bucket(s3_server.endpoint, SPARK_BUCKET)
+    s3.s3_client(s3_server.endpoint).put_object(Bucket=BUCKET, Key="raw/part-0.parquet", Body=b"PAR1 not really")
     for key in ("a.lance", "team/b.lance"):
         lance.write_dataset(typed_table(4), f"s3://{BUCKET}/{key}", storage_options=options)
-    yield options
-    server.stop()
+    return options
 
 
 def test_locations_on_s3(storage_options):

@@ -32,7 +32,7 @@ from lance_sync.model.secrets import MASK, register
 SECRET = "spark-log-secret-5Qv8/Lm+2="
 
 
-def test_what_the_jvm_writes_reaches_the_log_masked(tmp_path: Path):
+def test_what_the_jvm_writes_reaches_the_log_masked(tmp_path: Path, subprocesses: None):
     register(SECRET)
     log = tmp_path / "spark.log"
     log.write_text("--- lance-sync starts Spark (local[2])\n")

@@ -60,7 +60,7 @@ def test_unknown_keys_are_refused():
         resolve_spark_settings(None, {"mastr": "local"})
 
 
-def test_importing_the_data_package_does_not_import_pyspark():
+def test_importing_the_data_package_does_not_import_pyspark(subprocesses: None):
     code = "import sys, lance_sync.data; print('pyspark' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -133,7 +133,7 @@ def test_the_package_is_shipped_to_a_cluster_unless_the_conf_says_how_executors_
         assert not spark_module.ships_package(SparkSettings("yarn", {key: "x"}))
 
 
-def test_the_shipped_zip_is_the_whole_package_this_process_runs(tmp_path: Path):
+def test_the_shipped_zip_is_the_whole_package_this_process_runs(tmp_path: Path, subprocesses: None):
     """Imported from the zip alone (no PYTHONPATH, the working directory elsewhere), as a
     cluster's Python worker imports it."""
     archive = spark_module.package_zip(tmp_path / spark_module.PACKAGE_ZIP)

@@ -314,7 +314,7 @@ def own_unity_server(tmp_path: Path) -> Iterator[object]:
 
 
 @pytest.mark.parametrize("doc", sorted(EXAMPLES))
-def test_the_examples_of_a_doc_print_what_it_shows(doc: str, tmp_path: Path, request: pytest.FixtureRequest):
+def test_the_examples_of_a_doc_print_what_it_shows(doc: str, tmp_path: Path, request: pytest.FixtureRequest, subprocesses: None):
     example = Example(tmp_path / "example")
     if doc in SERVERS:
         server = request.getfixturevalue("own_unity_server")

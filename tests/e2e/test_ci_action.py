@@ -30,6 +30,9 @@ import yaml
 from lance_sync.drivers import register
 from tests.servers.echo import EchoServer, assert_no_leak
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "ci_action.py"
 EXTRAS_SCRIPT = ROOT / "scripts" / "ci_extras.py"

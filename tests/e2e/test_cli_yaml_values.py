@@ -12,8 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from lance.namespace import DirectoryNamespace
 from lance_namespace import DescribeNamespaceRequest, DescribeTableRequest
+
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the lance-sync console script of the interpreter running the tests (.venv/bin/lance-sync)

@@ -50,6 +50,9 @@ from tests.e2e.test_faults import (
 from tests.servers.base import RunningServer
 from tests.servers.glue import glue_client
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 TABLES = 40
 OWNER_KEY = "lance_sync.owner"
 APPLY_TIMEOUT_SECONDS = 240

@@ -37,6 +37,9 @@ from lance_sync import api
 from tests.e2e.test_faults import cli_env, describe, iceberg_backend, pyiceberg, run_cli
 from tests.servers.base import RunningServer
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 TABLES = 200
 KILL_POINTS = 20
 SEED = int(os.environ.get("LANCE_SYNC_TEST_KILL_SEED", "20261125"))

@@ -39,6 +39,9 @@ from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease
 from tests.conformance.conftest import harness_class
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 TAKERS = 50
 #: a safety net only: a taker that failed before the barrier would otherwise hang the others
 BARRIER_TIMEOUT_SECONDS = 300

@@ -42,6 +42,9 @@ from tests.e2e.test_faults import (
 from tests.servers.base import RunningServer
 from tests.servers.glue import glue_client
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 MARK = "lance_sync.owner"
 DROP = {"lance_sync.on_remove": "drop"}
 SCHEMA = [{"name": "id", "type": "int64"}]

@@ -191,7 +191,7 @@ def test_discover_finds_exactly_the_unregistered_datasets(tmp_path: Path, engine
     assert sorted(t["location"] for t in snippet["tables"]) == ["./lake/deep/er/nested.lance", "./lake/stray.lance"]
 
 
-def test_plan_and_apply_without_a_source_never_start_spark(tmp_path: Path):
+def test_plan_and_apply_without_a_source_never_start_spark(tmp_path: Path, subprocesses: None):
     """A manifest with no `source` must not import pyspark, let alone start a JVM."""
     manifest = {"version": 1, "owner": "nojvm", "backends": {"lake": {"type": "dir", "root": "./lake"}},
                 "namespaces": [{"backend": "lake", "id": "ns"}],

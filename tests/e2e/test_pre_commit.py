@@ -20,8 +20,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart"
 
-pytestmark = pytest.mark.skipif(shutil.which("pre-commit", path=os.path.dirname(sys.executable)) is None
-                                and shutil.which("pre-commit") is None, reason="pre-commit is not installed")
+pytestmark = [pytest.mark.usefixtures("subprocesses"),  # pre-commit and git hooks are processes
+              pytest.mark.skipif(shutil.which("pre-commit", path=os.path.dirname(sys.executable)) is None
+                                and shutil.which("pre-commit") is None, reason="pre-commit is not installed")]
 
 
 def shipped_hook() -> dict:

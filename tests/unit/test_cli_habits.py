@@ -68,14 +68,14 @@ def without_times(text: str) -> list[str]:
     return [line for line in text.splitlines() if "created_at" not in line]
 
 
-def test_chdir_runs_as_if_started_there(manifest: Path, tmp_path: Path):
+def test_chdir_runs_as_if_started_there(manifest: Path, tmp_path: Path, subprocesses: None):
     result = cli("--chdir", str(tmp_path), "plan", "--no-color")
     assert result.returncode == 0, result.stderr
     assert "+ create table     lake: sales$orders" in result.stdout
     assert "\x1b[" not in result.stdout
 
 
-def test_no_color_takes_colour_out(manifest: Path):
+def test_no_color_takes_colour_out(manifest: Path, subprocesses: None):
     script = ("import sys; sys.stdout.isatty = lambda: True; from lance_sync.cli.app import main; "
               f"main(['--no-color', 'plan', '-f', {str(manifest)!r}])")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
@@ -88,7 +88,7 @@ def test_no_color_takes_colour_out(manifest: Path):
     ["plan", "--format=json", "--parallelism", "zero"],
     ["drift", "--format", "json", "-f", "missing.yaml"],
 ])
-def test_errors_with_format_json_are_a_json_document(args: list[str], tmp_path: Path):
+def test_errors_with_format_json_are_a_json_document(args: list[str], tmp_path: Path, subprocesses: None):
     result = cli("--chdir", str(tmp_path), *args)
     assert result.returncode == 1, result
     document = json.loads(result.stdout)

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

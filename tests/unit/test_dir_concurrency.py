@@ -205,7 +205,7 @@ def assert_only_namespace_errors(failed: dict[str, str]) -> None:
 # --- several processes -------------------------------------------------------------------------
 
 
-def test_processes_declaring_into_one_root_register_each_table_once_with_its_owner(tmp_path):
+def test_processes_declaring_into_one_root_register_each_table_once_with_its_owner(tmp_path, subprocesses):
     root = tmp_path / "lake"
     seed = connect(root)
     seed.create_namespace(CreateNamespaceRequest(id=["ns"]))
@@ -244,7 +244,7 @@ def test_processes_declaring_into_one_root_register_each_table_once_with_its_own
     assert counts[-1] == len([i for i in registered if i.startswith("ns$")])
 
 
-def test_processes_updating_one_table_lose_no_update(tmp_path):
+def test_processes_updating_one_table_lose_no_update(tmp_path, subprocesses):
     root = tmp_path / "lake"
     seed = connect(root)
     seed.create_namespace(CreateNamespaceRequest(id=["ns"]))

@@ -13,7 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lance_sync.drivers import BUILTIN_RULES
+
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"

@@ -60,7 +60,7 @@ def test_one_holder_at_a_time_and_the_refusal_names_it(tmp_path):
     second.release()
 
 
-def test_a_dead_holder_is_taken_over_by_one_swap(tmp_path):
+def test_a_dead_holder_is_taken_over_by_one_swap(tmp_path, subprocesses: None):
     register = store(tmp_path).register
     dead = register.create(dataclasses.replace(LeaseRecord.new(OWNER, 120), pid=dead_pid()))
     assert dead is not None

@@ -21,6 +21,9 @@ from lance_sync import api
 from lance_sync.manifest import merge as merge_module
 from lance_sync.manifest.parse_cache import CACHE_ENV
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 BASE: dict[str, Any] = {
     "version": 1, "owner": "o",
     "backends": {"a": {"type": "dir", "root": "./a"}},

@@ -13,6 +13,9 @@ from click.testing import CliRunner
 
 from lance_sync.cli.app import exit_status, main
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 
 def program(*args: str, **options: object) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([sys.executable, "-m", "lance_sync", *args], capture_output=True,

@@ -45,7 +45,7 @@ def test_pyproject_declares_each_driver_under_its_lance_sync_name():
     assert declared == {impl_name(t): target for t, target in BUILTIN_DRIVERS.items()}
 
 
-def test_importing_lance_sync_registers_nothing(tmp_path: Path):
+def test_importing_lance_sync_registers_nothing(tmp_path: Path, subprocesses: None):
     script = textwrap.dedent(f"""
         import lance_namespace
         import lance_sync, lance_sync.api, lance_sync.cli.app, lance_sync.drivers, lance_sync.spark

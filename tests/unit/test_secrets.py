@@ -138,7 +138,7 @@ def test_exception_text_is_masked_through_its_causes():
         assert str(error.__cause__) == f"server said: Bearer {MASK}"
 
 
-def test_a_process_output_is_copied_masked(tmp_path):
+def test_a_process_output_is_copied_masked(tmp_path, subprocesses: None):
     """What the Spark log gets: each line of a process's output, masked, until it ends."""
     secret = fresh_secret(10)
     register(secret)

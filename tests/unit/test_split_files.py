@@ -21,6 +21,9 @@ import yaml
 from lance_sync.manifest.parse_cache import CACHE_ENV
 from tests.unit.test_tables_in_two import table
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 FILES = 3
 PER_FILE = 12
 

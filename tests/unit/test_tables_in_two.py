@@ -21,6 +21,9 @@ import yaml
 from lance_sync.manifest.parse_cache import CACHE_ENV
 from tests.servers.base import is_running, wait_until
 
+#: every test here starts Python processes: the slow lane (tests/support/lanes.py)
+pytestmark = pytest.mark.usefixtures("subprocesses")
+
 TABLES = 40
 
 

@@ -1,0 +1,1 @@
+"""What the tests share: the lanes rule (lanes), and helpers more than one test module uses."""
