@@ -7,6 +7,7 @@ driver, except where it asks the harness to look through an independent client.
 
 from __future__ import annotations
 
+import time
 import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -91,6 +92,12 @@ class Harness(ABC):
         return None
 
     # --- grants (tests/conformance/test_grants.py), where `capabilities().grants` says so ----
+
+    def wait_out_identity_resolution(self) -> None:
+        """Wait until a table registered anew would get another `table_identity`: only where the
+        identity is a time (`identity_resolution_seconds`); elsewhere a wait would prove nothing."""
+        if self.identity_resolution_seconds:
+            time.sleep(self.identity_resolution_seconds + 0.1)
 
     def grant_principals(self) -> list[str]:
         """Three principals that can hold grants on this server, as a manifest names them

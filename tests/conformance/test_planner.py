@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -129,7 +128,7 @@ def test_renamed_from_renames_in_place_or_replaces_where_the_backend_cannot(
                                    "register": [{"backend": "b", "namespace": namespace}]}]
     assert project.run("apply", "--auto-approve").exit_code == 0
     identity = harness.table_identity((*namespace, "orders"))
-    time.sleep(1.1)  # a table declared again now would get another create time (seconds) on Hive
+    harness.wait_out_identity_resolution()
     project.manifest["tables"][0].update(name="orders_v2", renamed_from="orders")
 
     planned = project.run("plan")
@@ -174,7 +173,7 @@ def test_a_move_to_another_namespace_keeps_the_table(harness: Harness, tmp_path:
                                    "register": [{"backend": "b", "namespace": source}]}]
     assert project.run("apply", "--auto-approve").exit_code == 0
     identity = harness.table_identity((*source, "orders"))
-    time.sleep(1.1)  # as above: a table declared again would get another create time on Hive
+    harness.wait_out_identity_resolution()
     former = driver.format_identifier((*source, "orders"))
     project.manifest["tables"][0].update(renamed_from=[former], register=[{"backend": "b", "namespace": target}])
 
@@ -205,7 +204,7 @@ def test_a_location_change_is_made_in_place_where_the_backend_can(harness: Harne
                                    "register": [{"backend": "b", "namespace": namespace}]}]
     assert project.run("apply", "--auto-approve").exit_code == 0
     identity = harness.table_identity((*namespace, "orders"))
-    time.sleep(1.1)  # a table declared again now would get another create time (seconds) on Hive
+    harness.wait_out_identity_resolution()
     project.manifest["tables"][0]["location"] = second
 
     in_place = driver.capabilities().update_table_location

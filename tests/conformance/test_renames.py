@@ -9,8 +9,6 @@ change, and a rename sent again after it was carried out meets TableNotFound.
 
 from __future__ import annotations
 
-import time
-
 import lance
 import pytest
 from lance_namespace import DeclareTableRequest, RenameTableRequest
@@ -40,8 +38,7 @@ def declared_table(harness: Harness, driver: SyncNamespace) -> tuple[Identifier,
     location = harness.location(name)
     write_dataset(location)
     driver.declare_table(DeclareTableRequest(id=[*namespace, name], location=location, properties=PROPERTIES))
-    if harness.identity_resolution_seconds:
-        time.sleep(harness.identity_resolution_seconds + 0.1)
+    harness.wait_out_identity_resolution()
     return (*namespace, name), location
 
 

@@ -29,22 +29,20 @@ from pyiceberg.catalog.rest import RestCatalog
 from unitycatalog.client import TablesApi
 
 from tests.conformance.harness_unity import ensure_catalog, run_sdk
-from tests.e2e.test_faults import (
+from tests.servers.base import RunningServer
+from tests.servers.faults import FaultProxy, proxy_fixture
+from tests.servers.glue import glue_client
+from tests.support.catalogs import (
     GLUE_CATALOG,
     UNITY_CATALOG,
-    cli_env,
-    describe,
     ensure_glue_catalog,
     glue_backend,
     glue_catalog_id,
     glue_env,
     iceberg_backend,
-    run_cli,
     unity_backend,
 )
-from tests.servers.base import RunningServer
-from tests.servers.faults import FaultProxy, proxy_fixture
-from tests.servers.glue import glue_client
+from tests.support.cli import cli_env, describe, run_cli
 
 pytestmark = pytest.mark.servers
 
@@ -275,7 +273,7 @@ def test_hive3_garbage_answers_are_an_error_naming_hive3(tmp_path: Path):
             "namespaces": [{"backend": "hms", "id": ["lance_cat", "sales"]}],
             "tables": [{"name": "t1", "location": str(tmp_path / "t1.lance"),
                         "register": [{"backend": "hms", "namespace": ["lance_cat", "sales"]}]}]})
-        result = run_cli(manifest, "plan", env=cli_env(), timeout=120)
+        result = run_cli(manifest, "plan", env=cli_env())
     finally:
         garbage.stop()
     print(f"\nhive3 garbage ({garbage.connections} connections): {result.stderr.strip()[-500:]}")

@@ -27,14 +27,8 @@ import yaml
 
 from tests.conformance.conftest import harness_class
 from tests.conformance.harness import Harness
-from tests.e2e.test_faults import (
-    GLUE_KEY_VARIABLE,
-    GLUE_SECRET_VARIABLE,
-    cli_env,
-    describe,
-    glue_env,
-    run_cli,
-)
+from tests.support.catalogs import GLUE_KEY_VARIABLE, GLUE_SECRET_VARIABLE, glue_env
+from tests.support.cli import cli_env, describe, run_cli
 
 pytestmark = pytest.mark.servers
 

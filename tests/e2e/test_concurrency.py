@@ -32,10 +32,10 @@ import pytest
 import yaml
 from lance.namespace import DirectoryNamespace
 
-from tests.e2e.test_faults import (
+from tests.servers.base import RunningServer
+from tests.servers.glue import glue_client
+from tests.support.catalogs import (
     GLUE_CATALOG,
-    cli_env,
-    describe,
     ensure_glue_catalog,
     glue_backend,
     glue_catalog_id,
@@ -45,10 +45,8 @@ from tests.e2e.test_faults import (
     iceberg_lance_tables,
     plain_path,
     pyiceberg,
-    run_cli,
 )
-from tests.servers.base import RunningServer
-from tests.servers.glue import glue_client
+from tests.support.cli import cli_env, describe, run_cli_process
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")
@@ -370,5 +368,5 @@ def test_applies_of_different_owners_into_one_dir_root_both_succeed(tmp_path: Pa
         properties = directory.describe_namespace(ln.DescribeNamespaceRequest(id=[name])).properties or {}
         assert properties.get(OWNER_KEY) == owner and properties.get("by") == name
     for path in manifests.values():
-        again = run_cli(path, "plan", "--detailed-exitcode", env=cli_env())
+        again = run_cli_process(path, "plan", "--detailed-exitcode", env=cli_env())
         assert again.returncode == 0, describe(again)

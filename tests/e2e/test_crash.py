@@ -22,18 +22,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.test_faults import (
+from tests.servers.base import RunningServer
+from tests.support.catalogs import (
     OWNER_KEY,
-    cli_env,
-    describe,
     iceberg_backend,
     iceberg_lance_tables,
     iceberg_leases_held,
     plain_path,
     pyiceberg,
-    run_cli,
 )
-from tests.servers.base import RunningServer
+from tests.support.cli import cli_env, describe, run_cli_process
 
 pytestmark = pytest.mark.servers
 
@@ -90,7 +88,7 @@ def test_a_killed_apply_is_taken_over_and_a_rerun_converges(iceberg_server: Runn
     assert iceberg_leases_held(iceberg_server, owner), "the killed apply's lease is not held in the warehouse"
     print(f"\nkilled at {at_kill} of {TABLES} tables; its lease stayed behind")
 
-    rerun = run_cli(path, "apply", "--auto-approve", env=cli_env())
+    rerun = run_cli_process(path, "apply", "--auto-approve", env=cli_env())
     assert rerun.returncode == 0, describe(rerun)
 
     names, found = iceberg_lance_tables(iceberg_server, namespace)
@@ -104,7 +102,7 @@ def test_a_killed_apply_is_taken_over_and_a_rerun_converges(iceberg_server: Runn
     namespace_properties = catalog.load_namespace_properties(namespace)
     assert namespace_properties.get(OWNER_KEY) == owner and namespace_properties.get("team") == "crash"
 
-    plan = run_cli(path, "plan", "--detailed-exitcode", env=cli_env())
+    plan = run_cli_process(path, "plan", "--detailed-exitcode", env=cli_env())
     assert plan.returncode == 0, describe(plan)
     left = iceberg_leases_held(iceberg_server, owner)
     assert not left, f"leases left held after the re-run: {left}"

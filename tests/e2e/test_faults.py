@@ -19,21 +19,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import lance
 import pyarrow as pa
 import pytest
 import yaml
-from botocore.exceptions import ClientError
-from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 from unitycatalog.client import (
@@ -51,6 +45,27 @@ from tests.conformance.harness_unity import ensure_catalog, run_sdk
 from tests.servers.base import RunningServer
 from tests.servers.faults import ALL_KINDS, FaultProxy, proxy_fixture
 from tests.servers.glue import glue_client
+from tests.support.catalogs import (
+    GLUE_CATALOG,
+    OWNER_KEY,
+    UNITY_CATALOG,
+    ensure_glue_catalog,
+    glue_backend,
+    glue_catalog_id,
+    glue_env,
+    glue_leases_held,
+    glue_tables,
+    iceberg_backend,
+    iceberg_lance_tables,
+    iceberg_leases_held,
+    own_lease_prefix,
+    plain_path,
+    pyiceberg,
+    unity_backend,
+    unity_schemas,
+    unity_tables,
+)
+from tests.support.cli import cli_env, describe, failures, run_cli
 
 pytestmark = pytest.mark.servers
 
@@ -58,17 +73,6 @@ iceberg_proxy = proxy_fixture("iceberg_server")
 glue_proxy = proxy_fixture("glue_server")
 unity_proxy = proxy_fixture("unity_server")
 
-#: the lance-sync console script of the interpreter running the tests (.venv/bin/lance-sync)
-LANCE_SYNC = str(Path(sys.executable).with_name("lance-sync"))
-CLI_TIMEOUT_SECONDS = 300
-OWNER_KEY = "lance_sync.owner"
-LEASE_PREFIX = "lance_sync_lease_"
-#: the Glue child catalog and the Unity catalog the e2e tests put their namespaces in
-GLUE_CATALOG = "ls_e2e"
-UNITY_CATALOG = "lance_sync_e2e"
-#: environment variables that carry the Glue test server's (fake) credentials
-GLUE_KEY_VARIABLE = "LS_E2E_GLUE_ACCESS_KEY_ID"
-GLUE_SECRET_VARIABLE = "LS_E2E_GLUE_SECRET_ACCESS_KEY"
 
 TABLES = 150
 FAULT_RATE = 0.10
@@ -79,185 +83,6 @@ FOREIGN = "foreign_plain"
 #: every WRITTEN_EVERY-th table has a schema, so its dataset is written by apply
 WRITTEN_EVERY = 30
 FOREIGN_ICEBERG_SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
-
-
-# --- helpers shared by the e2e tests of this directory (imported by the other files) ---------
-
-
-def cli_env(**extra: str) -> dict[str, str]:
-    """The environment of a lance-sync subprocess: no colour, no HTTP proxy for loopback."""
-    env = {k: v for k, v in os.environ.items() if k != "LANCE_SYNC_DEBUG"}
-    env.update(NO_COLOR="1", NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
-    env.update(extra)
-    return env
-
-
-def glue_env(server: RunningServer) -> dict[str, str]:
-    return {GLUE_KEY_VARIABLE: server.extra["access_key_id"],
-            GLUE_SECRET_VARIABLE: server.extra["secret_access_key"]}
-
-
-def run_cli(manifest: Path, command: str, *args: str, env: dict[str, str],
-            timeout: float = CLI_TIMEOUT_SECONDS) -> subprocess.CompletedProcess[str]:
-    """`lance-sync COMMAND -f MANIFEST ARGS...` as a subprocess; never a traceback."""
-    result = subprocess.run([LANCE_SYNC, command, "-f", str(manifest), *args], capture_output=True,
-                            text=True, env=env, timeout=timeout, cwd=manifest.parent)
-    assert "Traceback" not in result.stdout + result.stderr, describe(result)
-    return result
-
-
-def describe(result: subprocess.CompletedProcess[str], limit: int = 6000) -> str:
-    """A failed command for an assertion message: its arguments, exit code and output tails."""
-    return (f"$ {' '.join(result.args)}\nexit {result.returncode}\n--- stdout (tail)\n"
-            f"{result.stdout[-limit:]}\n--- stderr (tail)\n{result.stderr[-limit:]}")
-
-
-def failures(document: dict[str, Any], result: subprocess.CompletedProcess[str]) -> str:
-    """An apply's stderr without its `ok` lines, then its failed outcomes: last, so that a log
-    that keeps only the ends of a long message still shows them."""
-    failed = [f"{o['verb']} {o['kind']} {o['backend']}: {o['display_id']}: transient={o['transient']}: "
-              f"{o['error']}" for o in document.get("outcomes") or [] if o["status"] != "succeeded"]
-    noteworthy = "\n".join(line for line in result.stderr.splitlines() if not line.lstrip().startswith("ok "))
-    return (f"$ {' '.join(result.args)}\n--- stderr without ok lines (tail)\n{noteworthy[-2000:]}\n"
-            f"exit {result.returncode}, status {document.get('status')}, "
-            f"rerun_converges {document.get('rerun_converges')}, failed:\n" + "\n".join(failed))
-
-
-def plain_path(location: str) -> str:
-    """A local location without `file:` and with a normalized path, for comparisons."""
-    if location.startswith("file://"):
-        location = location[len("file://"):]
-    elif location.startswith("file:"):
-        location = location[len("file:"):]
-    return os.path.normpath(unquote(location))
-
-
-def iceberg_backend(server: RunningServer, root: Path) -> dict[str, Any]:
-    return {"type": "iceberg", "endpoint": server.endpoint, "root": str(root)}
-
-
-def glue_backend(server: RunningServer) -> dict[str, Any]:
-    return {"type": "glue", "endpoint": server.endpoint, "catalog_id": server.extra["account_id"],
-            "region": server.extra["region"], "access_key_id": "${" + GLUE_KEY_VARIABLE + "}",
-            "secret_access_key": "${" + GLUE_SECRET_VARIABLE + "}"}
-
-
-def unity_backend(server: RunningServer, root: Path) -> dict[str, Any]:
-    return {"type": "unity", "endpoint": server.endpoint, "catalog": UNITY_CATALOG, "root": str(root)}
-
-
-def pyiceberg(server: RunningServer) -> RestCatalog:
-    """pyiceberg straight to the server (never through a proxy)."""
-    return RestCatalog("e2e", uri=server.endpoint, warehouse=server.extra["warehouse"])
-
-
-def glue_catalog_id(server: RunningServer) -> str:
-    return f"{server.extra['account_id']}:{GLUE_CATALOG}"
-
-
-def ensure_glue_catalog(server: RunningServer) -> None:
-    try:
-        glue_client(server).create_catalog(Name=GLUE_CATALOG, CatalogInput={})
-    except ClientError as error:
-        if error.response["Error"]["Code"] != "AlreadyExistsException":
-            raise
-
-
-def iceberg_lance_tables(server: RunningServer, namespace: str) -> tuple[list[str], dict[str, Any]]:
-    """(every table name, in listing order; {name: (location, properties)} of each)."""
-    catalog = pyiceberg(server)
-    names = [identifier[-1] for identifier in catalog.list_tables(namespace)]
-    found = {}
-    for name in names:
-        table = catalog.load_table((namespace, name))
-        found[name] = (table.location(), dict(table.properties))
-    return names, found
-
-
-def glue_tables(server: RunningServer, catalog_id: str, database: str) -> tuple[list[str], dict[str, Any]]:
-    """(every table name, in listing order; {name: the Glue Table}), every page followed."""
-    glue = glue_client(server)
-    names, found = [], {}
-    for page in glue.get_paginator("get_tables").paginate(CatalogId=catalog_id, DatabaseName=database):
-        for table in page["TableList"]:
-            names.append(table["Name"])
-            found[table["Name"]] = table
-    return names, found
-
-
-def unity_tables(server: RunningServer, catalog: str, schema: str) -> tuple[list[str], dict[str, Any]]:
-    """(every table name, in listing order; {name: TableInfo}), every page followed."""
-
-    async def listing(client: Any) -> list[Any]:
-        tables, token = [], None
-        while True:
-            page = await TablesApi(client).list_tables(catalog, schema, max_results=50, page_token=token)
-            tables += page.tables or []
-            token = page.next_page_token
-            if not token:
-                return tables
-
-    tables = run_sdk(server, listing)
-    return [t.name for t in tables], {t.name: t for t in tables}
-
-
-def iceberg_namespaces(server: RunningServer) -> list[str]:
-    return [levels[-1] for levels in pyiceberg(server).list_namespaces()]
-
-
-def glue_databases(server: RunningServer, catalog_id: str) -> list[str]:
-    glue = glue_client(server)
-    return [database["Name"] for page in glue.get_paginator("get_databases").paginate(CatalogId=catalog_id)
-            for database in page["DatabaseList"]]
-
-
-def unity_schemas(server: RunningServer, catalog: str) -> list[str]:
-    async def listing(client: Any) -> list[str]:
-        names, token = [], None
-        while True:
-            page = await SchemasApi(client).list_schemas(catalog, max_results=50, page_token=token)
-            names += [schema.name for schema in page.schemas or []]
-            token = page.next_page_token
-            if not token:
-                return names
-
-    return run_sdk(server, listing)
-
-
-def own_lease_prefix(owner: str) -> str:
-    return f"{LEASE_PREFIX}{owner.replace('-', '_')}_"
-
-
-def iceberg_leases_held(server: RunningServer, owner: str) -> list[str]:
-    """The owner's leases that are held, read with pyiceberg: a lease is the table `lease` of a
-    lease namespace, which stays after release with `lance_sync.lease.released` set (a lease
-    namespace without that table is a lease of the older format: held)."""
-    catalog = pyiceberg(server)
-    held = []
-    for name in iceberg_namespaces(server):
-        if name.startswith(own_lease_prefix(owner)):
-            try:
-                properties = catalog.load_table((name, "lease")).properties
-            except NoSuchTableError:
-                properties = catalog.load_namespace_properties(name)
-            if not properties.get("lance_sync.lease.released"):
-                held.append(name)
-    return held
-
-
-def glue_leases_held(server: RunningServer, catalog_id: str, owner: str) -> list[str]:
-    """The same for Glue, read with boto3: the table `lease` of a lease database."""
-    glue = glue_client(server)
-    held = []
-    for name in glue_databases(server, catalog_id):
-        if name.startswith(own_lease_prefix(owner)):
-            try:
-                parameters = glue.get_table(CatalogId=catalog_id, DatabaseName=name, Name="lease")["Table"]["Parameters"]
-            except ClientError:
-                parameters = glue.get_database(CatalogId=catalog_id, Name=name)["Database"].get("Parameters", {})
-            if not parameters.get("lance_sync.lease.released"):
-                held.append(name)
-    return held
 
 
 def fault_summary(proxies: dict[str, FaultProxy]) -> dict[str, dict[str, int]]:

@@ -20,23 +20,21 @@ from botocore.exceptions import ClientError
 from unitycatalog.client import TablesApi
 
 from tests.conformance.harness_unity import ensure_catalog, run_sdk
-from tests.e2e.test_faults import (
+from tests.servers.base import RunningServer
+from tests.servers.glue import glue_client
+from tests.support.catalogs import (
     GLUE_CATALOG,
     UNITY_CATALOG,
-    cli_env,
-    describe,
     ensure_glue_catalog,
     glue_backend,
     glue_catalog_id,
     glue_env,
     plain_path,
-    run_cli,
     unity_backend,
     unity_schemas,
     unity_tables,
 )
-from tests.servers.base import RunningServer
-from tests.servers.glue import glue_client
+from tests.support.cli import cli_env, describe, run_cli
 
 pytestmark = pytest.mark.servers
 

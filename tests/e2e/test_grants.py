@@ -27,15 +27,8 @@ import yaml
 from lance_sync.model.grants import GrantMap
 from tests.conformance.conftest import harness_class
 from tests.conformance.harness import Harness
-from tests.e2e.test_faults import (
-    GLUE_KEY_VARIABLE,
-    GLUE_SECRET_VARIABLE,
-    LANCE_SYNC,
-    cli_env,
-    describe,
-    glue_env,
-    run_cli,
-)
+from tests.support.catalogs import GLUE_KEY_VARIABLE, GLUE_SECRET_VARIABLE, glue_env
+from tests.support.cli import LANCE_SYNC, cli_env, describe, run_cli
 
 pytestmark = pytest.mark.servers
 

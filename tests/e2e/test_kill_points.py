@@ -34,8 +34,9 @@ from lance.namespace import DirectoryNamespace
 from lance_namespace import DescribeTableRequest, ListTablesRequest
 
 from lance_sync import api
-from tests.e2e.test_faults import cli_env, describe, iceberg_backend, pyiceberg, run_cli
 from tests.servers.base import RunningServer
+from tests.support.catalogs import iceberg_backend, pyiceberg
+from tests.support.cli import cli_env, describe, run_cli_process
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")
@@ -170,7 +171,7 @@ def converge_after_each_kill(make_estate, registrations, env: dict[str, str]) ->
         estate = make_estate(f"k{index:02d}")
         killed = apply_with_kill(estate.manifest, point, env)
         assert killed.returncode == -signal.SIGKILL, f"event {point}: not killed\n{describe(killed)}"
-        rerun = run_cli(estate.manifest, "apply", "--auto-approve", env=env)
+        rerun = run_cli_process(estate.manifest, "apply", "--auto-approve", env=env)
         assert rerun.returncode == 0, f"after a kill at event {point}:\n{describe(rerun)}"
         estate.check_converged(registrations(estate))
     print(f"\nkilled at events {points} (seed {SEED}); each re-run converged")
@@ -215,16 +216,16 @@ def test_a_location_left_without_versions_is_never_registered(tmp_path: Path):
     junk = estate.locations["t007"] / "data"
     junk.mkdir(parents=True)
     (junk / "part-0.lance").write_bytes(b"not committed")
-    plan = run_cli(estate.manifest, "plan", env=cli_env())
+    plan = run_cli_process(estate.manifest, "plan", env=cli_env())
     assert plan.returncode == 1 and f"{estate.locations['t007']} holds data that is not a Lance dataset" \
         in plan.stderr, describe(plan)
-    applied = run_cli(estate.manifest, "apply", "--auto-approve", env=cli_env())
+    applied = run_cli_process(estate.manifest, "apply", "--auto-approve", env=cli_env())
     assert applied.returncode == 1, describe(applied)
     assert not (estate.folder / "lh" / "__manifest").exists()  # the plan stopped before any change
     assert (junk / "part-0.lance").read_bytes() == b"not committed"  # never deleted
     (junk / "part-0.lance").unlink()
     junk.rmdir()
     estate.locations["t007"].rmdir()
-    assert run_cli(estate.manifest, "apply", "--auto-approve", env=cli_env()).returncode == 0
+    assert run_cli_process(estate.manifest, "apply", "--auto-approve", env=cli_env()).returncode == 0
     estate.check_converged({name: [str(location)] for name, location in estate.locations.items()})
 

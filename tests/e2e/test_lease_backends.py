@@ -29,7 +29,11 @@ from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.leases import LeaseRecord, NamespaceLeaseRegister
 from tests.conformance.conftest import harness_class
 from tests.conformance.harness import Harness
-from tests.e2e.test_faults import (
+from tests.e2e.test_lease_race import dead_pid
+from tests.servers.base import RunningServer
+from tests.servers.glue import glue_client
+from tests.servers.hive_support import hive_client
+from tests.support.catalogs import (
     GLUE_CATALOG,
     ensure_glue_catalog,
     glue_backend,
@@ -38,10 +42,6 @@ from tests.e2e.test_faults import (
     iceberg_backend,
     pyiceberg,
 )
-from tests.e2e.test_lease_race import dead_pid
-from tests.servers.base import RunningServer
-from tests.servers.glue import glue_client
-from tests.servers.hive_support import hive_client
 
 pytestmark = pytest.mark.servers
 

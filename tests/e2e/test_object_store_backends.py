@@ -67,19 +67,12 @@ from unitycatalog.client import TablesApi
 
 from tests.conformance.harness_hive3 import Hive3Harness
 from tests.conformance.harness_unity import ensure_catalog, run_sdk
-from tests.e2e.test_faults import (
-    UNITY_CATALOG,
-    cli_env,
-    describe,
-    glue_backend,
-    glue_env,
-    pyiceberg,
-    run_cli,
-)
 from tests.servers import s3
 from tests.servers.base import RunningServer
 from tests.servers.glue import glue_client
 from tests.servers.hive_support import hive_client
+from tests.support.catalogs import UNITY_CATALOG, glue_backend, glue_env, pyiceberg
+from tests.support.cli import cli_env, describe, run_cli
 
 pytestmark = pytest.mark.servers
 

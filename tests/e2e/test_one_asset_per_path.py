@@ -28,19 +28,10 @@ from lance_namespace import CreateNamespaceRequest, DeclareTableRequest
 
 from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.iceberg.driver import IcebergNamespace
-from tests.e2e.test_faults import (
-    LANCE_SYNC,
-    cli_env,
-    describe,
-    glue_backend,
-    glue_env,
-    glue_tables,
-    iceberg_backend,
-    pyiceberg,
-    run_cli,
-)
 from tests.servers.base import RunningServer
 from tests.servers.glue import glue_client
+from tests.support.catalogs import glue_backend, glue_env, glue_tables, iceberg_backend, pyiceberg
+from tests.support.cli import LANCE_SYNC, cli_env, describe, run_cli
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")

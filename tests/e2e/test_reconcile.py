@@ -24,16 +24,15 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from tests.e2e.test_faults import (
-    LANCE_SYNC,
+from tests.servers.base import RunningServer
+from tests.servers.faults import FaultProxy, proxy_fixture
+from tests.support.catalogs import (
     OWNER_KEY,
-    cli_env,
     iceberg_backend,
     iceberg_lance_tables,
     iceberg_leases_held,
 )
-from tests.servers.base import RunningServer
-from tests.servers.faults import FaultProxy, proxy_fixture
+from tests.support.cli import LANCE_SYNC, cli_env
 
 pytestmark = pytest.mark.servers
 

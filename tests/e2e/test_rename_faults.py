@@ -34,17 +34,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.test_faults import (
-    OWNER_KEY,
-    cli_env,
-    describe,
-    iceberg_backend,
-    plain_path,
-    pyiceberg,
-    run_cli,
-)
 from tests.servers.base import RunningServer
 from tests.servers.faults import FORWARDING_KINDS, FaultProxy, proxy_fixture
+from tests.support.catalogs import OWNER_KEY, iceberg_backend, plain_path, pyiceberg
+from tests.support.cli import cli_env, describe, run_cli
 
 pytestmark = pytest.mark.servers
 
