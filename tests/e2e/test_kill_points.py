@@ -24,6 +24,7 @@ lance_sync/data/inspection.py: without "an empty `_versions/` beside an intent r
 unfinished write" (10bcb77), or without "a half-written record alone is a write that never
 began" (d73a36b), the re-run after the first kill fails.
 """
+
 from __future__ import annotations
 
 import json
