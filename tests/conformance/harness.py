@@ -14,6 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import lance
+import pyarrow as pa
+from lance_namespace import (
+    CreateNamespaceRequest,
+)
+
 from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.model.grants import GrantMap, Securable
 from tests.servers.base import RunningServer
@@ -121,3 +127,13 @@ class Harness(ABC):
 
     def reset_requests(self) -> None:
         self.server.reset_request_count()
+
+
+def new_namespace(harness: Harness, driver, name: str | None = None, **properties: str) -> tuple[str, ...]:
+    namespace = harness.new_namespace_id(name)
+    driver.create_namespace(CreateNamespaceRequest(id=list(namespace), properties=properties or None))
+    return namespace
+
+
+def write_dataset(location: str) -> None:
+    lance.write_dataset(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), location)

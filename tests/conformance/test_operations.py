@@ -33,19 +33,9 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.model.locations import normalize_location
-from tests.conformance.harness import Harness
+from tests.conformance.harness import Harness, new_namespace, write_dataset
 
 pytestmark = pytest.mark.servers
-
-
-def new_namespace(harness: Harness, driver, name: str | None = None, **properties: str) -> tuple[str, ...]:
-    namespace = harness.new_namespace_id(name)
-    driver.create_namespace(CreateNamespaceRequest(id=list(namespace), properties=properties or None))
-    return namespace
-
-
-def write_dataset(location: str) -> None:
-    lance.write_dataset(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), location)
 
 
 def all_names(call, request_type, id, attribute: str, limit: int | None = None) -> list[str]:

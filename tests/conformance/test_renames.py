@@ -22,8 +22,7 @@ from lance_namespace.errors import (
 
 from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.model.locations import normalize_location
-from tests.conformance.harness import Harness
-from tests.conformance.test_operations import new_namespace, write_dataset
+from tests.conformance.harness import Harness, new_namespace, write_dataset
 
 pytestmark = pytest.mark.servers
 

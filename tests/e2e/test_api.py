@@ -14,7 +14,7 @@ from lance_sync import api
 from lance_sync.model.actions import Plan
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, ManifestErrors
-from tests.e2e.test_cli_dir import Project
+from tests.support.project import Project
 
 
 @pytest.fixture

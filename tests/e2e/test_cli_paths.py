@@ -14,7 +14,7 @@ import yaml
 from click.testing import CliRunner
 
 from lance_sync.cli.app import main
-from tests.e2e.test_cli_dir import Project, rollback_path
+from tests.support.project import Project, rollback_path
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ import pytest
 
 from tests.conformance.conftest import harness_class
 from tests.conformance.harness import Harness
-from tests.e2e.test_grants import Lifecycle
 from tests.servers.faults import FaultProxy, proxy_fixture
+from tests.support.grants import Lifecycle
 
 pytestmark = pytest.mark.servers
 

@@ -13,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from lance_sync.cli.app import main
-from tests.e2e.test_cli_dir import Project
+from tests.support.project import Project
 
 
 @pytest.fixture

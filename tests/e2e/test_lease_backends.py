@@ -29,7 +29,6 @@ from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.leases import LeaseRecord, NamespaceLeaseRegister
 from tests.conformance.conftest import harness_class
 from tests.conformance.harness import Harness
-from tests.e2e.test_lease_race import dead_pid
 from tests.servers.base import RunningServer
 from tests.servers.glue import glue_client
 from tests.servers.hive_support import hive_client
@@ -42,6 +41,7 @@ from tests.support.catalogs import (
     iceberg_backend,
     pyiceberg,
 )
+from tests.support.processes import dead_pid
 
 pytestmark = pytest.mark.servers
 

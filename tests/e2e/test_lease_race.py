@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -38,6 +36,7 @@ from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease
 from tests.conformance.conftest import harness_class
+from tests.support.processes import dead_pid
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")
@@ -110,13 +109,6 @@ class Together(LeaseRegister):
 def store_of(driver: SyncNamespace, touched: Identifier, owner: str) -> LeaseStore:
     [store] = lease_stores({"backend": driver}, {"backend": [touched]}, owner)
     return store
-
-
-def dead_pid() -> int:
-    """The pid of a process of this host that has ended."""
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                              text=True, check=True)
-    return int(finished.stdout)
 
 
 def seed_dead_lease(site: Site, owner: str) -> StoredLease:

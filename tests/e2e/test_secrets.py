@@ -36,12 +36,12 @@ import yaml
 
 from lance_sync.model.secrets import MASK
 from tests.conformance.harness_unity import ensure_catalog
-from tests.e2e.test_reconcile import Loop, scrape
 from tests.servers.base import RunningServer
 from tests.servers.echo import EchoServer, assert_no_leak, proxy_echo
 from tests.servers.faults import FaultProxy, proxy_fixture
 from tests.support.catalogs import UNITY_CATALOG
 from tests.support.cli import LANCE_SYNC, cli_env, describe
+from tests.support.reconcile import Loop, scrape
 
 pytestmark = pytest.mark.servers
 

@@ -14,12 +14,18 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from tests.servers.base import RunningServer, stop_process, wait_until
 from tests.servers.glue_server import CONTROL_PREFIX
@@ -207,3 +213,65 @@ def _local_client(endpoint: str, service: str = "glue", **config: Any) -> Any:
         aws_secret_access_key=SECRET_ACCESS_KEY,
         config=Config(proxies={}, **config),
     )
+
+
+NO_RETRIES = {"mode": "standard", "total_max_attempts": 1}
+
+
+@contextmanager
+def glue_error(code: str) -> Iterator[None]:
+    with pytest.raises(ClientError) as caught:
+        yield
+    assert caught.value.response["Error"]["Code"] == code, caught.value
+
+
+def all_pages(call: Any, list_key: str, **request: Any) -> list[list[dict]]:
+    """Every page of a NextToken listing, as the caller sees them."""
+    pages, token = [], None
+    while True:
+        response = call(**request, **({"NextToken": token} if token else {}))
+        pages.append(response[list_key])
+        token = response.get("NextToken")
+        if not token:
+            return pages
+
+
+class Scratch:
+    """Uniquely named catalogs and databases for one test, deleted afterwards."""
+
+    def __init__(self, glue: Any):
+        self.glue = glue
+        self.prefix = f"ls_{uuid.uuid4().hex[:8]}"
+        self._catalogs: list[str] = []
+        self._databases: list[tuple[str | None, str]] = []
+
+    def name(self, suffix: str) -> str:
+        return f"{self.prefix}_{suffix}"
+
+    def catalog(self, suffix: str, **catalog_input: Any) -> str:
+        name = self.name(suffix).lower()
+        self.glue.create_catalog(Name=name, CatalogInput=catalog_input)
+        self._catalogs.append(name)
+        return name
+
+    def database(self, suffix: str, catalog_id: str | None = None, **database_input: Any) -> str:
+        name = self.name(suffix)
+        scope = {"CatalogId": catalog_id} if catalog_id else {}
+        self.glue.create_database(**scope, DatabaseInput={"Name": name, **database_input})
+        self._databases.append((catalog_id, name))
+        return name
+
+    def clean_up(self) -> None:
+        for catalog_id, name in reversed(self._databases):
+            scope = {"CatalogId": catalog_id} if catalog_id else {}
+            _ignore_missing(self.glue.delete_database, **scope, Name=name)
+        for name in reversed(self._catalogs):
+            _ignore_missing(self.glue.delete_catalog, CatalogId=name)
+
+
+def _ignore_missing(call: Any, **request: Any) -> None:
+    try:
+        call(**request)
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "EntityNotFoundException":
+            raise

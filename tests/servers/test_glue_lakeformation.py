@@ -26,13 +26,16 @@ from botocore.exceptions import ClientError
 from tests.servers.base import RunningServer
 from tests.servers.glue import (
     ACCESS_KEY_ID,
+    NO_RETRIES,
     SECRET_ACCESS_KEY,
     GlueControl,
+    Scratch,
+    all_pages,
     glue_client,
+    glue_error,
     lakeformation_client,
     start,
 )
-from tests.servers.test_glue import NO_RETRIES, Scratch, all_pages, glue_error
 
 pytestmark = pytest.mark.servers
 

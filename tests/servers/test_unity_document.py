@@ -19,7 +19,7 @@ from unitycatalog.client import TablesApi
 
 from tests.conformance.harness_unity import CATALOG, ensure_catalog
 from tests.servers.base import RunningServer
-from tests.servers.test_unity import raw
+from tests.servers.unity import raw
 from tests.servers.unity_server.validation import DOCUMENT_MAXIMUM
 
 pytestmark = pytest.mark.servers

@@ -15,8 +15,12 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
+
+import requests
 
 from tests.servers.base import RunningServer, stop_process, wait_until
 from tests.servers.unity_server.app import API_ROOT, CONTROL_API_ROOT, CONTROL_ROOT
@@ -125,3 +129,16 @@ def _control(endpoint: str, method: str, path: str, payload: dict | None = None)
                                      headers={"Content-Type": "application/json"})
     with _opener.open(request, timeout=10) as response:
         return json.load(response)
+
+
+EXTERNAL_TOKEN = os.environ.get("LANCE_SYNC_TEST_UNITY_TOKEN") or None
+
+
+def raw(server: RunningServer, method: str, path: str, **kwargs: Any) -> requests.Response:
+    """A request the SDK cannot make (it validates enums and has no table PATCH)."""
+    session = requests.Session()
+    session.trust_env = False
+    if EXTERNAL_TOKEN and server.external:
+        session.headers["Authorization"] = f"Bearer {EXTERNAL_TOKEN}"
+    with session:
+        return session.request(method, server.endpoint + API_ROOT + path, timeout=30, **kwargs)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from lance_sync.manifest.parse_cache import CACHE_ENV
-from tests.unit.test_tables_in_two import table
+from tests.support.manifests import table
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")

@@ -20,18 +20,12 @@ import yaml
 
 from lance_sync.manifest.parse_cache import CACHE_ENV
 from tests.servers.base import is_running, wait_until
+from tests.support.manifests import table
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")
 
 TABLES = 40
-
-
-def table(index: int, **fields: Any) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": f"t{index}", "location": f"./lake/t{index}.lance",
-                             "properties": {"tier": "gold" if index % 3 else "silver"},
-                             "register": [{"backend": "d", "namespace": f"ns{index % 4}"}]}
-    return {**entry, **fields}
 
 
 def manifest(changes: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:

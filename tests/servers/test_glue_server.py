@@ -11,10 +11,8 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +24,17 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from tests.servers.base import RunningServer
-from tests.servers.glue import GlueControl, glue_client, start
+from tests.servers.glue import (
+    NO_RETRIES,
+    GlueControl,
+    Scratch,
+    all_pages,
+    glue_client,
+    glue_error,
+    start,
+)
 
 pytestmark = pytest.mark.servers
-
-NO_RETRIES = {"mode": "standard", "total_max_attempts": 1}
-
-
-@contextmanager
-def glue_error(code: str) -> Iterator[None]:
-    with pytest.raises(ClientError) as caught:
-        yield
-    assert caught.value.response["Error"]["Code"] == code, caught.value
 
 
 def lance_table(name: str, location: str, **parameters: str) -> dict:
@@ -47,58 +44,6 @@ def lance_table(name: str, location: str, **parameters: str) -> dict:
         "Parameters": {"table_type": "lance", **parameters},
         "StorageDescriptor": {"Location": location},
     }
-
-
-def all_pages(call: Any, list_key: str, **request: Any) -> list[list[dict]]:
-    """Every page of a NextToken listing, as the caller sees them."""
-    pages, token = [], None
-    while True:
-        response = call(**request, **({"NextToken": token} if token else {}))
-        pages.append(response[list_key])
-        token = response.get("NextToken")
-        if not token:
-            return pages
-
-
-class Scratch:
-    """Uniquely named catalogs and databases for one test, deleted afterwards."""
-
-    def __init__(self, glue: Any):
-        self.glue = glue
-        self.prefix = f"ls_{uuid.uuid4().hex[:8]}"
-        self._catalogs: list[str] = []
-        self._databases: list[tuple[str | None, str]] = []
-
-    def name(self, suffix: str) -> str:
-        return f"{self.prefix}_{suffix}"
-
-    def catalog(self, suffix: str, **catalog_input: Any) -> str:
-        name = self.name(suffix).lower()
-        self.glue.create_catalog(Name=name, CatalogInput=catalog_input)
-        self._catalogs.append(name)
-        return name
-
-    def database(self, suffix: str, catalog_id: str | None = None, **database_input: Any) -> str:
-        name = self.name(suffix)
-        scope = {"CatalogId": catalog_id} if catalog_id else {}
-        self.glue.create_database(**scope, DatabaseInput={"Name": name, **database_input})
-        self._databases.append((catalog_id, name))
-        return name
-
-    def clean_up(self) -> None:
-        for catalog_id, name in reversed(self._databases):
-            scope = {"CatalogId": catalog_id} if catalog_id else {}
-            _ignore_missing(self.glue.delete_database, **scope, Name=name)
-        for name in reversed(self._catalogs):
-            _ignore_missing(self.glue.delete_catalog, CatalogId=name)
-
-
-def _ignore_missing(call: Any, **request: Any) -> None:
-    try:
-        call(**request)
-    except ClientError as error:
-        if error.response["Error"]["Code"] != "EntityNotFoundException":
-            raise
 
 
 @pytest.fixture

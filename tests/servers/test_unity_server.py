@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import urllib.error
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -51,12 +50,12 @@ from unitycatalog.client.exceptions import ApiException
 
 from tests.servers import unity
 from tests.servers.base import RunningServer
+from tests.servers.unity import EXTERNAL_TOKEN, raw
 from tests.servers.unity_server.app import API_ROOT
 
 pytestmark = pytest.mark.servers
 
 T = TypeVar("T")
-EXTERNAL_TOKEN = os.environ.get("LANCE_SYNC_TEST_UNITY_TOKEN") or None
 
 
 @dataclass
@@ -137,16 +136,6 @@ async def expect_error(call: Awaitable[Any], status: int, error_code: str) -> st
     with pytest.raises(ApiException) as raised:
         await call
     return assert_error(raised.value.status, raised.value.body, status, error_code)
-
-
-def raw(server: RunningServer, method: str, path: str, **kwargs: Any) -> requests.Response:
-    """A request the SDK cannot make (it validates enums and has no table PATCH)."""
-    session = requests.Session()
-    session.trust_env = False
-    if EXTERNAL_TOKEN and server.external:
-        session.headers["Authorization"] = f"Bearer {EXTERNAL_TOKEN}"
-    with session:
-        return session.request(method, server.endpoint + API_ROOT + path, timeout=30, **kwargs)
 
 
 def unique(prefix: str) -> str:
