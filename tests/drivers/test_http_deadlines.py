@@ -149,3 +149,32 @@ def test_stalls_among_sixteen_threads_end_only_their_own_requests(served):
         else:
             assert answer == n
     assert deadlines.WATCHDOG._watched == {}
+
+
+def test_a_connection_forgotten_inside_the_watchdog_thread_stops_nothing():
+    """The garbage collector can run a discarded pool's finalizer in the watchdog's own thread
+    while it holds its lock; the finalizer closes, so forgets, that pool's connections. Seen as
+    a test run that hung: the watchdog waited for itself, then every request for it. With the
+    plain Lock the watchdog had, `forgot` is never set and the last join fails."""
+    watchdog = deadlines._Watchdog()
+    forgot = threading.Event()
+
+    class Connecting:
+        sock = None
+
+    class ClosedByAFinalizer:
+        @property
+        def sock(self) -> None:  # read by the watchdog, in its thread, under its lock
+            watchdog.forget(other)  # type: ignore[arg-type]
+            watchdog.forget(self)  # type: ignore[arg-type]
+            forgot.set()
+
+    other = Connecting()
+    deadlines.begin(60.0)
+    watchdog.watch(other)  # type: ignore[arg-type]
+    watchdog.watch(ClosedByAFinalizer())  # type: ignore[arg-type]
+    assert forgot.wait(timeout=60), "the watchdog waited for its own lock"
+    caller = threading.Thread(target=watchdog.forget, args=(other,))
+    caller.start()
+    caller.join(timeout=60)
+    assert not caller.is_alive(), "a caller waits for the watchdog's lock for ever"

@@ -60,7 +60,9 @@ class _Watchdog:
     def reset(self) -> None:
         """Watch nothing, no thread started (also in a child forked from this process: one
         forked while another thread held the lock would wait for it forever)."""
-        self._changed = threading.Condition(threading.Lock())
+        # re-entrant: the garbage collector can run a discarded pool's finalizer in the watchdog's
+        # own thread while it holds the lock, and the finalizer closes (forgets) its connections
+        self._changed = threading.Condition(threading.RLock())
         #: connection -> (deadline on the monotonic clock, the attempt using it)
         self._watched: dict[HTTPConnection, tuple[float, Attempt]] = {}
         self._thread: threading.Thread | None = None
@@ -91,10 +93,12 @@ class _Watchdog:
             while True:
                 self._changed.wait(TICK_SECONDS if self._watched else None)
                 now = time.monotonic()
-                for connection, (deadline, attempt) in list(self._watched.items()):
+                # a copy made without running Python code: a forget from a finalizer run in this
+                # thread may change `_watched` while the loop looks through it
+                for connection, (deadline, attempt) in self._watched.copy().items():
                     sock = connection.sock
                     if deadline <= now and sock is not None:  # still connecting: its own timeout
-                        del self._watched[connection]
+                        self._watched.pop(connection, None)
                         attempt.expired = True
                         _shut_down(sock)
 
