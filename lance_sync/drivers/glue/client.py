@@ -103,6 +103,8 @@ class GlueClient:
             return self._lakeformation_service
 
     def wait(self, seconds: float) -> None:
+        """Waits through `sleep` as it is at the time (a test may replace it after the
+        services were made with this method)."""
         self.sleep(seconds)
 
     def as_input(self, described: dict[str, Any], input_shape: str) -> dict[str, Any]:
@@ -190,6 +192,7 @@ class GlueClient:
         return self.get_catalog(id, catalog_id) is not None
 
     def delete_catalog(self, subject: str, catalog_id: str) -> None:
+        """DeleteCatalog, and the catalog no longer counted as seen."""
         self.call("DeleteCatalog", subject, missing=NamespaceNotFoundError, CatalogId=catalog_id)
         self._known_catalogs.discard(catalog_id)
 
