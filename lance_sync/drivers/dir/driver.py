@@ -187,7 +187,7 @@ class DirNamespace(DirRules, SyncNamespace):
                                   lambda: self._native.create_namespace(request))
         return dict(created.properties or {})
 
-    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+    def replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
         self._patch_metadata("namespace", list(id), lambda current: properties)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:

@@ -195,7 +195,7 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         return properties
 
     @translated
-    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+    def replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
         """Catalogs: their fields; databases: parameters replaced, the fields named set, the
         others kept (HMS keeps a field sent blank)."""
         parts = id_parts(id, "namespace", 1, 2)
