@@ -38,8 +38,8 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.drivers import register
+from lance_sync.drivers.dir.client import is_commit_conflict, short_message
 from lance_sync.drivers.dir.driver import DirNamespace
-from lance_sync.drivers.dir.manifest import is_commit_conflict, short_message
 from lance_sync.model.marks import OWNER_KEY
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers

@@ -23,7 +23,7 @@ Rows the driver writes are committed with Lance's own conflict retries off: a re
 Lance made by itself would not see the fresh state. Property updates are compare-and-swap:
 the update only matches the row if its properties are still those that were read. When
 conflicts persist, ConcurrentModificationError names the operation and the root. The rows,
-and what a failed commit means, are `manifest`'s.
+and what a failed commit means, are `client`'s.
 
 Writes within one process go through one lock per driver: local directories gain nothing
 from concurrent commits to one table.
@@ -92,13 +92,7 @@ from lance_sync.drivers.base import (
     TableInfo,
     patched_properties,
 )
-from lance_sync.drivers.dir.config import DELIMITER, DirConfig, DirRules
-from lance_sync.drivers.dir.leases import (
-    LEASE_DIRECTORY,
-    FileLeaseRegister,
-    ManifestRowLeaseRegister,
-)
-from lance_sync.drivers.dir.manifest import (
+from lance_sync.drivers.dir.client import (
     MANIFEST_COLUMNS,
     MANIFEST_TABLE,
     ROW_COLUMNS,
@@ -114,6 +108,12 @@ from lance_sync.drivers.dir.manifest import (
     row_filter,
     short_message,
     sql_string,
+)
+from lance_sync.drivers.dir.config import DELIMITER, DirConfig, DirRules
+from lance_sync.drivers.dir.leases import (
+    LEASE_DIRECTORY,
+    FileLeaseRegister,
+    ManifestRowLeaseRegister,
 )
 from lance_sync.drivers.leases import LeaseRegister
 from lance_sync.drivers.support.retry import backoff_seconds

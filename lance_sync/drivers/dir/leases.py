@@ -18,7 +18,7 @@ from lance_namespace import CreateNamespaceRequest
 from lance_namespace.errors import InternalError, NamespaceAlreadyExistsError
 
 from lance_sync.drivers.base import Identifier
-from lance_sync.drivers.dir.manifest import id_text, properties_of, short_message
+from lance_sync.drivers.dir.client import id_text, properties_of, short_message
 from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, not_a_lease
 
 if TYPE_CHECKING:
