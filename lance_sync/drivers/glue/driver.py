@@ -137,7 +137,7 @@ class GlueNamespace(GlueRules, SyncNamespace):
             raise NamespaceNotFoundError(_under_database(self.client.subject(id)))
         return properties
 
-    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+    def replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
         self._write_namespace_properties(id, self.client.resolve_namespace(id), properties)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
