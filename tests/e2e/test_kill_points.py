@@ -1,23 +1,29 @@
-"""kill -9 at 20 seeded points of a 200-table apply with data, then apply again: nothing broken,
-lost or duplicated (issue 16, observation 2).
+"""kill -9 at every write seam of an apply with data, then apply again: nothing broken, lost or
+duplicated (issue 16, observation 2).
 
-Every table declares a schema, so the apply writes 200 datasets (each behind an intent record)
+Every table declares a schema, so the apply writes its datasets (each behind an intent record)
 and registers them. The apply runs in a subprocess whose write seams are wrapped: writing and
 clearing intent records, Lance's dataset write, the catalog's writes (namespaces, declares; for
-Iceberg each POST). Each call is two events, before and after; at the N-th event the process
-kills itself with SIGKILL. At a "before write_dataset" event it first writes uncommitted Lance
-fragments (and, for half the locations, the empty `_versions/` of a commit cut off inside), so
-the kill leaves what a write cut off between its data files and its commit leaves. N is drawn from a seeded random generator over the events a whole apply makes, so each
-point is one the test chose, whatever the timing. After each kill a plain `apply` runs and must
-exit 0; then every table is registered exactly once at its location (read with pylance's own
-DirectoryNamespace, or pyiceberg), every location opens with pylance with the declared columns
-and this owner's record, no intent record or stray directory is left, and a plan is empty.
+Iceberg each POST). Each call is two events, before and after, named by the seam. One counted
+apply finds which seams an apply passes and how often; then, for each of them, an apply is
+killed with SIGKILL at a seeded occurrence of it ("the 7th before write_dataset"), which is the
+same point whatever the threads' timing. At a "before write_dataset" event it first writes
+uncommitted Lance fragments (and, for half the locations, the empty `_versions/` of a commit cut
+off inside), so the kill leaves what a write cut off between its data files and its commit
+leaves. After each kill a plain `apply` runs and must exit 0; then every table is registered
+exactly once at its location (read with pylance's own DirectoryNamespace, or pyiceberg), every
+location opens with pylance with the declared columns and this owner's record, no intent record
+or stray directory is left, and a plan is empty.
 
-On main at dbc981d the re-run registered tables on locations left without `_versions`.
+Sizes: TABLES tables are enough for the data seams to be passed many times in one apply, with
+writes in flight on every worker; a kill at every seam, not 20 random points among 200 tables, is what
+makes each case fail on the code it guards. On main at dbc981d the re-run registered tables on
+locations left without `_versions` (the "before write_dataset" kill); with `clean_interrupted`
+made a no-op, the re-run after that kill fails with "holds data that is not a Lance dataset".
 """
-
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -41,17 +47,17 @@ from tests.support.cli import cli_env, describe, run_cli_process
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")
 
-TABLES = 200
-KILL_POINTS = 20
+TABLES = 24
 SEED = int(os.environ.get("LANCE_SYNC_TEST_KILL_SEED", "20261125"))
 INTENT_FILE = "_lance_sync_intent.json"
 SCHEMA = [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"}]
 KILL_TIMEOUT_SECONDS = 300
 
-#: runs `lance-sync ARGS` with the write seams wrapped; kills itself at event LS_KILL_AT (0: never)
-#: and, when it ends normally, writes how many events it saw to LS_EVENT_COUNT
+#: runs `lance-sync ARGS` with the write seams wrapped; kills itself at LS_KILL_AT ("EVENT#N", the
+#: N-th time EVENT happens; empty: never) and, when it ends normally, writes how often each event
+#: happened to LS_EVENT_COUNT (JSON)
 KILL_RUNNER = r"""
-import atexit, functools, os, signal, sys, threading, zlib
+import atexit, collections, functools, json, os, signal, sys, threading, zlib
 import lance, pyarrow as pa
 from lance.fragment import write_fragments
 import lance_sync.cli.app, lance_sync.data.datasets as datasets
@@ -59,14 +65,14 @@ from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.iceberg.driver import IcebergNamespace
 from lance_sync.drivers.support.http import HttpClient
 
-kill_at = int(os.environ["LS_KILL_AT"])
-lock, seen = threading.Lock(), [0]
+kill_event, _, kill_at = os.environ["LS_KILL_AT"].partition("#")
+lock, seen = threading.Lock(), collections.Counter()
 
-def event(before_kill=None):
+def event(name, before_kill=None):
     with lock:
-        seen[0] += 1
-        number = seen[0]
-    if number == kill_at:
+        seen[name] += 1
+        number = seen[name]
+    if name == kill_event and str(number) == kill_at:
         if before_kill is not None:
             before_kill()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -85,10 +91,10 @@ def wrap(owner, name, before_kill=None, when=lambda *a, **k: True):
     def wrapper(*args, **kwargs):
         counted = when(*args, **kwargs)
         if counted:
-            event(before_kill and functools.partial(before_kill, *args, **kwargs))
+            event(f"before {name}", before_kill and functools.partial(before_kill, *args, **kwargs))
         result = original(*args, **kwargs)
         if counted:
-            event()
+            event(f"after {name}")
         return result
     setattr(owner, name, wrapper)
 
@@ -102,15 +108,15 @@ for driver in (DirNamespace, IcebergNamespace):
 wrap(HttpClient, "request", when=lambda self, method, *a, **k: method == "POST")
 
 if os.environ.get("LS_EVENT_COUNT"):
-    atexit.register(lambda: open(os.environ["LS_EVENT_COUNT"], "w").write(str(seen[0])))
+    atexit.register(lambda: open(os.environ["LS_EVENT_COUNT"], "w").write(json.dumps(seen)))
 sys.argv = ["lance-sync", *sys.argv[1:]]
 lance_sync.cli.app.main()
 """
 
 
-def apply_with_kill(manifest: Path, kill_at: int, env: dict[str, str],
+def apply_with_kill(manifest: Path, kill_at: str, env: dict[str, str],
                     count_file: Path | None = None) -> subprocess.CompletedProcess[str]:
-    extra = {"LS_KILL_AT": str(kill_at), **({"LS_EVENT_COUNT": str(count_file)} if count_file else {})}
+    extra = {"LS_KILL_AT": kill_at, **({"LS_EVENT_COUNT": str(count_file)} if count_file else {})}
     return subprocess.run([sys.executable, "-c", KILL_RUNNER, "apply", "-f", str(manifest), "--auto-approve"],
                           capture_output=True, text=True, env={**env, **extra}, cwd=manifest.parent,
                           stdin=subprocess.DEVNULL, timeout=KILL_TIMEOUT_SECONDS)
@@ -152,15 +158,17 @@ class Estate:
         assert not plan.has_changes, api.render(plan)
 
 
-def kill_points(first: Estate, env: dict[str, str]) -> list[int]:
-    """KILL_POINTS seeded event numbers inside what a whole apply makes (from one counted apply)."""
+def kill_points(first: Estate, env: dict[str, str]) -> list[str]:
+    """One seeded occurrence of every event a whole apply makes (from one counted apply)."""
     count_file = first.folder / "events"
-    counted = apply_with_kill(first.manifest, 0, env, count_file)
+    counted = apply_with_kill(first.manifest, "", env, count_file)
     assert counted.returncode == 0, describe(counted)
-    events = int(count_file.read_text())
-    assert events > 4 * TABLES, f"only {events} events in a whole apply"
-    # a little under the count: declares go in batches of varying size, so counts vary a little
-    return sorted(random.Random(SEED).sample(range(1, int(events * 0.9)), KILL_POINTS))
+    events: dict[str, int] = json.loads(count_file.read_text())
+    assert events.get("before write_dataset") == TABLES, f"not every table written once: {events}"
+    chance = random.Random(SEED)
+    # within the first 90%: declares go in units of the tables written so far, whose number
+    # varies a little between runs
+    return [f"{name}#{chance.randint(1, max(1, int(count * 0.9)))}" for name, count in sorted(events.items())]
 
 
 def converge_after_each_kill(make_estate, registrations, env: dict[str, str]) -> None:
@@ -170,11 +178,11 @@ def converge_after_each_kill(make_estate, registrations, env: dict[str, str]) ->
     for index, point in enumerate(points):
         estate = make_estate(f"k{index:02d}")
         killed = apply_with_kill(estate.manifest, point, env)
-        assert killed.returncode == -signal.SIGKILL, f"event {point}: not killed\n{describe(killed)}"
+        assert killed.returncode == -signal.SIGKILL, f"{point}: not killed\n{describe(killed)}"
         rerun = run_cli_process(estate.manifest, "apply", "--auto-approve", env=env)
-        assert rerun.returncode == 0, f"after a kill at event {point}:\n{describe(rerun)}"
+        assert rerun.returncode == 0, f"after a kill at {point}:\n{describe(rerun)}"
         estate.check_converged(registrations(estate))
-    print(f"\nkilled at events {points} (seed {SEED}); each re-run converged")
+    print(f"\nkilled at {points} (seed {SEED}); each re-run converged")
 
 
 def test_kill_points_on_a_dir_root(tmp_path: Path):
