@@ -8,19 +8,23 @@ Iceberg each POST). Each call is two events, before and after, named by the seam
 apply finds which seams an apply passes and how often; then, for each of them, an apply is
 killed with SIGKILL at a seeded occurrence of it ("the 7th before write_dataset"), which is the
 same point whatever the threads' timing. At a "before write_dataset" event it first writes
-uncommitted Lance fragments (and, for half the locations, the empty `_versions/` of a commit cut
-off inside), so the kill leaves what a write cut off between its data files and its commit
-leaves. After each kill a plain `apply` runs and must exit 0; then every table is registered
-exactly once at its location (read with pylance's own DirectoryNamespace, or pyiceberg), every
-location opens with pylance with the declared columns and this owner's record, no intent record
-or stray directory is left, and a plan is empty.
+uncommitted Lance fragments (and, at odd occurrences, the empty `_versions/` of a commit cut off
+inside; both are among the kill points), so the kill leaves what a write cut off between its
+data files and its commit leaves; at a "before write_intent" event it first writes half the
+record, as a kill inside the record's own write leaves it. After each kill a plain `apply` runs
+and must exit 0; then every table is registered exactly once at its location (read with
+pylance's own DirectoryNamespace, or pyiceberg), every location opens with pylance with the
+declared columns and this owner's record, no intent record or stray directory is left, and a
+plan is empty.
 
 Sizes: TABLES tables are enough for the data seams to be passed many times in one apply, with
-writes in flight on every worker; a kill at every seam, not 20 random points among 200 tables, is what
-makes each case fail on the code it guards. On main at dbc981d the re-run registered tables on
-locations left without `_versions` (the "before write_dataset" kill); with `clean_interrupted`
-made a no-op, the re-run after that kill fails with "holds data that is not a Lance dataset".
+writes in flight on every worker; a kill at every seam, not 20 random points among 200 tables,
+is what makes each case fail on the code it guards. Checked by taking each rule out of
+lance_sync/data/inspection.py: without "an empty `_versions/` beside an intent record is an
+unfinished write" (10bcb77), or without "a half-written record alone is a write that never
+began" (d73a36b), the re-run after the first kill fails.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,10 +61,11 @@ KILL_TIMEOUT_SECONDS = 300
 #: N-th time EVENT happens; empty: never) and, when it ends normally, writes how often each event
 #: happened to LS_EVENT_COUNT (JSON)
 KILL_RUNNER = r"""
-import atexit, collections, functools, json, os, signal, sys, threading, zlib
+import atexit, collections, functools, json, os, signal, sys, threading
 import lance, pyarrow as pa
 from lance.fragment import write_fragments
 import lance_sync.cli.app, lance_sync.data.datasets as datasets
+from lance_sync.data.intents import intent_path
 from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.iceberg.driver import IcebergNamespace
 from lance_sync.drivers.support.http import HttpClient
@@ -78,33 +83,43 @@ def event(name, before_kill=None):
         os.kill(os.getpid(), signal.SIGKILL)
 
 def uncommitted(data, uri, *args, **kwargs):
-    # what a write cut off before its commit leaves: data files and no manifest; for half the
-    # locations (by a checksum of the path) also the _versions folder of a commit cut off inside
+    # what a write cut off before its commit leaves: data files and no manifest; at an odd
+    # occurrence also the _versions folder of a commit cut off inside
     row = pa.Table.from_pylist([{field.name: None for field in data.schema}], schema=data.schema)
     write_fragments(row, uri, schema=data.schema)
-    if zlib.crc32(str(uri).encode()) % 2:
+    if int(kill_at) % 2:
         os.makedirs(os.path.join(str(uri), "_versions"), exist_ok=True)
 
-def wrap(owner, name, before_kill=None, when=lambda *a, **k: True):
+def wrap(owner, name, before_kill=None, when=lambda *a, **k: True, seam=None):
     original = getattr(owner, name)
+    seam = seam or name
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
         counted = when(*args, **kwargs)
         if counted:
-            event(f"before {name}", before_kill and functools.partial(before_kill, *args, **kwargs))
+            event(f"before {seam}", before_kill and functools.partial(before_kill, *args, **kwargs))
         result = original(*args, **kwargs)
         if counted:
-            event(f"after {name}")
+            event(f"after {seam}")
         return result
     setattr(owner, name, wrapper)
 
+def half_written(storage, path, intent):
+    # what a kill inside the intent record's own write leaves: the record cut short
+    text = intent.model_dump_json().encode()
+    storage.filesystem.create_dir(path, recursive=True)
+    with storage.filesystem.open_output_stream(intent_path(path)) as stream:
+        stream.write(text[: len(text) // 2])
+
 wrap(lance, "write_dataset", before_kill=uncommitted)
-for name in ("write_intent", "clear_intent", "clean_interrupted"):
+wrap(datasets, "write_intent", before_kill=half_written)
+for name in ("clear_intent", "clean_interrupted"):
     wrap(datasets, name)
 for driver in (DirNamespace, IcebergNamespace):
-    for name in ("create_namespace", "declare_table", "declare_tables"):
+    # one seam for both: whether a unit of declares goes one by one or in bulk depends on timing
+    for name, seam in (("create_namespace", None), ("declare_table", "declare"), ("declare_tables", "declare")):
         if name in vars(driver):
-            wrap(driver, name)
+            wrap(driver, name, seam=seam)
 wrap(HttpClient, "request", when=lambda self, method, *a, **k: method == "POST")
 
 if os.environ.get("LS_EVENT_COUNT"):
@@ -166,9 +181,15 @@ def kill_points(first: Estate, env: dict[str, str]) -> list[str]:
     events: dict[str, int] = json.loads(count_file.read_text())
     assert events.get("before write_dataset") == TABLES, f"not every table written once: {events}"
     chance = random.Random(SEED)
-    # within the first 90%: declares go in units of the tables written so far, whose number
-    # varies a little between runs
-    return [f"{name}#{chance.randint(1, max(1, int(count * 0.9)))}" for name, count in sorted(events.items())]
+    # a Lance write cut off with an empty _versions/ (odd occurrences) and without (even)
+    points = [f"before write_dataset#{chance.randrange(1, TABLES, 2)}",
+              f"before write_dataset#{chance.randrange(2, TABLES, 2)}"]
+    for name, count in sorted(events.items()):
+        if name != "before write_dataset":
+            # a seam passed once per table at a seeded table; the others (declares go in units of
+            # the tables written so far, whose number depends on timing) at their first pass
+            points.append(f"{name}#{chance.randint(1, TABLES) if count == TABLES else 1}")
+    return points
 
 
 def converge_after_each_kill(make_estate, registrations, env: dict[str, str]) -> None:
