@@ -51,7 +51,7 @@ def driver_loop(server: Any, canned: bool) -> Callable[[str], None]:
                            access_key_id=server.extra["access_key_id"],
                            secret_access_key=server.extra["secret_access_key"])
     if canned:
-        driver._glue.http.send = _canned_answer
+        driver.client.glue.http.send = _canned_answer
 
     def create(name: str) -> None:
         driver.declare_table(DeclareTableRequest(id=[account, DATABASE, name], properties=PROPERTIES,

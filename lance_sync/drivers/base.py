@@ -25,7 +25,8 @@ naming the operations it has.
 
 Request modes mean the same on every backend. `SyncNamespace` reads them once and each
 driver supplies only the backend calls (`_create_namespace_object`,
-`_replace_namespace_properties`, `_drop_namespace_object`, `_overwrite_registration`):
+`replace_namespace_properties`, `_drop_namespace_object`, `_overwrite_registration`; the
+second is public: the generic apply lease, `leases.NamespaceLeaseRegister`, writes with it too):
 
 - CreateNamespace `Create` answers NamespaceAlreadyExists (2) for a namespace that exists;
   `ExistOk` keeps it as it is and answers its properties; `Overwrite` replaces its properties
@@ -290,7 +291,7 @@ class SyncNamespace(BackendRules, LanceNamespace):
                 if mode == "existok":
                     existing = self.describe_namespace(DescribeNamespaceRequest(id=list(id)))
                     return CreateNamespaceResponse(properties=dict(existing.properties or {}))
-                self._replace_namespace_properties(id, properties)
+                self.replace_namespace_properties(id, properties)
                 return CreateNamespaceResponse(properties=properties)
             except NamespaceNotFoundError:
                 pass  # dropped since the create found it: create it again
@@ -329,9 +330,10 @@ class SyncNamespace(BackendRules, LanceNamespace):
         """Create the namespace; its properties as created. NamespaceAlreadyExists when it exists."""
         raise UnsupportedOperationError(f"{self.backend_type}: namespaces cannot be created")
 
-    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
-        """Make `properties` the namespace's properties (CreateNamespace mode Overwrite):
-        by default, those it has and `properties` lacks are removed, the others set."""
+    def replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        """Make `properties` the namespace's properties (CreateNamespace mode Overwrite, and a
+        `leases.NamespaceLeaseRegister`'s swap): by default, those it has and `properties` lacks
+        are removed, the others set."""
         current = self.describe_namespace(DescribeNamespaceRequest(id=list(id))).properties or {}
         self.update_namespace_properties(id, properties, [key for key in current if key not in properties])
 

@@ -301,7 +301,7 @@ class NamespaceLeaseRegister(LeaseRegister):
     def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
         def write() -> None:
             # a whole replacement: sending it again while the claim is held changes nothing more
-            with_retries(lambda: self.driver._replace_namespace_properties(self.id, record.to_properties()),
+            with_retries(lambda: self.driver.replace_namespace_properties(self.id, record.to_properties()),
                          STEP_RETRIES)
 
         return _stored(record) if self._under_claim(expected, record, write) else None

@@ -189,13 +189,13 @@ def sent_requests(driver: GlueNamespace) -> list[dict[str, Any]]:
     """Every Glue request the driver sends from now on, as it goes on the wire: its headers
     (signed) and body."""
     sent: list[dict[str, Any]] = []
-    send = driver._glue.http.send
+    send = driver.client.glue.http.send
 
     def recording(method: str, target: str, **request: Any) -> Any:
         sent.append({"headers": request["headers"], "body": request["body"]})
         return send(method, target, **request)
 
-    driver._glue.http.send = recording
+    driver.client.glue.http.send = recording
     return sent
 
 
@@ -257,11 +257,11 @@ def test_endpoints_left_open_are_aws_for_the_region(no_aws_environment: pytest.M
     service's endpoint variable; no request is sent to find out."""
     keys = {"access_key_id": "AKIAEXAMPLEKEY", "secret_access_key": SECRET, "catalog_id": ACCOUNT}
     driver = GlueNamespace(region="eu-west-1", **keys)
-    assert driver._glue.http.base_url == "https://glue.eu-west-1.amazonaws.com"
-    assert driver._lakeformation().http.base_url == "https://lakeformation.eu-west-1.amazonaws.com"
-    assert GlueNamespace(region="cn-north-1", **keys)._glue.http.base_url == "https://glue.cn-north-1.amazonaws.com.cn"
+    assert driver.client.glue.http.base_url == "https://glue.eu-west-1.amazonaws.com"
+    assert driver.client.lakeformation().http.base_url == "https://lakeformation.eu-west-1.amazonaws.com"
+    assert GlueNamespace(region="cn-north-1", **keys).client.glue.http.base_url == "https://glue.cn-north-1.amazonaws.com.cn"
     no_aws_environment.setenv("AWS_ENDPOINT_URL_GLUE", "http://127.0.0.1:9")
-    assert GlueNamespace(region="eu-west-1", **keys)._glue.http.base_url == "http://127.0.0.1:9"
+    assert GlueNamespace(region="eu-west-1", **keys).client.glue.http.base_url == "http://127.0.0.1:9"
 
 
 def test_no_region_anywhere_is_a_config_error(no_aws_environment: pytest.MonkeyPatch):
@@ -294,7 +294,7 @@ def test_credentials_that_cannot_be_refreshed_are_unauthenticated(make_driver, c
             raise CredentialRetrievalError(provider="sso", error_msg="the SSO session has expired")
 
     driver = make_driver()
-    driver._access.credentials = Failing()
+    driver.client.access.credentials = Failing()
     with Counted(control) as counted, pytest.raises(UnauthenticatedError) as caught:
         driver.describe_namespace(DescribeNamespaceRequest(id=[ACCOUNT]))
     assert str(caught.value) == ("glue: the AWS credentials could not be obtained: Error when retrieving "
@@ -964,7 +964,7 @@ def test_static_and_session_credentials(make_driver, root_namespace: tuple):
     driver = make_driver(access_key_id="AKIASTATIC", secret_access_key=SECRET, session_token="tok")
     keys = signing_keys(driver)
     driver.describe_namespace(DescribeNamespaceRequest(id=list(root_namespace)))
-    credentials = driver._access.frozen_credentials()
+    credentials = driver.client.access.frozen_credentials()
     assert (credentials.access_key, credentials.secret_key, credentials.token) == ("AKIASTATIC", SECRET, "tok")
     assert keys() == ["AKIASTATIC"]
 
@@ -999,7 +999,7 @@ def test_assume_role_uses_the_role_and_refreshes_before_expiry(make_driver, sts:
     [role] = sts_backends[ROLE_ACCOUNT]["aws"].assumed_roles
     assert keys() == [role.access_key_id] and role.access_key_id.startswith("ASIA")
 
-    credentials = driver._access.credentials
+    credentials = driver.client.access.credentials
     expiry = credentials._expiry_time
     margin = timedelta(seconds=900 // 4)
     credentials._time_fetcher = lambda: expiry - margin - timedelta(seconds=5)

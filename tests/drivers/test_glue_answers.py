@@ -203,7 +203,7 @@ def new_driver(fake: FakeGlue, sleeps: list[float], **overrides: Any) -> GlueNam
     config = {"endpoint": fake.endpoint, "catalog_id": ACCOUNT, "region": "us-east-1",
               "access_key_id": "testing", "secret_access_key": "testing", **overrides}
     driver = GlueNamespace(**{k: v for k, v in config.items() if v is not None})
-    driver._sleep = sleeps.append  # the waits between resends, recorded, not slept
+    driver.client.sleep = sleeps.append  # the waits between resends, recorded, not slept
     return driver
 
 
@@ -220,7 +220,7 @@ def shared_driver(fake_server: FakeGlue) -> GlueNamespace:
 
 @pytest.fixture
 def driver(shared_driver: GlueNamespace, fake: FakeGlue, sleeps: list[float]) -> GlueNamespace:
-    shared_driver._sleep = sleeps.append
+    shared_driver.client.sleep = sleeps.append
     return shared_driver
 
 
@@ -488,7 +488,7 @@ def failing_sends(driver: GlueNamespace, error: Exception) -> list[str]:
         tried.append(request["headers"]["X-Amz-Target"])
         raise error
 
-    driver._glue.http.send = fail
+    driver.client.glue.http.send = fail
     return tried
 
 

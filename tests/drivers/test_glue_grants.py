@@ -72,7 +72,7 @@ def table(glue_server: RunningServer, database: str) -> str:
 
 def driver_for(server: RunningServer, **extra: Any) -> GlueNamespace:
     driver = GlueNamespace(**settings(server, **extra))
-    driver._sleep = lambda _: None
+    driver.client.sleep = lambda _: None
     return driver
 
 

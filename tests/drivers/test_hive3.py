@@ -564,14 +564,14 @@ def test_a_repeated_rename_meets_table_not_found_and_the_table_where_it_went(hiv
 def test_a_table_without_external_true_is_never_renamed(driver: Hive3Namespace, lance_table: Identifier,
                                                         monkeypatch: pytest.MonkeyPatch):
     """HMS moves a renamed table's data unless EXTERNAL=TRUE: a table read without it is refused."""
-    read = driver._lance_table
+    read = driver.client.lance_table
 
     def without_external(*args: str) -> Table:
         table = read(*args)
         del table.parameters["EXTERNAL"]
         return table
 
-    monkeypatch.setattr(driver, "_lance_table", without_external)
+    monkeypatch.setattr(driver.client, "lance_table", without_external)
     with pytest.raises(InvalidInputError, match="EXTERNAL=TRUE"):
         rename(driver, lance_table, "renamed")
     monkeypatch.undo()
@@ -820,8 +820,8 @@ def test_protocol_error_discards_the_connection(hms_server: RunningServer, tmp_p
     driver = Hive3Namespace(uri=hms_server.endpoint, root=str(tmp_path), **{"client.pool-size": "1",
                                                                             "client.socket-timeout-sec": "10"})
     with pytest.raises(InternalError, match=r"hive3: get_table_req .*TApplicationException PROTOCOL_ERROR"):
-        driver._send("get_table_req", GetTableRequest(tblName="x"))
-    assert driver.api_calls == 1 and driver._pool.idle() == 0
+        driver.client.send("get_table_req", GetTableRequest(tblName="x"))
+    assert driver.api_calls == 1 and driver.client.pool.idle() == 0
     assert "default" in driver.list_namespaces(ListNamespacesRequest(id=["hive"])).namespaces
 
 
@@ -951,7 +951,7 @@ def test_pool_size_is_respected_and_connections_are_reused_never_shared(
         in_use: set[int] = set()
         shared: list[int] = []
         lock = threading.Lock()
-        acquire, release = driver._pool.acquire, driver._pool.release
+        acquire, release = driver.client.pool.acquire, driver.client.pool.release
 
         def tracked_acquire(fresh: bool = False):
             connection = acquire(fresh)
@@ -966,8 +966,8 @@ def test_pool_size_is_respected_and_connections_are_reused_never_shared(
                 in_use.discard(id(connection))
             release(connection, reusable)
 
-        monkeypatch.setattr(driver._pool, "acquire", tracked_acquire)
-        monkeypatch.setattr(driver._pool, "release", tracked_release)
+        monkeypatch.setattr(driver.client.pool, "acquire", tracked_acquire)
+        monkeypatch.setattr(driver.client.pool, "release", tracked_release)
         with ThreadPoolExecutor(16) as pool:
             found = list(pool.map(lambda _: driver.get_namespace_info(("hive", "default")), range(96)))
         assert all(info is not None for info in found)
@@ -1028,20 +1028,20 @@ def test_socket_timeout_bounds_every_call(tmp_path: Path, connections_opened: li
     with loopback_server(never_answers) as server:
         driver = pooled_driver(server.endpoint, tmp_path, **{"client.socket-timeout-sec": "0.3",
                                                              "client.max-retries": "1"})
-        driver._sleep = lambda seconds: None
+        driver.client.sleep = lambda seconds: None
         started = time.monotonic()
         with pytest.raises(ServiceUnavailableError, match="get_table_req .*no answer within 0.3s"):
             driver.describe_table(DescribeTableRequest(id=["hive", "db", "t"]))
         assert len(connections_opened) == 2 and 0.6 <= time.monotonic() - started < 5
         with pytest.raises(ServiceUnavailableError, match="create_database .*no answer within 0.3s"):
             driver.create_namespace(CreateNamespaceRequest(id=["hive", "db"]))
-        assert len(connections_opened) == 3 and driver._pool.idle() == 0
+        assert len(connections_opened) == 3 and driver.client.pool.idle() == 0
 
 
 def test_unreachable_metastore_is_service_unavailable(tmp_path: Path):
     driver = pooled_driver(f"thrift://127.0.0.1:{free_port()}", tmp_path)
     slept: list[float] = []
-    driver._sleep = slept.append
+    driver.client.sleep = slept.append
     for call, name in ((lambda: driver.list_namespaces(ListNamespacesRequest(id=[])), "get_catalogs"),
                        (lambda: driver.describe_namespace(DescribeNamespaceRequest(id=["hive", "db"])),
                         "get_database"),

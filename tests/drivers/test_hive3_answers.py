@@ -199,7 +199,7 @@ def sleeps() -> list[float]:
 def driver_for(server: ScriptedMetastore, tmp_path: Path, sleeps: list[float], **properties: str) -> Hive3Namespace:
     driver = Hive3Namespace(uri=server.endpoint, root=str(tmp_path),
                             **{"client.socket-timeout-sec": "10", **properties})
-    driver._sleep = sleeps.append
+    driver.client.sleep = sleeps.append
     return driver
 
 
@@ -253,7 +253,7 @@ def test_the_scripted_metastore_answers_every_operation(tmp_path: Path, sleeps: 
         assert driver.describe_namespace(DescribeNamespaceRequest(id=["hive", "sales"])).properties["team"] == "sales"
         assert driver.list_tables(ListTablesRequest(id=["hive", "sales"])).tables == ["t"]
         assert driver.describe_table(DescribeTableRequest(id=["hive", "sales", "t"])).location == "/lake/t.lance"
-        assert server.connections == 1 and driver._pool.idle() == 1 and sleeps == []
+        assert server.connections == 1 and driver.client.pool.idle() == 1 and sleeps == []
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
@@ -270,7 +270,7 @@ def test_garbage_is_a_bad_answer_after_bounded_retries(tmp_path: Path, sleeps: l
         assert server.calls.count(call) == RETRIES + 1
         assert server.connections == RETRIES + 1  # each attempt on a new connection
         assert len(sleeps) == RETRIES
-        assert driver._pool.idle() == 0  # no broken connection kept
+        assert driver.client.pool.idle() == 0  # no broken connection kept
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
@@ -289,7 +289,7 @@ def test_a_broken_connection_is_service_unavailable_after_bounded_retries(
         assert isinstance(raised.value, TransientError)
         assert server.calls.count(call) == RETRIES + 1
         assert len(sleeps) == RETRIES
-        assert driver._pool.idle() == 0
+        assert driver.client.pool.idle() == 0
 
 
 def test_a_garbled_batch_in_the_middle_of_list_tables_is_retried(tmp_path: Path, sleeps: list[float]):
@@ -309,7 +309,7 @@ def test_a_flaky_answer_is_retried_on_a_fresh_connection(tmp_path: Path, sleeps:
         driver = driver_for(server, tmp_path, sleeps)
         assert driver.describe_table(DescribeTableRequest(id=["hive", "sales", "t"])).location == "/lake/t.lance"
         assert server.connections == 2 and len(sleeps) == 1
-        assert driver._pool.idle() == 1  # the fresh connection, kept
+        assert driver.client.pool.idle() == 1  # the fresh connection, kept
         assert driver.list_tables(ListTablesRequest(id=["hive", "sales"])).tables == ["t"]
         assert server.connections == 2  # and reused
 
@@ -318,7 +318,7 @@ def test_a_fresh_connection_replaces_the_idle_ones(tmp_path: Path, sleeps: list[
     """A retry opens a new connection; the idle ones, opened before the failure, are closed, so
     no more than client.pool-size are ever open."""
     with metastore() as server:
-        pool = driver_for(server, tmp_path, sleeps, **{"client.pool-size": "2"})._pool
+        pool = driver_for(server, tmp_path, sleeps, **{"client.pool-size": "2"}).client.pool
         first, second = pool.acquire(), pool.acquire()
         pool.release(first, reusable=True)
         pool.release(second, reusable=True)
@@ -442,7 +442,7 @@ def test_a_wrong_shape_is_a_bad_answer_naming_the_call(tmp_path: Path, sleeps: l
         assert message.startswith(f"hive3: {call} to the metastore at ")
         assert "answered an unexpected shape: " in message and what in message, message
         assert server.calls.count(call) == 2  # retried like any bad answer, then given up
-        assert driver._pool.idle() == 0
+        assert driver.client.pool.idle() == 0
 
 
 def test_an_empty_catalog_list_is_not_taken_for_a_missing_answer(tmp_path: Path, sleeps: list[float]):
@@ -556,7 +556,7 @@ def test_a_write_whose_answer_broke_is_transient_and_not_retried(tmp_path: Path,
         assert message.startswith("hive3: create_database to the metastore at ")
         assert "may have received the request and carried it out" in message and "gave up" not in message
         assert server.calls == ["create_database"] and server.handler.created == ["new_db"]
-        assert sleeps == [] and driver._pool.idle() == 0
+        assert sleeps == [] and driver.client.pool.idle() == 0
 
 
 def test_a_drop_whose_answer_broke_names_the_drop(tmp_path: Path, sleeps: list[float]):
@@ -606,22 +606,22 @@ def test_an_internal_error_of_the_metastore_is_not_retried(tmp_path: Path, sleep
         with pytest.raises(InternalError, match="get_database .*TApplicationException INTERNAL_ERROR") as raised:
             driver.describe_namespace(DescribeNamespaceRequest(id=["hive", "sales"]))
         assert not isinstance(raised.value, BadAnswerError)
-        assert server.calls == ["get_database"] and sleeps == [] and driver._pool.idle() == 0
+        assert server.calls == ["get_database"] and sleeps == [] and driver.client.pool.idle() == 0
 
 
 def test_declared_errors_keep_the_connection(tmp_path: Path, sleeps: list[float]):
     with metastore() as server:
         driver = driver_for(server, tmp_path, sleeps)
         assert driver.get_namespace_info(("hive", "missing")) is None
-        assert driver._pool.idle() == 1 and server.connections == 1 and sleeps == []
+        assert driver.client.pool.idle() == 1 and server.connections == 1 and sleeps == []
 
 
 def test_an_argument_that_cannot_be_encoded_is_an_internal_error(tmp_path: Path, sleeps: list[float]):
     with metastore() as server:
         driver = driver_for(server, tmp_path, sleeps)
         with pytest.raises(InternalError, match="hive3: get_database could not be encoded"):
-            driver._send("get_database", 5)
-        assert sleeps == [] and driver._pool.idle() == 0 and server.calls == []
+            driver.client.send("get_database", 5)
+        assert sleeps == [] and driver.client.pool.idle() == 0 and server.calls == []
 
 
 @pytest.mark.parametrize("respond", [garbage(GARBAGE["random bytes"]), hang_up, half],
@@ -640,4 +640,4 @@ def test_no_thrift_exception_reaches_the_caller(tmp_path: Path, sleeps: list[flo
                 call(driver)
             assert not isinstance(raised.value, TException)
             assert str(raised.value).startswith("hive3: ")
-        assert driver._pool.idle() == 0
+        assert driver.client.pool.idle() == 0

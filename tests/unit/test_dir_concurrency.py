@@ -38,8 +38,8 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.drivers import register
+from lance_sync.drivers.dir.client import is_commit_conflict, short_message
 from lance_sync.drivers.dir.driver import DirNamespace
-from lance_sync.drivers.dir.manifest import is_commit_conflict, short_message
 from lance_sync.model.marks import OWNER_KEY
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
@@ -271,7 +271,7 @@ def test_processes_updating_one_table_lose_no_update(tmp_path, subprocesses):
 def hand_stale_manifest(driver: DirNamespace, stale: lance.LanceDataset, times: int = 1) -> None:
     """The driver's next `times` manifest reads return `stale`, a version read before another
     writer committed (what a writer racing that commit would have read)."""
-    fresh = driver._writable_manifest
+    fresh = driver.client.writable_manifest
     remaining = [times]
 
     def read() -> lance.LanceDataset | None:
@@ -281,7 +281,7 @@ def hand_stale_manifest(driver: DirNamespace, stale: lance.LanceDataset, times: 
             return stale
         return fresh()
 
-    driver._writable_manifest = read  # type: ignore[method-assign]
+    driver.client.writable_manifest = read  # type: ignore[method-assign]
 
 
 @pytest.fixture
@@ -290,7 +290,7 @@ def driver(tmp_path) -> DirNamespace:
     driver = connect(tmp_path / "lake")
     driver.create_namespace(CreateNamespaceRequest(id=["ns"]))
     driver.waits = []  # type: ignore[attr-defined]
-    driver.sleep = driver.waits.append  # type: ignore[attr-defined]
+    driver.client.sleep = driver.waits.append  # type: ignore[attr-defined]
     return driver
 
 
@@ -421,7 +421,7 @@ def test_conflicts_that_persist_end_in_concurrent_modification(driver, tmp_path)
     root = tmp_path / "lake"
     stale = manifest(root)
     DirectoryNamespace(root=str(root)).create_namespace(CreateNamespaceRequest(id=["other"]))
-    driver.commit_attempts = 3
+    driver.client.commit_attempts = 3
     hand_stale_manifest(driver, stale, times=100)
     with pytest.raises(ConcurrentModificationError) as raised:
         driver.declare_table(DeclareTableRequest(id=["ns", "t"], location=str(root / "t"),
@@ -468,7 +468,7 @@ def test_a_root_level_declare_in_a_fresh_root_keeps_its_properties(tmp_path):
 def test_a_root_level_declare_in_a_fresh_root_whose_properties_fail_is_undone(tmp_path, monkeypatch):
     root = tmp_path / "fresh"
     driver = connect(root)
-    driver.sleep = lambda seconds: None
+    driver.client.sleep = lambda seconds: None
 
     def failing_update(self, *args, **kwargs):
         raise OSError("LanceError(IO): disk I/O error")

@@ -58,7 +58,7 @@ def driver(root: Path) -> DirNamespace:
     driver.declare_table(DeclareTableRequest(id=["ns", "t"], location=str(location),
                                              properties={OWNER_KEY: "o", "tier": "gold"}))
     driver.waits = []  # type: ignore[attr-defined]
-    driver.sleep = driver.waits.append  # type: ignore[attr-defined]
+    driver.client.sleep = driver.waits.append  # type: ignore[attr-defined]
     return driver
 
 

@@ -23,10 +23,11 @@ Rows the driver writes are committed with Lance's own conflict retries off: a re
 Lance made by itself would not see the fresh state. Property updates are compare-and-swap:
 the update only matches the row if its properties are still those that were read. When
 conflicts persist, ConcurrentModificationError names the operation and the root. The rows,
-and what a failed commit means, are `manifest`'s.
+what a failed commit means, and the reads and writes of the manifest table are `client`'s
+(`DirClient`, the driver's `client`).
 
-Writes within one process go through one lock per driver: local directories gain nothing
-from concurrent commits to one table.
+Writes within one process go through one lock per driver (its client's): local directories
+gain nothing from concurrent commits to one table.
 
 Apply leases (lance_sync.apply.lease) live at the root (`leases`): for a local root, as files
 under `_lance_sync_leases/` swapped under an exclusive file lock (`FileLeaseRegister`); for an
@@ -38,14 +39,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import lance
-import pyarrow as pa
 from lance.namespace import DirectoryNamespace
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -73,8 +71,6 @@ from lance_namespace import (
     TableExistsResponse,
 )
 from lance_namespace.errors import (
-    ConcurrentModificationError,
-    InternalError,
     InvalidInputError,
     LanceNamespaceError,
     NamespaceNotFoundError,
@@ -92,47 +88,28 @@ from lance_sync.drivers.base import (
     TableInfo,
     patched_properties,
 )
+from lance_sync.drivers.dir.client import (
+    MANIFEST_TABLE,
+    DirClient,
+    RowParser,
+    Rows,
+    checked_id,
+    id_text,
+    missing_error,
+    row_filter,
+    short_message,
+)
 from lance_sync.drivers.dir.config import DELIMITER, DirConfig, DirRules
 from lance_sync.drivers.dir.leases import (
     LEASE_DIRECTORY,
     FileLeaseRegister,
     ManifestRowLeaseRegister,
 )
-from lance_sync.drivers.dir.manifest import (
-    MANIFEST_COLUMNS,
-    MANIFEST_TABLE,
-    ROW_COLUMNS,
-    Raced,
-    RowParser,
-    Rows,
-    checked_id,
-    id_text,
-    is_commit_conflict,
-    metadata_of,
-    missing_error,
-    properties_of,
-    row_filter,
-    short_message,
-    sql_string,
-)
 from lance_sync.drivers.leases import LeaseRegister
-from lance_sync.drivers.support.retry import backoff_seconds
 from lance_sync.model.locations import is_local, join_location, normalize_location, relative_to
 
 ROOT = "root"
 
-#: tries of one manifest write (the first included) while other processes' commits conflict
-#: with it; the waits between them follow retry.backoff_seconds (jittered, growing and capped,
-#: so a write that keeps conflicting gives up after a bounded wait)
-COMMIT_ATTEMPTS = 8
-
-#: the driver's row writes each add a small fragment to the manifest (pylance's own writes
-#: rewrite it whole); past this many fragments they are folded together after a write
-COMPACT_AT_FRAGMENTS = 32
-#: manifest rows read at a time by a snapshot
-ROW_BATCH = 65_536
-
-T = TypeVar("T")
 
 
 class DirNamespace(DirRules, SyncNamespace):
@@ -152,13 +129,10 @@ class DirNamespace(DirRules, SyncNamespace):
         except (OSError, RuntimeError, ValueError) as error:
             raise ServiceUnavailableError(f"dir: cannot open the catalog at {self.root}: {short_message(error)}") from error
         self._native = _Counted(native, self.count_call)
-        self._write_lock = threading.Lock()
+        self.client = DirClient(self.root, self.storage_options() or None, self.count_call)
         #: apply leases as files (a local root) or as manifest rows (an object store); tests of
         #: the row register set this on a local root
         self.leases_as_files = is_local(self.root)
-        #: tries of a conflicting manifest write, and how to wait between them (tests shorten both)
-        self.commit_attempts = COMMIT_ATTEMPTS
-        self.sleep: Callable[[float], None] = time.sleep
 
     def namespace_id(self) -> str:
         return f"lance-sync dir {{ root: {self.root!r} }}"
@@ -183,12 +157,12 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
         request = CreateNamespaceRequest(id=checked_id(id), properties=properties or None)
-        created = self._committed(f"create namespace {id_text(id)}",
+        created = self.client.committed(f"create namespace {id_text(id)}",
                                   lambda: self._native.create_namespace(request))
         return dict(created.properties or {})
 
-    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
-        self._patch_metadata("namespace", list(id), lambda current: properties)
+    def replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        self.client.patch_metadata("namespace", list(id), lambda current: properties)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         return self._native.list_namespaces(request)
@@ -201,7 +175,7 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str] | None:
         request = DropNamespaceRequest(id=list(id))
-        dropped = self._committed(f"drop namespace {id_text(id)}", lambda: self._native.drop_namespace(request))
+        dropped = self.client.committed(f"drop namespace {id_text(id)}", lambda: self._native.drop_namespace(request))
         return dropped.properties
 
     # --- tables ------------------------------------------------------------------------------
@@ -212,7 +186,7 @@ class DirNamespace(DirRules, SyncNamespace):
         table_id = checked_id(request.id)
         operation = f"declare table {id_text(table_id)}"
         if request.location is None:
-            return self._committed(operation, lambda: self._declare_native(request, table_id))
+            return self.client.committed(operation, lambda: self._declare_native(request, table_id))
         location = join_location(self.root, request.location)
         relative = relative_to(location, self.root)
         if relative is None:
@@ -220,18 +194,18 @@ class DirNamespace(DirRules, SyncNamespace):
         properties = dict(request.properties or {})
 
         def attempt() -> lance.LanceDataset | None:
-            dataset = self._writable_manifest()
+            dataset = self.client.writable_manifest()
             if dataset is not None:
-                existing = self._existing_objects(dataset, [DELIMITER.join(table_id[:-1]),
+                existing = self.client.existing_objects(dataset, [DELIMITER.join(table_id[:-1]),
                                                             DELIMITER.join(table_id)])
-                self._insert_rows(dataset, [self._manifest_row(request, existing)])
+                self.client.insert_rows(dataset, [self._manifest_row(request, existing)])
             return dataset
 
-        written = self._committed(operation, attempt)
+        written = self.client.committed(operation, attempt)
         if written is None:
             self._register_in_fresh_root(table_id, relative, properties)
         else:
-            self._compact_if_fragmented(written)
+            self.client.compact_if_fragmented(written)
         return DeclareTableResponse(location=location, properties=properties or None,
                                     storage_options=self.storage_options() or None)
 
@@ -244,11 +218,11 @@ class DirNamespace(DirRules, SyncNamespace):
         """
 
         def attempt() -> tuple[list[LanceNamespaceError | None], lance.LanceDataset] | None:
-            dataset = self._writable_manifest()
+            dataset = self.client.writable_manifest()
             if dataset is None:
                 return None
             errors: list[LanceNamespaceError | None] = [None] * len(requests)
-            existing = self._existing_objects(dataset)
+            existing = self.client.existing_objects(dataset)
             rows = []
             for index, request in enumerate(requests):
                 try:
@@ -256,13 +230,13 @@ class DirNamespace(DirRules, SyncNamespace):
                 except LanceNamespaceError as error:
                     errors[index] = error
             if rows:
-                self._insert_rows(dataset, rows)
+                self.client.insert_rows(dataset, rows)
             return errors, dataset
 
-        written = self._committed(f"declare {len(requests)} tables", attempt)
+        written = self.client.committed(f"declare {len(requests)} tables", attempt)
         if written is None:  # a root without a manifest yet: one at a time
             return super().declare_tables(requests)
-        self._compact_if_fragmented(written[1])
+        self.client.compact_if_fragmented(written[1])
         return written[0]
 
     def _manifest_row(self, request: DeclareTableRequest, existing: dict[str, str]) -> dict[str, Any]:
@@ -300,16 +274,16 @@ class DirNamespace(DirRules, SyncNamespace):
         if namespace:
             raise NamespaceNotFoundError(f"Namespace not found: {DELIMITER.join(namespace)}")
         operation = f"declare table {id_text(table_id)}"
-        self._committed(operation, lambda: self._native.register_table(
+        self.client.committed(operation, lambda: self._native.register_table(
             RegisterTableRequest(id=table_id, location=relative)))
         if not properties:
             return
         try:
-            self._committed(operation, lambda: self._replace_metadata(
+            self.client.committed(operation, lambda: self.client.replace_metadata(
                 "table", table_id, properties, expected=None))
         except Exception:
             with contextlib.suppress(LanceNamespaceError):  # the error to report is the first one
-                self._committed(f"undo {operation}", lambda: self._native.deregister_table(
+                self.client.committed(f"undo {operation}", lambda: self._native.deregister_table(
                     DeregisterTableRequest(id=table_id)))
             raise
 
@@ -326,7 +300,7 @@ class DirNamespace(DirRules, SyncNamespace):
         return self._native.table_exists(request)
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
-        return self._committed(f"deregister table {id_text(request.id)}",
+        return self.client.committed(f"deregister table {id_text(request.id)}",
                                lambda: self._native.deregister_table(request))
 
     def rename_table(self, request: RenameTableRequest) -> RenameTableResponse:
@@ -338,7 +312,7 @@ class DirNamespace(DirRules, SyncNamespace):
         Checked on the version the commit is made against, before it: TableNotFound for a
         missing source, NamespaceNotFound for a missing destination namespace,
         TableAlreadyExists for a destination id that is taken (by a table or a namespace). The
-        commit replaces the row (`_replace_row_id`): one that conflicts with another writer's
+        commit replaces the row (`client.DirClient.replace_row_id`): one that conflicts with another writer's
         is tried again on a fresh read, so the table is never under both ids, nor under neither.
         A rename sent again after it was carried out meets TableNotFound (the source is gone;
         the destination row holds the source's location).
@@ -356,38 +330,38 @@ class DirNamespace(DirRules, SyncNamespace):
         namespace, new_id = DELIMITER.join(destination[:-1]), DELIMITER.join(destination)
 
         def attempt() -> lance.LanceDataset:
-            dataset = self._writable_manifest()
+            dataset = self.client.writable_manifest()
             rows = [] if dataset is None else dataset.to_table(filter=row_filter("table", source)).to_pylist()
             if dataset is None or not rows:
                 raise missing_error("table", source)
-            existing = self._existing_objects(dataset, [namespace, new_id])
+            existing = self.client.existing_objects(dataset, [namespace, new_id])
             if namespace and existing.get(namespace) != "namespace":
                 raise NamespaceNotFoundError(f"Namespace not found: {namespace}")
             if new_id in existing:
                 raise TableAlreadyExistsError(f"Table already exists: {new_id}")
-            self._replace_row_id(dataset, rows[0], source, new_id)
+            self.client.replace_row_id(dataset, rows[0], source, new_id)
             return dataset
 
-        self._compact_if_fragmented(self._committed(f"rename table {id_text(source)} to {new_id}", attempt))
+        self.client.compact_if_fragmented(self.client.committed(f"rename table {id_text(source)} to {new_id}", attempt))
         return RenameTableResponse()
 
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
-        return self._committed(f"drop table {id_text(request.id)}", lambda: self._native.drop_table(request))
+        return self.client.committed(f"drop table {id_text(request.id)}", lambda: self._native.drop_table(request))
 
     # --- reconciler extensions -----------------------------------------------------------------
 
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:
-        self._patch_metadata("namespace", list(id),
+        self.client.patch_metadata("namespace", list(id),
                              lambda current: patched_properties(current, updates, removals))
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
                                 removals: list[str]) -> None:
-        self._patch_metadata("table", list(id),
+        self.client.patch_metadata("table", list(id),
                              lambda current: patched_properties(current, updates, removals))
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
-        rows = self._manifest_rows("namespace")
+        rows = self.client.manifest_rows("namespace")
         if rows is None:
             yield from super().list_namespace_infos(parent)
             return
@@ -397,7 +371,7 @@ class DirNamespace(DirRules, SyncNamespace):
         yield from (info for id, info in namespaces.items() if id[:-1] == parent)
 
     def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
-        rows = self._manifest_rows("table", within=DELIMITER.join(namespace) + DELIMITER if namespace else None)
+        rows = self.client.manifest_rows("table", within=DELIMITER.join(namespace) + DELIMITER if namespace else None)
         if rows is None:
             yield from super().list_table_infos(namespace)
             return
@@ -408,7 +382,7 @@ class DirNamespace(DirRules, SyncNamespace):
     def snapshot(self) -> CatalogSnapshot | None:
         """Every namespace and table row in one scan of one manifest version, read a batch of
         rows at a time (a million rows as Python text would double the plan's peak memory)."""
-        batches = self._manifest_batches("namespace", "table")
+        batches = self.client.manifest_batches("namespace", "table")
         if batches is None:
             return None
         namespaces: dict[Identifier, NamespaceInfo] = {}
@@ -435,186 +409,7 @@ class DirNamespace(DirRules, SyncNamespace):
     def _table_info(self, id: Identifier, location: str | None, properties: dict[str, str]) -> TableInfo:
         return TableInfo(id, join_location(self.root, location) if location else None, properties)
 
-    # --- writing the manifest ------------------------------------------------------------------
-
-    def _committed(self, operation: str, attempt: Callable[[], T]) -> T:
-        """`attempt()` under the write lock, tried again on a fresh read while its commit
-        conflicts with another writer's; ConcurrentModificationError when that persists.
-
-        Each attempt reads what it needs and writes at most one commit, so trying it again
-        is safe. Other errors from Lance become InternalError naming the operation.
-        """
-        last: Exception | None = None
-        for tried in range(max(self.commit_attempts, 1)):
-            if tried:
-                self.sleep(backoff_seconds(tried - 1))
-            try:
-                with self._write_lock:
-                    return attempt()
-            except LanceNamespaceError as error:
-                if not is_commit_conflict(error):
-                    raise
-                last = error
-            except (Raced, OSError, RuntimeError, ValueError) as error:
-                if not is_commit_conflict(error):
-                    raise InternalError(f"dir: {operation} in {self.root} failed: {short_message(error)}") from error
-                last = error
-        raise ConcurrentModificationError(
-            f"dir: {operation} in {self.root}: other writers kept changing the manifest table; "
-            f"gave up after {max(self.commit_attempts, 1)} attempts (last: {short_message(last)})") from last
-
-    def _writable_manifest(self) -> lance.LanceDataset | None:
-        """The manifest table at its latest version; None when the root has none yet."""
-        self.count_call()
-        uri = join_location(self.root, MANIFEST_TABLE)
-        try:
-            dataset = lance.dataset(uri, storage_options=self.storage_options() or None)
-        except (ValueError, OSError) as error:
-            if "not found" in str(error).lower():
-                return None
-            raise
-        if not MANIFEST_COLUMNS.issubset(dataset.schema.names):
-            raise UnsupportedOperationError(
-                f"dir: the manifest table {uri} lacks the columns {sorted(MANIFEST_COLUMNS)}; "
-                f"this pylance version cannot write it")
-        return dataset
-
-    def _existing_objects(self, dataset: lance.LanceDataset, ids: list[str] | None = None) -> dict[str, str]:
-        """object_id -> object_type of the rows in `ids` (of every row when None)."""
-        wanted = [i for i in ids if i] if ids is not None else None
-        if wanted == []:
-            return {}
-        filter = None if wanted is None else f"object_id IN ({', '.join(sql_string(i) for i in wanted)})"
-        table = dataset.to_table(columns=["object_id", "object_type"], filter=filter)
-        return {row["object_id"]: row["object_type"] for row in table.to_pylist()}
-
-    def _insert_rows(self, dataset: lance.LanceDataset, rows: list[dict[str, Any]]) -> None:
-        """One commit that adds `rows` to the version `dataset` was read at; rows were checked
-        against that version, and Lance refuses the commit if another writer added one of
-        their ids (or rewrote the manifest) since."""
-        table = pa.Table.from_pylist(rows, schema=dataset.schema)
-        self.count_call()
-        result = (dataset.merge_insert("object_id").when_not_matched_insert_all()
-                  .conflict_retries(0).execute(table))
-        if result["num_inserted_rows"] != len(rows):
-            raise InternalError(f"dir: the manifest of {self.root} took {result['num_inserted_rows']} "
-                                f"of {len(rows)} new rows")
-
-    def _replace_row_id(self, dataset: lance.LanceDataset, row: dict[str, Any], id: list[str],
-                        new_id: str) -> None:
-        """One commit, against the version `dataset` was read at, that inserts the table row
-        `row` of `id` under `new_id` and deletes it under `id`: a merge on the object id, so that
-        Lance refuses the commit if another writer added `new_id` or changed the row since."""
-        moved = pa.Table.from_pylist([{**row, "object_id": new_id}], schema=dataset.schema)
-        self.count_call()
-        result = (dataset.merge_insert("object_id").when_not_matched_insert_all()
-                  .when_not_matched_by_source_delete(row_filter("table", id))
-                  .conflict_retries(0).execute(moved))
-        if (result["num_inserted_rows"], result["num_deleted_rows"]) != (1, 1):
-            raise InternalError(f"dir: the manifest of {self.root} took {result['num_inserted_rows']} new "
-                                f"row(s) for {new_id} and deleted {result['num_deleted_rows']} for "
-                                f"{row['object_id']}, where one of each was asked")
-
-    def _patch_metadata(self, object_type: str, id: list[str],
-                        patch: Callable[[dict[str, str]], dict[str, str]]) -> None:
-        """Read the row's properties, `patch` them, and write them back only if they are still
-        what was read (another writer's patch in between makes the write match nothing, and it
-        is tried again from a fresh read)."""
-
-        def attempt() -> lance.LanceDataset | None:
-            dataset = self._writable_manifest()
-            rows = [] if dataset is None else dataset.to_table(
-                columns=["metadata"], filter=row_filter(object_type, id)).to_pylist()
-            if not rows:
-                raise missing_error(object_type, id)
-            current = properties_of(rows[0]["metadata"])
-            patched = patch(current)
-            if patched == current:
-                return None
-            self._replace_metadata(object_type, id, patched, expected=rows[0]["metadata"], dataset=dataset)
-            return dataset
-
-        written = self._committed(f"update {object_type} properties of {id_text(id)}", attempt)
-        if written is not None:
-            self._compact_if_fragmented(written)
-
-    def _replace_metadata(self, object_type: str, id: list[str], properties: dict[str, str], *,
-                          expected: str | None, dataset: lance.LanceDataset | None = None) -> None:
-        """One commit that sets the row's properties, if its metadata is still `expected`
-        (None: no properties)."""
-        if dataset is None:
-            dataset = self._writable_manifest()
-        if dataset is None:
-            raise missing_error(object_type, id)
-        where = row_filter(object_type, id)
-        if expected is None:
-            where += " AND metadata IS NULL"
-        else:
-            where += f" AND metadata = {sql_string(expected)}"
-        self.count_call()
-        result = dataset.update({"metadata": sql_string(json.dumps(properties))}, where=where,
-                                conflict_retries=0)
-        if result["num_rows_updated"] != 1:  # the row changed or went since it was read
-            raise Raced(f"the {object_type} {id_text(id)} changed since it was read")
-
-    def _row_metadata(self, object_type: str, id: list[str]) -> str | None:
-        """The metadata text of a row as stored ("" when null); None when there is no such row."""
-        dataset = self._writable_manifest()
-        if dataset is None:
-            return None
-        return metadata_of(dataset, object_type, id)
-
-    def _swap_metadata(self, object_type: str, id: list[str], expected: str,
-                       properties: dict[str, str]) -> str | None:
-        """Set the row's properties if its metadata is still `expected`, in one commit; the new
-        metadata text, or None when the row changed or went. Only conflicts with other writers'
-        commits are tried again (on a fresh read, so the condition is checked again)."""
-
-        def attempt() -> str | None:
-            dataset = self._writable_manifest()
-            if dataset is None or metadata_of(dataset, object_type, id) != expected:
-                return None
-            try:
-                self._replace_metadata(object_type, id, properties, expected=expected or None,
-                                       dataset=dataset)
-            except Raced:
-                return None
-            return json.dumps(properties)
-
-        return self._committed(f"swap {object_type} properties of {id_text(id)}", attempt)
-
-    def _delete_row(self, object_type: str, id: list[str], expected: str) -> bool:
-        """Remove the row (a namespace without children, a table's registration) if its metadata
-        is still `expected`, in one commit; False when it changed or went."""
-
-        def attempt() -> bool:
-            dataset = self._writable_manifest()
-            if dataset is None or metadata_of(dataset, object_type, id) != expected:
-                return False
-            self.count_call()
-            condition = f"{row_filter(object_type, id)} AND metadata = {sql_string(expected)}"
-            return dataset.delete(condition, conflict_retries=0)["num_deleted_rows"] == 1
-
-        return self._committed(f"remove {object_type} {id_text(id)}", attempt)
-
-    def _compact_if_fragmented(self, written: lance.LanceDataset) -> None:
-        """Best effort: fold the manifest's small fragments together once there are many (as
-        counted in `written`, the version a write was made on), so that scans stay fast. A
-        compaction that meets another writer's commit is dropped; readers keep reading the
-        version they opened."""
-        if len(written.get_fragments()) + 1 < COMPACT_AT_FRAGMENTS:
-            return
-        try:
-            with self._write_lock:
-                dataset = self._manifest()
-                if dataset is None:
-                    return
-                self.count_call()
-                dataset.optimize.compact_files()
-        except Exception:  # noqa: BLE001 - tidying only; the write it follows has succeeded
-            return
-
-    # --- reading -------------------------------------------------------------------------------
+    # --- reading ------------------------------------------------------------------------------
 
     def _namespace_exists(self, id: list[str]) -> bool:
         try:
@@ -622,38 +417,6 @@ class DirNamespace(DirRules, SyncNamespace):
         except NamespaceNotFoundError:
             return False
         return True
-
-    def _manifest(self) -> lance.LanceDataset | None:
-        """The manifest table for a bulk read; None when there is none the scan can use."""
-        self.count_call()
-        try:
-            dataset = lance.dataset(join_location(self.root, MANIFEST_TABLE),
-                                    storage_options=self.storage_options() or None)
-        except (ValueError, OSError):
-            return None
-        return dataset if MANIFEST_COLUMNS.issubset(dataset.schema.names) else None
-
-    def _manifest_rows(self, *object_types: str, within: str | None = None) -> Rows | None:
-        """The manifest rows of these object types (whose object id starts with `within`, filtered
-        by Lance in the scan), as columns, in one scan of one version; None when there is no
-        usable manifest."""
-        dataset = self._manifest()
-        if dataset is None:
-            return None
-        condition = f"object_type IN ({', '.join(map(sql_string, object_types))})"
-        if within:
-            condition += f" AND starts_with(object_id, {sql_string(within)})"
-        return dataset.to_table(columns=list(ROW_COLUMNS), filter=condition).to_pydict()
-
-    def _manifest_batches(self, *object_types: str) -> Iterator[Rows] | None:
-        """`_manifest_rows` of the whole root, a batch of rows at a time (one scan of one version)."""
-        dataset = self._manifest()
-        if dataset is None:
-            return None
-        condition = f"object_type IN ({', '.join(map(sql_string, object_types))})"
-        return (batch.to_pydict() for batch in dataset.to_batches(columns=list(ROW_COLUMNS), filter=condition,
-                                                                   batch_size=ROW_BATCH))
-
 
 
 class _Counted:

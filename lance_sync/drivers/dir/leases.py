@@ -18,7 +18,7 @@ from lance_namespace import CreateNamespaceRequest
 from lance_namespace.errors import InternalError, NamespaceAlreadyExistsError
 
 from lance_sync.drivers.base import Identifier
-from lance_sync.drivers.dir.manifest import id_text, properties_of, short_message
+from lance_sync.drivers.dir.client import id_text, properties_of, short_message
 from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, not_a_lease
 
 if TYPE_CHECKING:
@@ -124,12 +124,14 @@ class ManifestRowLeaseRegister(LeaseRegister):
     """An apply lease as a namespace row of the manifest table of an object-store root (no file
     lock reaches there): a swap is one conditional row update, a removal one conditional row
     delete, each committed against the version it read and tried again on a fresh read while it
-    conflicts with other writers' commits (see the docstring of `driver`). The version is the
-    row's metadata text."""
+    conflicts with other writers' commits (`client.DirClient.committed`). The version is the
+    row's metadata text. The row is created with the driver's create_namespace, then read,
+    swapped and removed through its client (`client.DirClient`)."""
 
     def __init__(self, driver: DirNamespace, id: Identifier):
         super().__init__(f"{driver.namespace_id()} {list(id)}", id_text(id))
         self.driver = driver
+        self.client = driver.client
         self.id = list(id)
 
     def create(self, record: LeaseRecord) -> StoredLease | None:
@@ -141,7 +143,7 @@ class ManifestRowLeaseRegister(LeaseRegister):
         return StoredLease(record, "")  # as pylance wrote it: read before the first swap
 
     def read(self) -> StoredLease | None:
-        text = self.driver._row_metadata("namespace", self.id)
+        text = self.client.row_metadata("namespace", self.id)
         if text is None:
             return None
         record = LeaseRecord.from_properties(properties_of(text))
@@ -153,12 +155,12 @@ class ManifestRowLeaseRegister(LeaseRegister):
         text = self.version_to_swap(expected)
         if text is None:
             return None
-        written = self.driver._swap_metadata("namespace", self.id, text, record.to_properties())
+        written = self.client.swap_metadata("namespace", self.id, text, record.to_properties())
         return StoredLease(record, written) if written is not None else None
 
     def remove(self, expected: StoredLease) -> bool:
         text = self.version_to_swap(expected)
-        return text is not None and self.driver._delete_row("namespace", self.id, text)
+        return text is not None and self.client.delete_row("namespace", self.id, text)
 
 
 def _digest(text: str) -> str:

@@ -19,14 +19,16 @@ CatalogIds sent to Glue: the account id, `<account>:<a>/<b>` below an account's 
 catalog, `<root>/<a>` below any other root. Glue folds database, table and catalog names to
 lower case; listings answer the folded names.
 
-Modules: `credentials` resolves the region, credentials (an assumed role through STS) and
+Modules: `client` holds `GlueClient`, the one client the driver, its grants and its leases
+share: its requests, their errors and the resolution of ids to CatalogIds and databases.
+Below it, `credentials` resolves the region, credentials (an assumed role through STS) and
 endpoints, and registers every credential for masking; `transport` sends each call as a
 SigV4-signed JSON POST through the shared HTTP client; `answers` checks each answer against
 botocore's model of its operation (a garbled one is a `BadAnswerError`, reads are sent again,
-writes are not); `errors` translates error answers by their AWS code; `objects` holds what the
+writes are not); `errors` translates error answers by their AWS code. `objects` holds what the
 driver reads and writes of Glue's objects; `grants` reads and changes grants on databases and
-tables, which are AWS Lake Formation permissions (sent the same way to Lake Formation's
-endpoint, made on first use).
+tables, which are AWS Lake Formation permissions (sent the same way, by the client, to Lake
+Formation's endpoint, made on first use).
 
 Apply leases (`leases.GlueLeaseRegister`) are a table in the lease database whose every change
 is an UpdateTable conditional on the VersionId that was read.
@@ -35,10 +37,8 @@ is an UpdateTable conditional on the VersionId that was read.
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 from collections.abc import Callable, Iterator
-from typing import Any, overload
+from typing import Any
 
 from lance_namespace import (
     DeclareTableRequest,
@@ -60,7 +60,6 @@ from lance_namespace import (
 )
 from lance_namespace.errors import (
     InvalidInputError,
-    LanceNamespaceError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
@@ -77,9 +76,9 @@ from lance_sync.drivers.base import (
     TableInfo,
     patched_properties,
 )
-from lance_sync.drivers.glue.config import ACCOUNT_ID, CATALOG_ID_SEPARATORS, GlueConfig, GlueRules
-from lance_sync.drivers.glue.credentials import AwsAccess
-from lance_sync.drivers.glue.grants import LAKE_FORMATION_OPERATIONS, LakeFormationGrants
+from lance_sync.drivers.glue.client import GlueClient
+from lance_sync.drivers.glue.config import ACCOUNT_ID, GlueConfig, GlueRules
+from lance_sync.drivers.glue.grants import LakeFormationGrants
 from lance_sync.drivers.glue.leases import GlueLeaseRegister
 from lance_sync.drivers.glue.objects import (
     DatabaseRef,
@@ -89,11 +88,9 @@ from lance_sync.drivers.glue.objects import (
     lance_table_input,
     location_of,
     parameters_of,
-    projected,
 )
-from lance_sync.drivers.glue.transport import AwsJsonService
 from lance_sync.drivers.leases import LeaseRegister
-from lance_sync.drivers.support.paging import follow_pages, page_of_names
+from lance_sync.drivers.support.paging import page_of_names
 from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import LANCE_TABLE_TYPE, TABLE_TYPE_KEY, lance_table_properties
@@ -109,21 +106,12 @@ class GlueNamespace(GlueRules, SyncNamespace):
 
     def __init__(self, config: GlueConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
-        config = self.config
-        #: waits between resends of a failed or garbled call (tests replace it)
-        self._sleep: Callable[[float], None] = time.sleep
-        self._access = AwsAccess(config, sleep=self._wait)
-        self._glue = self._service("glue", config.endpoint)
-        self._root_id = config.catalog_id
-        self._root_lock = threading.Lock()
-        #: CatalogIds seen to exist, so creating databases in one checks the catalog once
-        self._known_catalogs: set[str] = set()
-        self._lakeformation_service: AwsJsonService | None = None
-        self._grants = LakeFormationGrants(self)
+        self.client = GlueClient(self.config, on_request=self.count_call)
+        self._grants = LakeFormationGrants(self.client)
 
     def namespace_id(self) -> str:
         config: GlueConfig = self.config
-        return (f"lance-sync glue {{ region: {self._access.region!r}, "
+        return (f"lance-sync glue {{ region: {self.client.access.region!r}, "
                 f"endpoint: {config.endpoint!r}, catalog_id: {config.catalog_id!r} }}")
 
     def capabilities(self) -> Capabilities:
@@ -134,23 +122,23 @@ class GlueNamespace(GlueRules, SyncNamespace):
                             creatable_namespace_levels=(1 if catalogs_creatable else 2, None))
 
     def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
-        return GlueLeaseRegister(self, (*parent, name))
+        return GlueLeaseRegister(self, self.client, (*parent, name))
 
     # --- namespaces ----------------------------------------------------------------------------
 
     def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
         id = checked_id(id)
-        database, catalog_id = self._namespace_refs(id)
+        database, catalog_id = self.client.namespace_refs(id)
         if database is not None:
             self._create_database(id, database, properties)
         elif catalog_id is not None:
             self._create_catalog(id, properties)
         else:
-            raise NamespaceNotFoundError(_under_database(self._subject(id)))
+            raise NamespaceNotFoundError(_under_database(self.client.subject(id)))
         return properties
 
-    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
-        self._write_namespace_properties(id, self._resolve_namespace(id), properties)
+    def replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+        self._write_namespace_properties(id, self.client.resolve_namespace(id), properties)
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
         names = [info.id[-1] for info in self._child_namespaces(checked_id(request.id, root_ok=True))]
@@ -158,32 +146,30 @@ class GlueNamespace(GlueRules, SyncNamespace):
         return ListNamespacesResponse(namespaces=page, page_token=token)
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
-        found = self._resolve_namespace(checked_id(request.id, root_ok=True))
+        found = self.client.resolve_namespace(checked_id(request.id, root_ok=True))
         return DescribeNamespaceResponse(properties=found.properties)
 
     def namespace_exists(self, request: NamespaceExistsRequest) -> NamespaceExistsResponse:
-        self._resolve_namespace(checked_id(request.id, root_ok=True))
+        self.client.resolve_namespace(checked_id(request.id, root_ok=True))
         return NamespaceExistsResponse()
 
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> dict[str, str]:
         id = checked_id(id)
-        if self._namespace_refs(id) == (None, self._root_catalog_id()):
-            raise InvalidInputError(f"{self._subject(id)} is the root catalog; it cannot be dropped")
-        found = self._resolve_namespace(id)
-        subject = self._subject(id)
+        if self.client.namespace_refs(id) == (None, self.client.root_catalog_id()):
+            raise InvalidInputError(f"{self.client.subject(id)} is the root catalog; it cannot be dropped")
+        found = self.client.resolve_namespace(id)
+        subject = self.client.subject(id)
         if found.database is not None:
             self._check_empty(subject, "GetTables", "TableList", "tables",
                               CatalogId=found.catalog_id, DatabaseName=found.database)
-            self._call("DeleteDatabase", subject, missing=NamespaceNotFoundError,
-                       CatalogId=found.catalog_id, Name=found.database)
+            self.client.call("DeleteDatabase", subject, missing=NamespaceNotFoundError,
+                             CatalogId=found.catalog_id, Name=found.database)
         else:
             self._check_empty(subject, "GetDatabases", "DatabaseList", "databases",
                               CatalogId=found.catalog_id)
             self._check_empty(subject, "GetCatalogs", "CatalogList", "child catalogs",
                               ParentCatalogId=found.catalog_id)
-            self._call("DeleteCatalog", subject, missing=NamespaceNotFoundError,
-                       CatalogId=found.catalog_id)
-            self._known_catalogs.discard(found.catalog_id)
+            self.client.delete_catalog(subject, found.catalog_id)
         return found.properties
 
     # --- grants (Lake Formation permissions: grants.py) -----------------------------------------
@@ -199,15 +185,15 @@ class GlueNamespace(GlueRules, SyncNamespace):
 
     def declare_table(self, request: DeclareTableRequest) -> DeclareTableResponse:
         id = checked_id(request.id)
-        database, name = self._table_ref(id)
+        database, name = self.client.table_ref(id)
         if request.location:
             location = normalize_location(request.location)
         else:
             location = self._default_location(id, database)
         parameters = lance_table_properties(request.properties)
-        self._call("CreateTable", self._subject(id), missing=NamespaceNotFoundError,
-                   duplicate=TableAlreadyExistsError, CatalogId=database.catalog_id,
-                   DatabaseName=database.name, TableInput=lance_table_input(name, location, parameters))
+        self.client.call("CreateTable", self.client.subject(id), missing=NamespaceNotFoundError,
+                         duplicate=TableAlreadyExistsError, CatalogId=database.catalog_id,
+                         DatabaseName=database.name, TableInput=lance_table_input(name, location, parameters))
         return DeclareTableResponse(location=location, properties=parameters,
                                     storage_options=self.storage_options() or None)
 
@@ -219,20 +205,20 @@ class GlueNamespace(GlueRules, SyncNamespace):
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         if request.load_detailed_metadata:
             raise UnsupportedOperationError("glue: only load_detailed_metadata=false is supported")
-        table = self._lance_table(checked_id(request.id))
+        table = self.client.lance_table(checked_id(request.id))
         return DescribeTableResponse(location=location_of(table), properties=parameters_of(table),
                                      storage_options=self.storage_options() or None)
 
     def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
-        self._lance_table(checked_id(request.id))
+        self.client.lance_table(checked_id(request.id))
         return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         id = checked_id(request.id)
-        table = self._lance_table(id)
-        database, name = self._table_ref(id)
-        self._call("DeleteTable", self._subject(id), missing=TableNotFoundError,
-                   CatalogId=database.catalog_id, DatabaseName=database.name, Name=name)
+        table = self.client.lance_table(id)
+        database, name = self.client.table_ref(id)
+        self.client.call("DeleteTable", self.client.subject(id), missing=TableNotFoundError,
+                         CatalogId=database.catalog_id, DatabaseName=database.name, Name=name)
         return DeregisterTableResponse(id=list(id), location=location_of(table),
                                        properties=parameters_of(table))
 
@@ -240,7 +226,7 @@ class GlueNamespace(GlueRules, SyncNamespace):
 
     def update_namespace_properties(self, id: Identifier, updates: dict[str, str],
                                     removals: list[str]) -> None:
-        found = self._resolve_namespace(id)
+        found = self.client.resolve_namespace(id)
         self._write_namespace_properties(id, found, patched_properties(found.properties, updates, removals))
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
@@ -268,26 +254,26 @@ class GlueNamespace(GlueRules, SyncNamespace):
 
     def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
         """Lance tables of a database from GetTables pages of 100; no call per table."""
-        database, nested_catalog = self._namespace_refs(namespace)
+        database, nested_catalog = self.client.namespace_refs(namespace)
         if database is None:
             # a catalog (or nothing): tables live only in databases
-            self._resolve_namespace(namespace)
+            self.client.resolve_namespace(namespace)
             return
         listed = False
         try:
-            for table in self._items("GetTables", "TableList", self._subject(namespace),
-                                     CatalogId=database.catalog_id, DatabaseName=database.name,
-                                     MaxResults=OBJECT_PAGE_SIZE):
+            for table in self.client.items("GetTables", "TableList", self.client.subject(namespace),
+                                           CatalogId=database.catalog_id, DatabaseName=database.name,
+                                           MaxResults=OBJECT_PAGE_SIZE):
                 listed = True
                 if is_lance(table):
                     yield TableInfo((*namespace, table["Name"]), location_of(table), parameters_of(table))
         except NamespaceNotFoundError:
-            if listed or nested_catalog is None or self._get_catalog(namespace, nested_catalog) is None:
+            if listed or nested_catalog is None or self.client.get_catalog(namespace, nested_catalog) is None:
                 raise
 
     def get_namespace_info(self, id: Identifier) -> NamespaceInfo | None:
         try:
-            return NamespaceInfo(id, self._resolve_namespace(id).properties)
+            return NamespaceInfo(id, self.client.resolve_namespace(id).properties)
         except NamespaceNotFoundError:
             return None
 
@@ -297,7 +283,7 @@ class GlueNamespace(GlueRules, SyncNamespace):
         found: dict[Identifier, NamespaceInfo] = {}
         by_catalog: dict[str, dict[str, Identifier]] = {}
         for id in map(checked_id, ids):
-            database = self._namespace_refs(id)[0]
+            database = self.client.namespace_refs(id)[0]
             if database is not None:
                 by_catalog.setdefault(database.catalog_id, {})[database.name] = id
         for catalog_id, wanted in by_catalog.items():
@@ -313,8 +299,8 @@ class GlueNamespace(GlueRules, SyncNamespace):
         pages = 0
         while len(wanted) > max(pages, 1):
             paging: dict[str, Any] = {"NextToken": token} if token else {}
-            answer = self._call("GetDatabases", catalog_id, missing=NamespaceNotFoundError, CatalogId=catalog_id,
-                                MaxResults=OBJECT_PAGE_SIZE, **paging)
+            answer = self.client.call("GetDatabases", catalog_id, missing=NamespaceNotFoundError,
+                                      CatalogId=catalog_id, MaxResults=OBJECT_PAGE_SIZE, **paging)
             pages += 1
             for database in answer["DatabaseList"]:
                 id = wanted.pop(database["Name"], None)
@@ -326,175 +312,94 @@ class GlueNamespace(GlueRules, SyncNamespace):
         return found
 
     def get_table_info(self, id: Identifier) -> TableInfo | None:
-        table = self._get_table(id)
+        table = self.client.get_table(id)
         if table is None:
             return None
         return TableInfo(id, location_of(table), parameters_of(table), is_lance=is_lance(table))
 
-    # --- identifiers ---------------------------------------------------------------------------
-
-    def _root_catalog_id(self) -> str:
-        """`catalog_id`, or the caller's account id (one STS call per driver)."""
-        with self._root_lock:
-            if self._root_id is None:
-                self._root_id = self._access.caller_account()
-            return self._root_id
-
-    def _catalog_id(self, chain: Identifier) -> str:
-        """The CatalogId of a catalog chain below the root (the root itself for `(root,)`)."""
-        root = self._root_catalog_id()
-        if chain == (root,):
-            return root
-        catalog_id = root
-        for name in chain:
-            if any(sep in name for sep in CATALOG_ID_SEPARATORS):
-                raise InvalidInputError(f"glue: catalog name {name!r} cannot contain '/' or ':'")
-            catalog_id = f"{catalog_id}:{name}" if ACCOUNT_ID.fullmatch(catalog_id) else f"{catalog_id}/{name}"
-        return catalog_id
-
-    def _namespace_refs(self, id: Identifier) -> tuple[DatabaseRef | None, str | None]:
-        """What a namespace id can name: (database, CatalogId of a catalog); None where it cannot."""
-        root = self._root_catalog_id()
-        if len(id) <= 1:
-            return None, self._catalog_id(id or (root,))
-        if id[0] == root:
-            return (DatabaseRef(root, id[1]), None) if len(id) == 2 else (None, None)
-        parent = self._catalog_id(id[:-1])
-        nested = None if any(sep in id[-1] for sep in CATALOG_ID_SEPARATORS) else self._catalog_id(id)
-        return DatabaseRef(parent, id[-1]), nested
-
-    def _table_ref(self, id: Identifier) -> tuple[DatabaseRef, str]:
-        database = self._namespace_refs(id[:-1])[0] if len(id) >= 3 else None
-        if database is None:
-            raise InvalidInputError(f"glue: {self._subject(id)} is not a table id: tables are "
-                                    "<catalog chain>$<database>$<table>")
-        return database, id[-1]
-
-    def _subject(self, id: Identifier) -> str:
-        return self.format_identifier(id) if id else "the root namespace"
-
     # --- namespace helpers ---------------------------------------------------------------------
 
-    def _resolve_namespace(self, id: Identifier) -> FoundNamespace:
-        """The database (asked first) or catalog an id names; NamespaceNotFound otherwise."""
-        database, catalog_id = self._namespace_refs(id)
-        subject = self._subject(id)
-        if database is not None:
-            found = self._call("GetDatabase", subject, missing=None,
-                               CatalogId=database.catalog_id, Name=database.name)
-            if found is not None:
-                return FoundNamespace(database.catalog_id, database.name, found["Database"])
-        if catalog_id is not None:
-            catalog = self._get_catalog(id, catalog_id)
-            if catalog is not None:
-                return FoundNamespace(catalog_id, None, catalog)
-        raise NamespaceNotFoundError(f"namespace {subject} not found")
-
-    def _get_catalog(self, id: Identifier, catalog_id: str) -> dict[str, Any] | None:
-        found = self._call("GetCatalog", self._subject(id), missing=None, CatalogId=catalog_id)
-        if found is None:
-            return None
-        self._known_catalogs.add(catalog_id)
-        return found["Catalog"]
-
     def _create_catalog(self, id: Identifier, properties: dict[str, str]) -> None:
-        subject = self._subject(id)
-        if id[0] == self._root_catalog_id():
+        subject = self.client.subject(id)
+        if id[0] == self.client.root_catalog_id():
             raise NamespaceAlreadyExistsError(f"{subject} is the root catalog")
         if self.capabilities().creatable_namespace_levels[0] > 1:
             raise UnsupportedOperationError(
                 f"glue: cannot create catalog {subject}: CreateCatalog only creates catalogs under "
                 "an account's default catalog, and the root catalog is not one")
-        self._call("CreateCatalog", subject, missing=NamespaceNotFoundError,
-                   duplicate=NamespaceAlreadyExistsError, Name=id[0],
-                   CatalogInput={"Parameters": properties})
+        self.client.call("CreateCatalog", subject, missing=NamespaceNotFoundError,
+                         duplicate=NamespaceAlreadyExistsError, Name=id[0],
+                         CatalogInput={"Parameters": properties})
 
     def _create_database(self, id: Identifier, database: DatabaseRef,
                          properties: dict[str, str]) -> None:
-        subject = self._subject(id)
+        subject = self.client.subject(id)
         parent = database.catalog_id
-        unchecked = parent != self._root_catalog_id() and parent not in self._known_catalogs
-        if unchecked and self._get_catalog(id[:-1], parent) is None:
+        if not self.client.catalog_exists(id[:-1], parent):
             raise NamespaceNotFoundError(f"parent catalog of {subject} not found")
-        self._call("CreateDatabase", subject, missing=NamespaceNotFoundError,
-                   duplicate=NamespaceAlreadyExistsError, CatalogId=parent,
-                   DatabaseInput={"Name": database.name, "Parameters": properties})
+        self.client.call("CreateDatabase", subject, missing=NamespaceNotFoundError,
+                         duplicate=NamespaceAlreadyExistsError, CatalogId=parent,
+                         DatabaseInput={"Name": database.name, "Parameters": properties})
 
     def _write_namespace_properties(self, id: Identifier, found: FoundNamespace,
                                     properties: dict[str, str]) -> None:
         """Replace the Parameters of a database or catalog, keeping its other fields."""
-        subject = self._subject(id)
+        subject = self.client.subject(id)
         if found.database is not None:
-            database_input = self._as_input(found.described, "DatabaseInput")
-            self._call("UpdateDatabase", subject, missing=NamespaceNotFoundError,
-                       CatalogId=found.catalog_id, Name=found.database,
-                       DatabaseInput={**database_input, "Parameters": properties})
+            database_input = self.client.as_input(found.described, "DatabaseInput")
+            self.client.call("UpdateDatabase", subject, missing=NamespaceNotFoundError,
+                             CatalogId=found.catalog_id, Name=found.database,
+                             DatabaseInput={**database_input, "Parameters": properties})
         else:
-            catalog_input = self._as_input(found.described, "CatalogInput")
-            self._call("UpdateCatalog", subject, missing=NamespaceNotFoundError,
-                       CatalogId=found.catalog_id,
-                       CatalogInput={**catalog_input, "Parameters": properties})
+            catalog_input = self.client.as_input(found.described, "CatalogInput")
+            self.client.call("UpdateCatalog", subject, missing=NamespaceNotFoundError,
+                             CatalogId=found.catalog_id,
+                             CatalogInput={**catalog_input, "Parameters": properties})
 
     def _child_namespaces(self, parent: Identifier) -> list[NamespaceInfo]:
         """Child catalogs and databases of `parent`, each with its Parameters."""
         if not parent:
             return self._root_children()
-        subject = self._subject(parent)
+        subject = self.client.subject(parent)
         if len(parent) == 1:
-            catalog_id = self._catalog_id(parent)
+            catalog_id = self.client.catalog_id(parent)
         else:
-            found = self._resolve_namespace(parent)
+            found = self.client.resolve_namespace(parent)
             if found.database is not None:
                 return []  # databases hold tables, not namespaces
             catalog_id = found.catalog_id
         children = [NamespaceInfo((*parent, database["Name"]), parameters_of(database))
-                    for database in self._items("GetDatabases", "DatabaseList", subject,
-                                                CatalogId=catalog_id, MaxResults=OBJECT_PAGE_SIZE)]
-        if catalog_id != self._root_catalog_id():  # the root's child catalogs are level-1 names
+                    for database in self.client.items("GetDatabases", "DatabaseList", subject,
+                                                      CatalogId=catalog_id, MaxResults=OBJECT_PAGE_SIZE)]
+        if catalog_id != self.client.root_catalog_id():  # the root's child catalogs are level-1 names
             children += [NamespaceInfo((*parent, catalog["Name"]), parameters_of(catalog))
                          for catalog in self._child_catalogs(subject, catalog_id)]
         return children
 
     def _root_children(self) -> list[NamespaceInfo]:
         """Level 1: the root catalog (named by its id) and its child catalogs."""
-        root = self._root_catalog_id()
-        subject = self._subject(())
+        root = self.client.root_catalog_id()
+        subject = self.client.subject(())
         if ACCOUNT_ID.fullmatch(root):
             return [NamespaceInfo((root if c["CatalogId"] == root else c["Name"],), parameters_of(c))
                     for c in self._child_catalogs(subject, root, IncludeRoot=True)]
         # IncludeRoot is only accepted for an account's default catalog
-        own = self._call("GetCatalog", subject, missing=NamespaceNotFoundError, CatalogId=root)
+        own = self.client.call("GetCatalog", subject, missing=NamespaceNotFoundError, CatalogId=root)
         return [NamespaceInfo((root,), parameters_of(own["Catalog"])),
                 *(NamespaceInfo((c["Name"],), parameters_of(c)) for c in self._child_catalogs(subject, root))]
 
     def _child_catalogs(self, subject: str, catalog_id: str, **options: Any) -> Iterator[dict]:
-        return self._items("GetCatalogs", "CatalogList", subject, ParentCatalogId=catalog_id,
-                           Recursive=False, MaxResults=CATALOG_PAGE_SIZE, **options)
+        return self.client.items("GetCatalogs", "CatalogList", subject, ParentCatalogId=catalog_id,
+                                 Recursive=False, MaxResults=CATALOG_PAGE_SIZE, **options)
 
     def _check_empty(self, subject: str, operation: str, list_key: str, what: str,
                      **params: Any) -> None:
-        response = self._call(operation, subject, missing=NamespaceNotFoundError, MaxResults=1,
-                              **params)
+        response = self.client.call(operation, subject, missing=NamespaceNotFoundError, MaxResults=1,
+                                    **params)
         if response[list_key]:
             raise NamespaceNotEmptyError(f"namespace {subject} is not empty: it has {what}")
 
     # --- table helpers -------------------------------------------------------------------------
-
-    def _get_table(self, id: Identifier) -> dict[str, Any] | None:
-        database, name = self._table_ref(id)
-        found = self._call("GetTable", self._subject(id), missing=None,
-                           CatalogId=database.catalog_id, DatabaseName=database.name, Name=name)
-        return found["Table"] if found is not None else None
-
-    def _lance_table(self, id: Identifier) -> dict[str, Any]:
-        table = self._get_table(id)
-        if table is None:
-            raise TableNotFoundError(f"table {self._subject(id)} not found")
-        if not is_lance(table):
-            raise InvalidInputError(f"table {self._subject(id)} is not a Lance table "
-                                    f"(TableType {table.get('TableType')!r}, "
-                                    f"{TABLE_TYPE_KEY} {parameters_of(table).get(TABLE_TYPE_KEY)!r})")
-        return table
 
     def _update_table(self, id: Identifier, parameters: Callable[[dict[str, str]], dict[str, str]],
                       location: str | None = None) -> None:
@@ -502,81 +407,30 @@ class GlueNamespace(GlueRules, SyncNamespace):
 
         VersionId makes it conditional: Glue refuses it if the table changed since GetTable.
         """
-        table = self._lance_table(id)
-        database, name = self._table_ref(id)
-        table_input = self._as_input(table, "TableInput")
+        table = self.client.lance_table(id)
+        database, name = self.client.table_ref(id)
+        table_input = self.client.as_input(table, "TableInput")
         table_input["Parameters"] = lance_table_properties(parameters(parameters_of(table)))
         if location is not None:
             table_input["StorageDescriptor"] = {**table_input.get("StorageDescriptor", {}),
                                                 "Location": location}
         version = {"VersionId": table["VersionId"]} if table.get("VersionId") else {}
-        self._call("UpdateTable", self._subject(id), missing=TableNotFoundError,
-                   CatalogId=database.catalog_id, DatabaseName=database.name,
-                   TableInput=table_input, **version)
+        self.client.call("UpdateTable", self.client.subject(id), missing=TableNotFoundError,
+                         CatalogId=database.catalog_id, DatabaseName=database.name,
+                         TableInput=table_input, **version)
 
     def _default_location(self, id: Identifier, database: DatabaseRef) -> str:
         """`{LocationUri}/{table}.lance` of the database, else `{root}/{namespace...}/{table}.lance`."""
-        found = self._call("GetDatabase", self._subject(id[:-1]), missing=NamespaceNotFoundError,
-                           CatalogId=database.catalog_id, Name=database.name)
+        found = self.client.call("GetDatabase", self.client.subject(id[:-1]), missing=NamespaceNotFoundError,
+                                 CatalogId=database.catalog_id, Name=database.name)
         database_location = found["Database"].get("LocationUri")
         if database_location:
             return join_location(normalize_location(database_location), f"{id[-1]}.lance")
         if self.config.root:
             return join_location(normalize_location(self.config.root),
                                  "/".join([*id[:-1], f"{id[-1]}.lance"]))
-        raise InvalidInputError(f"glue: {self._subject(id)} has no location, its database has no "
+        raise InvalidInputError(f"glue: {self.client.subject(id)} has no location, its database has no "
                                 "LocationUri and no `root` is configured")
-
-    # --- requests ------------------------------------------------------------------------------
-
-    @overload
-    def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError],
-              duplicate: type[LanceNamespaceError] | None = None, retry_safe: bool | None = None,
-              **params: Any) -> dict[str, Any]: ...
-
-    @overload
-    def _call(self, operation: str, subject: str, *, missing: None,
-              duplicate: type[LanceNamespaceError] | None = None, retry_safe: bool | None = None,
-              **params: Any) -> dict[str, Any] | None: ...
-
-    def _call(self, operation: str, subject: str, *, missing: type[LanceNamespaceError] | None,
-              duplicate: type[LanceNamespaceError] | None = None, retry_safe: bool | None = None,
-              **params: Any) -> dict[str, Any] | None:
-        """One Glue (or Lake Formation) request, its answer checked and its errors translated
-        (`transport`). EntityNotFound raises `missing` (None: returns None); `retry_safe`
-        overrides whether the operation may be sent again after it may have landed."""
-        service = self._lakeformation() if operation in LAKE_FORMATION_OPERATIONS else self._glue
-        return service.call(operation, subject, missing, duplicate, params, retry_safe)
-
-    def _service(self, service: str, endpoint: str | None) -> AwsJsonService:
-        return AwsJsonService(service, self._access.endpoint(service, endpoint), self._access,
-                              on_request=self.count_call, sleep=self._wait)
-
-    def _wait(self, seconds: float) -> None:
-        self._sleep(seconds)
-
-    def _lakeformation(self) -> AwsJsonService:
-        """Lake Formation (made on first use): the driver's credentials and region, at
-        `lakeformation_endpoint`, else the Glue `endpoint`, else AWS's for the region."""
-        with self._root_lock:
-            if self._lakeformation_service is None:
-                self._lakeformation_service = self._service(
-                    "lakeformation", self.config.lakeformation_endpoint or self.config.endpoint)
-            return self._lakeformation_service
-
-    def _items(self, operation: str, list_key: str, subject: str, **params: Any) -> Iterator[dict]:
-        """Every item of a NextToken listing, page after page."""
-        def fetch(token: str | None) -> tuple[list[dict], str | None]:
-            paging: dict[str, Any] = {"NextToken": token} if token else {}
-            response = self._call(operation, subject, missing=NamespaceNotFoundError, **params, **paging)
-            return response[list_key], response.get("NextToken")
-
-        return follow_pages(fetch)
-
-    def _as_input(self, described: dict[str, Any], input_shape: str) -> dict[str, Any]:
-        """A Get answer reduced to what the matching *Input shape accepts (for Update calls)."""
-        return projected(described, self._glue.model.shape_for(input_shape))
-
 
 def _under_database(subject: str) -> str:
     return f"parent of {subject} not found: a database of the root catalog holds no namespaces"

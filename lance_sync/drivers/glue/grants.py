@@ -4,8 +4,8 @@ Lake Formation keeps its permissions apart from the Glue objects they are on: a 
 principal (`DataLakePrincipalIdentifier`) and a resource, `{"Database": {CatalogId, Name}}` or
 `{"Table": {CatalogId, DatabaseName, Name}}`, always with the object's CatalogId. The driver
 sends these calls to Lake Formation with the credentials and region of its Glue calls, through
-the same request path (`_call`: answers checked against botocore's model, errors translated,
-garbled reads sent again).
+the same client (`GlueClient.call`: answers checked against botocore's model, errors
+translated, garbled reads sent again).
 
 - `list_grants` reads `ListPermissions` filtered by the resource, every page; a privilege held
   with the grant option (`PermissionsWithGrantOption`) counts as held. Lake Formation answers
@@ -37,15 +37,14 @@ from lance_namespace.errors import (
 )
 
 from lance_sync.drivers.base import Identifier
+from lance_sync.drivers.glue.config import GlueRules
 from lance_sync.drivers.support.paging import follow_pages
 from lance_sync.drivers.support.retry import BadAnswerError
 from lance_sync.model.grants import GrantMap, Securable, format_privileges
 
 if TYPE_CHECKING:
-    from lance_sync.drivers.glue.driver import GlueNamespace
+    from lance_sync.drivers.glue.client import GlueClient
 
-#: the Lake Formation calls the driver sends (with its Lake Formation client)
-LAKE_FORMATION_OPERATIONS = frozenset({"GrantPermissions", "RevokePermissions", "ListPermissions"})
 #: ListPermissions' MaxResults cap (botocore model)
 PERMISSIONS_PAGE_SIZE = 1000
 #: errors after which a grant or revoke may have landed, or met one that did: read again
@@ -75,10 +74,11 @@ class _Held:
 
 
 class LakeFormationGrants:
-    """`list_grants` and `change_grants` of a GlueNamespace (see the module docstring)."""
+    """`list_grants` and `change_grants` of a GlueNamespace (see the module docstring), sent
+    through its client; the rules on principals and privileges are `GlueRules`'."""
 
-    def __init__(self, driver: GlueNamespace):
-        self.driver = driver
+    def __init__(self, client: GlueClient):
+        self.client = client
 
     def list(self, kind: Securable, id: Identifier) -> GrantMap:
         target = self._target(kind, id)
@@ -88,16 +88,16 @@ class LakeFormationGrants:
 
     def change(self, kind: Securable, id: Identifier, principal: str,
                grant: frozenset[str], revoke: frozenset[str]) -> None:
-        driver = self.driver
-        problem = driver.check_principal(principal, driver.config)
+        config = self.client.config
+        problem = GlueRules.check_principal(principal, config)
         if problem is not None:
             raise InvalidInputError(f"glue: {problem}")
-        grant = frozenset(map(driver.canonical_privilege, grant))
-        revoke = frozenset(map(driver.canonical_privilege, revoke))
+        grant = frozenset(map(GlueRules.canonical_privilege, grant))
+        revoke = frozenset(map(GlueRules.canonical_privilege, revoke))
         if grant & revoke:
             raise InvalidInputError(f"glue: cannot grant and revoke {format_privileges(grant & revoke)} "
                                     "in one change")
-        allowed = driver.grant_privileges(kind, id, driver.config)
+        allowed = GlueRules.grant_privileges(kind, id, config)
         unknown = (grant | revoke) - allowed
         if allowed and unknown:
             raise InvalidInputError(f"glue: {format_privileges(unknown)} cannot be granted on a "
@@ -125,15 +125,15 @@ class LakeFormationGrants:
 
     def _target(self, kind: Securable, id: Identifier) -> _Target:
         """The object's resource, read from Glue first (NamespaceNotFound / TableNotFound)."""
-        driver = self.driver
-        subject = driver._subject(id)
+        client = self.client
+        subject = client.subject(id)
         if kind == "table":
-            driver._lance_table(id)
-            database, name = driver._table_ref(id)
+            client.lance_table(id)
+            database, name = client.table_ref(id)
             return _Target(kind, subject, {"Table": {"CatalogId": database.catalog_id,
                                                      "DatabaseName": database.name, "Name": name}},
                            TableNotFoundError)
-        found = driver._resolve_namespace(id)
+        found = client.resolve_namespace(id)
         if found.database is None:
             return _Target(kind, subject, None, NamespaceNotFoundError)
         return _Target(kind, subject, {"Database": {"CatalogId": found.catalog_id, "Name": found.database}},
@@ -147,8 +147,8 @@ class LakeFormationGrants:
                 continue
             name = entry["Principal"]["DataLakePrincipalIdentifier"]
             into = held.setdefault(name, _Held())
-            into.permissions.update(map(self.driver.canonical_privilege, entry["Permissions"]))
-            into.grantable.update(map(self.driver.canonical_privilege,
+            into.permissions.update(map(GlueRules.canonical_privilege, entry["Permissions"]))
+            into.grantable.update(map(GlueRules.canonical_privilege,
                                       entry.get("PermissionsWithGrantOption") or []))
         return held
 
@@ -159,8 +159,8 @@ class LakeFormationGrants:
 
         def fetch(token: str | None) -> tuple[list[dict[str, Any]], str | None]:
             paging: dict[str, Any] = {"NextToken": token} if token else {}
-            answer = self.driver._call("ListPermissions", target.subject, missing=target.missing,
-                                       **params, **paging)
+            answer = self.client.call("ListPermissions", target.subject, missing=target.missing,
+                                      **params, **paging)
             return answer["PrincipalResourcePermissions"], answer.get("NextToken")
 
         return follow_pages(fetch)
@@ -197,8 +197,8 @@ class LakeFormationGrants:
         """One GrantPermissions or RevokePermissions; where it fails in a way that may mean it
         (or another writer) made the change already, `done(held now)` decides."""
         try:
-            self.driver._call(operation, target.subject, missing=target.missing, Resource=target.resource,
-                              Principal={"DataLakePrincipalIdentifier": principal}, **request)
+            self.client.call(operation, target.subject, missing=target.missing, Resource=target.resource,
+                             Principal={"DataLakePrincipalIdentifier": principal}, **request)
         except _UNSURE:
             if not done(self._read(target, principal).get(principal, _Held())):
                 raise

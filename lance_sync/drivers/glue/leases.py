@@ -14,7 +14,7 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-from lance_sync.drivers.base import Identifier
+from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.drivers.glue.objects import DatabaseRef, parameters_of
 from lance_sync.drivers.glue.transport import MAX_RETRIES
 from lance_sync.drivers.leases import (
@@ -27,7 +27,7 @@ from lance_sync.drivers.leases import (
 from lance_sync.drivers.support.retry import BadAnswerError, with_retries
 
 if TYPE_CHECKING:
-    from lance_sync.drivers.glue.driver import GlueNamespace
+    from lance_sync.drivers.glue.client import GlueClient
 
 #: the Glue table that holds an apply lease, in the lease database
 LEASE_TABLE = "lease"
@@ -47,9 +47,10 @@ class GlueLeaseRegister(TableLeaseRegister):
     register (no table): it is read as the lease, and replacing it creates the table.
     """
 
-    driver: GlueNamespace
-
-    def __init__(self, driver: GlueNamespace, database_id: Identifier):
+    def __init__(self, driver: SyncNamespace, client: GlueClient, database_id: Identifier):
+        """`client` sends the lease's Glue calls; `driver` creates the lease database (the first
+        lease there) and reads and clears a lease of the previous format."""
+        self.client = client
         self.table_id = (*database_id, LEASE_TABLE)
         super().__init__(driver, database_id, f"{driver.namespace_id()} {list(self.table_id)}",
                          driver.format_identifier(self.table_id))
@@ -60,10 +61,10 @@ class GlueLeaseRegister(TableLeaseRegister):
             try:
                 # sent again after a lost answer: a create that landed then meets AlreadyExists,
                 # and the lease protocol reads the lease back and finds its own record
-                self.driver._call("CreateTable", self.label, missing=NamespaceNotFoundError,
-                                  duplicate=TableAlreadyExistsError, retry_safe=True, CatalogId=database.catalog_id,
-                                  DatabaseName=database.name,
-                                  TableInput={"Name": LEASE_TABLE, "Parameters": record.to_properties()})
+                self.client.call("CreateTable", self.label, missing=NamespaceNotFoundError,
+                                 duplicate=TableAlreadyExistsError, retry_safe=True, CatalogId=database.catalog_id,
+                                 DatabaseName=database.name,
+                                 TableInput={"Name": LEASE_TABLE, "Parameters": record.to_properties()})
             except TableAlreadyExistsError:
                 return None
             except NamespaceNotFoundError:  # the first lease of this owner here
@@ -76,8 +77,8 @@ class GlueLeaseRegister(TableLeaseRegister):
 
     def read(self) -> StoredLease | None:
         database = self._database()
-        found = self.driver._call("GetTable", self.label, missing=None, CatalogId=database.catalog_id,
-                                  DatabaseName=database.name, Name=LEASE_TABLE)
+        found = self.client.call("GetTable", self.label, missing=None, CatalogId=database.catalog_id,
+                                 DatabaseName=database.name, Name=LEASE_TABLE)
         if found is None:
             return self.previous_format()
         table = found["Table"]
@@ -97,16 +98,16 @@ class GlueLeaseRegister(TableLeaseRegister):
             return None
         database = self._database()
         try:
-            self.driver._call("UpdateTable", self.label, missing=TableNotFoundError,
-                              CatalogId=database.catalog_id, DatabaseName=database.name,
-                              TableInput={"Name": LEASE_TABLE, "Parameters": record.to_properties()},
-                              VersionId=version, SkipArchive=True)
+            self.client.call("UpdateTable", self.label, missing=TableNotFoundError,
+                             CatalogId=database.catalog_id, DatabaseName=database.name,
+                             TableInput={"Name": LEASE_TABLE, "Parameters": record.to_properties()},
+                             VersionId=version, SkipArchive=True)
         except (ConcurrentModificationError, TableNotFoundError):
             return None
         return StoredLease(record, "")
 
     def _database(self) -> DatabaseRef:
-        database = self.driver._namespace_refs(self.namespace)[0]
+        database = self.client.namespace_refs(self.namespace)[0]
         if database is None:
             raise InvalidInputError(f"glue: {self.label} cannot hold a lease: its parent is not a catalog")
         return database

@@ -1,6 +1,7 @@
 """Grants on databases and tables: the metastore's privilege rows (DB_PRIVS, TBL_PRIVS),
-listed for every principal and changed one principal at a time
-(`Hive3Namespace.list_grants`, `Hive3Namespace.change_grants`).
+listed for every principal and changed one principal at a time (`Hive3Grants`, which
+`Hive3Namespace.list_grants` and `Hive3Namespace.change_grants` call), through the driver's
+client (`client.Hive3Client`).
 
 What the metastore does, on HMS 2.3 and the suite's Hive 3 server alike
 (tests/servers/hive_checks.py, PRIVILEGE_CHECKS), and how the driver copes:
@@ -40,14 +41,14 @@ from pymetastore.hive_metastore.ttypes import (
 )
 
 from lance_sync.drivers.base import Identifier
-from lance_sync.drivers.hive3.config import split_principal
+from lance_sync.drivers.hive3.config import Hive3Config, Hive3Rules, split_principal
 from lance_sync.drivers.hive3.errors import METASTORE_ERRORS
 from lance_sync.drivers.hive3.objects import display, id_parts, is_default_catalog
 from lance_sync.drivers.support.retry import BadAnswerError
 from lance_sync.model.grants import GrantMap, Securable, format_privileges
 
 if TYPE_CHECKING:
-    from lance_sync.drivers.hive3.driver import Hive3Namespace
+    from lance_sync.drivers.hive3.client import Hive3Client
 
 #: the grantor recorded on the rows the driver grants
 GRANTOR = "lance-sync"
@@ -55,97 +56,135 @@ PRINCIPAL_TYPES = {"user": PrincipalType.USER, "group": PrincipalType.GROUP, "ro
 PRINCIPAL_KINDS = {value: kind for kind, value in PRINCIPAL_TYPES.items()}
 
 
-def list_grants(driver: Hive3Namespace, kind: Securable, id: Identifier) -> GrantMap:
-    """Every principal's privileges on the database or table: one list_privileges after the
-    object's own read."""
-    ref = _object_ref(driver, kind, id)
-    grants: dict[str, set[str]] = {}
-    for row in driver._send("list_privileges", None, None, ref):
-        privilege = driver.canonical_privilege(row.grantInfo.privilege)
-        if privilege:  # a blank row can be neither granted nor revoked (HMS skips it)
-            grants.setdefault(f"{PRINCIPAL_KINDS[row.principalType]}:{row.principalName}", set()).add(privilege)
-    return {principal: frozenset(privileges) for principal, privileges in grants.items()}
+class Hive3Grants:
+    """Reads and changes the privilege rows of databases and tables through the driver's client;
+    `rules` (the driver's class) spells privileges and says which each object takes."""
 
+    def __init__(self, client: Hive3Client, rules: type[Hive3Rules], config: Hive3Config) -> None:
+        self.client = client
+        self.rules = rules
+        self.config = config
 
-def change_grants(driver: Hive3Namespace, kind: Securable, id: Identifier, principal: str,
-                  grant: frozenset[str], revoke: frozenset[str]) -> None:
-    """Grant and revoke one principal's privileges: the object is read, then the principal's
-    rows on it, then what differs is sent (a revoke, then a grant)."""
-    name, principal_type = _principal(driver, principal)
-    grant = frozenset(driver.canonical_privilege(p) for p in grant)
-    revoke = frozenset(driver.canonical_privilege(p) for p in revoke)
-    allowed = driver.grant_privileges(kind, id, driver.config)
-    if not allowed:
-        raise InvalidInputError(f"hive3: {kind} {display(id)} has no grants (databases and tables have)")
-    if unknown := grant - allowed:
-        raise InvalidInputError(f"hive3: {format_privileges(unknown)} cannot be granted on {kind} "
-                                f"{display(id)} (allowed: {format_privileges(allowed)})")
-    if both := grant & revoke:
-        raise InvalidInputError(f"hive3: {format_privileges(both)} both granted and revoked")
-    if "" in revoke:
-        raise InvalidInputError("hive3: a privilege cannot be blank")
-    ref = _object_ref(driver, kind, id)
-    rows = _rows(driver, name, principal_type, ref)
-    held = {driver.canonical_privilege(row.grantInfo.privilege) for row in rows}
-    for _ in range(len(rows)):  # each round removes at least one row
-        doomed = [row for row in rows if driver.canonical_privilege(row.grantInfo.privilege) in revoke]
-        if not doomed:
-            break
-        sent = _revoke(driver, kind, id, ref, name, principal_type, doomed)
-        if sent == len(doomed):
-            break
-        rows = _rows(driver, name, principal_type, ref)  # a privilege held more than once
-    if missing := grant - held:
-        _send_change(driver, kind, id, ref, name, principal_type, GrantRevokeType.GRANT, [
-            _privilege(ref, name, principal_type, privilege) for privilege in sorted(missing)])
+    def list_grants(self, kind: Securable, id: Identifier) -> GrantMap:
+        """Every principal's privileges on the database or table: one list_privileges after the
+        object's own read."""
+        ref = self._object_ref(kind, id)
+        grants: dict[str, set[str]] = {}
+        for row in self.client.send("list_privileges", None, None, ref):
+            privilege = self.rules.canonical_privilege(row.grantInfo.privilege)
+            if privilege:  # a blank row can be neither granted nor revoked (HMS skips it)
+                grants.setdefault(f"{PRINCIPAL_KINDS[row.principalType]}:{row.principalName}",
+                                  set()).add(privilege)
+        return {principal: frozenset(privileges) for principal, privileges in grants.items()}
 
+    def change_grants(self, kind: Securable, id: Identifier, principal: str,
+               grant: frozenset[str], revoke: frozenset[str]) -> None:
+        """Grant and revoke one principal's privileges: the object is read, then the principal's
+        rows on it, then what differs is sent (a revoke, then a grant)."""
+        name, principal_type = self._principal(principal)
+        canonical = self.rules.canonical_privilege
+        grant = frozenset(canonical(p) for p in grant)
+        revoke = frozenset(canonical(p) for p in revoke)
+        self._check_change(kind, id, grant, revoke)
+        ref = self._object_ref(kind, id)
+        rows = self._rows(name, principal_type, ref)
+        held = {canonical(row.grantInfo.privilege) for row in rows}
+        for _ in range(len(rows)):  # each round removes at least one row
+            doomed = [row for row in rows if canonical(row.grantInfo.privilege) in revoke]
+            if not doomed:
+                break
+            sent = self._revoke(kind, id, ref, name, principal_type, doomed)
+            if sent == len(doomed):
+                break
+            rows = self._rows(name, principal_type, ref)  # a privilege held more than once
+        if missing := grant - held:
+            self._send_change(kind, id, ref, name, principal_type, GrantRevokeType.GRANT, [
+                _privilege(ref, name, principal_type, privilege) for privilege in sorted(missing)])
 
-def _principal(driver: Hive3Namespace, principal: str) -> tuple[str, int]:
-    """(name, PrincipalType) of a principal a manifest wrote (InvalidInput for another form)."""
-    parts = split_principal(principal)
-    if parts is None:
-        raise InvalidInputError(f"hive3: {driver.check_principal(principal, driver.config)}")
-    kind, name = parts
-    return name, PRINCIPAL_TYPES[kind]
+    def _check_change(self, kind: Securable, id: Identifier, grant: frozenset[str],
+                      revoke: frozenset[str]) -> None:
+        """InvalidInput for a change that cannot be made (before anything is read or sent)."""
+        allowed = self.rules.grant_privileges(kind, id, self.config)
+        if not allowed:
+            raise InvalidInputError(f"hive3: {kind} {display(id)} has no grants (databases and tables have)")
+        if unknown := grant - allowed:
+            raise InvalidInputError(f"hive3: {format_privileges(unknown)} cannot be granted on {kind} "
+                                    f"{display(id)} (allowed: {format_privileges(allowed)})")
+        if both := grant & revoke:
+            raise InvalidInputError(f"hive3: {format_privileges(both)} both granted and revoked")
+        if "" in revoke:
+            raise InvalidInputError("hive3: a privilege cannot be blank")
 
+    def _principal(self, principal: str) -> tuple[str, int]:
+        """(name, PrincipalType) of a principal a manifest wrote (InvalidInput for another form)."""
+        parts = split_principal(principal)
+        if parts is None:
+            raise InvalidInputError(f"hive3: {self.rules.check_principal(principal, self.config)}")
+        kind, name = parts
+        return name, PRINCIPAL_TYPES[kind]
 
-def _object_ref(driver: Hive3Namespace, kind: Securable, id: Identifier) -> HiveObjectRef:
-    """The object as list_privileges and grants name it, after reading it (NamespaceNotFound,
-    TableNotFound; InvalidInput for a table that is not a Lance table)."""
-    if kind == "namespace":
-        parts = id_parts(list(id), "namespace", 1, 2)
-        if len(parts) == 1:
-            raise InvalidInputError(f"hive3: catalog {display(parts)} has no grants (databases and "
-                                    "tables have)")
-        catalog, database = parts
-        driver._get_database(catalog, database)
-        return HiveObjectRef(objectType=HiveObjectType.DATABASE, dbName=database,
+    def _object_ref(self, kind: Securable, id: Identifier) -> HiveObjectRef:
+        """The object as list_privileges and grants name it, after reading it (NamespaceNotFound,
+        TableNotFound; InvalidInput for a table that is not a Lance table)."""
+        if kind == "namespace":
+            parts = id_parts(list(id), "namespace", 1, 2)
+            if len(parts) == 1:
+                raise InvalidInputError(f"hive3: catalog {display(parts)} has no grants (databases and "
+                                        "tables have)")
+            catalog, database = parts
+            self.client.get_database(catalog, database)
+            return HiveObjectRef(objectType=HiveObjectType.DATABASE, dbName=database,
+                                 catName=None if is_default_catalog(catalog) else catalog)
+        catalog, database, name = id_parts(list(id), "table", 3, 3)
+        self.client.lance_table(catalog, database, name)
+        return HiveObjectRef(objectType=HiveObjectType.TABLE, dbName=database, objectName=name,
                              catName=None if is_default_catalog(catalog) else catalog)
-    catalog, database, name = id_parts(list(id), "table", 3, 3)
-    driver._lance_table(catalog, database, name)
-    return HiveObjectRef(objectType=HiveObjectType.TABLE, dbName=database, objectName=name,
-                         catName=None if is_default_catalog(catalog) else catalog)
 
+    def _rows(self, name: str, principal_type: int, ref: HiveObjectRef) -> list[HiveObjectPrivilege]:
+        """The principal's live rows on the object (blank ones left out: HMS skips them)."""
+        return [row for row in self.client.send("list_privileges", name, principal_type, ref)
+                if row.grantInfo.privilege.strip()]
 
-def _rows(driver: Hive3Namespace, name: str, principal_type: int, ref: HiveObjectRef
-          ) -> list[HiveObjectPrivilege]:
-    """The principal's live rows on the object (blank ones left out: HMS skips them)."""
-    return [row for row in driver._send("list_privileges", name, principal_type, ref)
-            if row.grantInfo.privilege.strip()]
+    def _revoke(self, kind: Securable, id: Identifier, ref: HiveObjectRef, name: str,
+                principal_type: int, rows: list[HiveObjectPrivilege]) -> int:
+        """One revoke naming each row's privilege as stored, each spelling once (two entries that
+        find the same row would remove it once); returns how many entries were sent."""
+        spellings: dict[str, str] = {}
+        for row in rows:
+            stored = row.grantInfo.privilege
+            # a table's revoke matches any case, a database's the exact spelling
+            spellings.setdefault(stored.lower() if ref.objectType == HiveObjectType.TABLE else stored, stored)
+        self._send_change(kind, id, ref, name, principal_type, GrantRevokeType.REVOKE, [
+            _privilege(ref, name, principal_type, stored) for stored in sorted(spellings.values())])
+        return len(spellings)
 
+    def _send_change(self, kind: Securable, id: Identifier, ref: HiveObjectRef, name: str,
+                     principal_type: int, request_type: int, privileges: list[HiveObjectPrivilege]) -> None:
+        """One grant_revoke_privileges. A refusal (HMS 2.3 answers an internal error for any) is
+        explained by reading again: the object gone (NamespaceNotFound, TableNotFound), a role
+        that does not exist (InvalidInput); otherwise it stands."""
+        call = "grant_revoke_privileges"
+        request = GrantRevokePrivilegeRequest(requestType=request_type, privileges=PrivilegeBag(privileges),
+                                              revokeGrantOption=False)
+        try:
+            answer = self.client.send(call, request)
+        except METASTORE_ERRORS:
+            self._explain(kind, id, name, principal_type)
+            raise
+        except InternalError:  # the transport's TApplicationException INTERNAL_ERROR (HMS 2.3's refusal)
+            self._explain(kind, id, name, principal_type)
+            raise
+        if not isinstance(answer, GrantRevokePrivilegeResponse) or not isinstance(answer.success, bool):
+            raise BadAnswerError(f"hive3: {call} answered an unexpected shape: {answer!r:.200}")
+        if not answer.success:
+            raise InternalError(f"hive3: the metastore did not carry out the change of {display(id)}'s "
+                                f"grants ({call} answered success=false)")
 
-def _revoke(driver: Hive3Namespace, kind: Securable, id: Identifier, ref: HiveObjectRef, name: str,
-            principal_type: int, rows: list[HiveObjectPrivilege]) -> int:
-    """One revoke naming each row's privilege as stored, each spelling once (two entries that
-    find the same row would remove it once); returns how many entries were sent."""
-    spellings: dict[str, str] = {}
-    for row in rows:
-        stored = row.grantInfo.privilege
-        # a table's revoke matches any case, a database's the exact spelling
-        spellings.setdefault(stored.lower() if ref.objectType == HiveObjectType.TABLE else stored, stored)
-    _send_change(driver, kind, id, ref, name, principal_type, GrantRevokeType.REVOKE, [
-        _privilege(ref, name, principal_type, stored) for stored in sorted(spellings.values())])
-    return len(spellings)
+    def _explain(self, kind: Securable, id: Identifier, name: str, principal_type: int) -> None:
+        self._object_ref(kind, id)
+        if principal_type == PrincipalType.ROLE and name not in self.client.send("get_role_names"):
+            raise InvalidInputError(f"hive3: role {name!r} does not exist in the metastore (create it "
+                                    "with CREATE ROLE first)")
 
 
 def _privilege(ref: HiveObjectRef, name: str, principal_type: int, privilege: str) -> HiveObjectPrivilege:
@@ -153,34 +192,3 @@ def _privilege(ref: HiveObjectRef, name: str, principal_type: int, privilege: st
         hiveObject=ref, principalName=name, principalType=principal_type,
         grantInfo=PrivilegeGrantInfo(privilege=privilege, createTime=0, grantor=GRANTOR,
                                      grantorType=PrincipalType.USER, grantOption=False))
-
-
-def _send_change(driver: Hive3Namespace, kind: Securable, id: Identifier, ref: HiveObjectRef,
-                 name: str, principal_type: int, request_type: int,
-                 privileges: list[HiveObjectPrivilege]) -> None:
-    """One grant_revoke_privileges. A refusal (HMS 2.3 answers an internal error for any) is
-    explained by reading again: the object gone (NamespaceNotFound, TableNotFound), a role
-    that does not exist (InvalidInput); otherwise it stands."""
-    call = "grant_revoke_privileges"
-    request = GrantRevokePrivilegeRequest(requestType=request_type, privileges=PrivilegeBag(privileges),
-                                          revokeGrantOption=False)
-    try:
-        answer = driver._send(call, request)
-    except METASTORE_ERRORS:
-        _explain(driver, kind, id, name, principal_type)
-        raise
-    except InternalError:  # the transport's TApplicationException INTERNAL_ERROR (HMS 2.3's refusal)
-        _explain(driver, kind, id, name, principal_type)
-        raise
-    if not isinstance(answer, GrantRevokePrivilegeResponse) or not isinstance(answer.success, bool):
-        raise BadAnswerError(f"hive3: {call} answered an unexpected shape: {answer!r:.200}")
-    if not answer.success:
-        raise InternalError(f"hive3: the metastore did not carry out the change of {display(id)}'s "
-                                f"grants ({call} answered success=false)")
-
-
-def _explain(driver: Hive3Namespace, kind: Securable, id: Identifier, name: str, principal_type: int) -> None:
-    _object_ref(driver, kind, id)
-    if principal_type == PrincipalType.ROLE and name not in driver._send("get_role_names"):
-        raise InvalidInputError(f"hive3: role {name!r} does not exist in the metastore (create it "
-                                "with CREATE ROLE first)")

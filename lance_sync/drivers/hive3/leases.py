@@ -1,7 +1,7 @@
 """Apply leases on a Hive Metastore: locks of the metastore's own lock API.
 
 An EXCLUSIVE lock is granted by the metastore to one requester at a time, so a lease is one
-(`HiveLockLeaseRegister`); the calls go out through the driver (`Hive3Namespace._send`).
+(`HiveLockLeaseRegister`); the calls go out through the driver's client (`client.Hive3Client`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import contextlib
 import datetime
 import hashlib
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from lance_namespace.errors import InvalidInputError, NamespaceNotFoundError
 from pymetastore.hive_metastore.ttypes import (
@@ -36,7 +36,7 @@ from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, i
 from lance_sync.drivers.support.retry import BadAnswerError
 
 if TYPE_CHECKING:
-    from lance_sync.drivers.hive3.driver import Hive3Namespace
+    from lance_sync.drivers.hive3.client import Hive3Client
 
 #: how a lease lock names its holder in `agentInfo` (the metastore keeps 128 characters)
 LEASE_AGENT = re.compile(r"lance-sync lease (?P<id>\w+) pid (?P<pid>\d+) since (?P<started>\S+) "
@@ -67,24 +67,24 @@ class HiveLockLeaseRegister(LeaseRegister):
     dropping it.
     """
 
-    def __init__(self, driver: Hive3Namespace, catalog: str, name: str, owner: str):
-        self.driver = driver
+    def __init__(self, client: Hive3Client, namespace_id: str, catalog: str, name: str, owner: str):
+        self.client = client
         self.owner = owner
         self.database = (catalog, name)
         suffix = "" if is_default_catalog(catalog) else f"_{hashlib.sha256(catalog.lower().encode()).hexdigest()[:8]}"
         self.lock_name = f"{name}{suffix}"
-        super().__init__(f"{driver.namespace_id()} lock {self.lock_name}",
-                         f"the lock {self.lock_name} of thrift://{driver._address}")
+        super().__init__(f"{namespace_id} lock {self.lock_name}",
+                         f"the lock {self.lock_name} of thrift://{client.address}")
 
     @translated
     def create(self, record: LeaseRecord) -> StoredLease | None:
-        answer = self._send("lock", LockRequest(
+        answer = self.client.send("lock", LockRequest(
             component=[LockComponent(type=LockType.EXCLUSIVE, level=LockLevel.DB, dbname=self.lock_name,
                                      operationType=DataOperationType.NO_TXN, isTransactional=False)],
             user=record.holder[:LOCK_TEXT_LIMIT], hostname=record.host[:LOCK_TEXT_LIMIT],
             agentInfo=_lease_agent(record)))
         if not isinstance(answer, LockResponse) or not isinstance(answer.lockid, int):
-            raise BadAnswerError(f"hive3: lock to the metastore at {self.driver._address} answered "
+            raise BadAnswerError(f"hive3: lock to the metastore at {self.client.address} answered "
                                  f"{shown(answer)}, not a LockResponse with a lockid")
         acquired = answer.state == LockState.ACQUIRED or (
             answer.state == LockState.WAITING and self._settled(answer.lockid))
@@ -105,12 +105,12 @@ class HiveLockLeaseRegister(LeaseRegister):
     def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
         if expected.version == PREVIOUS_FORMAT:
             with contextlib.suppress(NamespaceNotFoundError):
-                self.driver._drop_database(*self.database, cascade=False)
+                self.client.drop_database(*self.database, cascade=False)
             return self.create(record)
         lockid = int(expected.version)
         if record.id == expected.record.id:  # a renewal: the holder keeps its lock alive
             try:
-                self._send("heartbeat", HeartbeatRequest(lockid=lockid))
+                self.client.send("heartbeat", HeartbeatRequest(lockid=lockid))
             except NoSuchLockException:
                 return None
             return StoredLease(record, expected.version)
@@ -121,7 +121,7 @@ class HiveLockLeaseRegister(LeaseRegister):
     def remove(self, expected: StoredLease) -> bool:
         """Unlocking by lock id is conditional by nature: a lock another apply took over is gone."""
         if expected.version == PREVIOUS_FORMAT:
-            self.driver._drop_database(*self.database, cascade=False)
+            self.client.drop_database(*self.database, cascade=False)
         else:
             self._unlock(int(expected.version))
         return True
@@ -144,7 +144,7 @@ class HiveLockLeaseRegister(LeaseRegister):
                 self._unlock(lock.lockid)
             if len(dead) == len(ahead):
                 try:
-                    state = self._send("check_lock", CheckLockRequest(lockid=lockid)).state
+                    state = self.client.send("check_lock", CheckLockRequest(lockid=lockid)).state
                 except NoSuchLockException:
                     return False  # unlocked meanwhile by another apply that took ours for dead
                 if state == LockState.ACQUIRED:
@@ -152,13 +152,13 @@ class HiveLockLeaseRegister(LeaseRegister):
                 if state != LockState.WAITING:
                     return False
             else:
-                self.driver._sleep(LOCK_POLL_SECONDS)
+                self.client.sleep(LOCK_POLL_SECONDS)
         self._unlock(lockid)
         return False
 
     def _locks(self) -> list[ShowLocksResponseElement]:
         """The locks of the lease's name, oldest first."""
-        answer = self._send("show_locks", ShowLocksRequest(dbname=self.lock_name))
+        answer = self.client.send("show_locks", ShowLocksRequest(dbname=self.lock_name))
         return sorted((lock for lock in answer.locks if same_name(lock.dbname, self.lock_name)),
                       key=lambda lock: lock.lockid)
 
@@ -174,7 +174,7 @@ class HiveLockLeaseRegister(LeaseRegister):
 
     def _previous_format(self) -> StoredLease | None:
         try:
-            database = self.driver._get_database(*self.database)
+            database = self.client.get_database(*self.database)
         except NamespaceNotFoundError:
             return None
         record = LeaseRecord.from_properties(database_properties(database))
@@ -182,10 +182,7 @@ class HiveLockLeaseRegister(LeaseRegister):
 
     def _unlock(self, lockid: int) -> None:
         with contextlib.suppress(NoSuchLockException):  # gone already
-            self._send("unlock", UnlockRequest(lockid=lockid))
-
-    def _send(self, call: str, *args: Any) -> Any:
-        return self.driver._send(call, *args)
+            self.client.send("unlock", UnlockRequest(lockid=lockid))
 
 
 #: the version of a lease of the format before lease locks (a record in database parameters)

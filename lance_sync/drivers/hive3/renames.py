@@ -1,6 +1,7 @@
 """Renames, moves and location changes of a Lance table in place: one `alter_table` of the table
-as the driver read it, with a new name, database or storage location
-(`Hive3Namespace.rename_table`, `Hive3Namespace.update_table_location`).
+as the driver's client read it, with a new name, database or storage location
+(`Hive3Namespace.rename_table`, `Hive3Namespace.update_table_location`), through the client
+(`client.Hive3Client`).
 
 `alter_table` keeps what HMS never takes from the new definition (createTime, the catalog) and
 takes the rest from the table sent: its parameters, storage descriptor and owner go back as they
@@ -17,21 +18,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lance_namespace.errors import InvalidInputError, TableAlreadyExistsError
+from lance_namespace.errors import InvalidInputError, TableAlreadyExistsError, TableNotFoundError
 
 from lance_sync.drivers.base import Identifier
 from lance_sync.drivers.hive3.objects import EXTERNAL_KEY, display, table_location
 from lance_sync.drivers.support.locations import catalog_url
-from lance_sync.model.locations import join_location
 
 if TYPE_CHECKING:
-    from lance_sync.drivers.hive3.driver import Hive3Namespace
+    from lance_sync.drivers.hive3.client import Hive3Client
 
 #: a move keeps the table's catalog
 MOVE_FIXED_LEVELS = 1
 
 
-def rename(driver: Hive3Namespace, source: Identifier, destination: Identifier) -> None:
+def rename(client: Hive3Client, source: Identifier, destination: Identifier) -> None:
     """alter_table with the new name (and database), after the checks that let nothing change
     unless it can all change: the source is a Lance table (TableNotFound, InvalidInput), the
     destination database exists (NamespaceNotFound) and the destination name is free
@@ -39,35 +39,37 @@ def rename(driver: Hive3Namespace, source: Identifier, destination: Identifier) 
     explained by reading both again."""
     catalog, database, name = source
     _, new_database, new_name = destination
-    table = driver._lance_table(catalog, database, name)
+    table = client.lance_table(catalog, database, name)
     if (table.parameters or {}).get(EXTERNAL_KEY, "").upper() != "TRUE":
         raise InvalidInputError(f"hive3: table {display(source)} lacks {EXTERNAL_KEY}=TRUE: the metastore "
                                 "would move its data on a rename; nothing was changed")
     if new_database.lower() != database.lower():
-        driver._get_database(catalog, new_database)
-    _check_free(driver, destination)
+        client.get_database(catalog, new_database)
+    _check_free(client, destination)
     table.dbName, table.tableName = new_database, new_name
     try:
-        driver._alter_lance_table(source, table)
+        client.alter_lance_table(source, table)
     except InvalidInputError:  # the source was there (else TableNotFound): what else went?
         if new_database.lower() != database.lower():
-            driver._get_database(catalog, new_database)
-        _check_free(driver, destination)
+            client.get_database(catalog, new_database)
+        _check_free(client, destination)
         raise
 
 
-def relocate(driver: Hive3Namespace, id: Identifier, location: str) -> None:
-    """alter_table with the storage descriptor's location changed, the rest of the table as read.
-    A relative location is taken from the driver's root, as a declare takes it."""
+def relocate(client: Hive3Client, id: Identifier, location: str) -> None:
+    """alter_table with the storage descriptor's location changed to `location` (absolute: the
+    driver takes a relative one from its root, as a declare does), the rest of the table as read."""
     catalog, database, name = id
-    table = driver._lance_table(catalog, database, name)
-    new_location = join_location(driver._root, location)
-    if table_location(table) == new_location:
+    table = client.lance_table(catalog, database, name)
+    if table_location(table) == location:
         return
-    table.sd.location = catalog_url(new_location)
-    driver._alter_lance_table(id, table)
+    table.sd.location = catalog_url(location)
+    client.alter_lance_table(id, table)
 
 
-def _check_free(driver: Hive3Namespace, destination: Identifier) -> None:
-    if driver.get_table_info(destination) is not None:
-        raise TableAlreadyExistsError(f"hive3: table {display(destination)} already exists")
+def _check_free(client: Hive3Client, destination: Identifier) -> None:
+    try:
+        client.get_table(*destination)
+    except TableNotFoundError:
+        return
+    raise TableAlreadyExistsError(f"hive3: table {display(destination)} already exists")

@@ -312,11 +312,11 @@ class UnityNamespace(UnityRules, SyncNamespace):
         self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": wanted},
                           expect=SchemaAnswer, retry_safe=True)
 
-    def _replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
+    def replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
         """One PATCH, which replaces the whole map in UC; no properties at all is a read-modify-write
         (UC ignores an empty map, see update_namespace_properties)."""
         if not properties:
-            super()._replace_namespace_properties(id, properties)
+            super().replace_namespace_properties(id, properties)
             return
         catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
         self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": properties},
