@@ -184,7 +184,7 @@ def unity(server: ScriptedServer, tmp_path: Path, **properties: Any) -> UnityNam
 
 
 def http_of(driver: IcebergNamespace | UnityNamespace) -> HttpClient:
-    return driver.client.http if isinstance(driver, IcebergNamespace) else driver.http
+    return driver.client.http
 
 
 def record_sleeps(driver: IcebergNamespace | UnityNamespace) -> list[float]:
