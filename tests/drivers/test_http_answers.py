@@ -184,7 +184,7 @@ def unity(server: ScriptedServer, tmp_path: Path, **properties: Any) -> UnityNam
 
 
 def http_of(driver: IcebergNamespace | UnityNamespace) -> HttpClient:
-    return driver._http if isinstance(driver, IcebergNamespace) else driver.http
+    return driver.client.http
 
 
 def record_sleeps(driver: IcebergNamespace | UnityNamespace) -> list[float]:
@@ -526,7 +526,7 @@ def test_a_malformed_iceberg_config_is_no_fallback(servers, tmp_path, config):
     record_sleeps(driver)
     with pytest.raises(BadAnswerError, match="GET /v1/config answered an unexpected shape"):
         driver.list_namespaces(ListNamespacesRequest(id=[WH]))
-    assert driver._prefixes == {}
+    assert driver.client.prefixes == {}
     assert server.seen[f"GET /v1/{WH}/namespaces"] == 0
 
 
@@ -536,7 +536,7 @@ def test_a_malformed_iceberg_config_is_no_fallback(servers, tmp_path, config):
 def test_a_malformed_token_answer_is_retried_then_an_error(servers, tmp_path):
     server = servers({**ICEBERG_ROUTES, "POST /v1/oauth/tokens": js({"token_type": "bearer"})})
     driver = iceberg(server, tmp_path, credential="client:secret-never-shown-4f")
-    driver._auth._http.sleep = lambda seconds: None  # the token client's own HttpClient
+    driver.client.auth._http.sleep = lambda seconds: None  # the token client's own HttpClient
 
     with pytest.raises(BadAnswerError) as raised:
         driver.list_namespaces(ListNamespacesRequest(id=[WH]))

@@ -159,11 +159,11 @@ def test_connect_takes_string_properties_with_timeouts_in_milliseconds(tmp_path)
         "read_timeout": "2000", "max_retries": "0", "storage.region": "eu-west-1"})
 
     assert isinstance(driver, IcebergNamespace)
-    assert driver._http.timeout == (0.5, 2.0)
-    assert driver._http.max_retries == 0
+    assert driver.client.http.timeout == (0.5, 2.0)
+    assert driver.client.http.max_retries == 0
     assert driver.storage_options() == {"region": "eu-west-1"}
     defaults = make_driver("http://127.0.0.1:1", tmp_path)
-    assert defaults._http.timeout == (10.0, 30.0) and defaults._http.max_retries == 3
+    assert defaults.client.http.timeout == (10.0, 30.0) and defaults.client.http.max_retries == 3
 
 
 @pytest.mark.parametrize("key, value", [("connect_timeout", "0"), ("max_retries", "-1"),
@@ -201,7 +201,7 @@ def test_config_prefix_is_fetched_once_per_warehouse(iceberg_server, tmp_path):
     counts = routes(iceberg_server)
     assert counts[CONFIG_ROUTE] == 1
     assert counts["GET /v1/{prefix}/namespaces"] == 32
-    assert driver._prefixes == {WAREHOUSE: iceberg_rest.PREFIX}
+    assert driver.client.prefixes == {WAREHOUSE: iceberg_rest.PREFIX}
 
 
 def test_without_a_config_prefix_the_warehouse_name_is_the_prefix(tmp_path):
@@ -215,7 +215,7 @@ def test_without_a_config_prefix_the_warehouse_name_is_the_prefix(tmp_path):
     finally:
         server.stop()
 
-    assert driver._prefixes == {WAREHOUSE: WAREHOUSE}
+    assert driver.client.prefixes == {WAREHOUSE: WAREHOUSE}
     assert described.location == str(tmp_path / "orders.lance")
 
 
@@ -484,7 +484,7 @@ def test_update_table_properties(iceberg_server, driver, namespace, catalog):
 def test_update_of_a_replaced_table_is_a_concurrent_modification(driver, namespace, catalog):
     declare(driver, (*namespace, "t"))
     identifier = (*namespace[1:], "t")
-    send = driver._http.request
+    send = driver.client.http.request
 
     def replace_after_load(method: str, path: str, **kwargs: Any) -> Any:
         answer = send(method, path, **kwargs)
@@ -493,7 +493,7 @@ def test_update_of_a_replaced_table_is_a_concurrent_modification(driver, namespa
             catalog.create_table(identifier, Schema(), properties={"table_type": "lance"})
         return answer
 
-    driver._http.request = replace_after_load
+    driver.client.http.request = replace_after_load
     with pytest.raises(ConcurrentModificationError, match="UUID does not match"):
         driver.update_table_properties((*namespace, "t"), {"a": "1"}, [])
     assert "a" not in catalog.load_table(identifier).properties
@@ -641,7 +641,7 @@ def test_update_table_location_errors(driver, namespace, catalog, tmp_path):
 def test_location_change_of_a_replaced_table_is_a_concurrent_modification(driver, namespace, catalog, tmp_path):
     declare(driver, (*namespace, "t"), str(tmp_path / "t.lance"))
     identifier = (*namespace[1:], "t")
-    send = driver._http.request
+    send = driver.client.http.request
 
     def replace_after_load(method: str, path: str, **kwargs: Any) -> Any:
         answer = send(method, path, **kwargs)
@@ -651,7 +651,7 @@ def test_location_change_of_a_replaced_table_is_a_concurrent_modification(driver
                                  properties={"table_type": "lance"})
         return answer
 
-    driver._http.request = replace_after_load
+    driver.client.http.request = replace_after_load
     with pytest.raises(ConcurrentModificationError, match="UUID does not match"):
         driver.update_table_location((*namespace, "t"), str(tmp_path / "moved.lance"))
     assert catalog.load_table(identifier).location() == str(tmp_path / "new.lance")
@@ -693,7 +693,7 @@ def test_loads_run_in_parallel(iceberg_server, big_namespace, tmp_path):
     driver = make_driver(iceberg_server, tmp_path)
     barrier = threading.Barrier(LOAD_PARALLELISM, timeout=60)
     held, lock = [0], threading.Lock()
-    send = driver._http.request
+    send = driver.client.http.request
 
     def meet_the_others(method: str, path: str, **kwargs: Any) -> Any:
         if method == "GET" and "/tables/" in path:
@@ -704,7 +704,7 @@ def test_loads_run_in_parallel(iceberg_server, big_namespace, tmp_path):
                 barrier.wait()
         return send(method, path, **kwargs)
 
-    driver._http.request = meet_the_others
+    driver.client.http.request = meet_the_others
     assert len(list(driver.list_table_infos(big_namespace))) == 500
     assert held[0] == 500
 
@@ -721,7 +721,7 @@ def test_a_plan_loads_tables_on_its_own_pool_only(iceberg_server, big_namespace,
                         f"'{WAREHOUSE}.{big_namespace[1]}'}}\n")
     state = load_manifest([str(manifest)])
     driver = make_driver(iceberg_server, tmp_path)
-    send, lock, in_flight, most = driver._http.send, threading.Lock(), [0], [0]
+    send, lock, in_flight, most = driver.client.http.send, threading.Lock(), [0], [0]
 
     def counted(method: str, target: str, **kwargs: Any) -> urllib3.BaseHTTPResponse:
         with lock:
@@ -733,7 +733,7 @@ def test_a_plan_loads_tables_on_its_own_pool_only(iceberg_server, big_namespace,
             with lock:
                 in_flight[0] -= 1
 
-    driver._http.send = counted
+    driver.client.http.send = counted
     live = observe(state, {"ice": driver}, parallelism=3)
     assert len([key for key in live.tables if key[1][:-1] == big_namespace]) == 500
     assert most[0] == 3
@@ -747,8 +747,8 @@ def fake_answer(status: int, body: dict) -> urllib3.HTTPResponse:
 
 def test_a_failed_load_fails_the_listing(iceberg_server, big_namespace, tmp_path):
     driver = make_driver(iceberg_server, tmp_path)
-    driver._http.sleep = lambda seconds: None
-    send = driver._http.send
+    driver.client.http.sleep = lambda seconds: None
+    send = driver.client.http.send
     unavailable = {"error": {"message": "injected", "type": "ServiceUnavailableException", "code": 503}}
 
     def fail_t250(method: str, target: str, **kwargs: Any) -> urllib3.HTTPResponse:
@@ -756,7 +756,7 @@ def test_a_failed_load_fails_the_listing(iceberg_server, big_namespace, tmp_path
             return fake_answer(503, unavailable)
         return send(method, target, **kwargs)
 
-    driver._http.send = fail_t250
+    driver.client.http.send = fail_t250
     with pytest.raises(ServiceUnavailableError, match="t250"):
         list(driver.list_table_infos(big_namespace))
     with pytest.raises(ServiceUnavailableError):
@@ -768,7 +768,7 @@ def test_a_failed_load_fails_the_listing(iceberg_server, big_namespace, tmp_path
 def test_a_table_dropped_between_list_and_load_is_absent(iceberg_server, big_namespace, tmp_path):
     """A 404 on load is the server's answer that the table is gone, not a failure."""
     driver = make_driver(iceberg_server, tmp_path)
-    send = driver._http.send
+    send = driver.client.http.send
     gone = {"error": {"message": "Table does not exist", "type": "NoSuchTableException", "code": 404}}
 
     def drop_t007(method: str, target: str, **kwargs: Any) -> urllib3.HTTPResponse:
@@ -776,7 +776,7 @@ def test_a_table_dropped_between_list_and_load_is_absent(iceberg_server, big_nam
             return fake_answer(404, gone)
         return send(method, target, **kwargs)
 
-    driver._http.send = drop_t007
+    driver.client.http.send = drop_t007
     names = [info.id[-1] for info in driver.list_table_infos(big_namespace)]
     assert len(names) == 499 and "t007" not in names
 
@@ -842,7 +842,7 @@ def test_oauth2_token_is_fetched_once_for_all_threads(auth_server, tmp_path):
 def test_oauth2_token_is_renewed_on_expiry_and_once_on_401(auth_server, tmp_path):
     driver = make_driver(auth_server, tmp_path, credential=f"{CLIENT_ID}:{SECRET}")
     now = [1000.0]
-    driver._auth.clock = lambda: now[0]
+    driver.client.auth.clock = lambda: now[0]
     list_top = ListNamespacesRequest(id=[WAREHOUSE])
     driver.list_namespaces(list_top)
     auth_server.reset_request_count()
@@ -851,7 +851,7 @@ def test_oauth2_token_is_renewed_on_expiry_and_once_on_401(auth_server, tmp_path
     driver.list_namespaces(list_top)
     assert routes(auth_server) == {TOKEN_ROUTE: 1, "GET /v1/{prefix}/namespaces": 1}
 
-    driver._auth._token = "revoked-by-the-server"
+    driver.client.auth._token = "revoked-by-the-server"
     driver.list_namespaces(list_top)
     assert routes(auth_server) == {TOKEN_ROUTE: 2, "GET /v1/{prefix}/namespaces": 3}
 
@@ -920,7 +920,7 @@ def scripted(request) -> Iterator[ScriptedServer]:
 def scripted_driver(server: ScriptedServer, tmp_path: Path, **properties: Any) -> tuple[IcebergNamespace, list]:
     driver = make_driver(server.endpoint, tmp_path, **properties)
     sleeps: list[float] = []
-    driver._http.sleep = sleeps.append
+    driver.client.http.sleep = sleeps.append
     return driver, sleeps
 
 
@@ -1015,7 +1015,7 @@ def test_rename_answers(scripted, tmp_path, error):
 def test_connection_refused_is_unavailable_after_retries(tmp_path):
     driver = make_driver(f"http://127.0.0.1:{free_port()}", tmp_path, max_retries=2,
                          auth_token="never-shown-5e")
-    driver._http.sleep = lambda seconds: None
+    driver.client.http.sleep = lambda seconds: None
 
     with pytest.raises(ServiceUnavailableError, match="cannot reach") as error:
         driver.list_namespaces(ListNamespacesRequest(id=[WAREHOUSE]))

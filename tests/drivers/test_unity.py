@@ -140,8 +140,8 @@ def test_config_defaults_and_storage_properties():
         ("/api/2.1/unity-catalog", 10, 60, 3)
     assert driver.root == normalize_location(".")
     assert driver.storage_options() == {"region": "us-west-2"}
-    assert driver.http.base_url == "http://localhost:8080/api/2.1/unity-catalog"
-    assert driver.http.timeout == (10, 60)
+    assert driver.client.http.base_url == "http://localhost:8080/api/2.1/unity-catalog"
+    assert driver.client.http.timeout == (10, 60)
     assert TOKEN not in repr(config) + str(config) + driver.namespace_id()
     assert not driver.capabilities().update_table_properties
 
@@ -524,7 +524,7 @@ def test_pylance_writes_and_reads_through_the_driver(driver: UnityNamespace, sch
 
 def test_get_is_retried_after_500(driver: UnityNamespace, schema: tuple[str, str], own_server: RunningServer):
     sleeps: list[float] = []
-    driver.http.sleep = sleeps.append
+    driver.client.http.sleep = sleeps.append
     own_server.reset_request_count()
     unity.inject_faults(own_server, 500, method="GET")
     assert driver.get_namespace_info(schema) is not None
@@ -544,7 +544,7 @@ def test_post_is_not_retried_after_500(driver: UnityNamespace, schema: tuple[str
 def test_retry_after_is_honoured(driver: UnityNamespace, schema: tuple[str, str], own_server: RunningServer,
                                  status: int):
     sleeps: list[float] = []
-    driver.http.sleep = sleeps.append
+    driver.client.http.sleep = sleeps.append
     own_server.reset_request_count()
     unity.inject_faults(own_server, status, count=2, retry_after=3, method="POST")
     declare(driver, (*schema, f"after_{status}"))
@@ -555,7 +555,7 @@ def test_retry_after_is_honoured(driver: UnityNamespace, schema: tuple[str, str]
 def test_retries_end_after_max_retries(unity_server: RunningServer, catalog: str, schema: tuple[str, str],
                                        tmp_path: Path, own_server: RunningServer, status: int, error):
     driver = make_driver(unity_server, catalog, tmp_path, max_retries="2")
-    driver.http.sleep = lambda seconds: None
+    driver.client.http.sleep = lambda seconds: None
     own_server.reset_request_count()
     unity.inject_faults(own_server, status, count=10)
     with pytest.raises(error):
@@ -566,7 +566,7 @@ def test_retries_end_after_max_retries(unity_server: RunningServer, catalog: str
 def test_unreachable_server_is_service_unavailable(tmp_path: Path):
     driver = UnityNamespace(endpoint=f"http://127.0.0.1:{free_port()}", catalog="main", root=str(tmp_path),
                             max_retries="2", connect_timeout="2")
-    driver.http.sleep = lambda seconds: None
+    driver.client.http.sleep = lambda seconds: None
     with pytest.raises(ServiceUnavailableError):
         driver.list_namespaces(ListNamespacesRequest(id=["main"]))
     assert driver.api_calls == 3
@@ -576,7 +576,7 @@ def test_a_failed_page_is_an_error_not_a_short_list(driver: UnityNamespace, sche
                                                     own_server: RunningServer):
     for i in range(101):
         declare(driver, (*schema, f"t{i:03d}"))
-    driver.http.sleep = lambda seconds: None
+    driver.client.http.sleep = lambda seconds: None
     tables = driver.list_table_infos(schema)
     first_page = [next(tables) for _ in range(100)]
     unity.inject_faults(own_server, 503, count=10, path_prefix="/tables")
@@ -623,8 +623,8 @@ def test_error_codes_of_every_uc_version(method: str, path: str, status: int, co
     and an unexpected server error is InternalError (spec: 18)."""
     driver = UnityNamespace(endpoint="http://uc:8080", catalog="c")
     body = {"error_code": code, "message": "m"} if code else "Bad Gateway"
-    failure = HttpFailure(method, driver.http.base_url + path, status, body)
-    assert type(driver._translate(failure)) is error
+    failure = HttpFailure(method, driver.client.http.base_url + path, status, body)
+    assert type(driver.client.translate(failure)) is error
 
 
 def test_wrong_api_path_is_not_a_missing_namespace(unity_server: RunningServer, catalog: str,

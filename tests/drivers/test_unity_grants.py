@@ -143,7 +143,7 @@ def test_a_patch_is_sent_again_after_a_503(driver: UnityNamespace, schema: tuple
                                            own_server: RunningServer):
     alice = new_user(own_server)
     sleeps: list[float] = []
-    driver.http.sleep = sleeps.append
+    driver.client.http.sleep = sleeps.append
     unity.inject_faults(own_server, 503, method="PATCH")
     driver.change_grants("namespace", schema, alice, frozenset({"USE SCHEMA"}), frozenset())
     assert len(sleeps) == 1
@@ -177,8 +177,8 @@ def test_missing_securables(driver: UnityNamespace, catalog: str, schema: tuple[
 def test_a_bare_not_found_of_the_permissions_api(path: str, message: str, error):
     """UC before 0.5 answers NOT_FOUND for every missing thing: the message or path tells which."""
     driver = UnityNamespace(endpoint="http://uc:8080", catalog="c")
-    failure = HttpFailure("PATCH", driver.http.base_url + path, 404, {"error_code": "NOT_FOUND", "message": message})
-    assert type(driver._translate(failure)) is error
+    failure = HttpFailure("PATCH", driver.client.http.base_url + path, 404, {"error_code": "NOT_FOUND", "message": message})
+    assert type(driver.client.translate(failure)) is error
 
 
 def test_with_authorization_off_nothing_is_kept(tmp_path: Path, unity_server: RunningServer):
@@ -214,7 +214,7 @@ BAD = {
 def test_a_bad_grants_answer_is_an_error(scripted, tmp_path: Path, bad: str):
     server = scripted({**UNITY_ROUTES, GRANTS_ROUTE: js(GOOD)})
     driver = UnityNamespace(endpoint=server.endpoint, catalog="main", root=str(tmp_path), max_retries=2)
-    driver.http.sleep = lambda seconds: None
+    driver.client.http.sleep = lambda seconds: None
     assert driver.list_grants("namespace", ("main", "s")) == {"a@example.com": {"USE SCHEMA"}}
     server.script(GRANTS_ROUTE, BAD[bad])
     with pytest.raises(LanceNamespaceError) as raised:

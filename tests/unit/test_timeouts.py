@@ -22,19 +22,19 @@ def test_the_common_keys_are_seconds_on_every_backend(tmp_path):
                            connect_timeout_seconds="1.5", read_timeout_seconds="20")
     iceberg = IcebergNamespace(endpoint=ENDPOINT, root=str(tmp_path),
                                connect_timeout_seconds="1.5", read_timeout_seconds="20")
-    assert unity.http.timeout == iceberg._http.timeout == (1.5, 20.0)
+    assert unity.client.http.timeout == iceberg.client.http.timeout == (1.5, 20.0)
 
 
 def test_the_spec_keys_keep_their_spec_units(tmp_path):
     unity = UnityNamespace(endpoint=ENDPOINT, catalog="main", root=str(tmp_path),
                            connect_timeout="3", read_timeout="30")
     iceberg = IcebergNamespace(endpoint=ENDPOINT, root=str(tmp_path), connect_timeout="3000", read_timeout="30000")
-    assert unity.http.timeout == iceberg._http.timeout == (3.0, 30.0)
+    assert unity.client.http.timeout == iceberg.client.http.timeout == (3.0, 30.0)
 
 
 def test_the_spec_defaults_hold_without_either_key(tmp_path):
-    assert UnityNamespace(endpoint=ENDPOINT, catalog="main", root=str(tmp_path)).http.timeout == (10, 60)
-    assert IcebergNamespace(endpoint=ENDPOINT, root=str(tmp_path))._http.timeout == (10.0, 30.0)
+    assert UnityNamespace(endpoint=ENDPOINT, catalog="main", root=str(tmp_path)).client.http.timeout == (10, 60)
+    assert IcebergNamespace(endpoint=ENDPOINT, root=str(tmp_path)).client.http.timeout == (10.0, 30.0)
 
 
 def test_one_timeout_cannot_be_given_twice(tmp_path):

@@ -1,6 +1,6 @@
 """The REST responses the Iceberg driver reads (apache/iceberg open-api/rest-catalog-open-api.yaml).
 
-Every answer is parsed where it enters (`IcebergNamespace._send(..., expect=Model)`) into one
+Every answer is parsed where it enters (`IcebergClient.send(..., expect=Model)`) into one
 of these models: a body without that shape is a BadAnswerError naming the call, retried like
 a 5xx for reads, never an empty listing.
 

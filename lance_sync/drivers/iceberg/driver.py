@@ -8,12 +8,13 @@ properties say `table_type=lance` and whose location is the Lance dataset's root
 Where the upstream server is looser than the spec, the driver checks for itself: a child
 namespace needs its parent, and a namespace with child namespaces is not empty.
 
-Modules: `answers` holds the models of the OpenAPI schemas every answer is parsed into where
-it enters (`_send(..., expect=Model)`): a body without that shape is a BadAnswerError naming
-the call, retried like a 5xx for reads, never an empty listing. `errors` translates error
-answers at one place (`_send`): what a 404 or 409 means depends on the call, the rest by
-status. `auth` holds the bearer token or the OAuth2 client credentials; `identifiers` splits
-ids and writes them in paths.
+Modules: `client` (`IcebergClient`, one per driver, shared with its leases) sends every call:
+the HTTP transport with `auth` (the bearer token or the OAuth2 client credentials), the
+warehouses' API prefixes, ids written as paths (split by `identifiers`), and the translation
+of error answers at one place (`IcebergClient.send`, with `errors`): what a 404 or 409 means
+depends on the call, the rest by status. `answers` holds the models of the OpenAPI schemas
+every answer is parsed into where it enters (`send(..., expect=Model)`): a body without that
+shape is a BadAnswerError naming the call, retried like a 5xx for reads, never an empty listing.
 
 Apply leases (`leases.IcebergLeaseRegister`) are a small Iceberg table inside the lease
 namespace: every change of the lease is a table commit whose requirements make the catalog
@@ -23,11 +24,9 @@ refuse it (409) if another commit came first.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 from lance_namespace import (
     DeclareTableRequest,
@@ -52,7 +51,6 @@ from lance_namespace import (
 from lance_namespace.errors import (
     ConcurrentModificationError,
     InvalidInputError,
-    LanceNamespaceError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
@@ -60,7 +58,6 @@ from lance_namespace.errors import (
     TableNotFoundError,
     UnsupportedOperationError,
 )
-from pydantic import BaseModel
 
 from lance_sync.drivers.base import (
     Capabilities,
@@ -68,10 +65,8 @@ from lance_sync.drivers.base import (
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
-    secret_value,
 )
 from lance_sync.drivers.iceberg.answers import (
-    CatalogConfig,
     CommitTableAnswer,
     IcebergTablesAnswer,
     ListNamespacesAnswer,
@@ -79,12 +74,10 @@ from lance_sync.drivers.iceberg.answers import (
     NamespaceAnswer,
     UpdateNamespacePropertiesAnswer,
 )
-from lance_sync.drivers.iceberg.auth import ClientCredentials, SentToken, StaticToken
+from lance_sync.drivers.iceberg.client import IcebergClient
 from lance_sync.drivers.iceberg.config import LEVEL_SEPARATOR, IcebergConfig, IcebergRules
-from lance_sync.drivers.iceberg.errors import ErrorAnswer, ErrorMeanings, error_for, token_error
 from lance_sync.drivers.iceberg.identifiers import (
     display,
-    encode_segment,
     path_part,
     split_listed_namespace,
     split_namespace,
@@ -92,13 +85,10 @@ from lance_sync.drivers.iceberg.identifiers import (
 )
 from lance_sync.drivers.iceberg.leases import IcebergLeaseRegister
 from lance_sync.drivers.leases import LeaseRegister
-from lance_sync.drivers.support.http import HttpClient, Translator
 from lance_sync.drivers.support.paging import follow_pages
 from lance_sync.model.locations import normalize_location
 from lance_sync.model.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
-BACKEND = "iceberg"
-CONFIG_PATH = "/v1/config"
 #: the companion Iceberg table's schema: one nullable string column `dummy`
 DUMMY_SCHEMA = {"type": "struct", "schema-id": 0,
                 "fields": [{"id": 1, "name": "dummy", "type": "string", "required": False}]}
@@ -122,23 +112,7 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
 
     def __init__(self, config: IcebergConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
-        config = self.config
-
-        def client(translate: Translator, headers: Callable[[], dict[str, str]] | None = None) -> HttpClient:
-            connect_timeout, read_timeout = config.timeout_seconds()
-            return HttpClient(config.endpoint, backend=BACKEND, connect_timeout=connect_timeout,
-                              read_timeout=read_timeout, max_retries=config.max_retries,
-                              translate=translate, headers=headers, on_request=self.count_call)
-
-        if config.credential is not None:
-            self._auth: StaticToken | ClientCredentials = ClientCredentials(config.credential,
-                                                                                client(token_error))
-        else:
-            self._auth = StaticToken(secret_value(config.auth_token))
-        self._http = client(ErrorAnswer, headers=self._auth_headers)
-        self._sent_token = SentToken()
-        self._prefixes: dict[str, str] = {}
-        self._prefix_lock = threading.Lock()
+        self.client = IcebergClient(self.config, on_request=self.count_call)
         self._loads = ThreadPoolExecutor(LOAD_PARALLELISM, thread_name_prefix="iceberg-load")
 
     def namespace_id(self) -> str:
@@ -149,7 +123,7 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
                             move_fixed_levels=MOVE_FIXED_LEVELS, creatable_namespace_levels=(2, None))
 
     def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
-        return IcebergLeaseRegister(self, (*parent, name))
+        return IcebergLeaseRegister(self.client, self, (*parent, name))
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -161,9 +135,9 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
                                             "through the REST API")
         if len(levels) > 1 and not self._namespace_exists(warehouse, levels[:-1]):
             raise NamespaceNotFoundError(f"Parent namespace not found: {display((warehouse, *levels[:-1]))}")
-        path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
-        created = self._send("POST", path, json={"namespace": list(levels), "properties": properties},
-                             expect=NamespaceAnswer, meanings={409: NamespaceAlreadyExistsError})
+        path = self.client.catalog_path(warehouse, NamespaceNotFoundError) + "/namespaces"
+        created = self.client.send("POST", path, json={"namespace": list(levels), "properties": properties},
+                                   expect=NamespaceAnswer, meanings={409: NamespaceAlreadyExistsError})
         return dict(created.properties or {})
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
@@ -201,9 +175,9 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
         properties = lance_table_properties(request.properties)
         body = {"name": name, "location": location, "schema": DUMMY_SCHEMA, "properties": properties,
                 "stage-create": False}
-        path = self._namespace_path(warehouse, levels, missing=NamespaceNotFoundError) + "/tables"
-        created = self._send("POST", path, json=body, expect=LoadTableAnswer,
-                             meanings={404: NamespaceNotFoundError, 409: TableAlreadyExistsError})
+        path = self.client.namespace_path(warehouse, levels, missing=NamespaceNotFoundError) + "/tables"
+        created = self.client.send("POST", path, json=body, expect=LoadTableAnswer,
+                                   meanings={404: NamespaceNotFoundError, 409: TableAlreadyExistsError})
         return DeclareTableResponse(location=created.metadata.location,
                                     properties=created.metadata.properties,
                                     storage_options=self.storage_options() or None)
@@ -253,9 +227,10 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
                                          f"(the destination of {display(source)})")
         body = {"source": {"namespace": list(levels), "name": name},
                 "destination": {"namespace": list(new_levels), "name": new_name}}
-        self._send("POST", f"/v1/{self._prefix(warehouse, TableNotFoundError)}/tables/rename", json=body,
-                   ok=(200, 204), meanings={(404, "NoSuchNamespaceException"): NamespaceNotFoundError,
-                                            404: TableNotFoundError, 409: TableAlreadyExistsError})
+        path = self.client.catalog_path(warehouse, TableNotFoundError) + "/tables/rename"
+        self.client.send("POST", path, json=body, ok=(200, 204),
+                         meanings={(404, "NoSuchNamespaceException"): NamespaceNotFoundError,
+                                   404: TableNotFoundError, 409: TableAlreadyExistsError})
         return RenameTableResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
@@ -264,8 +239,8 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
         The check costs a load; it keeps a Lance client from deregistering a plain Iceberg table.
         """
         info = self._require_lance(request.id)
-        self._send("DELETE", self._table_path(info.id), params={"purgeRequested": "false"},
-                   ok=(200, 204), meanings={404: TableNotFoundError})
+        self.client.send("DELETE", self.client.table_path(info.id), params={"purgeRequested": "false"},
+                         ok=(200, 204), meanings={404: TableNotFoundError})
         return DeregisterTableResponse(id=list(info.id), location=info.location,
                                        properties=info.properties)
 
@@ -278,17 +253,17 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
             raise UnsupportedOperationError("iceberg: a warehouse has no properties to update")
         if not updates and not removals:
             return
-        self._send("POST", self._namespace_path(warehouse, levels) + "/properties",
-                   json={"updates": updates, "removals": list(removals)},
-                   expect=UpdateNamespacePropertiesAnswer, meanings={404: NamespaceNotFoundError})
+        self.client.send("POST", self.client.namespace_path(warehouse, levels) + "/properties",
+                         json={"updates": updates, "removals": list(removals)},
+                         expect=UpdateNamespacePropertiesAnswer, meanings={404: NamespaceNotFoundError})
 
     def update_table_properties(self, id: Identifier, updates: dict[str, str],
                                 removals: list[str]) -> None:
         """Load for the table's uuid, then commit set/remove-properties asserting that uuid."""
         if not updates and not removals:
             return
-        path = self._table_path(id)
-        loaded = self._send("GET", path, expect=LoadTableAnswer, meanings={404: TableNotFoundError})
+        path = self.client.table_path(id)
+        loaded = self.client.send("GET", path, expect=LoadTableAnswer, meanings={404: TableNotFoundError})
         changes: list[dict[str, Any]] = []
         if updates:
             changes.append({"action": "set-properties", "updates": updates})
@@ -296,22 +271,23 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
             changes.append({"action": "remove-properties", "removals": list(removals)})
         commit = {"requirements": [{"type": "assert-table-uuid", "uuid": loaded.metadata.table_uuid}],
                   "updates": changes}
-        self._send("POST", path, json=commit, expect=CommitTableAnswer,
-                   meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
+        self.client.send("POST", path, json=commit, expect=CommitTableAnswer,
+                         meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
 
     def update_table_location(self, id: Identifier, location: str) -> None:
         """Load the Lance table for its UUID, then commit set-location asserting that UUID: the
         same table (UUID, properties, snapshots and metadata history kept) at the new location."""
-        path = self._table_path(id)
-        metadata = self._send("GET", path, expect=LoadTableAnswer, meanings={404: TableNotFoundError}).metadata
+        path = self.client.table_path(id)
+        metadata = self.client.send("GET", path, expect=LoadTableAnswer,
+                                    meanings={404: TableNotFoundError}).metadata
         self._check_lance(id, metadata.properties)
         new_location = normalize_location(location)
         if normalize_location(metadata.location) == new_location:
             return
         commit = {"requirements": [{"type": "assert-table-uuid", "uuid": metadata.table_uuid}],
                   "updates": [{"action": "set-location", "location": new_location}]}
-        self._send("POST", path, json=commit, expect=CommitTableAnswer,
-                   meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
+        self.client.send("POST", path, json=commit, expect=CommitTableAnswer,
+                         meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
         """Every page of child names, then each child loaded in parallel for its properties."""
@@ -347,55 +323,12 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
 
     # --- requests ------------------------------------------------------------------------------
 
-    def _send(self, method: str, path: str, *, expect: type[BaseModel] | None = None,
-              meanings: ErrorMeanings | None = None, **request: Any) -> Any:
-        """One API call, its answer parsed as `expect` (an instance of it is returned), its error
-        answer translated; a rejected OAuth2 token is renewed once."""
-        try:
-            try:
-                return self._http.request(method, path, expect=expect, **request)
-            except ErrorAnswer as answer:
-                if answer.failure.status != 401 or not self._auth.discard(self._sent_token.value):
-                    raise
-            return self._http.request(method, path, expect=expect, **request)
-        except ErrorAnswer as answer:
-            raise error_for(answer.failure, meanings or {}) from answer
-
-    def _auth_headers(self) -> dict[str, str]:
-        token = self._auth.current()
-        self._sent_token.value = token
-        return {"Authorization": f"Bearer {token}"} if token else {}
-
-    def _prefix(self, warehouse: str, missing: type[LanceNamespaceError]) -> str:
-        """The warehouse's API prefix from GET /v1/config (cached): overrides, then defaults, then
-        (the spec's rule for a config that names none) the warehouse name itself."""
-        known = self._prefixes.get(warehouse)
-        if known is not None:  # every request asks: no lock once known
-            return known
-        with self._prefix_lock:
-            if warehouse not in self._prefixes:
-                try:
-                    config = self._send("GET", CONFIG_PATH, params={"warehouse": warehouse},
-                                        expect=CatalogConfig, meanings={404: NamespaceNotFoundError})
-                except NamespaceNotFoundError as error:
-                    raise missing(f"iceberg: warehouse '{warehouse}' not found ({error})") from error
-                self._prefixes[warehouse] = config.prefix() or quote(warehouse, safe="")
-            return self._prefixes[warehouse]
-
-    def _namespace_path(self, warehouse: str, levels: tuple[str, ...],
-                        missing: type[LanceNamespaceError] = NamespaceNotFoundError) -> str:
-        return f"/v1/{self._prefix(warehouse, missing)}/namespaces/{encode_segment(LEVEL_SEPARATOR.join(levels))}"
-
-    def _table_path(self, id: Iterable[str] | None) -> str:
-        warehouse, levels, name = split_table(id)
-        return f"{self._namespace_path(warehouse, levels, missing=TableNotFoundError)}/tables/{encode_segment(name)}"
-
     def _namespace_properties(self, warehouse: str, levels: tuple[str, ...]) -> dict[str, str]:
         if not levels:
-            self._prefix(warehouse, NamespaceNotFoundError)
+            self.client.prefix(warehouse, NamespaceNotFoundError)
             return {}
-        found = self._send("GET", self._namespace_path(warehouse, levels), expect=NamespaceAnswer,
-                           meanings={404: NamespaceNotFoundError})
+        found = self.client.send("GET", self.client.namespace_path(warehouse, levels), expect=NamespaceAnswer,
+                                 meanings={404: NamespaceNotFoundError})
         return dict(found.properties or {})
 
     def _namespace_exists(self, warehouse: str, levels: tuple[str, ...]) -> bool:
@@ -416,33 +349,33 @@ class IcebergNamespace(IcebergRules, SyncNamespace):
             raise NamespaceNotEmptyError(f"Namespace {display((warehouse, *levels))} has child "
                                          f"namespaces, e.g. '{children[0]}'")
         try:
-            self._send("DELETE", self._namespace_path(warehouse, levels), ok=(200, 204),
-                       meanings={404: NamespaceNotFoundError, 409: NamespaceNotEmptyError})
+            self.client.send("DELETE", self.client.namespace_path(warehouse, levels), ok=(200, 204),
+                             meanings={404: NamespaceNotFoundError, 409: NamespaceNotEmptyError})
         except NamespaceNotFoundError:
             return
 
     def _namespace_page(self, warehouse: str, levels: tuple[str, ...], token: str | None,
                         size: int | None) -> tuple[list[str], str | None]:
-        path = f"/v1/{self._prefix(warehouse, NamespaceNotFoundError)}/namespaces"
+        path = self.client.catalog_path(warehouse, NamespaceNotFoundError) + "/namespaces"
         params = {"parent": LEVEL_SEPARATOR.join(levels) or None, "pageToken": token, "pageSize": size}
-        page = self._send("GET", path, params=params, expect=ListNamespacesAnswer,
-                          meanings={404: NamespaceNotFoundError})
+        page = self.client.send("GET", path, params=params, expect=ListNamespacesAnswer,
+                                meanings={404: NamespaceNotFoundError})
         return [child[-1] for child in page.namespaces], page.next_page_token
 
     def _table_page(self, warehouse: str, levels: tuple[str, ...], token: str | None,
                     size: int | None) -> tuple[list[str], str | None]:
         if not levels:  # Iceberg tables live in namespaces, never directly in a warehouse
-            self._prefix(warehouse, NamespaceNotFoundError)
+            self.client.prefix(warehouse, NamespaceNotFoundError)
             return [], None
-        path = self._namespace_path(warehouse, levels) + "/tables"
-        page = self._send("GET", path, params={"pageToken": token, "pageSize": size},
-                          expect=IcebergTablesAnswer, meanings={404: NamespaceNotFoundError})
+        path = self.client.namespace_path(warehouse, levels) + "/tables"
+        page = self.client.send("GET", path, params={"pageToken": token, "pageSize": size},
+                                expect=IcebergTablesAnswer, meanings={404: NamespaceNotFoundError})
         return [identifier.name for identifier in page.identifiers], page.next_page_token
 
     def _load_table(self, id: Iterable[str] | None) -> TableInfo:
         """GET the table: location, properties, whether it is a Lance table."""
-        metadata = self._send("GET", self._table_path(id), expect=LoadTableAnswer,
-                              meanings={404: TableNotFoundError}).metadata
+        metadata = self.client.send("GET", self.client.table_path(id), expect=LoadTableAnswer,
+                                    meanings={404: TableNotFoundError}).metadata
         properties = dict(metadata.properties)
         return TableInfo(tuple(id or ()), metadata.location, properties, is_lance=is_lance_table(properties))
 

@@ -1,6 +1,6 @@
 """Error answers of the Iceberg REST API as `lance_namespace.errors`.
 
-Errors are translated at one place (`IcebergNamespace._send`, with `error_for`): what a 404 or
+Errors are translated at one place (`IcebergClient.send`, with `error_for`): what a 404 or
 409 means depends on the call (a missing table, a missing namespace, a name taken), and where
 one status has several meanings for one call, on the error's `type` too (a rename's 404 is
 NoSuchTableException or NoSuchNamespaceException); the rest by status (see `_STATUS_ERRORS`).
@@ -39,8 +39,8 @@ ErrorMeanings = Mapping[int | tuple[int, str], type[LanceNamespaceError]]
 
 
 class ErrorAnswer(InternalError):
-    """An error answer on its way to `IcebergNamespace._send`, which gives it its meaning for
-    the call."""
+    """An error answer on its way to `IcebergClient.send`, which gives it its meaning for the
+    call."""
 
     def __init__(self, failure: HttpFailure):
         super().__init__(_describe(failure))

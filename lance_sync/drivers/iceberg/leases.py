@@ -15,6 +15,7 @@ from lance_namespace.errors import (
 
 from lance_sync.drivers.base import Identifier
 from lance_sync.drivers.iceberg.answers import LeaseTableAnswer
+from lance_sync.drivers.iceberg.client import IcebergClient
 from lance_sync.drivers.iceberg.errors import ErrorMeanings
 from lance_sync.drivers.iceberg.identifiers import display, split_namespace
 from lance_sync.drivers.leases import (
@@ -52,7 +53,11 @@ class IcebergLeaseRegister(TableLeaseRegister):
 
     driver: IcebergNamespace
 
-    def __init__(self, driver: IcebergNamespace, namespace: Identifier):
+    def __init__(self, client: IcebergClient, driver: IcebergNamespace, namespace: Identifier):
+        """Every call of the register goes out through `client`; `driver` is the namespace
+        contract the lease protocol uses besides (creating the lease namespace, the lease of
+        before this register)."""
+        self.client = client
         self.table = (*namespace, LEASE_TABLE)
         super().__init__(driver, namespace, f"{driver.namespace_id()} {list(self.table)}", display(self.table))
 
@@ -60,14 +65,14 @@ class IcebergLeaseRegister(TableLeaseRegister):
         warehouse, levels = split_namespace(self.namespace)
         body = {"name": LEASE_TABLE, "schema": _lease_schema(0), "stage-create": False,
                 "properties": {**LEASE_TABLE_PROPERTIES, **record.to_properties()}}
-        tables = self.driver._namespace_path(warehouse, levels) + "/tables"
+        tables = self.client.namespace_path(warehouse, levels) + "/tables"
         meanings: ErrorMeanings = {404: NamespaceNotFoundError, 409: TableAlreadyExistsError}
         for _ in range(2):
             try:
                 # sent again after a lost answer: a create that landed then answers 409, and the
                 # lease protocol reads the lease back and finds its own record
-                created = self.driver._send("POST", tables, json=body, expect=LeaseTableAnswer,
-                                            meanings=meanings, retry_safe=True)
+                created = self.client.send("POST", tables, json=body, expect=LeaseTableAnswer,
+                                           meanings=meanings, retry_safe=True)
             except TableAlreadyExistsError:
                 return None
             except NamespaceNotFoundError:  # the first lease of this owner here
@@ -80,8 +85,8 @@ class IcebergLeaseRegister(TableLeaseRegister):
 
     def read(self) -> StoredLease | None:
         try:
-            loaded = self.driver._send("GET", self.driver._table_path(self.table), expect=LeaseTableAnswer,
-                                       meanings={404: TableNotFoundError})
+            loaded = self.client.send("GET", self.client.table_path(self.table), expect=LeaseTableAnswer,
+                                      meanings={404: TableNotFoundError})
         except TableNotFoundError:
             return self.previous_format()
         record = LeaseRecord.from_properties(loaded.metadata.properties)
@@ -109,9 +114,9 @@ class IcebergLeaseRegister(TableLeaseRegister):
                   "updates": updates}
         try:
             # conditional, so sending it again is safe: a resend after it landed fails the requirements
-            committed = self.driver._send("POST", self.driver._table_path(self.table), json=commit,
-                                          expect=LeaseTableAnswer, retry_safe=True,
-                                          meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
+            committed = self.client.send("POST", self.client.table_path(self.table), json=commit,
+                                         expect=LeaseTableAnswer, retry_safe=True,
+                                         meanings={404: TableNotFoundError, 409: ConcurrentModificationError})
         except (TableNotFoundError, ConcurrentModificationError):
             return None
         return StoredLease(record, committed.metadata.version())

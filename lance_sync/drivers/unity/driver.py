@@ -10,13 +10,13 @@ An id naming another catalog is refused as InvalidInput by operations that creat
 (create_namespace, declare_table, register_table), and is "not found" for the rest (the
 spec's rule for ListNamespaces), so `mode=Skip` and the reconciler's "absent" logic hold.
 
-Every answer is parsed where it enters (`http.request(..., expect=Model)`) into a model of
+Every call goes out through `client.UnityClient` (one per driver, shared with `grants`), which
+also resolves ids to UC names and translates error answers at the boundary
+(`UnityClient.translate`).
+
+Every answer is parsed where it enters (`client.request(..., expect=Model)`) into a model of
 the UC OSS API response (the "answers" section below): a body without that shape is a
 BadAnswerError naming the call, retried like a 5xx for reads, never an empty listing.
-
-Error answers are translated at the boundary (`_translate`): UC 0.4+ names the object in
-`error_code` (SCHEMA_NOT_FOUND, TABLE_ALREADY_EXISTS with HTTP 400, ...); older servers answer
-NOT_FOUND / 409 ALREADY_EXISTS, and the request path says which kind of object was meant.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import lance
 import pyarrow as pa
@@ -49,19 +48,10 @@ from lance_namespace import (
     TableExistsResponse,
 )
 from lance_namespace.errors import (
-    ConcurrentModificationError,
     InternalError,
     InvalidInputError,
-    LanceNamespaceError,
-    NamespaceAlreadyExistsError,
-    NamespaceNotEmptyError,
     NamespaceNotFoundError,
-    PermissionDeniedError,
-    ServiceUnavailableError,
-    TableAlreadyExistsError,
     TableNotFoundError,
-    ThrottlingError,
-    UnauthenticatedError,
     UnsupportedOperationError,
 )
 from pydantic import ConfigDict, RootModel, StrictInt, StrictStr, with_config
@@ -73,26 +63,18 @@ from lance_sync.drivers.base import (
     NamespaceInfo,
     SyncNamespace,
     TableInfo,
-    secret_value,
 )
 from lance_sync.drivers.support.answers import Answer
-from lance_sync.drivers.support.http import HttpClient, HttpFailure, transient_if_5xx
 from lance_sync.drivers.support.locations import catalog_url
 from lance_sync.drivers.support.paging import follow_pages
+from lance_sync.drivers.unity.client import UnityClient, full_name
 from lance_sync.drivers.unity.config import UnityConfig, UnityRules
-from lance_sync.drivers.unity.grants import (
-    SECURABLE_TYPES,
-    SecurableType,
-    UnityGrants,
-    check_grantable,
-    permissions_error_class,
-)
+from lance_sync.drivers.unity.grants import UnityGrants, check_grantable
 from lance_sync.model.arrow_types import spark_compatible
 from lance_sync.model.grants import GrantMap, Securable
 from lance_sync.model.locations import join_location, normalize_location
 from lance_sync.model.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
-BACKEND = "unity"
 #: UC OSS serves at most 100 items per page (PagedListingHelper); schema listings ask for that
 #: (the Unity Catalog OpenAPI document allows up to 1000)
 PAGE_SIZE = 100
@@ -181,17 +163,10 @@ class UnityNamespace(UnityRules, SyncNamespace):
 
     def __init__(self, config: UnityConfig | None = None, /, **properties: Any) -> None:
         super().__init__(config, **properties)
+        self.client = UnityClient(self.config, on_request=self.count_call)
         self.catalog = self.config.catalog
         self.root = normalize_location(self.config.root)
-        token = secret_value(self.config.auth_token)
-        auth_headers = {"Authorization": f"Bearer {token}"} if token else {}
-        connect_timeout, read_timeout = self.config.timeout_seconds()
-        self.http = HttpClient(
-            self.config.endpoint + "/" + self.config.api_path.strip("/"), backend=BACKEND,
-            connect_timeout=connect_timeout, read_timeout=read_timeout, max_retries=self.config.max_retries, translate=self._translate,
-            headers=lambda: auth_headers, on_request=self.count_call,
-        )
-        self.grants = UnityGrants(self.http, UnityRules)
+        self.grants = UnityGrants(self.client, UnityRules)
 
     def namespace_id(self) -> str:
         return f"lance-sync unity {{ endpoint: {self.config.endpoint!r}, catalog: {self.catalog!r} }}"
@@ -203,12 +178,12 @@ class UnityNamespace(UnityRules, SyncNamespace):
     # --- namespaces --------------------------------------------------------------------------
 
     def _create_namespace_object(self, id: Identifier, properties: dict[str, str]) -> dict[str, str]:
-        catalog, schema = self._schema_name(id, other_catalog=InvalidInputError)
+        catalog, schema = self.client.schema_name(id, other_catalog=InvalidInputError)
         body = {"name": schema, "catalog_name": catalog, "properties": properties}
-        return _properties(self.http.request("POST", "/schemas", json=body, expect=SchemaAnswer))
+        return _properties(self.client.request("POST", "/schemas", json=body, expect=SchemaAnswer))
 
     def list_namespaces(self, request: ListNamespacesRequest) -> ListNamespacesResponse:
-        parts = self._namespace_parts(request.id)
+        parts = self.client.namespace_parts(request.id)
         if not parts:
             return ListNamespacesResponse(namespaces=[self.catalog])
         if len(parts) == 2:  # a schema exists or not, but never has children
@@ -220,7 +195,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
 
     def describe_namespace(self, request: DescribeNamespaceRequest) -> DescribeNamespaceResponse:
         """A schema's properties; the catalog's own for [catalog]; none for the root."""
-        parts = self._namespace_parts(request.id)
+        parts = self.client.namespace_parts(request.id)
         if not parts:
             return DescribeNamespaceResponse(properties={})
         found = self._get_catalog() if len(parts) == 1 else self._get_schema(*parts)
@@ -232,7 +207,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
 
     def _drop_namespace_object(self, id: Identifier, cascade: bool) -> None:
         """Cascade is UC's force delete: it deregisters every table of the schema (data stays)."""
-        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
+        catalog, schema = self.client.schema_name(id, other_catalog=NamespaceNotFoundError)
         self._delete_schema(catalog, schema, force=cascade)
 
     # --- tables ------------------------------------------------------------------------------
@@ -244,7 +219,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
         relative location is taken from the root. Without a dataset at the location, `columns`
         is empty (UC needs a list: null is a 500).
         """
-        catalog, schema, name = self._table_name(request.id, other_catalog=InvalidInputError)
+        catalog, schema, name = self.client.table_name(request.id, other_catalog=InvalidInputError)
         location = join_location(self.root, request.location or f"{catalog}/{schema}/{name}.lance")
         properties = lance_table_properties(request.properties)
         storage_location = catalog_url(location)
@@ -255,21 +230,21 @@ class UnityNamespace(UnityRules, SyncNamespace):
             "columns": unity_columns(self._dataset_schema(location)),
             "properties": properties,
         }
-        created = self.http.request("POST", "/tables", json=body, expect=OneTableAnswer).root
+        created = self.client.request("POST", "/tables", json=body, expect=OneTableAnswer).root
         return DeclareTableResponse(location=created.get("storage_location") or storage_location,
                                     properties=_properties(created) or properties,
                                     storage_options=self.storage_options() or None)
 
     def list_tables(self, request: ListTablesRequest) -> ListTablesResponse:
         """Lance tables only, so a page may hold fewer than `limit` names (even none)."""
-        catalog, schema = self._schema_name(request.id, other_catalog=NamespaceNotFoundError)
+        catalog, schema = self.client.schema_name(request.id, other_catalog=NamespaceNotFoundError)
         page = self._tables_page(catalog, schema, request.limit, request.page_token)
         names = sorted(table["name"] for table in page.tables if _is_lance(table))
         return ListTablesResponse(tables=names, page_token=page.next_page_token or None)
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         """Location and properties from one GET; no Arrow schema (that would read the dataset)."""
-        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        catalog, schema, name = self.client.table_name(request.id, other_catalog=TableNotFoundError)
         table = self._get_lance_table(catalog, schema, name)
         return DescribeTableResponse(table=name, namespace=[catalog, schema],
                                      location=table.get("storage_location"),
@@ -277,15 +252,15 @@ class UnityNamespace(UnityRules, SyncNamespace):
                                      storage_options=self.storage_options() or None)
 
     def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
-        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        catalog, schema, name = self.client.table_name(request.id, other_catalog=TableNotFoundError)
         self._get_lance_table(catalog, schema, name)
         return TableExistsResponse()
 
     def deregister_table(self, request: DeregisterTableRequest) -> DeregisterTableResponse:
         """GET and check that it is a Lance table, then DELETE (UC keeps an EXTERNAL table's data)."""
-        catalog, schema, name = self._table_name(request.id, other_catalog=TableNotFoundError)
+        catalog, schema, name = self.client.table_name(request.id, other_catalog=TableNotFoundError)
         table = self._get_lance_table(catalog, schema, name)
-        self.http.request("DELETE", f"/tables/{_full_name(catalog, schema, name)}")
+        self.client.request("DELETE", f"/tables/{full_name(catalog, schema, name)}")
         return DeregisterTableResponse(id=[catalog, schema, name], location=table.get("storage_location"),
                                        properties=_properties(table))
 
@@ -299,7 +274,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
         write, rather than sent and silently ignored. Another writer between the GET and the
         PATCH is overwritten (UC offers no version check).
         """
-        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
+        catalog, schema = self.client.schema_name(id, other_catalog=NamespaceNotFoundError)
         current = _properties(self._get_schema(catalog, schema))
         wanted = {k: v for k, v in current.items() if k not in removals} | updates
         if wanted == current:
@@ -309,8 +284,8 @@ class UnityNamespace(UnityRules, SyncNamespace):
                 f"unity: cannot remove every property of schema {catalog}.{schema} "
                 f"({', '.join(sorted(current))}): Unity Catalog ignores an empty properties map")
         # the PATCH carries the whole map, so sending it again leaves the same state
-        self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": wanted},
-                          expect=SchemaAnswer, retry_safe=True)
+        self.client.request("PATCH", f"/schemas/{full_name(catalog, schema)}", json={"properties": wanted},
+                            expect=SchemaAnswer, retry_safe=True)
 
     def replace_namespace_properties(self, id: Identifier, properties: dict[str, str]) -> None:
         """One PATCH, which replaces the whole map in UC; no properties at all is a read-modify-write
@@ -318,13 +293,13 @@ class UnityNamespace(UnityRules, SyncNamespace):
         if not properties:
             super().replace_namespace_properties(id, properties)
             return
-        catalog, schema = self._schema_name(id, other_catalog=NamespaceNotFoundError)
-        self.http.request("PATCH", f"/schemas/{_full_name(catalog, schema)}", json={"properties": properties},
-                          expect=SchemaAnswer, retry_safe=True)
+        catalog, schema = self.client.schema_name(id, other_catalog=NamespaceNotFoundError)
+        self.client.request("PATCH", f"/schemas/{full_name(catalog, schema)}", json={"properties": properties},
+                            expect=SchemaAnswer, retry_safe=True)
 
     def list_namespace_infos(self, parent: Identifier) -> Iterator[NamespaceInfo]:
         """One call per page of schemas (they carry their properties); the catalog for the root."""
-        parts = self._namespace_parts(parent)
+        parts = self.client.namespace_parts(parent)
         if not parts:
             yield NamespaceInfo((self.catalog,), _properties(self._get_catalog()))
             return
@@ -369,7 +344,7 @@ class UnityNamespace(UnityRules, SyncNamespace):
 
     def list_table_infos(self, namespace: Identifier) -> Iterator[TableInfo]:
         """Every table of the schema, one call per page; non-Lance ones with is_lance=False."""
-        catalog, schema = self._schema_name(namespace, other_catalog=NamespaceNotFoundError)
+        catalog, schema = self.client.schema_name(namespace, other_catalog=NamespaceNotFoundError)
 
         def fetch(token: str | None) -> tuple[list[TableInfo], str | None]:
             page = self._tables_page(catalog, schema, PAGE_SIZE, token)
@@ -383,94 +358,50 @@ class UnityNamespace(UnityRules, SyncNamespace):
     # --- grants (drivers/unity/grants.py) ------------------------------------------------------
 
     def list_grants(self, kind: Securable, id: Identifier) -> GrantMap:
-        return self.grants.list(*self._securable(kind, id))
+        return self.grants.list(*self.client.securable(kind, id))
 
     def change_grants(self, kind: Securable, id: Identifier, principal: str,
                       grant: frozenset[str], revoke: frozenset[str]) -> None:
-        securable_type, full_name = self._securable(kind, id)
+        securable_type, securable_name = self.client.securable(kind, id)
         grant = frozenset(self.canonical_privilege(p) for p in grant)
         check_grantable(securable_type, grant, self.grant_privileges(kind, tuple(id), self.config))
         revoke = frozenset(self.canonical_privilege(p) for p in revoke)
-        self.grants.change(securable_type, full_name, principal, grant, revoke)
-
-    def _securable(self, kind: Securable, id: Identifier) -> tuple[SecurableType, str]:
-        """UC's securable type and full name: (catalog,), (catalog, schema) or a table id."""
-        if kind == "table":
-            parts: tuple[str, ...] = self._table_name(id, other_catalog=TableNotFoundError)
-        else:
-            parts = self._namespace_parts(id)
-            if not parts:
-                raise InvalidInputError("unity: the root holds no grants; name a catalog or a schema")
-        return SECURABLE_TYPES[len(parts)], _full_name(*parts)
+        self.grants.change(securable_type, securable_name, principal, grant, revoke)
 
     def catalog_columns(self, schema: pa.Schema) -> list[dict[str, str]]:
         return [{"name": c["name"], "type": c["type_text"]} for c in unity_columns(schema)]
 
-    # --- identifiers -----------------------------------------------------------------------------
-
-    def _namespace_parts(self, id: list[str] | Identifier | None) -> tuple[str, ...]:
-        """[], [catalog] or [catalog, schema]; another catalog is NamespaceNotFound."""
-        parts = tuple(id or ())
-        if len(parts) > 2:
-            raise InvalidInputError(f"unity: namespaces have at most 2 levels (catalog, schema): {list(parts)}")
-        if parts:
-            self._check_names(parts, NamespaceNotFoundError)
-        return parts
-
-    def _schema_name(self, id: list[str] | Identifier | None,
-                     other_catalog: type[LanceNamespaceError]) -> tuple[str, str]:
-        parts = tuple(id or ())
-        if len(parts) != 2:
-            raise InvalidInputError(f"unity: a namespace id is [catalog, schema], got {list(parts)}")
-        self._check_names(parts, other_catalog)
-        return parts[0], parts[1]
-
-    def _table_name(self, id: list[str] | Identifier | None,
-                    other_catalog: type[LanceNamespaceError]) -> tuple[str, str, str]:
-        parts = tuple(id or ())
-        if len(parts) != 3:
-            raise InvalidInputError(f"unity: a table id is [catalog, schema, table], got {list(parts)}")
-        self._check_names(parts, other_catalog)
-        return parts[0], parts[1], parts[2]
-
-    def _check_names(self, parts: tuple[str, ...], other_catalog: type[LanceNamespaceError]) -> None:
-        # UC addresses objects by dot-joined full names, so a name with a dot names another object.
-        if any(not part or "." in part for part in parts):
-            raise InvalidInputError(f"unity: names must be non-empty and cannot contain '.': {list(parts)}")
-        if parts[0] != self.catalog:
-            raise other_catalog(f"unity: catalog '{parts[0]}' is not the configured catalog '{self.catalog}'")
-
     # --- requests --------------------------------------------------------------------------------
 
     def _get_catalog(self) -> CatalogAnswer:
-        return self.http.request("GET", f"/catalogs/{_full_name(self.catalog)}", expect=CatalogAnswer)
+        return self.client.request("GET", f"/catalogs/{full_name(self.catalog)}", expect=CatalogAnswer)
 
     def _get_schema(self, catalog: str, schema: str) -> SchemaAnswer:
-        return self.http.request("GET", f"/schemas/{_full_name(catalog, schema)}", expect=SchemaAnswer)
+        return self.client.request("GET", f"/schemas/{full_name(catalog, schema)}", expect=SchemaAnswer)
 
     def _delete_schema(self, catalog: str, schema: str, force: bool) -> None:
-        self.http.request("DELETE", f"/schemas/{_full_name(catalog, schema)}",
-                          params={"force": "true"} if force else None)
+        self.client.request("DELETE", f"/schemas/{full_name(catalog, schema)}",
+                            params={"force": "true"} if force else None)
 
     def _schemas_page(self, limit: int | None, token: str | None) -> ListSchemasAnswer:
-        return self.http.request("GET", "/schemas", expect=ListSchemasAnswer, params={
+        return self.client.request("GET", "/schemas", expect=ListSchemasAnswer, params={
             "catalog_name": self.catalog, "max_results": limit if limit is not None else PAGE_SIZE,
             "page_token": token})
 
     def _tables_page(self, catalog: str, schema: str, limit: int | None, token: str | None) -> UnityTablesAnswer:
-        return self.http.request("GET", "/tables", expect=UnityTablesAnswer, params={
+        return self.client.request("GET", "/tables", expect=UnityTablesAnswer, params={
             "catalog_name": catalog, "schema_name": schema,
             "max_results": min(limit, TABLE_PAGE_SIZE) if limit else TABLE_PAGE_SIZE, "page_token": token})
 
     def _get_lance_table(self, catalog: str, schema: str, name: str) -> TableAnswer:
         """The table's TableInfo; TableNotFound also when its schema or catalog is missing."""
-        full_name = _full_name(catalog, schema, name)
+        qualified = full_name(catalog, schema, name)
         try:
-            table: TableAnswer = self.http.request("GET", f"/tables/{full_name}", expect=OneTableAnswer).root
+            table: TableAnswer = self.client.request("GET", f"/tables/{qualified}", expect=OneTableAnswer).root
         except NamespaceNotFoundError as error:
-            raise TableNotFoundError(f"unity: table {full_name} not found: {error}") from error
+            raise TableNotFoundError(f"unity: table {qualified} not found: {error}") from error
         if not _is_lance(table):
-            raise InvalidInputError(f"unity: table {full_name} is not a Lance table "
+            raise InvalidInputError(f"unity: table {qualified} is not a Lance table "
                                     f"(table_type {table.get('table_type')}, properties.{TABLE_TYPE_KEY}="
                                     f"{_properties(table).get(TABLE_TYPE_KEY)!r})")
         return table
@@ -484,61 +415,6 @@ class UnityNamespace(UnityRules, SyncNamespace):
                 return None
             raise InternalError(f"unity: cannot read the Lance dataset at {location} "
                                 f"to describe its columns: {error}") from error
-
-    def _translate(self, failure: HttpFailure) -> LanceNamespaceError:
-        body = failure.body if isinstance(failure.body, dict) else {}
-        code = str(body.get("error_code") or "")
-        if code in ("NOT_FOUND", "ALREADY_EXISTS"):
-            error_class = self._generic_error_class(code, failure)
-        elif not code and failure.status == 404:
-            # a bare 404 is a path the server does not know, not a missing object
-            return InternalError(f"unity: {failure.message()} (is this a Unity Catalog API? "
-                                 f"check endpoint and api_path)")
-        else:
-            error_class = ERRORS_BY_CODE.get(code) or ERRORS_BY_STATUS.get(failure.status, InternalError)
-        return transient_if_5xx(error_class, failure.status)(f"unity: {failure.message()}")
-
-    def _generic_error_class(self, code: str, failure: HttpFailure) -> type[LanceNamespaceError]:
-        """UC before 0.5 says only NOT_FOUND / ALREADY_EXISTS: the request tells what was meant."""
-        path = failure.url[len(self.http.base_url):]
-        if code == "NOT_FOUND" and (on_grants := permissions_error_class(path, failure)):
-            return on_grants
-        names_a_table = path.startswith("/tables/") or (path == "/tables" and code == "ALREADY_EXISTS")
-        if code == "NOT_FOUND":
-            return TableNotFoundError if names_a_table and failure.method != "POST" else NamespaceNotFoundError
-        return TableAlreadyExistsError if names_a_table else NamespaceAlreadyExistsError
-
-
-#: UC `error_code` -> Lance error; FAILED_PRECONDITION is what UC answers for deleting a
-#: non-empty schema, the only precondition it checks on the calls this driver makes.
-ERRORS_BY_CODE: dict[str, type[LanceNamespaceError]] = {
-    "CATALOG_NOT_FOUND": NamespaceNotFoundError,
-    "SCHEMA_NOT_FOUND": NamespaceNotFoundError,
-    "TABLE_NOT_FOUND": TableNotFoundError,
-    "CATALOG_ALREADY_EXISTS": NamespaceAlreadyExistsError,
-    "SCHEMA_ALREADY_EXISTS": NamespaceAlreadyExistsError,
-    "TABLE_ALREADY_EXISTS": TableAlreadyExistsError,
-    "FAILED_PRECONDITION": NamespaceNotEmptyError,
-    "INVALID_ARGUMENT": InvalidInputError,
-    "UNAUTHENTICATED": UnauthenticatedError,
-    "PERMISSION_DENIED": PermissionDeniedError,
-    "ABORTED": ConcurrentModificationError,
-    "RESOURCE_EXHAUSTED": ThrottlingError,
-    "UNIMPLEMENTED": UnsupportedOperationError,
-    "UNAVAILABLE": ServiceUnavailableError,
-}
-#: for answers without a UC error body
-ERRORS_BY_STATUS: dict[int, type[LanceNamespaceError]] = {
-    400: InvalidInputError,
-    401: UnauthenticatedError,
-    403: PermissionDeniedError,
-    501: UnsupportedOperationError,
-    503: ServiceUnavailableError,
-}
-
-
-def _full_name(*names: str) -> str:
-    return quote(".".join(names), safe=".")
 
 
 def _properties(info: CatalogAnswer | SchemaAnswer | TableAnswer) -> dict[str, str]:

@@ -14,7 +14,7 @@ TABLE_NOT_FOUND); for a table any of them is TableNotFound.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from lance_namespace.errors import (
     InvalidInputError,
@@ -25,9 +25,12 @@ from lance_namespace.errors import (
 from pydantic import StrictStr
 
 from lance_sync.drivers.support.answers import Answer
-from lance_sync.drivers.support.http import HttpClient, HttpFailure
+from lance_sync.drivers.support.http import HttpFailure
 from lance_sync.drivers.unity.config import UnityRules
 from lance_sync.model.grants import GrantMap, format_privileges
+
+if TYPE_CHECKING:
+    from lance_sync.drivers.unity.client import UnityClient
 
 #: UC's securable types, by the length of a lance-sync id
 SecurableType = Literal["catalog", "schema", "table"]
@@ -49,10 +52,10 @@ class PermissionsAnswer(Answer):
 
 
 class UnityGrants:
-    """Reads and changes the grants of one securable through the driver's HTTP client."""
+    """Reads and changes the grants of one securable through the driver's client."""
 
-    def __init__(self, http: HttpClient, rules: type[UnityRules]) -> None:
-        self.http = http
+    def __init__(self, client: UnityClient, rules: type[UnityRules]) -> None:
+        self.client = client
         self.rules = rules
 
     def list(self, securable_type: SecurableType, full_name: str) -> GrantMap:
@@ -84,7 +87,7 @@ class UnityGrants:
               body: dict | None = None) -> PermissionsAnswer:
         # a PATCH adds and removes set members: sent twice, it leaves what it left once
         try:
-            answer: PermissionsAnswer = self.http.request(
+            answer: PermissionsAnswer = self.client.request(
                 method, f"/permissions/{securable_type}/{full_name}", json=body,
                 expect=PermissionsAnswer, retry_safe=True)
         except NamespaceNotFoundError as error:
