@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import re
 import threading
 import time
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LeaseHeld", "LeaseRecord", "LeaseStore", "Leases", "current_leases",
            "lease_name", "lease_stores", "touched_ids", "unlock"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_DURATION_SECONDS = 120.0
 #: how often a waiting apply looks at the lease again
@@ -133,6 +136,7 @@ class Leases:
         try:
             for store in self.stores:
                 self._held[store] = self._acquire_one(store, deadline, on_wait)
+                log.debug("acquired lease %s on %s", self.record.id, store.label)
         except BaseException:
             self.release()
             raise
@@ -231,11 +235,13 @@ class Leases:
                     if current is None or current.record.id != record.id:
                         return False
                     renewed = current  # still ours: an earlier renewal landed unseen, or none did
-            except (LanceSyncError, LanceNamespaceError):
+            except (LanceSyncError, LanceNamespaceError) as error:
+                log.debug("renewing lease %s on %s failed: %s", record.id, store.label, error)
                 renewed = held  # a flaky renewal: tried again next time, if there is time left
             if renewed.record.expires_within(self.duration / 4):
                 return False
             self._held[store] = renewed
+            log.debug("renewed lease %s on %s", record.id, store.label)
         self.record = record
         return True
 
@@ -247,6 +253,7 @@ class Leases:
             for store, held in reversed(list(self._held.items())):
                 with contextlib.suppress(LanceSyncError, LanceNamespaceError, OSError):
                     _call(store, "release", functools.partial(store.register.remove, held))
+                    log.debug("released lease %s on %s", held.record.id, store.label)
             self._held.clear()
 
     @contextlib.contextmanager
@@ -294,7 +301,7 @@ def current_leases(stores: list[LeaseStore]) -> list[tuple[str, LeaseRecord]]:
 def _call(store: LeaseStore, what: str, call: Callable[[], T]) -> T:
     """A lease call, retried while it fails transiently."""
     try:
-        return with_retries(call, LEASE_RETRIES)
+        return with_retries(call, LEASE_RETRIES, backend=store.label, label=what)
     except LanceNamespaceError as error:
         raise _failed(store, what, error) from error
 

@@ -5,6 +5,7 @@ when it matches."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -29,7 +30,7 @@ from lance_sync.apply.live import live_state, read_object
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.report import Outcome
 from lance_sync.drivers.base import Drivers, SyncNamespace
-from lance_sync.drivers.support.retry import backoff_seconds, is_transient
+from lance_sync.drivers.support.retry import backoff_seconds, is_transient, log_retry
 from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Verb, project
 from lance_sync.model.arrow_types import schema_from_columns
 from lance_sync.model.errors import LanceSyncError, PlanError
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 
 #: declares sent in one request to a backend that takes them in bulk
 DECLARE_BATCH_SIZE = 1000
+
+
+log = logging.getLogger(__name__)
 
 
 class GrantNotKept(LanceSyncError):
@@ -84,6 +88,8 @@ class ActionRunner:
         """Run one action; transient failures are retried, each retry reconciled with the live
         object. Never raises: a failure, reconciling included, is the action's outcome."""
         driver = self.drivers[action.backend]
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("start: %s", action.headline)
         attempt = 0
         while True:
             try:
@@ -91,8 +97,10 @@ class ActionRunner:
             except Exception as error:  # noqa: BLE001 - reported per action; the run goes on
                 if not is_transient(error) or attempt >= self.options.action_retries:
                     return _failed(action, error)
-            time.sleep(backoff_seconds(attempt))
-            attempt += 1
+                wait = backoff_seconds(attempt)
+                log_retry(action.backend, action.headline, attempt + 1, self.options.action_retries, error, wait)
+                time.sleep(wait)
+                attempt += 1
 
     def _attempt(self, action: Action, driver: SyncNamespace) -> Outcome:
         """One try; a create that meets its object, or a removal that misses it, is checked
@@ -132,6 +140,7 @@ class ActionRunner:
         if len(actions) == 1:
             return [self.run(actions[0])]
         requests = [_declare_request(a) for a in actions]
+        log.debug("start: declare %d tables in %s at once", len(actions), actions[0].backend)
         try:
             errors: list[Exception | None] = list(self.drivers[actions[0].backend].declare_tables(requests))
         except Exception as error:  # noqa: BLE001 - reported per action

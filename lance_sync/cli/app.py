@@ -5,6 +5,10 @@ stderr; both are masked, so no registered secret (`lance_sync.model.secrets`) is
 codes: 0 done or no changes; 1 error; 2 changes present (plan with --detailed-exitcode);
 3 apply partly failed; 4 refused by a guard.
 
+Logs are off unless asked for: `--log-level LEVEL` (or LANCE_SYNC_LOG=LEVEL) writes the
+records of lance-sync and of the libraries it uses at LEVEL and above to stderr, masked too
+(`MaskingFilter`), for the command's duration.
+
 Each command is in a module of its own (or with the commands closest to it) and runs through
 `lance_sync.api`; options several share are in `shared`, what apply shows in `apply_display`.
 """
@@ -28,6 +32,7 @@ import click
 from lance_sync import __version__
 from lance_sync.cli.apply import apply
 from lance_sync.cli.check import discover, drift, verify
+from lance_sync.cli.deferred import defer_body
 from lance_sync.cli.importer import import_
 from lance_sync.cli.info import show, version
 from lance_sync.cli.manifest import schema, validate
@@ -35,7 +40,7 @@ from lance_sync.cli.plan import plan
 from lance_sync.cli.reconcile import reconcile
 from lance_sync.cli.unlock import unlock
 from lance_sync.model.errors import ExitCode, LanceSyncError
-from lance_sync.model.secrets import masked_standard_streams, register_environment
+from lance_sync.model.secrets import MaskingFilter, masked_standard_streams, register_environment
 
 # Only what every command needs is imported by the modules above (click and lance-sync's own
 # light modules): `--help` and `validate` must start fast. Each command imports the rest
@@ -115,13 +120,23 @@ def _asks_for_json(args: Sequence[str]) -> bool:
     return "--format=json" in args or any(a == "--format" and b == "json" for a, b in zip(args, args[1:], strict=False))
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: the generated REST client whose package body the CLI's process defers (lance_sync.cli.deferred)
+REST_CLIENT = "lance_namespace_urllib3_client"
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lance-sync")
 @click.option("--chdir", type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Run in DIR, as if started there (manifests, plans and .lance-sync are found from it).")
 @click.option("--no-color", is_flag=True, help="No colour in the output (as NO_COLOR=1 does); also after a command.")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), envvar="LANCE_SYNC_LOG",
+              show_envvar=True, metavar="LEVEL",
+              help="Log to stderr at LEVEL (DEBUG, INFO, WARNING, ERROR) and above: INFO shows retries, "
+                   "actions and reconcile cycles, DEBUG every request and read too. No logs without it.")
 @click.pass_context
-def main(context: click.Context, chdir: str | None, no_color: bool) -> None:
+def main(context: click.Context, chdir: str | None, no_color: bool, log_level: str | None) -> None:
     """Declarative catalog sync for Lance tables: plan and apply a manifest across catalogs."""
     if chdir:
         os.chdir(chdir)
@@ -129,8 +144,30 @@ def main(context: click.Context, chdir: str | None, no_color: bool) -> None:
         os.environ["NO_COLOR"] = "1"
     # thrift logs every failed connection attempt at ERROR; the driver's own error says it once
     logging.getLogger("thrift").setLevel(logging.CRITICAL)
+    # py4j logs every command it exchanges with Spark's JVM at DEBUG: thousands of lines of its protocol
+    logging.getLogger("py4j").setLevel(logging.INFO)
+    if log_level:
+        _log_to_stderr(context, log_level.upper())
     if context.invoked_subcommand not in LONG_RUNNING_COMMANDS:
         _pause_collections(context)
+
+
+def _log_to_stderr(context: click.Context, level: str) -> None:
+    """Every logger's records at `level` and above to stderr, masked, until the command ends.
+    The root logger is configured here, in the CLI's own process, never by the library."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(MaskingFilter())
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(level)
+
+    def restore() -> None:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+
+    context.call_on_close(restore)
 
 
 #: commands that run until stopped, and so keep the cyclic garbage collector running
@@ -158,7 +195,11 @@ def run() -> NoReturn:
     run and the standard streams are flushed as at any exit, and the process ends without
     the interpreter's teardown: freeing every module and object one by one took 0.6 s of
     CPU at the end of a 4.7 s plan of 10,000 tables, after the answer was out. A thread still
-    running, a profiler or a debugger gets the usual exit."""
+    running, a profiler or a debugger gets the usual exit.
+
+    Being the process's owner, it also defers the REST client's package body (a large share of
+    a plan's start-up) before any command imports it."""
+    defer_body(REST_CLIENT)
     try:
         main(prog_name="lance-sync")
         code = 0

@@ -11,11 +11,9 @@ which names the file, line and field of each.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import os
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,8 +41,7 @@ def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None
     what changed since a revision.
     """
     base_dir = os.path.dirname(os.path.abspath(paths[0]))
-    with no_cycle_collection():
-        state = _load(paths, environ, base_dir, allow_unset, positions, tables)
+    state = _load(paths, environ, base_dir, allow_unset, positions, tables)
     if policy_file is not None:
         state.policy = _with_file(state.policy, load_policy(policy_file, state.backends, environ))
     return state
@@ -120,14 +117,13 @@ def _built_later(model: ValidatedManifest, document: Document, base_dir: str, ot
 
     def build(names: Collection[str]) -> list[DesiredTable]:
         entries = [entry for name, entry in others.items() if name in names]
-        with no_cycle_collection():
-            try:
-                state = build_desired_state(model, document, base_dir, StrictTables(entries))
-                if not state.notices:
-                    return state.tables
-            except (NotStrict, ManifestError, ManifestErrors):
-                pass
-            return [table for table in load_manifest(paths, environ).tables if table.name in names]
+        try:
+            state = build_desired_state(model, document, base_dir, StrictTables(entries))
+            if not state.notices:
+                return state.tables
+        except (NotStrict, ManifestError, ManifestErrors):
+            pass
+        return [table for table in load_manifest(paths, environ).tables if table.name in names]
 
     return build
 
@@ -155,16 +151,3 @@ def _with_file(manifest: Policy, from_file: Policy) -> Policy:
         raise ManifestErrors(clashes)
     return combine(manifest, from_file)
 
-
-@contextlib.contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """Loading makes hundreds of thousands of objects and no garbage cycles; Python's cycle
-    collector would scan everything alive again and again as they pile up (a third of the
-    time of loading 10,000 tables)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

@@ -108,7 +108,6 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     """The manifest of `paths` (and `policy_file`) at git revision `ref`, and the working
     tree's, as written. LanceSyncError when the files are not in a git repository or `ref`
     names no commit."""
-    from lance_sync.manifest import no_cycle_collection
     from lance_sync.manifest.loader import reading_files_with
     from lance_sync.manifest.parse_once import (
         parse_ahead,
@@ -125,7 +124,7 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     working = {path: _read_bytes(path) for path in files}
     changed = {path: (contents[path], raw) for path, raw in working.items()
                if raw is not None and contents.get(path) not in (None, raw)}
-    with parsing_once() if not parsing_files_once() else contextlib.nullcontext(), no_cycle_collection():
+    with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
         # a file the revision has as it is now is parsed once, for both sides (and for the load);
         # a changed file is read from the parse of its earlier version where it can be: one an
         # earlier run parsed (the parse cache), else one parsed now, by the same worker process;

@@ -8,9 +8,10 @@ The registry is process-wide and only grows.
 
 `mask(text)` replaces every registered value, and each form it takes on its way through
 URLs, JSON, HTML, Python reprs and base64 (`derived_forms`), with MASK. It runs where text
-leaves lance-sync (the CLI's stdout and stderr, journals, saved and rollback plans, Spark's
-log, the metrics page) and where a server's text enters a driver (error bodies), so that a
-server which echoes a request (its headers, query and body) cannot carry a secret back out.
+leaves lance-sync (the CLI's stdout and stderr, log records through `MaskingFilter`, journals,
+saved and rollback plans, Spark's log, the metrics page) and where a server's text enters a
+driver (error bodies), so that a server which echoes a request (its headers, query and body)
+cannot carry a secret back out.
 
 Values shorter than MIN_LENGTH are not masked (they would mask ordinary words); they are
 still never printed where they are known to be secrets. This module imports only the
@@ -23,6 +24,7 @@ import base64
 import contextlib
 import html
 import json
+import logging
 import os
 import re
 import sys
@@ -230,6 +232,28 @@ def masked_standard_streams() -> Iterator[None]:
             with contextlib.suppress(Exception):
                 stream.flush()
         sys.stdout, sys.stderr = originals
+
+
+class MaskingFilter(logging.Filter):
+    """Masks a log record before a handler formats it: its message with its arguments, its
+    traceback and its stack. On a handler it covers every logger's records, a library's
+    (urllib3, botocore) as well as lance-sync's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message, fits = record.getMessage(), True
+        except (TypeError, ValueError):  # arguments that do not fit the message: shown beside it
+            message, fits = f"{record.msg} {record.args!r}", False
+        masked = mask(message)
+        if masked != message or not fits:
+            record.msg, record.args = masked, None
+        if record.exc_info and not record.exc_text:  # the formatter uses this text as it is
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = mask(record.exc_text)
+        if record.stack_info:
+            record.stack_info = mask(record.stack_info)
+        return True
 
 
 def copy_masked(source: IO[bytes], sink: IO[bytes]) -> None:

@@ -152,7 +152,8 @@ def _read(drivers: Drivers, keys: set[GrantKey], parallelism: int) -> dict[Grant
     def read(key: GrantKey) -> GrantMap:
         backend, kind, id = key
         try:
-            return with_retries(lambda: drivers[backend].list_grants(kind, id), READ_RETRIES)
+            return with_retries(lambda: drivers[backend].list_grants(kind, id), READ_RETRIES,
+                                backend=backend, label=f"list_grants({kind}, {id})")
         except (NamespaceNotFoundError, TableNotFoundError):
             return {}
         except LanceNamespaceError as error:

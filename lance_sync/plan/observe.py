@@ -19,6 +19,8 @@ lance-sync's bookkeeping and are never part of the live state.
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -52,6 +54,9 @@ READ_RETRIES = 2
 #: the cores (16, as the native clients' baselines in bench/ use)
 R = TypeVar("R")
 T = TypeVar("T")
+
+
+log = logging.getLogger(__name__)
 
 
 class ObserveError(LanceSyncError):
@@ -98,6 +103,10 @@ class Observer:
             self._list_tables()
         self.live.complete = self.scan_all
         self._tables_beyond_scope()
+        if log.isEnabledFor(logging.DEBUG):
+            namespaces, tables = Counter(b for b, _ in self.live.namespaces), Counter(b for b, _ in self.live.tables)
+            for backend in sorted(self.drivers.keys() & self.state.backends.keys()):
+                log.debug("%s: found %d namespaces and %d tables", backend, namespaces[backend], tables[backend])
         return self.live
 
     # --- the passes --------------------------------------------------------------------------
@@ -257,7 +266,10 @@ class Observer:
         """Every call in parallel, each with the key it reads; a read that still fails
         transiently after the driver's own retries is read again (the whole call) before the
         plan gives up."""
-        futures = [(key, self.pool.submit(with_retries, call, READ_RETRIES)) for key, call in calls]
+        if log.isEnabledFor(logging.DEBUG):
+            for backend, count in sorted(Counter(backend for (backend, _), _ in calls).items()):
+                log.debug("%s: %d reads in parallel", backend, count)
+        futures = [(key, self.pool.submit(with_retries, call, READ_RETRIES, backend=key[0])) for key, call in calls]
         results = []
         for key, future in futures:
             try:
@@ -406,7 +418,7 @@ class _RegistrationWalk:
 
     def _call(self, backend: str, id: Identifier, call: Callable[[], R]) -> R:
         try:
-            return with_retries(call, READ_RETRIES)
+            return with_retries(call, READ_RETRIES, backend=backend)
         except LanceNamespaceError as error:
             where = self.drivers[backend].format_identifier(id) or "(root)"
             raise ObserveError(f"backend '{backend}': reading {where} to find every registration failed: "

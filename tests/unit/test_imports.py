@@ -39,6 +39,18 @@ def imported_after(code: str) -> set[str]:
     return set(json.loads(result.stdout.splitlines()[-1]))
 
 
+def after_the_command(args: list[str], check: str, before: str = "", cwd: Path = ROOT) -> None:
+    """Run the `lance-sync` program (`lance_sync.cli.run`, which ends the process itself) with
+    `args` in a fresh interpreter, after running `before`; `check` (statements) runs at its exit."""
+    body = "".join(f"    {line}\n" for line in [*check.splitlines(), "print('checked')"])
+    script = (f"{before}\nimport atexit, sys\nfrom lance_sync.cli import run\n"
+              f"def check():\n{body}atexit.register(check)\n"
+              f"sys.argv = ['lance-sync', *{args!r}]\nrun()\n")
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environ, cwd=cwd)
+    assert result.stdout.splitlines()[-1:] == ["checked"], result.stderr
+
+
 def test_the_command_line_module_imports_no_heavy_package():
     loaded = imported_after("import lance_sync.cli.app")
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
@@ -64,36 +76,45 @@ def test_registering_the_drivers_imports_lance_namespace_only_then(tmp_path):
                    "assert type(ns).__name__ == 'DirNamespace', type(ns)")
 
 
-def test_a_driver_loads_the_rest_client_s_models_and_not_its_api_classes(tmp_path):
+def test_a_plan_loads_the_rest_client_s_models_and_not_its_api_classes(tmp_path):
     """The generated REST client's API classes take most of a second to import and no driver
-    calls them: lance_sync defers its package body (lance_sync._deferred)."""
-    imported_after("import sys\n"
-                   "from lance_sync.drivers import connect\n"
-                   f"connect('dir', {{'root': {str(tmp_path)!r}}})\n"
-                   "assert 'lance_namespace' in sys.modules\n"
-                   "api = [m for m in sys.modules if m.startswith('lance_namespace_urllib3_client.api')]\n"
-                   "assert not api, api")
+    calls them: the CLI's process defers the package's body (lance_sync.cli.deferred)."""
+    after_the_command(["plan", "-f", str(QUICKSTART)],
+                      "assert 'lance_namespace' in sys.modules\n"
+                      "api = [m for m in sys.modules if m.startswith('lance_namespace_urllib3_client.api')]\n"
+                      "assert not api, api", cwd=tmp_path)
 
 
-def test_the_deferred_rest_client_still_answers_every_name():
+def test_the_deferred_rest_client_still_answers_every_name(tmp_path):
     """Other users of the package (lancedb, a REST namespace) get the whole package when they
     ask for a name of it, by attribute, by `from ... import`, or by `dir()`."""
-    imported_after("import lance_sync, lance_namespace\n"
-                   "import lance_namespace_urllib3_client as client\n"
-                   "assert 'TableApi' in dir(client)\n"
-                   "from lance_namespace_urllib3_client import ApiClient, Configuration, TableApi\n"
-                   "assert client.__version__ and client.ApiClient is ApiClient\n"
-                   "assert client.models.CreateNamespaceRequest is lance_namespace.CreateNamespaceRequest\n"
-                   "import lancedb.namespace")
+    after_the_command(["plan", "-f", str(QUICKSTART)],
+                      "import lance_namespace\n"
+                      "import lance_namespace_urllib3_client as client\n"
+                      "assert 'TableApi' in dir(client)\n"
+                      "from lance_namespace_urllib3_client import ApiClient, Configuration, TableApi\n"
+                      "assert client.__version__ and client.ApiClient is ApiClient\n"
+                      "assert client.models.CreateNamespaceRequest is lance_namespace.CreateNamespaceRequest\n"
+                      "import lancedb.namespace", cwd=tmp_path)
 
 
-def test_a_package_imported_before_lance_sync_is_left_as_it_is():
-    imported_after("import lance_namespace_urllib3_client as client\n"
-                   "body = client.__dict__.copy()\n"
-                   "import lance_sync\n"
-                   "import sys\n"
-                   "assert sys.modules['lance_namespace_urllib3_client'] is client\n"
-                   "assert '__getattr__' not in client.__dict__ and client.__dict__.keys() == body.keys()")
+def test_a_package_imported_before_the_command_runs_is_left_as_it_is():
+    after_the_command(["version"],
+                      "assert sys.modules['lance_namespace_urllib3_client'] is client\n"
+                      "assert '__getattr__' not in client.__dict__ and client.__dict__.keys() == body.keys()",
+                      before="import lance_namespace_urllib3_client as client\nbody = client.__dict__.copy()")
+
+
+def test_importing_lance_sync_changes_no_other_package():
+    """Only the CLI's own process defers the REST client's body: a program that imports
+    lance_sync (its API, its drivers, its CLI module) finds the package absent or whole."""
+    imported_after("import sys\n"
+                   "import lance_sync, lance_sync.api, lance_sync.drivers, lance_sync.cli\n"
+                   "client = sys.modules.get('lance_namespace_urllib3_client')\n"
+                   "assert client is None or '__getattr__' not in client.__dict__, client\n"
+                   "import lance_namespace_urllib3_client\n"
+                   "assert '__getattr__' not in lance_namespace_urllib3_client.__dict__\n"
+                   "assert lance_namespace_urllib3_client.ApiClient")
 
 
 def test_backend_packages_and_their_configs_import_no_client():

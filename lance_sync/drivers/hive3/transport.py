@@ -15,6 +15,7 @@ could not connect at all is retried whatever it is. The last failure is a
 
 from __future__ import annotations
 
+import logging
 import struct
 import threading
 from collections.abc import Callable
@@ -41,6 +42,8 @@ from lance_sync.drivers.support.retry import (
     is_transient,
     with_retries,
 )
+
+log = logging.getLogger(__name__)
 
 #: most elements a list or map in an answer may claim (garbage claiming billions fails at once)
 CONTAINER_LENGTH_LIMIT = 10_000_000
@@ -219,7 +222,8 @@ class MetastoreClient:
             return isinstance(error, MetastoreUnreachableError) or (read and is_transient(error))
 
         try:
-            return with_retries(attempt, self._max_retries, retryable=retryable, sleep=sleep)
+            return with_retries(attempt, self._max_retries, retryable=retryable, sleep=sleep,
+                                backend="hive3", label=call)
         except (BadAnswerError, ServiceUnavailableError) as error:
             if attempts == 1:
                 raise
@@ -242,6 +246,7 @@ class MetastoreClient:
         reusable = False
         try:
             self._on_call()
+            log.debug("hive3: %s to the metastore at %s", call, self._address)
             answer = connection.call(call, args)
             if read:
                 problem = ANSWER_CHECKS[call](answer, *args)

@@ -40,6 +40,9 @@ name its own, as AWS_CA_BUNDLE does for botocore). The userinfo of
 an endpoint URL is sent as Basic authentication unless the driver sends its own Authorization.
 Redirects are not followed: a catalog that answers 3xx is reported with that status.
 
+Each answer is logged at DEBUG as its method, path (without the query) and status, never its
+headers or body; each retry at INFO (`retry.log_retry`).
+
 The connect timeout is the socket's; the read timeout is kept by `deadlines`' watchdog on a
 blocking socket (the whole answer within `read_timeout` of sending), as per-socket timeouts
 cost a poll before every send and receive. Through a proxy the pools keep socket timeouts.
@@ -50,6 +53,7 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json as jsonlib
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -80,8 +84,11 @@ from lance_sync.drivers.support.retry import (
     ServerError,
     TransientError,
     backoff_seconds,
+    log_retry,
 )
 from lance_sync.model import secrets
+
+log = logging.getLogger(__name__)
 
 #: statuses worth sending a retry-safe request again for
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -203,7 +210,9 @@ class HttpClient:
                 retry = failed.transient and (safe or not failed.may_have_acted)
                 if not retry or attempt >= self.max_retries:
                     raise self._final(failed, attempt + 1, safe) from None
-                self.sleep(backoff_seconds(attempt, failed.retry_after))
+                wait = backoff_seconds(attempt, failed.retry_after)
+                log_retry(self.backend, request.label, attempt + 1, self.max_retries, failed.error, wait)
+                self.sleep(wait)
                 attempt += 1
 
     # --- one attempt ---------------------------------------------------------------------------
@@ -229,6 +238,8 @@ class HttpClient:
         finally:
             response.release_conn()
         answer = _Answer(response.status, response.headers, content)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s: %s %s -> %d", self.backend, method, request.target.partition("?")[0], answer.status)
         if answer.status in ok:
             return self._answer(answer, method, call, expect, parse)
         if method == "DELETE" and answer.status == 404 and deleted_before:

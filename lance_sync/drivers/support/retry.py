@@ -5,10 +5,15 @@ throttled, failed on its own side (`ServerError`, a 5xx), or its answer was cut 
 garbled on the way (`BadAnswerError`). Retries are
 bounded, spaced by exponential backoff with full jitter, and honour a server's Retry-After.
 Anything else (not found, already exists, invalid input, permission) is final at once.
+
+Each retry is logged at INFO (`log_retry`) with the backend, the call, the attempt and the
+error: a failure that a retry hides leaves a trace for whoever turns the logs on.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -21,6 +26,8 @@ from lance_namespace.errors import (
     ServiceUnavailableError,
     ThrottlingError,
 )
+
+log = logging.getLogger(__name__)
 
 BACKOFF_BASE_SECONDS = 0.2
 BACKOFF_CAP_SECONDS = 10.0
@@ -69,10 +76,12 @@ def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:
 
 def with_retries(call: Callable[[], T], max_retries: int, *,
                  retryable: Callable[[BaseException], bool] = is_transient,
-                 sleep: Callable[[float], None] = time.sleep) -> T:
+                 sleep: Callable[[float], None] = time.sleep, backend: str = "", label: str = "") -> T:
     """`call()`, sent again up to `max_retries` times while it fails with a transient error.
 
     The last error is raised unchanged, so its message still names the backend and the call.
+    `backend` and `label` name the backend and the call in the log of each retry (the call's
+    own name without `label`).
     """
     attempt = 0
     while True:
@@ -81,5 +90,22 @@ def with_retries(call: Callable[[], T], max_retries: int, *,
         except Exception as error:
             if attempt >= max_retries or not retryable(error):
                 raise
-            sleep(backoff_seconds(attempt, getattr(error, "retry_after", None)))
+            wait = backoff_seconds(attempt, getattr(error, "retry_after", None))
+            log_retry(backend, label or call_name(call), attempt + 1, max_retries, error, wait)
+            sleep(wait)
             attempt += 1
+
+
+def log_retry(backend: str, call: str, attempt: int, max_retries: int, error: BaseException,
+              wait: float) -> None:
+    """Log that attempt number `attempt` (1-based) of `call` failed and is retried after `wait` seconds."""
+    log.info("%s: %s: attempt %d of %d failed (%s: %s); retrying in %.2f s", backend or "-", call, attempt,
+             max_retries + 1, type(error).__name__, error, wait)
+
+
+def call_name(call: Callable[..., object]) -> str:
+    """A callable's name for a log: its qualified name, with the arguments of a `functools.partial`."""
+    if isinstance(call, functools.partial):
+        arguments = [repr(argument) for argument in call.args]
+        return f"{call_name(call.func)}({', '.join(arguments)})"
+    return getattr(call, "__qualname__", None) or repr(call)

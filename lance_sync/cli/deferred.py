@@ -9,6 +9,9 @@ a large share of a plan's start-up (bench/bench_cli.py), for classes lance-sync 
 first attribute that is not a submodule already imported (`ApiClient`, `__version__`, `dir()`)
 runs the body, so other users of the package (lancedb, the lance-namespace REST client) see
 the package they expect.
+
+Only the CLI's own process defers it (`lance_sync.cli.app.run`): `import lance_sync` in another
+program leaves that program's modules as they are.
 """
 
 from __future__ import annotations
