@@ -9,7 +9,6 @@ injection, a second server with a token) skip against an external server.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
@@ -55,26 +54,16 @@ from lance_sync.drivers.support.retry import ServerError
 from lance_sync.drivers.unity.driver import UnityNamespace
 from lance_sync.model.errors import ConfigError
 from lance_sync.model.locations import normalize_location
-from tests.conformance.harness_unity import EXTERNAL_TOKEN, UnityHarness, ensure_catalog, run_sdk
+from tests.conformance.harness_unity import UnityHarness, ensure_catalog, run_sdk
 from tests.servers import unity
 from tests.servers.base import RunningServer, free_port
+from tests.support.unity_driver import declare, make_driver, unique
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 pytestmark = pytest.mark.servers
 
 TOKEN = "uc-test-token-7f3a9c"
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-def make_driver(server: RunningServer, catalog: str, root: Path, **properties: str) -> UnityNamespace:
-    config = {"endpoint": server.endpoint, "catalog": catalog, "root": str(root)}
-    if server.external and EXTERNAL_TOKEN:
-        config["auth_token"] = EXTERNAL_TOKEN
-    return UnityNamespace(**{**config, **properties})
 
 
 def sdk_table(server: RunningServer, full_name: str, token: str | None = None):
@@ -122,12 +111,6 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningSe
         yield server
     finally:
         server.stop()
-
-
-def declare(driver: UnityNamespace, table_id: tuple[str, ...], location: str | Path | None = None,
-            **properties: str):
-    return driver.declare_table(DeclareTableRequest(
-        id=list(table_id), location=str(location) if location else None, properties=properties or None))
 
 
 # --- configuration ----------------------------------------------------------------------------
@@ -280,7 +263,6 @@ def test_list_namespace_infos_carry_properties(driver: UnityNamespace, catalog: 
     assert infos[namespace] == {"marker": "m"}
     assert [info.id for info in driver.list_namespace_infos(())] == [(catalog,)]
     assert list(driver.list_namespace_infos(namespace)) == []
-
 
 
 def test_get_namespace_infos_reads_schemas_from_one_listing_page(own_server: RunningServer, tmp_path: Path):

@@ -24,10 +24,10 @@ from lance_sync.drivers.support.http import HttpFailure
 from lance_sync.drivers.support.retry import BadAnswerError, is_transient
 from lance_sync.drivers.unity.driver import UnityNamespace
 from tests.conformance.harness_unity import ensure_catalog, run_sdk
-from tests.drivers.test_http_answers import API, HTML, UNITY_ROUTES, ScriptedServer, cut, js
-from tests.drivers.test_unity import declare, make_driver, unique
 from tests.servers import unity
 from tests.servers.base import RunningServer
+from tests.support.scripted_http import API, HTML, UNITY_ROUTES, ScriptedServer, cut, js
+from tests.support.unity_driver import declare, make_driver, unique
 
 NOBODY = "nobody-at-all@example.com"
 

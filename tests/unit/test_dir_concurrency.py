@@ -9,14 +9,11 @@ that writer's exactly as it would in a race, and Lance's own conflict detection 
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import traceback
-from pathlib import Path
 from typing import Any
 
 import lance
-import lance_namespace as ln
 import pytest
 from lance.dataset import MergeInsertBuilder
 from lance.namespace import DirectoryNamespace
@@ -41,38 +38,20 @@ from lance_sync.drivers import register
 from lance_sync.drivers.dir.client import is_commit_conflict, short_message
 from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.marks import OWNER_KEY
+from tests.support.dir_catalog import (
+    connect,
+    hand_stale_manifest,
+    manifest,
+    manifest_rows,
+    properties_of,
+    table_rows,
+)
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 TABLES_PER_WRITER = 50
 #: a worker's wait for the others at the start line
 START_TIMEOUT_SECONDS = 120
-
-
-def connect(root: Path | str) -> DirNamespace:
-    driver = ln.connect("lance-sync-dir", {"root": str(root)})
-    assert isinstance(driver, DirNamespace)
-    return driver
-
-
-def manifest(root: Path | str) -> lance.LanceDataset:
-    return lance.dataset(str(Path(root) / "__manifest"))
-
-
-def manifest_rows(root: Path | str) -> list[dict[str, Any]]:
-    return manifest(root).to_table().to_pylist()
-
-
-def table_rows(root: Path | str) -> dict[str, list[dict[str, Any]]]:
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for row in manifest_rows(root):
-        if row["object_type"] == "table":
-            rows.setdefault(row["object_id"], []).append(row)
-    return rows
-
-
-def properties_of(row: dict[str, Any]) -> dict[str, str]:
-    return json.loads(row["metadata"]) if row["metadata"] else {}
 
 
 def error_text(error: BaseException) -> str:
@@ -266,22 +245,6 @@ def test_processes_updating_one_table_lose_no_update(tmp_path, subprocesses):
 
 
 # --- one process, races replayed --------------------------------------------------------------
-
-
-def hand_stale_manifest(driver: DirNamespace, stale: lance.LanceDataset, times: int = 1) -> None:
-    """The driver's next `times` manifest reads return `stale`, a version read before another
-    writer committed (what a writer racing that commit would have read)."""
-    fresh = driver.client.writable_manifest
-    remaining = [times]
-
-    def read() -> lance.LanceDataset | None:
-        if remaining[0] > 0:
-            remaining[0] -= 1
-            driver.count_call()
-            return stale
-        return fresh()
-
-    driver.client.writable_manifest = read  # type: ignore[method-assign]
 
 
 @pytest.fixture

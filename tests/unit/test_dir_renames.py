@@ -33,7 +33,7 @@ from lance_namespace.errors import (
 
 from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.marks import OWNER_KEY
-from tests.unit.test_dir_concurrency import (
+from tests.support.dir_catalog import (
     connect,
     hand_stale_manifest,
     manifest,
