@@ -464,7 +464,7 @@ def servers(places: list[str], workdir: Path) -> Iterator[dict[str, Any]]:
 
 def cluster_conf() -> dict[str, str]:
     """What a driver on this machine needs to use the cluster: loopback, and executors that run
-    this interpreter and import lance_sync from this checkout (lance_sync.data.session passes
+    this interpreter and import lance_sync from this checkout (lance_sync.data.spark_session passes
     spark.pyspark.python on as PYSPARK_PYTHON, which is what PySpark reads)."""
     return {"spark.pyspark.python": sys.executable, "spark.executorEnv.PYTHONPATH": str(PROJECT),
             "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",

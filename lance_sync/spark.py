@@ -24,7 +24,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lance_sync.data.session import SparkSettings, SparkUnavailableError, get_spark, stop_spark
+from lance_sync.data.spark_session import (
+    SparkSettings,
+    SparkUnavailableError,
+    get_spark,
+    stop_spark,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,4 +1,4 @@
-"""One SparkSession for the whole test run, created through lance_sync.data.session.get_spark.
+"""One SparkSession for the whole test run, created through lance_sync.data.spark_session.get_spark.
 
 local[2] unless LANCE_SYNC_SPARK names another master (a cluster or an sc:// Connect server
 that can import lance_sync). Tests that need it are marked @pytest.mark.spark.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from lance_sync.data.session import (
+from lance_sync.data.spark_session import (
     SparkSettings,
     SparkUnavailableError,
     get_spark,

@@ -270,7 +270,7 @@ class ActionRunner:
         def write(at: str, write_mode: Literal["create", "overwrite"], target: pa.Schema | None) -> None:
             if source:
                 from lance_sync.data.materialize import materialize
-                from lance_sync.data.session import SPARK_LOG, resolve_spark_settings
+                from lance_sync.data.spark_session import SPARK_LOG, resolve_spark_settings
 
                 settings = resolve_spark_settings(self.options.spark, self.plan.spark,
                                                   log_file=self.options.state_dir / SPARK_LOG)

@@ -26,8 +26,8 @@ def discover(state: DesiredState, drivers: Drivers, root: str, engine: Engine = 
 
     `storage_options` override, key by key, those the manifest gives the root
     (`storage_for_walk`)."""
-    from lance_sync.data.discover import find_lance_datasets
-    from lance_sync.data.session import resolve_spark_settings
+    from lance_sync.data.find_datasets import find_lance_datasets
+    from lance_sync.data.spark_session import resolve_spark_settings
 
     live = observe(state, drivers, parallelism, progress)
     known = {info.location for info in live.tables.values() if info.location}

@@ -71,7 +71,7 @@ class VerifyReport:
 def verify(state: DesiredState, drivers: Drivers, engine: Engine = "auto",
            spark: str | None = None, parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None) -> VerifyReport:
     from lance_sync.data.inspection import choose_engine, inspect_locations
-    from lance_sync.data.session import resolve_spark_settings
+    from lance_sync.data.spark_session import resolve_spark_settings
 
     live = observe(state, drivers, parallelism, progress)
     findings: dict[str, LocationFinding] = {}
@@ -159,7 +159,7 @@ def _check_declared_columns(item: LocationFinding, declared: list[dict]) -> None
 
 def spark_log_file(state: DesiredState) -> Path:
     """Spark's log, in lance-sync's state directory next to the manifest."""
-    from lance_sync.data.session import SPARK_LOG
+    from lance_sync.data.spark_session import SPARK_LOG
 
     return Path(state.base_dir) / STATE_DIRECTORY / SPARK_LOG
 

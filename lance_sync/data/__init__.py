@@ -15,10 +15,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lance_sync.data.discover import find_lance_datasets
+    from lance_sync.data.find_datasets import find_lance_datasets
     from lance_sync.data.inspection import LocationReport, inspect_location, inspect_locations
     from lance_sync.data.materialize import MaterializeError, MaterializeResult, source_schema
-    from lance_sync.data.session import (
+    from lance_sync.data.spark_session import (
         SparkSettings,
         SparkUnavailableError,
         get_spark,
@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 
 #: each exported name's module
 _HOMES = {
-    "find_lance_datasets": "discover",
+    "find_lance_datasets": "find_datasets",
     "LocationReport": "inspection", "inspect_location": "inspection", "inspect_locations": "inspection",
     "MaterializeError": "materialize", "MaterializeResult": "materialize", "source_schema": "materialize",
-    "SparkSettings": "session", "SparkUnavailableError": "session", "get_spark": "session",
-    "resolve_spark_settings": "session", "stop_spark": "session",
+    "SparkSettings": "spark_session", "SparkUnavailableError": "spark_session", "get_spark": "spark_session",
+    "resolve_spark_settings": "spark_session", "stop_spark": "spark_session",
 }
 
 __all__ = [

@@ -50,7 +50,7 @@ from pyspark.sql.types import StructType
 
 from lance_sync.data.arrow_spark import conform_batch, spark_arrow_schema, to_spark_schema
 from lance_sync.data.materialize import MaterializeError
-from lance_sync.data.session import is_connect_session, spark_text
+from lance_sync.data.spark_session import is_connect_session, spark_text
 from lance_sync.data.storage import Storage, effective_storage_options, open_storage
 from lance_sync.model.locations import is_local, normalize_location, scheme
 

@@ -42,7 +42,7 @@ import pyarrow as pa
 from pyarrow import fs as pafs
 
 from lance_sync.data.intents import INTENT_FILE, catalog_metadata, read_intent
-from lance_sync.data.session import SparkSettings, get_spark
+from lance_sync.data.spark_session import SparkSettings, get_spark
 from lance_sync.data.storage import Storage, open_storage, shipped_storage_options
 from lance_sync.model.actions import WriteIntent
 from lance_sync.model.arrow_types import columns_from_schema

@@ -58,7 +58,7 @@ from pyspark.sql.types import StructType
 from lance_sync.data import save_modes
 from lance_sync.data.arrow_spark import conform_batch, spark_arrow_schema, to_spark_schema
 from lance_sync.data.file_source import FileSource
-from lance_sync.data.session import activate_in_this_thread, is_connect_session
+from lance_sync.data.spark_session import activate_in_this_thread, is_connect_session
 from lance_sync.data.storage import open_storage
 from lance_sync.model.arrow_types import columns_from_schema, schema_from_columns
 from lance_sync.model.locations import normalize_location

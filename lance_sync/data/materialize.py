@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lance_sync.data.inspection import inspect_location
-from lance_sync.data.session import SparkSettings, get_spark, is_connect_session, spark_errors
+from lance_sync.data.spark_session import SparkSettings, get_spark, is_connect_session, spark_errors
 from lance_sync.data.storage import effective_storage_options, open_storage
 from lance_sync.model.arrow_types import parse_type
 from lance_sync.model.locations import normalize_location

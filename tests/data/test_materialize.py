@@ -14,7 +14,7 @@ from lance_sync.data import file_source
 from lance_sync.data.file_source import configures_file_reading, group_files, plain_parquet_files
 from lance_sync.data.lance_source import lance_options
 from lance_sync.data.materialize import MaterializeError, materialize, source_schema
-from lance_sync.data.session import SparkJobError
+from lance_sync.data.spark_session import SparkJobError
 from lance_sync.model.arrow_types import schema_from_columns
 from tests.data.tables import TYPED_SCHEMA, data_files, referenced_files, typed_table
 

@@ -10,7 +10,7 @@ import pytest
 
 import lance_sync.spark
 from lance_sync.data.lance_source import LanceDatasetExistsError, LanceWriter, _Target
-from lance_sync.data.session import activate_in_this_thread
+from lance_sync.data.spark_session import activate_in_this_thread
 
 
 def ids(dataset_path: Path) -> list[int]:

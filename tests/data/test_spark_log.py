@@ -1,7 +1,7 @@
 """Spark's log (`.lance-sync/spark.log`) and Spark's errors hold no registered secret.
 
 The JVM writes into a pipe whose lines a thread copies, masked, to the log
-(`lance_sync.data.session.masked_log_pipe`): proven here with a process of our own writing
+(`lance_sync.data.spark_session.masked_log_pipe`): proven here with a process of our own writing
 to that pipe, which ends when the process does, so the test reads the log once the copy is
 done rather than after some time. The suite's Spark session shows that Spark is told to
 redact secret-looking options and settings, and that a failed Spark job's error is one line,
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from lance_sync.data.materialize import source_schema
-from lance_sync.data.session import (
+from lance_sync.data.spark_session import (
     REDACTION_CONF,
     SparkJobError,
     SparkSettings,

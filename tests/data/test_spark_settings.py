@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lance_sync.data import session as spark_module
-from lance_sync.data.session import (
+from lance_sync.data import spark_session as spark_module
+from lance_sync.data.spark_session import (
     ENV_VARIABLE,
     SparkSettings,
     SparkUnavailableError,
@@ -138,14 +138,14 @@ def test_the_shipped_zip_is_the_whole_package_this_process_runs(tmp_path: Path, 
     cluster's Python worker imports it."""
     archive = spark_module.package_zip(tmp_path / spark_module.PACKAGE_ZIP)
     code = ("import sys; sys.path.insert(1, sys.argv[1]); import lance_sync.data.file_source, "
-            "lance_sync.data.lance_source, lance_sync.data.inspection, lance_sync.data.discover; "
+            "lance_sync.data.lance_source, lance_sync.data.inspection, lance_sync.data.find_datasets; "
             "print(lance_sync.__file__)")
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     result = subprocess.run([sys.executable, "-c", code, str(archive)], capture_output=True, text=True,
                             cwd=tmp_path, env=environment, check=True)
     assert result.stdout.strip() == str(archive / "lance_sync" / "__init__.py")
     names = set(zipfile.ZipFile(archive).namelist())
-    assert "lance_sync/data/session.py" in names and not any("__pycache__" in name for name in names)
+    assert "lance_sync/data/spark_session.py" in names and not any("__pycache__" in name for name in names)
 
 
 @pytest.mark.spark
@@ -154,7 +154,7 @@ def test_threads_asking_at_once_share_the_session_the_first_one_starts(tmp_path:
     classic session per process), with no session yet."""
     script = (
         "import sys, threading\n"
-        "from lance_sync.data.session import SparkSettings, get_spark\n"
+        "from lance_sync.data.spark_session import SparkSettings, get_spark\n"
         "settings = SparkSettings('local[1]', log_file=sys.argv[1])\n"
         "sessions, errors = [], []\n"
         "def ask():\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from lance_sync.data.discover import find_lance_datasets
+from lance_sync.data.find_datasets import find_lance_datasets
 from tests.data.tables import typed_table
 
 

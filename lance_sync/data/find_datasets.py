@@ -21,7 +21,7 @@ from lance_sync.data.inspection import (
     Engine,
     choose_engine,
 )
-from lance_sync.data.session import SparkSettings, get_spark
+from lance_sync.data.spark_session import SparkSettings, get_spark
 from lance_sync.data.storage import Storage, open_storage, shipped_storage_options
 from lance_sync.model.locations import normalize_location
 
