@@ -138,7 +138,7 @@ def function_lengths() -> list[tuple[int, str, str]]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                found.append((node.end_lineno - first + 1, str(path.relative_to(PACKAGE.parent)), node.name))
+                found.append(((node.end_lineno or node.lineno) - first + 1, str(path.relative_to(PACKAGE.parent)), node.name))
     return found
 
 
