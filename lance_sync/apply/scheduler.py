@@ -8,7 +8,7 @@ import contextlib
 import queue
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from lance_sync.apply.report import Outcome
@@ -77,11 +77,7 @@ class Scheduler:
                 todo.put(backlog.popleft())
                 running += 1
 
-        workers = [threading.Thread(target=_work, args=(runner, todo, done), name=f"apply_{i}", daemon=True)
-                   for i in range(min(self.parallelism, len(self.by_key)))]
-        for worker in workers:
-            worker.start()
-        try:
+        with _workers(runner, todo, done, min(self.parallelism, len(self.by_key))):
             backlog.extend(runner.batches([a for key, a in self.by_key.items() if self.waiting[key] == 0]))
             start()
             while running:
@@ -91,26 +87,26 @@ class Scheduler:
                 running -= 1
                 if isinstance(outcomes, BaseException):
                     raise outcomes
-                ready: list[Action] = []
-                for outcome in outcomes:
-                    key = self.key_of[id(outcome.action)]
-                    record(outcome, key)
-                    if outcome.status == "succeeded":
-                        ready += self._released(key)
-                    else:
-                        self._skip_dependents(key, record)
+                ready = self._settle(outcomes, record)
                 if ready:
                     backlog.extend(runner.batches(ready))
                 start()
-        finally:
-            _drop_unstarted(todo)  # an error escaped: what no worker has taken yet is not started
-            for _ in workers:
-                todo.put(None)
-            for worker in workers:
-                worker.join()
         for key, action in self.by_key.items():
             if key not in finished:
                 record(Outcome(action, "skipped", "its dependencies form a cycle"), key)
+
+    def _settle(self, outcomes: list[Outcome], record: Callable[[Outcome, str], None]) -> list[Action]:
+        """Record a finished unit's outcomes; the actions they leave ready to run. What depends
+        on an action that did not succeed is skipped."""
+        ready: list[Action] = []
+        for outcome in outcomes:
+            key = self.key_of[id(outcome.action)]
+            record(outcome, key)
+            if outcome.status == "succeeded":
+                ready += self._released(key)
+            else:
+                self._skip_dependents(key, record)
+        return ready
 
     def _released(self, key: str) -> list[Action]:
         ready = []
@@ -126,6 +122,25 @@ class Scheduler:
                 self.waiting[dependent] = -1
                 record(Outcome(self.by_key[dependent], "skipped", "an action it depends on did not succeed"), dependent)
                 self._skip_dependents(dependent, record)
+
+
+@contextlib.contextmanager
+def _workers(runner: ActionRunner, todo: queue.SimpleQueue[list[Action] | None], done: queue.SimpleQueue[_Done],
+             count: int) -> Iterator[None]:
+    """`count` worker threads for the block; when it ends, by an error too, what no worker has
+    taken yet is not started, and every worker finishes its unit and stops."""
+    workers = [threading.Thread(target=_work, args=(runner, todo, done), name=f"apply_{i}", daemon=True)
+               for i in range(count)]
+    for worker in workers:
+        worker.start()
+    try:
+        yield
+    finally:
+        _drop_unstarted(todo)
+        for _ in workers:
+            todo.put(None)
+        for worker in workers:
+            worker.join()
 
 
 def _work(runner: ActionRunner, todo: queue.SimpleQueue[list[Action] | None], done: queue.SimpleQueue[_Done]) -> None:

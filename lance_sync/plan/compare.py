@@ -373,7 +373,14 @@ class Comparer:
                 f"table '{self._display(backend, id)}' in backend '{backend}' exists and is not a Lance table; "
                 "lance-sync will not replace it", "not_lance", table.name, backend, id))
             return
-        have = project(live.properties, live.location, keys)
+        self._change_table(key, live, want, common, overlap)
+
+    def _change_table(self, key: ObjectKey, live: TableInfo, want: ObjectState, common: dict[str, Any],
+                      overlap: str | None) -> None:
+        """Bring a registered Lance table to `want`: adopt or update it in place where the backend
+        can, take it over unmarked when only the marks differ, replace it otherwise."""
+        backend, id = key
+        have = project(live.properties, live.location, common["keys"])
         owner = owner_of(live.properties)
         if owner is not None and owner != self.desired.owner:
             self._owner_conflict(Kind.TABLE, backend, id, owner)

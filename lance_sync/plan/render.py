@@ -285,6 +285,14 @@ def render_json(plan: Plan) -> str:
 
 def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     """A pull-request comment: summary table first, details collapsed, always under `limit`."""
+    text = with_manifest_relative_paths("\n".join(_markdown_head(plan)) + "\n", plan.base_dir)
+    if not plan.actions and not plan.left_alone:
+        return text
+    return text + _markdown_details(plan, limit, taken=len(text))
+
+
+def _markdown_head(plan: Plan) -> list[str]:
+    """The comment's visible part: the summary, the count of each change, and what needs attention."""
     counts = summary_counts(plan)
     head = ["### lance-sync plan", "", f"Owner `{plan.owner}` · {summary_line(plan)}", "",
             f"<sub>{header_files(plan)}</sub>", ""]
@@ -319,14 +327,17 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
                     f"{len(plan.grants_left_alone)} object(s) (grants_mode: named).")
     head += [f"> {w}" for w in plan.warnings]
     head += [f"> Note: {n}" for n in plan.notes]
-    head.append("")
     # a blank line: <details> must not continue a blockquote
-    text = with_manifest_relative_paths("\n".join(head) + "\n", plan.base_dir)
-    if not plan.actions and not plan.left_alone:
-        return text
+    head.append("")
+    return head
+
+
+def _markdown_details(plan: Plan, limit: int, taken: int) -> str:
+    """The collapsed actions, as many as fit in `limit` beside the `taken` characters of the head,
+    then what was left out."""
     opening = f"<details><summary>Details ({len(plan.actions)} actions)</summary>\n\n```diff\n"
     closing = "```\n\n</details>\n"
-    budget = limit - len(text) - len(opening) - len(closing) - 300
+    budget = limit - taken - len(opening) - len(closing) - 300
     body: list[str] = []
     used, shown = 0, 0
     for action in plan.actions:
@@ -343,7 +354,7 @@ def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
     left_alone = ""
     if plan.left_alone:
         left_alone = f"\n{len(plan.left_alone)} object(s) in scope are not owned by `{plan.owner}` and are left alone.\n"
-    return text + opening + "".join(body) + closing + note + left_alone
+    return opening + "".join(body) + closing + note + left_alone
 
 
 def _markdown_action(action: Action) -> str:
