@@ -130,7 +130,7 @@ class Parsing:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         if self.workers is not None:
-            self.workers.__exit__(kind, error, traceback)
+            self.workers.close()
 
     def document(self, name: str, raw: bytes, earlier_raw: bytes | None = None) -> Document:
         """The document of this version of the file: known already, from its worker, from the

@@ -13,6 +13,7 @@ a manifest split over files of tables in a process per file (`_tables_of_files`)
 
 from __future__ import annotations
 
+import logging
 import marshal
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
@@ -52,6 +53,8 @@ from lance_sync.model.policy import Policy
 from lance_sync.model.secrets import SECRET_KEY, url_password
 from lance_sync.model.storage_options import layered
 from lance_sync.model.variables import is_whole_reference
+
+logger = logging.getLogger(__name__)
 
 
 class _Checker:
@@ -408,6 +411,8 @@ def _tables_in_two(checker: _Checker, model: ValidatedManifest, entries: StrictT
     # the child validated its entries: each is a mapping with a text name
     names = [entry["name"] for entry in entries.raw[middle:end]] if answer is not None else []
     if answer is None or not checker.table_index.keys().isdisjoint(names):
+        logger.debug("tables %d to %d: built here (the forked child has %s)", middle, end,
+                     "no answer" if answer is None else "a name of the first half")
         return tables + _tables(checker, model, entries.read(middle, end), backends, middle)
     entries.let_go(middle, end)  # before the rows arrive: what they take, the raw entries gave back
     del names

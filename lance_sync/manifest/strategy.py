@@ -1,4 +1,4 @@
-"""Which road a manifest load takes: the one place that decides (`roads`).
+"""Which road a manifest load takes: the one place that decides (`fast_roads`, `load_state`).
 
 - The full road reads each file with positions (lance_sync.manifest.loader: `load_document`),
   checks the JSON Schema and the models, and names the file, line and field of every problem.
@@ -71,24 +71,24 @@ class Load:
 Road = Callable[[Load], "DesiredState"]
 
 
-def roads(load: Load) -> list[Road]:
-    """The roads a load tries, in order: the first that answers gives the desired state."""
+def fast_roads(load: Load) -> list[Road]:
+    """The faster roads a load tries, in order, before the full road (`load_state`)."""
     if load.positions:
-        return [full_road]
+        return []
     if load.tables is not None or load.document is not None:
-        return [plain_road, full_road]
-    return [split_road, plain_road, full_road]
+        return [plain_road]
+    return [split_road, plain_road]
 
 
 def load_state(load: Load) -> DesiredState:
-    """The desired state of the files, by the first road that takes them (`roads`)."""
-    for road in roads(load):
+    """The desired state of the files, by the first fast road that takes them, else the full road."""
+    for road in fast_roads(load):
         try:
             return road(load)
         except FastPathUnavailable as unavailable:
             logger.debug("%s: not the %s (%s)", ", ".join(load.paths), road.__name__.replace("_", " "),
                          unavailable.reason)
-    raise AssertionError("the full road answers or raises the manifest's errors")
+    return full_road(load)
 
 
 def full_road(load: Load) -> DesiredState:

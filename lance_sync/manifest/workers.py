@@ -82,6 +82,10 @@ class Workers:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the children whose answers were not all read."""
         for receiver, process in zip(self._receivers, self._children, strict=True):
             receiver.close()
             if process.is_alive():
