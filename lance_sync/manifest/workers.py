@@ -59,21 +59,27 @@ class Workers:
         return len(self._received[child]) > place or receiver.closed or receiver.poll()
 
     def answer(self, index: int) -> bytes | None:
-        """Task `index`'s bytes (read once); None when it answered None, failed, or its child died."""
+        """Task `index`'s bytes (read once); None when it answered None, failed, or its child died.
+        While it waits, the answers other children have ready are read too: a child does not
+        start its next task before its answer is read."""
         child, place = index % self._count, index // self._count
         received = self._received[child]
         while len(received) <= place:
-            received.append(self._next(child))
+            if self._receivers[child].closed:
+                received.append(None)
+                continue
+            ready = multiprocessing.connection.wait([r for r in self._receivers if not r.closed])
+            for other, receiver in enumerate(self._receivers):
+                if receiver in ready:
+                    self._received[other].append(self._next(other))
         answer, received[place] = received[place], None
         return answer
 
     def _next(self, child: int) -> bytes | None:
         receiver = self._receivers[child]
-        if receiver.closed:
-            return None
         try:
             return receiver.recv_bytes() or None
-        except (EOFError, OSError):  # the child died: its other tasks have no answer either
+        except (EOFError, OSError):  # the child ended: its other tasks have no answer
             receiver.close()
             return None
 
