@@ -318,8 +318,9 @@ def cache_dir() -> Path | None:
 
 
 def cacheable(raw: bytes) -> bool:
-    """Whether a file of these bytes is kept: large enough."""
-    return len(raw) >= MIN_BYTES
+    """Whether a file of these bytes is kept: large enough, and the cache on (what is kept is
+    not made for nothing)."""
+    return len(raw) >= MIN_BYTES and cache_dir() is not None
 
 
 def kept(raw: bytes) -> bool:
@@ -363,7 +364,7 @@ def keep(raw: bytes, marshalled: bytes) -> None:
 
 def _entry(raw: bytes) -> Path | None:
     folder = cache_dir()
-    if folder is None or not cacheable(raw):
+    if folder is None or len(raw) < MIN_BYTES:
         return None
     digest = hashlib.sha256(raw)
     digest.update(f"\0{sys.version_info[0]}.{sys.version_info[1]}\0{FORMAT}".encode())

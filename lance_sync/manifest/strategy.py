@@ -166,7 +166,7 @@ def _built_later(model: ValidatedManifest, document: Document, load: Load, other
 RegistrationKey = tuple[str, "Identifier"]
 
 
-def split_tables(data: dict[str, Any], wanted: Collection[str], base_dir: str
+def split_tables(data: Any, wanted: Collection[str], base_dir: str
                  ) -> tuple[list[Any], dict[str, Any], dict[RegistrationKey, str]]:
     """The raw entries of the `wanted` tables (in manifest order), every other entry by name,
     and the others' registrations; FastPathUnavailable unless the checks across all entries
@@ -176,6 +176,8 @@ def split_tables(data: dict[str, Any], wanted: Collection[str], base_dir: str
     checked on its own: `lance-sync validate` checks every entry."""
     from lance_sync.model.locations import normalize_location, overlapping
 
+    if not isinstance(data, dict):
+        raise FastPathUnavailable("a document that is not a mapping")
     raw_tables = data.get("tables", [])
     backends = data.get("backends")
     if not isinstance(raw_tables, list) or not isinstance(backends, dict) or not set(map(type, raw_tables)) <= {dict}:
