@@ -4,7 +4,7 @@ Checks: backends that are referenced but not defined; identifiers of the wrong d
 shape for their backend; duplicates; table locations that are equal or nest (one asset
 per path); a table's former names (`renamed_from`) that are valid in its backends, no longer
 declared and claimed by one registration only; reserved property keys; grants the backend
-cannot hold (`declared_grants`); secrets written inline instead of `${VAR}`; the
+cannot hold (`_grants`); secrets written inline instead of `${VAR}`; the
 policy's rules (lance_sync.manifest.policy_rules).
 
 A large manifest's tables are built in two processes at once (`_tables_in_two`), and those of
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import marshal
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 from itertools import starmap
 from typing import Any
@@ -46,7 +46,7 @@ from lance_sync.model.desired import (
     UnsetValue,
 )
 from lance_sync.model.errors import ManifestError, ManifestErrors, Position
-from lance_sync.model.grants import NAMED, DeclaredGrants, GrantsMode, Securable, format_privileges
+from lance_sync.model.grants import NAMED, DeclaredGrants, Securable, format_privileges
 from lance_sync.model.locations import is_local, nested, normalize_location
 from lance_sync.model.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
 from lance_sync.model.policy import Policy
@@ -343,16 +343,34 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
 
 def _grants(checker: _Checker, spec: BackendSpec, kind: Securable, id: Identifier,
             entry: Namespace | RegistrationEntry, path: DataPath) -> DeclaredGrants | None:
-    """The entry's grants (`declared_grants`); None when it declares none: its grants
-    are left alone."""
+    """The grants of an entry that declares `grants` or a `grants_mode`, checked offline
+    against the backend's rules (privileges it has on that object, principals it can name), in
+    canonical spelling; None when it declares none (its grants are left alone) or the backend
+    has none to give (a backend with no grants, Iceberg REST or dir, refuses them by name)."""
     if entry.grants is None and entry.grants_mode is None:  # most entries
         return None
-
-    def fail(message: str, below: tuple[str | int, ...], key: bool) -> None:
-        checker.fail(message, (*path, *below), key)
-
+    allowed = spec.rules.grant_privileges(kind, id, spec.config)
+    if not allowed:
+        what = "grants" if entry.grants is not None else "grants_mode"
+        checker.fail(f"backend '{spec.name}' ({spec.type}) has no grants on a {kind} like "
+                     f"'{spec.format_id(id)}': {what} cannot be declared here", (*path, what), True)
+        return None
+    checked: dict[str, frozenset[str]] = {}
+    for principal, privileges in (entry.grants or {}).items():
+        problem = spec.rules.check_principal(principal, spec.config)
+        if problem:
+            checker.fail(f"principal '{principal}': {problem}", (*path, "grants", principal), True)
+            continue
+        canonical = []
+        for index, privilege in enumerate(privileges):
+            name = spec.rules.canonical_privilege(privilege)
+            if name not in allowed:
+                checker.fail(f"'{privilege}' is not a {spec.type} privilege on a {kind} (known: "
+                             f"{format_privileges(allowed)})", (*path, "grants", principal, index))
+            canonical.append(name)
+        checked[principal] = frozenset(canonical)
     where = checker.document.position((*path, "grants")) if entry.grants is not None else None
-    return declared_grants(spec, kind, id, entry.grants, entry.grants_mode, fail, str(where) if where else None)
+    return DeclaredGrants(checked, entry.grants_mode or spec.grants_mode or NAMED, str(where) if where else None)
 
 
 def _backend_ref(checker: _Checker, backends: dict[str, BackendSpec], model: ValidatedManifest, name: str,
@@ -670,36 +688,3 @@ def _check_locations(checker: _Checker, state: DesiredState) -> None:
         checker.fail(f"table '{table.name}' has {relation} table '{other.name}' ({other.location}); "
                      "each location holds one table", ("tables", checker.table_index[table.name], "location"))
 
-
-# --- grants, checked offline against the backend's rules (privileges it has, principals it names) ---
-
-#: reports a problem at a path below the entry: (message, path, whether it is about the key)
-Fail = Callable[[str, tuple[str | int, ...], bool], None]
-
-
-def declared_grants(spec: BackendSpec, kind: Securable, id: tuple[str, ...], grants: dict[str, list[str]] | None,
-                    mode: GrantsMode | None, fail: Fail, where: str | None = None) -> DeclaredGrants | None:
-    """The grants of an entry that declares `grants` or a `grants_mode`, in canonical spelling;
-    None when the backend has none to give. Problems go to `fail`, with the path below the
-    entry (('grants', principal) ...)."""
-    allowed = spec.rules.grant_privileges(kind, id, spec.config)
-    if not allowed:
-        what = "grants" if grants is not None else "grants_mode"
-        fail(f"backend '{spec.name}' ({spec.type}) has no grants on a {kind} like "
-             f"'{spec.format_id(id)}': {what} cannot be declared here", (what,), True)
-        return None
-    checked: dict[str, frozenset[str]] = {}
-    for principal, privileges in (grants or {}).items():
-        problem = spec.rules.check_principal(principal, spec.config)
-        if problem:
-            fail(f"principal '{principal}': {problem}", ("grants", principal), True)
-            continue
-        canonical = []
-        for index, privilege in enumerate(privileges):
-            name = spec.rules.canonical_privilege(privilege)
-            if name not in allowed:
-                fail(f"'{privilege}' is not a {spec.type} privilege on a {kind} (known: "
-                     f"{format_privileges(allowed)})", ("grants", principal, index), False)
-            canonical.append(name)
-        checked[principal] = frozenset(canonical)
-    return DeclaredGrants(checked, mode or spec.grants_mode or NAMED, where)

@@ -1,4 +1,4 @@
-"""Manifests written as JSON (lance_sync.manifest.loader: read_json): the json module's data is the
+"""Manifests written as JSON (lance_sync.manifest.yaml_core: read_json): the json module's data is the
 plain YAML road's, or the plain road reads the file. Checked against libyaml's reading of the
 same text, on chosen cases and on manifests drawn at random with a fixed seed."""
 
@@ -15,8 +15,8 @@ import pytest
 
 from lance_sync import api
 from lance_sync.manifest import loader
-from lance_sync.manifest.loader import MAX_KEY_CHARACTERS, read_json
 from lance_sync.manifest.strategy import FastPathUnavailable
+from lance_sync.manifest.yaml_core import MAX_KEY_CHARACTERS, read_json
 from lance_sync.model.errors import ManifestError, ManifestErrors
 
 
@@ -27,7 +27,7 @@ def yaml_road(text: str) -> Any:
 def json_road(text: str, templates: dict[Any, str] | None = None) -> Any:
     """What the json module reads of `text`; None when it leaves the text to the plain road."""
     try:
-        return read_json(text, {}, templates)
+        return read_json(text, {}, loader.TEXT_MAPS, templates)
     except FastPathUnavailable:
         return None
 
