@@ -25,7 +25,7 @@ checked and stored as CreateTable stores them; a seeded table is read back with 
 create action; its namespaces exist) is measured too. The machine's load average is printed with the table.
 
 `--load N` measures loading alone: the split manifest of N tables written as YAML (a table a
-line, as above) and as the same data in JSON (lance_sync.manifest.json_text), each loaded by
+line, as above) and as the same data in JSON (lance_sync.manifest.yaml_core: read_json), each loaded by
 `load_manifest` in a fresh process with the parse cache off, the two alternately `--repeat`
 times: wall, the CPU of the process and of its child processes (the parse workers and, from
 50,000 tables, the forked half of the table build), peak RSS.

@@ -94,19 +94,15 @@ def load(paths: str | Path | Sequence[str | Path], policy_file: str | Path | Non
     manifests). With `plan_next` (a plan of the state follows), the planner's modules are
     imported while a worker process parses a large file. Reads files only: no driver, no
     catalog."""
-    from lance_sync.manifest.parse_once import meanwhile_next
-
     if isinstance(paths, str | Path):
         paths = [paths]
-    with meanwhile_next(_import_planner if plan_next else None):
-        return load_manifest([str(path) for path in paths],
-                             policy_file=str(policy_file) if policy_file is not None else None,
-                             allow_unset=allow_unset, positions=positions)
+    return load_manifest([str(path) for path in paths], policy_file=str(policy_file) if policy_file is not None else None,
+                         allow_unset=allow_unset, positions=positions, meanwhile=_import_planner if plan_next else None)
 
 
 def json_schema(document: SchemaDocument = "manifest") -> dict[str, Any]:
     """The JSON Schema of manifests, overlays, plans or policy files (`lance-sync schema`)."""
-    from lance_sync.manifest.models import (
+    from lance_sync.manifest.schema_models import (
         manifest_json_schema,
         overlay_json_schema,
         policy_json_schema,
@@ -145,15 +141,15 @@ def load_changed(paths: Sequence[str], ref: str, policy_file: str | None = None)
     revision has as it is now is parsed once, for the comparison and for the desired state,
     and only the tables that plan compares are built (`DesiredState.unbuilt`: the others, as
     written); such a state is planned, applied or checked for drift with that baseline only."""
-    from lance_sync.manifest import load_manifest
-    from lance_sync.manifest.parse_once import parsing_once
+    from lance_sync.manifest.history import read_baseline
 
-    with parsing_once(meanwhile=_import_planner):
-        baseline = load_baseline(ref, paths, policy_file)
-        from lance_sync.plan.changes import tables_to_build  # imported meanwhile
+    # the working tree's files are read once: the comparison's parse is the load's
+    baseline, document = read_baseline(ref, paths, policy_file, meanwhile=_import_planner)
+    from lance_sync.plan.changes import tables_to_build  # imported meanwhile
 
-        # only the tables the plan compares are built (the checks across entries cover all)
-        return load_manifest(list(paths), policy_file=policy_file, tables=tables_to_build(baseline)), baseline
+    # only the tables the plan compares are built (the checks across entries cover all)
+    return load_manifest(list(paths), policy_file=policy_file, tables=tables_to_build(baseline),
+                         document=document), baseline
 
 
 def _import_planner() -> None:

@@ -1,5 +1,5 @@
 """Shared fixtures: catalog servers (tests/servers), one Spark session for the whole run, and a
-parse cache of its own (lance_sync.manifest.parse_cache); and `--shuffle SEED` (or
+parse cache of its own (lance_sync.manifest.parsing); and `--shuffle SEED` (or
 LANCE_SYNC_TEST_SHUFFLE=SEED), which runs the files, and the tests of each file, in an order
 drawn from SEED, so that a test that needs another to run first is found (CI sets a seed)."""
 
@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from lance_sync.manifest.parse_cache import CACHE_ENV
+from lance_sync.manifest.parsing import CACHE_ENV
 
 pytest_plugins = ["tests.servers.fixtures", "tests.spark_fixture", "tests.support.lanes"]
 

@@ -11,14 +11,22 @@ plan of a change does not validate a second manifest of 100,000 tables.
 from __future__ import annotations
 
 import contextlib
+import logging
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lance_sync.manifest.strategy import FastPathUnavailable
 from lance_sync.model.backend_config import Identifier
 from lance_sync.model.errors import LanceSyncError, ManifestError, ManifestErrors
+
+if TYPE_CHECKING:
+    from lance_sync.manifest.loader import Document
+    from lance_sync.manifest.parsing import Parsing
+
+logger = logging.getLogger(__name__)
 
 GIT_TIMEOUT_SECONDS = 60
 
@@ -108,13 +116,16 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     """The manifest of `paths` (and `policy_file`) at git revision `ref`, and the working
     tree's, as written. LanceSyncError when the files are not in a git repository or `ref`
     names no commit."""
-    from lance_sync.manifest.loader import reading_files_with
-    from lance_sync.manifest.parse_once import (
-        parse_ahead,
-        parsing_files_once,
-        parsing_once,
-        reparse_changed,
-    )
+    return read_baseline(ref, paths, policy_file, environ)[0]
+
+
+def read_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None,
+                  environ: Mapping[str, str] | None = None, meanwhile: Callable[[], None] | None = None
+                  ) -> tuple[Baseline, Document | None]:
+    """`load_baseline`, and the working tree's files parsed by the plain road and merged (None
+    when one needs the full road): the load that follows takes them as they are
+    (lance_sync.manifest.load_manifest's `document`). `meanwhile` runs while workers parse."""
+    from lance_sync.manifest.parsing import Parsing
 
     folder = Path(paths[0]).resolve().parent
     revision = _git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
@@ -124,71 +135,91 @@ def load_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     working = {path: _read_bytes(path) for path in files}
     changed = {path: (contents[path], raw) for path, raw in working.items()
                if raw is not None and contents.get(path) not in (None, raw)}
-    with parsing_once() if not parsing_files_once() else contextlib.nullcontext():
+    earlier = {path: before for path, (before, _) in changed.items()}
+    with Parsing(environ, meanwhile) as parsing:
         # a file the revision has as it is now is parsed once, for both sides (and for the load);
         # a changed file is read from the parse of its earlier version where it can be: one an
         # earlier run parsed (the parse cache), else one parsed now, by the same worker process;
         # every other version of a file is parsed at once (in worker processes, when large),
         # the revision's first: its side is read while the working tree's files are still parsing
-        for path, (earlier, raw) in changed.items():
-            reparse_changed(path, earlier, raw, environ)
-        parse_ahead([(path, raw) for path, raw in contents.items() if raw != working[path]]
-                    + [(path, raw) for path, raw in working.items() if raw is not None], environ,
-                    earlier={(path, raw): earlier for path, (earlier, raw) in changed.items()})
+        for path, (before, raw) in changed.items():
+            parsing.reparse_changed(path, before, raw)
+        parsing.start([(path, raw) for path, raw in contents.items() if raw != working[path]]
+                      + [(path, raw) for path, raw in working.items() if raw is not None],
+                      earlier={(path, raw): before for path, (before, raw) in changed.items()})
         present = [p for p in paths if p in contents]
-        if not present:
-            return Baseline(ref, revision, None, raw_manifest(list(paths), policy_file, environ),
-                            f"the manifest did not exist at {ref}")
-        if all(working[path] == contents.get(path) for path in files):
-            now = raw_manifest(list(paths), policy_file, environ)
-            return Baseline(ref, revision, now, now)  # nothing changed
+        if not present or all(working[path] == contents.get(path) for path in files):
+            now, document = _read(parsing, working, list(paths), policy_file, earlier)
+            if not present:
+                return Baseline(ref, revision, None, now, f"the manifest did not exist at {ref}"), document
+            return Baseline(ref, revision, now, now), document  # nothing changed
         try:
-            with reading_files_with(lambda path: contents[_key(path, contents)]):
-                then: RawManifest | None = raw_manifest(present, policy_file if policy_file in contents else None,
-                                                        environ)
+            then: RawManifest | None = _read(parsing, contents, present,
+                                             policy_file if policy_file in contents else None, {})[0]
             problem = None
         except (ManifestError, ManifestErrors) as error:
             then, problem = None, f"the manifest at {ref} does not read ({str(error).splitlines()[0]})"
-        for path, (earlier, raw) in changed.items():  # the files no worker reads: from the revision's parse
-            reparse_changed(path, earlier, raw, environ)
-        now = raw_manifest(list(paths), policy_file, environ)
-    return Baseline(ref, revision, then, now, problem)
+        now, document = _read(parsing, working, list(paths), policy_file, earlier)
+    return Baseline(ref, revision, then, now, problem), document
 
 
 def raw_manifest(paths: list[str], policy_file: str | None = None,
                  environ: Mapping[str, str] | None = None) -> RawManifest:
     """The manifest files merged as written (a variable that is not set stays as written);
     ManifestError when a file is not YAML."""
-    from lance_sync.manifest.loader import NotPlain, load_document
+    from lance_sync.manifest.parsing import Parsing
+
+    files = [*paths, *([policy_file] if policy_file else [])]
+    with Parsing(environ) as parsing:
+        return _read(parsing, {path: _read_bytes(path) for path in files}, paths, policy_file, {})[0]
+
+
+def _read(parsing: Parsing, versions: Mapping[str, bytes | None], paths: list[str], policy_file: str | None,
+          earlier: Mapping[str, bytes]) -> tuple[RawManifest, Document | None]:
+    """The files of these versions merged as written, and that merge when the plain road read
+    every file (else None); `earlier` the changed files' versions the revision has."""
     from lance_sync.manifest.merge import merge_documents
-    from lance_sync.manifest.parse_once import load_plain_document, load_plain_documents
 
-    def read(path: str) -> Any:
-        try:
-            return load_plain_document(path, environ)
-        except NotPlain:  # anchors, a variable not set...: the full road reads it all
-            return load_document(path, environ, allow_unset=True)
-
+    documents = [_document(parsing, path, versions[path], earlier.get(path)) for path in paths]
+    plain = all(not document.positions for document in documents)
     try:
+        merged = merge_documents(documents)
+    except FastPathUnavailable as unavailable:  # a key twice: the full road merges it
+        logger.debug("%s: merged by the full road (%s)", ", ".join(paths), unavailable.reason)
+        merged, plain = merge_documents([_full(parsing, path, versions[path]) for path in paths]), False
+    policy = None if policy_file is None else _document(parsing, policy_file, versions[policy_file], None).data
+    return _raw_manifest(merged.data, policy_file is not None, policy), merged if plain else None
+
+
+def _document(parsing: Parsing, path: str, raw: bytes | None, earlier: bytes | None) -> Document:
+    """A file's document by the plain road, else by the full road (anchors, a variable not set...)."""
+    if raw is not None:
         try:
-            documents = load_plain_documents(paths, environ)
-        except NotPlain:
-            documents = [read(path) for path in paths]
-        data = merge_documents(documents).data
-    except NotPlain:  # a key twice: the full road merges it
-        data = merge_documents([load_document(path, environ, allow_unset=True) for path in paths]).data
+            return parsing.document(path, raw, earlier)
+        except FastPathUnavailable as unavailable:
+            logger.debug("%s: read by the full road (%s)", path, unavailable.reason)
+    return _full(parsing, path, raw)
+
+
+def _full(parsing: Parsing, path: str, raw: bytes | None) -> Document:
+    """A file's document by the full road, from `raw` (None: from the working tree, which
+    says why it cannot be read); a variable that is not set stays as written."""
+    from lance_sync.manifest.loader import load_document, reading_files_with
+
+    with reading_files_with(lambda _: raw) if raw is not None else contextlib.nullcontext():
+        return load_document(path, parsing.environ, allow_unset=True)
+
+
+def _raw_manifest(data: Any, with_policy_file: bool, policy_file: Any) -> RawManifest:
     if not isinstance(data, dict):
         raise ManifestError("not a mapping", None)
     found = data.get("backends")
     backends: dict[str, Any] = found if isinstance(found, dict) else {}
-
     ids = IdReader(backends)
     namespaces = {key: entry for entry in _entries(data, "namespaces")
                   if (key := ids(entry.get("backend"), entry.get("id"))) is not None}
     tables = _by_name(_entries(data, "tables"))
-    policy = data.get("policy")
-    if policy_file is not None:
-        policy = (policy, read(policy_file).data)
+    policy = (data.get("policy"), policy_file) if with_policy_file else data.get("policy")
     return RawManifest(owner=data.get("owner"), storage=data.get("storage"), spark=data.get("spark"), policy=policy,
                        backends=dict(backends), namespaces=namespaces, tables=tables, ids=ids)
 
@@ -206,11 +237,6 @@ def _by_name(tables: list[dict]) -> dict[str, Any]:
     if not set(map(type, names)) <= {str}:
         names = [str(name) for name in names]
     return dict(zip(names, tables, strict=True))
-
-
-def _key(path: Path, contents: dict[str, bytes]) -> str:
-    """The given path a reader asks for by its resolved form."""
-    return next(given for given in contents if Path(given).resolve() == Path(path).resolve())
 
 
 def _read_bytes(path: str) -> bytes | None:

@@ -14,16 +14,19 @@ would make of them; only a null there (`~`, empty) stays None, for validation to
 stream instead of a tree of YAML nodes: many times faster and without the node tree in
 memory, which is what a manifest of 100,000 tables needs. It takes plain documents only
 (mappings, sequences and scalars; no anchors, aliases, merge keys or explicit tags) and
-raises `NotPlain` for anything else or any problem: the caller then loads the file with
-`load_document`, which says exactly what is wrong and where. Which file is parsed when, and
-where (once per version, in worker processes, or read back from the parse cache), is
-lance_sync.manifest.parse_once's; a file written as JSON is read by the json module when it
-reads alike (lance_sync.manifest.json_text).
+raises `FastPathUnavailable` for anything else or any problem: the caller then loads the
+file with `load_document`, which says exactly what is wrong and where. Which file is parsed
+when, and where (once per version, in worker processes, or read back from the parse cache),
+is lance_sync.manifest.parsing's.
+
+A file written as JSON is read by the json module where the two read alike
+(lance_sync.manifest.yaml_core: `read_json`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -47,10 +50,12 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from lance_sync.manifest.json_text import read_json
-from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value
+from lance_sync.manifest.strategy import FastPathUnavailable
+from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value, read_json
 from lance_sync.model.errors import ManifestError, Position
 from lance_sync.model.variables import REFERENCE
+
+logger = logging.getLogger(__name__)
 
 #: A path into the data: mapping keys and list indices.
 DataPath = tuple[str | int, ...]
@@ -164,22 +169,20 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
                     builder.written)
 
 
-class NotPlain(Exception):
-    """The file is not a plain document, or has a problem: `load_document` must read it."""
-
-
 def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
                 shared: dict[str, str] | None) -> Document:
     """A file's bytes read as a plain document (`load_plain_document` parses with this);
-    NotPlain when the file needs `load_document`."""
+    FastPathUnavailable when the file needs `load_document`."""
     try:
         text = decode(raw, name)
     except ManifestError as error:
-        raise NotPlain(str(error)) from None
+        raise FastPathUnavailable(str(error)) from None
     written: dict[DataPath, str] = {}
-    data = read_json(text, {} if shared is None else shared, TEXT_MAPS, written)
-    if data is not None:
+    try:
+        data = read_json(text, {} if shared is None else shared, TEXT_MAPS, written)
         return Document(data, templates=resolve_templates(name, data, written, (), environ), files=[name])
+    except FastPathUnavailable as unavailable:
+        logger.debug("%s: not read by the json module (%s); reading it as YAML", name, unavailable)
     part = parse_plain_text(name, text, environ, shared)
     return Document(part.data, templates=part.templates, typed_templates=part.typed_templates, files=[name])
 
@@ -198,13 +201,13 @@ def parse_plain_text(name: str, text: str, environ: Mapping[str, str] | None, sh
                      item_at: DataPath | None = None, max_nodes: int | None = None) -> PlainPart:
     """`parse_plain` of decoded text. With `item_at`, `text` is a block sequence of one item
     written alone, and the item is built as the value at that path of the file
-    (lance_sync.manifest.reparse): text maps, templates and depth are those of its place."""
+    (lance_sync.manifest.parsing: reparse): text maps, templates and depth are those of its place."""
     try:
         builder = _PlainBuilder(name, os.environ if environ is None else environ, text,
                                 node_limit(text) if max_nodes is None else max_nodes, shared)
         data = builder.document() if item_at is None else builder.item(item_at)
     except (ManifestError, yaml.YAMLError, StopIteration) as error:
-        raise NotPlain(str(error)) from None
+        raise FastPathUnavailable(str(error)) from None
     templates = builder.templates
     return PlainPart(data, templates, frozenset(path for path in builder.typed if path in templates),
                      builder.nodes_built)
@@ -215,14 +218,14 @@ def resolve_templates(name: str, data: Any, templates: Mapping[DataPath, str], t
     """Set each template's value in `data` as the plain road reads it in `environ` (the parse
     cache keeps none: a variable may hold a secret); `typed` as `Document.typed_templates`.
     The templates that referenced a variable (not those with only `$$`), as `Document.templates`.
-    NotPlain when one does not read (a variable not set), or has no place in `data`."""
+    FastPathUnavailable when one does not read (a variable not set), or has no place in `data`."""
     builder = _Builder(name, os.environ if environ is None else environ)
     try:
         for path, text in templates.items():
             value = builder.interpolate(ScalarEvent(None, None, (True, False), text), path)
             value_at(data, path[:-1])[path[-1]] = _resolve_plain(value) if path in typed else value
     except (ManifestError, LookupError, TypeError) as error:
-        raise NotPlain(str(error)) from None
+        raise FastPathUnavailable(str(error)) from None
     return builder.templates
 
 
@@ -460,7 +463,7 @@ class _Builder:
 
 
 class _PlainBuilder:
-    """Builds data from libyaml's events (see `load_plain_document`); NotPlain for anything else.
+    """Builds data from libyaml's events (see `load_plain_document`); FastPathUnavailable for anything else.
 
     Equal texts (mapping keys, backend and namespace names, property values: most of a large
     manifest) are kept once, through `shared`, which a load passes to each of its files. The
@@ -494,7 +497,7 @@ class _PlainBuilder:
             self.expect(kind)
         start = self.next_event()
         if type(start) is not SequenceStartEvent or start.anchor is not None or start.tag not in (None, "!"):
-            raise NotPlain("not a block sequence")
+            raise FastPathUnavailable("not a block sequence")
         data = self.node(self.next_event(), path)
         for kind in (SequenceEndEvent, DocumentEndEvent, StreamEndEvent):
             self.expect(kind)
@@ -502,7 +505,7 @@ class _PlainBuilder:
 
     def expect(self, kind: type[Event]) -> None:
         if type(self.next_event()) is not kind:
-            raise NotPlain(f"expected {kind.__name__}")
+            raise FastPathUnavailable(f"expected {kind.__name__}")
 
     def node(self, event: Any, path: DataPath, as_text: bool = False) -> Any:
         kind = type(event)
@@ -512,10 +515,10 @@ class _PlainBuilder:
         return self.collection(event, path)
 
     def count(self, path: DataPath) -> None:
-        """One more value, at `path`: NotPlain past the limits."""
+        """One more value, at `path`: FastPathUnavailable past the limits."""
         self.nodes_built += 1
         if self.nodes_built > self.max_nodes or len(path) > MAX_DEPTH:
-            raise NotPlain("too big or too deep")
+            raise FastPathUnavailable("too big or too deep")
 
     def collection(self, event: Any, path: DataPath) -> Any:
         """The mapping or sequence `event` starts."""
@@ -523,7 +526,7 @@ class _PlainBuilder:
         kind = type(event)
         if kind not in (MappingStartEvent, SequenceStartEvent) or event.anchor is not None \
                 or event.tag not in (None, "!"):
-            raise NotPlain("an alias, an anchor or a tag")
+            raise FastPathUnavailable("an alias, an anchor or a tag")
         return self.sequence(path) if kind is SequenceStartEvent else self.mapping(path)
 
     def sequence(self, path: DataPath) -> list[Any]:
@@ -537,7 +540,7 @@ class _PlainBuilder:
             if kind is ScalarEvent:
                 items.append(self.node(item, (*path, len(items))))
             elif item is None:
-                raise NotPlain("the document ended inside a sequence")
+                raise FastPathUnavailable("the document ended inside a sequence")
             else:
                 items.append(self.collection(item, (*path, len(items))))
 
@@ -552,7 +555,7 @@ class _PlainBuilder:
                 return result
             if kind is not ScalarEvent or key.anchor is not None or key.tag not in (None, "!") \
                     or (key.implicit[0] and key.value == "<<") or key.value in result:
-                raise NotPlain("a key that is not a plain string, a merge key, or a duplicate")
+                raise FastPathUnavailable("a key that is not a plain string, a merge key, or a duplicate")
             name = shared.setdefault(key.value, key.value)
             value = next_event()
             kind = type(value)
@@ -566,7 +569,7 @@ class _PlainBuilder:
                     and value.implicit[0] and "$" not in text:
                 self.nodes_built += 1
                 if self.nodes_built > self.max_nodes or len(path) >= MAX_DEPTH:
-                    raise NotPlain("too big or too deep")
+                    raise FastPathUnavailable("too big or too deep")
                 typed = plain_value(text)
                 result[name] = shared.setdefault(text, text) if typed is text else typed
             else:
@@ -574,7 +577,7 @@ class _PlainBuilder:
 
     def scalar(self, event: ScalarEvent, path: DataPath) -> Any:
         if event.anchor is not None or event.tag not in (None, "!"):
-            raise NotPlain("an anchor or a tag")
+            raise FastPathUnavailable("an anchor or a tag")
         text = event.value
         if event.implicit[0]:  # plain
             value = plain_value(text)
@@ -589,7 +592,7 @@ class _PlainBuilder:
     def text(self, event: ScalarEvent, path: DataPath) -> str | None:
         """A value of a text map, as `_Builder.text` reads it."""
         if event.anchor is not None or event.tag not in (None, "!"):
-            raise NotPlain("an anchor or a tag")
+            raise FastPathUnavailable("an anchor or a tag")
         text = event.value
         if event.implicit[0] and text in NULLS:
             return None
@@ -623,3 +626,4 @@ def format_path(path: DataPath) -> str:
         else:
             parts.append(("." if parts else "") + element)
     return "".join(parts) or "(document)"
+

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from lance_sync.manifest.loader import DataPath, Document, NotPlain, value_at
-from lance_sync.manifest.parse_once import merged_once
+from lance_sync.manifest.loader import DataPath, Document, value_at
+from lance_sync.manifest.strategy import FastPathUnavailable
 
 #: Top-level lists whose entries are matched by key across files instead of replaced.
 _KEYED_LISTS: dict[str, tuple[str, ...]] = {"namespaces": ("backend", "id"), "tables": ("name",)}
@@ -19,13 +19,8 @@ def merge_documents(documents: list[Document]) -> Document:
 
     Mappings merge key by key; entries of `namespaces` (by backend and id) and `tables`
     (by name) merge with the entry of the same key; every other value, lists included,
-    is replaced by the overlay's. Nothing changes the documents or the result, so in a
-    `parsing_once` block the same documents are merged once.
+    is replaced by the overlay's. Nothing changes the documents.
     """
-    return merged_once(documents, _merge_documents)
-
-
-def _merge_documents(documents: list[Document]) -> Document:
     merged = documents[0]
     for overlay in documents[1:]:
         result = Document(None, files=merged.files + overlay.files)
@@ -89,7 +84,7 @@ def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, o
                        out: Document, key_fields: tuple[str, ...]) -> list[Any]:
     """`_merge_keyed` of documents with nothing but values under the lists (a plain road's):
     the same list, built from the base's key index (kept from the merge that made the base)
-    in the time the overlay takes. A key twice in either list raises NotPlain: the full road
+    in the time the overlay takes. A key twice in either list raises FastPathUnavailable: the full road
     merges (and reports) those."""
     base_list, overlay_list = value_at(base.data, base_path), value_at(overlay.data, overlay_path)
     name = str(overlay_path[0])  # the path of a keyed list: the same in the base, overlay and result
@@ -97,12 +92,12 @@ def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, o
     if index is None or len(index) != len(base_list):
         index = dict(zip(_entry_keys(base_list, key_fields), range(len(base_list)), strict=True))
         if len(index) != len(base_list):
-            raise NotPlain(f"a key twice in {name}")
+            raise FastPathUnavailable(f"a key twice in {name}")
     overlay_keys = _entry_keys(overlay_list, key_fields)
     if index.keys().isdisjoint(overlay_keys):  # only new entries (files that split a manifest)
         added = dict(zip(overlay_keys, range(len(base_list), len(base_list) + len(overlay_list)), strict=True))
         if len(added) != len(overlay_list):
-            raise NotPlain(f"a key twice in {name}")
+            raise FastPathUnavailable(f"a key twice in {name}")
         index.update(added)
         out.key_index[name] = index
         return [*base_list, *overlay_list]
@@ -116,7 +111,7 @@ def _merge_keyed_plain(base: Document, overlay: Document, base_path: DataPath, o
             matched.add(len(result))
             result.append(entry)
         elif i in matched or i >= len(base_list):
-            raise NotPlain(f"a key twice in {name}")
+            raise FastPathUnavailable(f"a key twice in {name}")
         else:
             matched.add(i)
             result[i] = _merge(base, overlay, (*base_path, i), (*overlay_path, j), (*base_path, i), out)

@@ -9,7 +9,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
 from lance_sync.manifest.loader import DataPath, Document
-from lance_sync.manifest.models import RULE_CHECKS, PolicyFile, PolicyRule
+from lance_sync.manifest.schema_models import RULE_CHECKS, PolicyFile, PolicyRule
 from lance_sync.model.actions import Kind
 from lance_sync.model.errors import ManifestError, Position
 from lance_sync.model.locations import normalize_location

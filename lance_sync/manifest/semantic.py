@@ -4,7 +4,7 @@ Checks: backends that are referenced but not defined; identifiers of the wrong d
 shape for their backend; duplicates; table locations that are equal or nest (one asset
 per path); a table's former names (`renamed_from`) that are valid in its backends, no longer
 declared and claimed by one registration only; reserved property keys; grants the backend
-cannot hold (lance_sync.manifest.grants); secrets written inline instead of `${VAR}`; the
+cannot hold (`_grants`); secrets written inline instead of `${VAR}`; the
 policy's rules (lance_sync.manifest.policy_rules).
 
 A large manifest's tables are built in two processes at once (`_tables_in_two`), and those of
@@ -13,6 +13,7 @@ a manifest split over files of tables in a process per file (`_tables_of_files`)
 
 from __future__ import annotations
 
+import logging
 import marshal
 from collections.abc import Collection, Iterable
 from dataclasses import replace
@@ -22,10 +23,9 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from lance_sync.drivers import backend_rules
-from lance_sync.manifest.fork import Forked, forking_pays
-from lance_sync.manifest.grants import declared_grants
 from lance_sync.manifest.loader import DataPath, Document, format_path
-from lance_sync.manifest.models import (
+from lance_sync.manifest.policy_rules import policy_of
+from lance_sync.manifest.schema_models import (
     Namespace,
     PolicyFile,
     RegistrationEntry,
@@ -33,9 +33,9 @@ from lance_sync.manifest.models import (
     ValidatedBackend,
     ValidatedManifest,
 )
-from lance_sync.manifest.policy_rules import policy_of
-from lance_sync.manifest.split_files import NotSplit, TablesInFiles
+from lance_sync.manifest.strategy import FastPathUnavailable, TablesInFiles
 from lance_sync.manifest.validate import StrictTables
+from lance_sync.manifest.workers import Workers, forking_pays
 from lance_sync.model.backend_config import BackendRules, Identifier
 from lance_sync.model.desired import (
     BackendSpec,
@@ -46,13 +46,15 @@ from lance_sync.model.desired import (
     UnsetValue,
 )
 from lance_sync.model.errors import ManifestError, ManifestErrors, Position
-from lance_sync.model.grants import DeclaredGrants, Securable
+from lance_sync.model.grants import NAMED, DeclaredGrants, Securable, format_privileges
 from lance_sync.model.locations import is_local, nested, normalize_location
 from lance_sync.model.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
 from lance_sync.model.policy import Policy
 from lance_sync.model.secrets import SECRET_KEY, url_password
 from lance_sync.model.storage_options import layered
 from lance_sync.model.variables import is_whole_reference
+
+logger = logging.getLogger(__name__)
 
 
 class _Checker:
@@ -111,7 +113,7 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
     """Check a validated manifest and turn it into the desired state; ManifestErrors if not.
 
     The tables are `model.tables`, or `tables` when given (validated as they are read, see
-    validate.validate_strictly, or files of tables, lance_sync.manifest.split_files): each is
+    validate.validate_strictly, or files of tables, lance_sync.manifest.strategy): each is
     read once, and not kept."""
     checker = _Checker(document, base_dir)
     default_storage = _default_storage(checker, model)
@@ -341,16 +343,34 @@ def _namespaces(checker: _Checker, model: ValidatedManifest,
 
 def _grants(checker: _Checker, spec: BackendSpec, kind: Securable, id: Identifier,
             entry: Namespace | RegistrationEntry, path: DataPath) -> DeclaredGrants | None:
-    """The entry's grants (lance_sync.manifest.grants); None when it declares none: its grants
-    are left alone."""
+    """The grants of an entry that declares `grants` or a `grants_mode`, checked offline
+    against the backend's rules (privileges it has on that object, principals it can name), in
+    canonical spelling; None when it declares none (its grants are left alone) or the backend
+    has none to give (a backend with no grants, Iceberg REST or dir, refuses them by name)."""
     if entry.grants is None and entry.grants_mode is None:  # most entries
         return None
-
-    def fail(message: str, below: tuple[str | int, ...], key: bool) -> None:
-        checker.fail(message, (*path, *below), key)
-
+    allowed = spec.rules.grant_privileges(kind, id, spec.config)
+    if not allowed:
+        what = "grants" if entry.grants is not None else "grants_mode"
+        checker.fail(f"backend '{spec.name}' ({spec.type}) has no grants on a {kind} like "
+                     f"'{spec.format_id(id)}': {what} cannot be declared here", (*path, what), True)
+        return None
+    checked: dict[str, frozenset[str]] = {}
+    for principal, privileges in (entry.grants or {}).items():
+        problem = spec.rules.check_principal(principal, spec.config)
+        if problem:
+            checker.fail(f"principal '{principal}': {problem}", (*path, "grants", principal), True)
+            continue
+        canonical = []
+        for index, privilege in enumerate(privileges):
+            name = spec.rules.canonical_privilege(privilege)
+            if name not in allowed:
+                checker.fail(f"'{privilege}' is not a {spec.type} privilege on a {kind} (known: "
+                             f"{format_privileges(allowed)})", (*path, "grants", principal, index))
+            canonical.append(name)
+        checked[principal] = frozenset(canonical)
     where = checker.document.position((*path, "grants")) if entry.grants is not None else None
-    return declared_grants(spec, kind, id, entry.grants, entry.grants_mode, fail, str(where) if where else None)
+    return DeclaredGrants(checked, entry.grants_mode or spec.grants_mode or NAMED, str(where) if where else None)
 
 
 def _backend_ref(checker: _Checker, backends: dict[str, BackendSpec], model: ValidatedManifest, name: str,
@@ -382,7 +402,7 @@ def _is_reserved(key: str, reserved: tuple[str, ...]) -> bool:
 # --- tables ------------------------------------------------------------------------------------
 
 #: Tables from which a strict load (validate.StrictTables) builds them in two processes at once
-#: (`_tables_in_two`), where forking pays (lance_sync.manifest.fork)
+#: (`_tables_in_two`), where forking pays (lance_sync.manifest.workers)
 FORK_TABLES = 50_000
 
 
@@ -403,12 +423,14 @@ def _tables_in_two(checker: _Checker, model: ValidatedManifest, entries: StrictT
     them. When the child cannot answer, or its half has a problem or a name of the first
     half, this process builds that half too, and says what is wrong."""
     middle, end = len(entries) // 2, len(entries)
-    with Forked(lambda: _rows(checker, model, entries.read(middle, end), backends, middle)) as child:
+    with Workers([lambda: _rows(checker, model, entries.read(middle, end), backends, middle)]) as child:
         tables = _tables(checker, model, entries.read(0, middle), backends)
-        answer = child.answer()
+        answer = child.answer(0)
     # the child validated its entries: each is a mapping with a text name
     names = [entry["name"] for entry in entries.raw[middle:end]] if answer is not None else []
     if answer is None or not checker.table_index.keys().isdisjoint(names):
+        logger.debug("tables %d to %d: built here (the forked child has %s)", middle, end,
+                     "no answer" if answer is None else "a name of the first half")
         return tables + _tables(checker, model, entries.read(middle, end), backends, middle)
     entries.let_go(middle, end)  # before the rows arrive: what they take, the raw entries gave back
     del names
@@ -417,9 +439,9 @@ def _tables_in_two(checker: _Checker, model: ValidatedManifest, entries: StrictT
 
 def _tables_of_files(checker: _Checker, model: ValidatedManifest, files: TablesInFiles,
                      backends: dict[str, BackendSpec]) -> list[DesiredTable]:
-    """`_tables` of a manifest split over files of tables (lance_sync.manifest.split_files):
+    """`_tables` of a manifest split over files of tables (lance_sync.manifest.strategy):
     the first file's here, while workers build each other file's and this process takes their
-    rows in order. NotSplit when a file's table has the name of another file's (an overlay of
+    rows in order. FastPathUnavailable when a file's table has the name of another file's (an overlay of
     it, which the usual road merges)."""
     with files.built_in_workers(lambda entries: _rows(checker.for_more_tables(), model, entries, backends, 0)) \
             as answers:
@@ -429,7 +451,7 @@ def _tables_of_files(checker: _Checker, model: ValidatedManifest, files: TablesI
             declared = len(checker.table_index)
             more = _tables_of_rows(checker, answer, start)
             if len(checker.table_index) - declared != len(more):
-                raise NotSplit
+                raise FastPathUnavailable("a file of tables declares a table another declares too")
             tables += more
             start += len(more)
     return tables
@@ -665,3 +687,4 @@ def _check_locations(checker: _Checker, state: DesiredState) -> None:
         relation = "the same location as" if other.location == table.location else "a location inside that of"
         checker.fail(f"table '{table.name}' has {relation} table '{other.name}' ({other.location}); "
                      "each location holds one table", ("tables", checker.table_index[table.name], "location"))
+

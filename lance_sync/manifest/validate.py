@@ -34,7 +34,7 @@ from pydantic_core import ErrorDetails
 
 from lance_sync.drivers import available_drivers
 from lance_sync.manifest.loader import DataPath, Document, format_path
-from lance_sync.manifest.models import (
+from lance_sync.manifest.schema_models import (
     PolicyFile,
     Table,
     ValidatedManifest,
@@ -43,6 +43,7 @@ from lance_sync.manifest.models import (
     manifest_model,
     policy_json_schema,
 )
+from lance_sync.manifest.strategy import FastPathUnavailable
 from lance_sync.manifest.yaml_core import LeadingZero, yaml_1_1_value
 from lance_sync.model.backend_config import STORAGE_PREFIX
 from lance_sync.model.errors import ManifestError, ManifestErrors
@@ -148,37 +149,34 @@ def _check_schema(validator: Draft202012Validator, document: Document) -> None:
 STRICT_CHUNK = 5_000
 
 
-class NotStrict(Exception):
-    """A table failed the strict models (`validate_strictly`): the full road must say why."""
-
-
-def validate_strictly(document: Document) -> tuple[ValidatedManifest, StrictTables] | None:
+def validate_strictly(document: Document) -> tuple[ValidatedManifest, StrictTables]:
     """When the document passes the models' strict mode but for its tables: the manifest model,
     its `tables` empty, and the tables, validated a chunk at a time as they are read
-    (`StrictTables`). The document is not changed: they read a copy of its tables list. None
-    when the rest fails."""
+    (`StrictTables`). The document is not changed: they read a copy of its tables list.
+    FastPathUnavailable when the rest fails, for the full road to say why."""
     data = document.data
     backends = data.get("backends") if isinstance(data, dict) else None
     if not isinstance(backends, dict) or not all(isinstance(entry, dict) for entry in backends.values()):
-        return None
+        raise FastPathUnavailable("backends that are not a mapping of mappings")
     if any(str(key).startswith(STORAGE_PREFIX) for entry in backends.values() for key in entry):
-        return None  # connect() properties the models fold, which a manifest must not use
+        # connect() properties the models fold, which a manifest must not use
+        raise FastPathUnavailable(f"a backend key that starts with {STORAGE_PREFIX}")
     types = tuple(sorted({entry.get("type") for entry in backends.values()}, key=str))
     if not all(isinstance(t, str) and t in available_drivers() for t in types):
-        return None
+        raise FastPathUnavailable("a backend type that is not known")
     raw_tables = data.get("tables", [])
     if not isinstance(raw_tables, list):
-        return None
+        raise FastPathUnavailable("tables that are not a list")
     try:
         model = manifest_model(types).model_validate({**data, "tables": []}, strict=True, by_alias=True,
                                                      by_name=False)
-    except ModelError:
-        return None
+    except ModelError as error:
+        raise FastPathUnavailable(f"not valid in strict mode: {error.errors()[0]['msg']}") from None
     return cast(ValidatedManifest, model), StrictTables(list(raw_tables))
 
 
 class StrictTables:
-    """Raw tables, validated in strict mode a chunk at a time as they are read; NotStrict when
+    """Raw tables, validated in strict mode a chunk at a time as they are read; FastPathUnavailable when
     one fails. A chunk's raw entries are let go (set to None in `raw`) once validated: a caller
     that lets go of the document's data frees them as it goes. Read once, whole (iterating) or
     a range at a time (`read`, lance_sync.manifest.semantic builds two ranges at once)."""
@@ -199,8 +197,8 @@ class StrictTables:
             chunk = raw[begin:min(begin + STRICT_CHUNK, stop)]
             try:
                 tables = _tables_adapter().validate_python(chunk, strict=True, by_alias=True, by_name=False)
-            except ModelError:
-                raise NotStrict from None
+            except ModelError as error:
+                raise FastPathUnavailable(f"a table not valid in strict mode: {error.errors()[0]['msg']}") from None
             raw[begin:begin + len(chunk)] = [None] * len(chunk)
             del chunk
             yield from tables

@@ -22,7 +22,7 @@ object that left the manifest before REF is not this change's: its removal is le
 listed, as a full plan would remove it.
 
 The client's work follows the change too: `tables_to_build` names the tables such a plan
-compares, and the load builds only those (lance_sync.manifest.partial); an unbuilt table a
+compares, and the load builds only those (lance_sync.manifest.strategy: split_tables); an unbuilt table a
 read turns up is built then (`with_declared`).
 """
 
@@ -78,7 +78,7 @@ class ChangeScope:
 
 def tables_to_build(baseline: Baseline) -> set[str] | None:
     """The names of the tables a plan since the baseline compares, for a load that builds
-    only those (lance_sync.manifest.partial); None when it needs every table: it plans
+    only those (lance_sync.manifest.strategy: split_tables); None when it needs every table: it plans
     everything, or a policy checks every declared object."""
     then, written = baseline.then, baseline.now
     if then is None or _whole_reasons(baseline) or written.policy is not None:

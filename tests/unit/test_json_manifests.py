@@ -1,4 +1,4 @@
-"""Manifests written as JSON (lance_sync.manifest.json_text): the json module's data is the
+"""Manifests written as JSON (lance_sync.manifest.yaml_core: read_json): the json module's data is the
 plain YAML road's, or the plain road reads the file. Checked against libyaml's reading of the
 same text, on chosen cases and on manifests drawn at random with a fixed seed."""
 
@@ -15,7 +15,8 @@ import pytest
 
 from lance_sync import api
 from lance_sync.manifest import loader
-from lance_sync.manifest.json_text import MAX_KEY_CHARACTERS, read_json
+from lance_sync.manifest.strategy import FastPathUnavailable
+from lance_sync.manifest.yaml_core import MAX_KEY_CHARACTERS, read_json
 from lance_sync.model.errors import ManifestError, ManifestErrors
 
 
@@ -23,8 +24,12 @@ def yaml_road(text: str) -> Any:
     return loader.parse_plain_text("m.json", text, {}).data
 
 
-def json_road(text: str) -> Any:
-    return read_json(text, {}, loader.TEXT_MAPS)
+def json_road(text: str, templates: dict[Any, str] | None = None) -> Any:
+    """What the json module reads of `text`; None when it leaves the text to the plain road."""
+    try:
+        return read_json(text, {}, loader.TEXT_MAPS, templates)
+    except FastPathUnavailable:
+        return None
 
 
 def same(a: Any, b: Any) -> bool:
@@ -108,18 +113,18 @@ def test_templates_are_read_by_the_json_module_as_the_plain_road_reads_them(text
     quoted, so its value stays text), and only those that named a variable are templates."""
     from_json = loader.parse_plain("m.json", text.encode(), ENVIRON, None)
     from_yaml = loader.parse_plain_text("m.json", text, ENVIRON)
-    assert json_road(text) is None and read_json(text, {}, loader.TEXT_MAPS, {}) is not None
+    assert json_road(text) is None and json_road(text, {}) is not None
     assert same(from_json.data, from_yaml.data)
     assert from_json.templates == from_yaml.templates and from_json.typed_templates == from_yaml.typed_templates
 
 
 @pytest.mark.parametrize("text", ['{"a": "${UNSET}"}', '{"a": "${"}', '{"a": "${1X}"}'])
 def test_a_template_that_does_not_read_goes_to_the_full_road(text: str):
-    """A variable not set or a malformed reference: NotPlain, as from the plain road, so that
+    """A variable not set or a malformed reference: FastPathUnavailable, as from the plain road, so that
     the full road names the file, line and field."""
-    with pytest.raises(loader.NotPlain):
+    with pytest.raises(FastPathUnavailable):
         loader.parse_plain("m.json", text.encode(), ENVIRON, None)
-    with pytest.raises(loader.NotPlain):
+    with pytest.raises(FastPathUnavailable):
         loader.parse_plain_text("m.json", text, ENVIRON)
 
 
@@ -137,9 +142,9 @@ def test_random_templates_read_alike():
         text = json.dumps(document, ensure_ascii=rng.random() < 0.5, indent=rng.choice([None, 2]))
         try:
             expected = loader.parse_plain_text("m.json", text, ENVIRON)
-        except loader.NotPlain:
+        except FastPathUnavailable:
             continue
-        data = read_json(text, {}, loader.TEXT_MAPS, {})
+        data = json_road(text, {})
         if data is None:
             continue  # a text map holding a number: left to the plain road, as without templates
         found = loader.parse_plain("m.json", text.encode(), ENVIRON, None)

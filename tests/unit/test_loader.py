@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from lance_sync.manifest.loader import NotPlain, load_document
+from lance_sync.manifest.loader import load_document
 from lance_sync.manifest.merge import merge_documents
-from lance_sync.manifest.parse_once import load_plain_document
+from lance_sync.manifest.parsing import load_plain_document
+from lance_sync.manifest.strategy import FastPathUnavailable
 from lance_sync.model.errors import ManifestError
 
 
@@ -85,11 +86,11 @@ def test_the_plain_merge_keys_tables_as_the_full_merge(tmp_path, overlay):
 def test_the_plain_merge_leaves_a_name_twice_to_the_full_road(tmp_path, overlay):
     base = "tables:\n  - {name: t, location: /t}\n"
     paths = [write(tmp_path, "base.yaml", base), write(tmp_path, "over.yaml", overlay)]
-    with pytest.raises(NotPlain):
+    with pytest.raises(FastPathUnavailable):
         merge_documents([load_plain_document(path) for path in paths])
 
 
-# --- the plain loader: the same data and templates, or NotPlain ------------------------------------
+# --- the plain loader: the same data and templates, or FastPathUnavailable ------------------------------------
 
 PLAIN = [
     "version: 1\nowner: team\nbackends:\n  lake: {type: dir, root: ./lake}\n",
@@ -124,5 +125,5 @@ def test_the_plain_loader_reads_what_the_full_loader_reads(tmp_path, text):
 
 @pytest.mark.parametrize("text", NOT_PLAIN)
 def test_the_plain_loader_leaves_anything_else_to_the_full_loader(tmp_path, text):
-    with pytest.raises(NotPlain):
+    with pytest.raises(FastPathUnavailable):
         load_plain_document(write(tmp_path, "m.yaml", text), {})

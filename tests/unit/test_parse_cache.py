@@ -1,15 +1,16 @@
-"""Parsed manifest files kept by content between runs (lance_sync.manifest.parse_cache); the
+"""Parsed manifest files kept by content between runs (lance_sync.manifest.parsing); the
 `parsed` fixture (tests/unit/conftest.py) lists the files parsed."""
 
 from __future__ import annotations
 
 import json
 import marshal
+import pickle
 from pathlib import Path
 
 import pytest
 
-from lance_sync.manifest import load_manifest, parse_cache, parse_once
+from lance_sync.manifest import load_manifest, parsing
 from lance_sync.model.errors import ManifestError
 
 
@@ -23,8 +24,8 @@ def manifest(tables: int, extra: str = "") -> str:
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A cache folder of the test's own, keeping files of 1 KiB or more; the parses counted."""
     folder = tmp_path / "cache"
-    monkeypatch.setenv(parse_cache.CACHE_ENV, str(folder))
-    monkeypatch.setattr(parse_cache, "MIN_BYTES", 1024)
+    monkeypatch.setenv(parsing.CACHE_ENV, str(folder))
+    monkeypatch.setattr(parsing, "MIN_BYTES", 1024)
     return folder
 
 
@@ -116,18 +117,18 @@ def test_a_variable_not_set_in_the_next_run_is_reported_by_the_parse(tmp_path: P
 def test_an_entry_whose_template_has_no_place_is_parsed_again(tmp_path: Path, cache: Path, parsed: list[str]):
     path = tmp_path / "m.yaml"
     path.write_text(manifest(40))
-    parse_cache.keep(path.read_bytes(), marshal.dumps(({"version": 1}, {("tables", 99, "x"): "${X}"}, [])))
+    parsing.keep(path.read_bytes(), marshal.dumps(({"version": 1}, {("tables", 99, "x"): "${X}"}, [])))
     assert len(load_manifest([str(path)]).tables) == 40
     assert parsed == ["m.yaml"]
 
 
 def test_a_worker_answers_without_the_values_of_variables() -> None:
     environ = {"TABLE": "x", "PROTECT": "true", "TIER": SECRET, "N": "1"}
-    [answer] = parse_once._parse_in_worker("env.yaml", [WITH_VARIABLES.encode()], environ)
+    [answer] = pickle.loads(parsing._parse_in_worker("env.yaml", [WITH_VARIABLES.encode()], environ))
     assert isinstance(answer, bytes) and SECRET.encode() not in answer
     # a changed version the same worker reads after the earlier one
     changed = WITH_VARIABLES.replace("t: '${TIER}'", "t: '${TIER}'\n      u: '${TIER}'").encode()
-    answers = parse_once._parse_in_worker("env.yaml", [WITH_VARIABLES.encode(), changed], environ)
+    answers = pickle.loads(parsing._parse_in_worker("env.yaml", [WITH_VARIABLES.encode(), changed], environ))
     assert len(answers) == 2 and all(isinstance(a, bytes) and SECRET.encode() not in a for a in answers)
     assert answers[0] != answers[1]
 
@@ -147,11 +148,11 @@ def test_an_entry_that_does_not_read_back_is_parsed_again(tmp_path: Path, cache:
 def test_off_and_unwritable(tmp_path: Path, cache: Path, parsed: list[str], monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "m.yaml"
     path.write_text(manifest(40))
-    monkeypatch.setenv(parse_cache.CACHE_ENV, "off")
+    monkeypatch.setenv(parsing.CACHE_ENV, "off")
     load_manifest([str(path)])
     assert not cache.exists()
     cache.write_text("a file where the folder would be")
-    monkeypatch.setenv(parse_cache.CACHE_ENV, str(cache / "sub"))
+    monkeypatch.setenv(parsing.CACHE_ENV, str(cache / "sub"))
     load_manifest([str(path)])
     load_manifest([str(path)])
     assert parsed == ["m.yaml"] * 3
@@ -160,17 +161,17 @@ def test_off_and_unwritable(tmp_path: Path, cache: Path, parsed: list[str], monk
 def test_a_value_marshal_cannot_carry_is_not_kept(tmp_path: Path, cache: Path):
     path = tmp_path / "m.yaml"
     path.write_text(manifest(40).replace("owner: o", "owner: o\nspark: {conf: {a: b}}\nx: 010"))
-    parse_once.load_plain_document(path, {})  # a LeadingZero: the document reads, nothing is kept
+    parsing.load_plain_document(path, {})  # a LeadingZero: the document reads, nothing is kept
     assert entries(cache) == []
 
 
 def test_the_least_recently_used_entries_go(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(parse_cache, "MAX_ENTRIES", 2)
+    monkeypatch.setattr(parsing, "MAX_ENTRIES", 2)
     paths = []
     for count in (40, 41, 42):
         paths.append(tmp_path / f"m{count}.yaml")
         paths[-1].write_text(manifest(count))
         load_manifest([str(paths[-1])])
     assert len(entries(cache)) == 2
-    assert parse_cache.recall(paths[0].read_bytes()) is None
-    assert parse_cache.recall(paths[2].read_bytes()) is not None
+    assert parsing.recall(paths[0].read_bytes()) is None
+    assert parsing.recall(paths[2].read_bytes()) is not None

@@ -1,5 +1,5 @@
 """Large split manifests parse in worker processes, and `--changed-since` parses a file once
-(lance_sync.manifest.parse_once: parse_ahead, parsing_once).
+(lance_sync.manifest.parsing: Parsing).
 
 The worker tests run in a fresh interpreter: the loader forks only a process that runs no
 other thread, and the test session runs servers in threads."""
@@ -19,7 +19,7 @@ import yaml
 
 from lance_sync import api
 from lance_sync.manifest import merge as merge_module
-from lance_sync.manifest.parse_cache import CACHE_ENV
+from lance_sync.manifest.parsing import CACHE_ENV
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")
@@ -50,7 +50,8 @@ def run_fresh(tmp_path: Path, body: str) -> str:
         (tmp_path / name).write_text(text)
     script = textwrap.dedent("""
         import os, sys
-        from lance_sync.manifest import loader, parse_once
+        from lance_sync.manifest import loader, parsing
+        from lance_sync.manifest.strategy import FastPathUnavailable
         parsed_here = []
         parse = loader.parse_plain
         def counting(name, *args):
@@ -68,11 +69,11 @@ def run_fresh(tmp_path: Path, body: str) -> str:
 
 def test_workers_parse_what_this_process_would(tmp_path: Path):
     out = run_fresh(tmp_path, """
-        serial = parse_once.load_plain_documents(paths, {"ROOT": "/r"})
+        serial = parsing.load_plain_documents(paths, {"ROOT": "/r"})
         assert sorted(parsed_here) == sorted(paths), parsed_here
         parsed_here.clear()
-        parse_once.PARALLEL_BYTES = 0
-        parallel = parse_once.load_plain_documents(paths, {"ROOT": "/r"})
+        parsing.PARALLEL_BYTES = 0
+        parallel = parsing.load_plain_documents(paths, {"ROOT": "/r"})
         assert parsed_here == [], parsed_here  # every file parsed by a worker
         for one, other in zip(serial, parallel, strict=True):
             assert (one.data, one.templates, one.files) == (other.data, other.templates, other.files)
@@ -84,10 +85,10 @@ def test_workers_parse_what_this_process_would(tmp_path: Path):
 def test_a_file_that_is_not_plain_is_left_to_the_full_road(tmp_path: Path):
     (tmp_path / "anchors.yaml").write_text("tables: &t [{name: t9, location: ./a/t9.lance}]\n")
     run_fresh(tmp_path, """
-        parse_once.PARALLEL_BYTES = 0
+        parsing.PARALLEL_BYTES = 0
         try:
-            parse_once.load_plain_documents(paths + ["anchors.yaml"], {})
-        except loader.NotPlain:
+            parsing.load_plain_documents(paths + ["anchors.yaml"], {})
+        except FastPathUnavailable:
             pass
         else:
             raise AssertionError("anchors are not plain")
@@ -99,9 +100,9 @@ def test_a_worker_that_dies_leaves_the_files_to_this_process(tmp_path: Path):
     run_fresh(tmp_path, """
         def die(*args):
             os._exit(3)
-        parse_once._parse_in_worker = die
-        parse_once.PARALLEL_BYTES = 0
-        documents = parse_once.load_plain_documents(paths, {})
+        parsing._parse_in_worker = die
+        parsing.PARALLEL_BYTES = 0
+        documents = parsing.load_plain_documents(paths, {})
         assert sorted(parsed_here) == sorted(paths) and len(documents) == 3, parsed_here
         """)
 
@@ -111,8 +112,8 @@ def test_no_workers_beside_other_threads(tmp_path: Path):
         import threading
         stop = threading.Event()
         threading.Thread(target=stop.wait).start()
-        parse_once.PARALLEL_BYTES = 0
-        parse_once.load_plain_documents(paths, {})
+        parsing.PARALLEL_BYTES = 0
+        parsing.load_plain_documents(paths, {})
         stop.set()
         assert sorted(parsed_here) == sorted(paths), parsed_here
         """)
@@ -120,16 +121,15 @@ def test_no_workers_beside_other_threads(tmp_path: Path):
 
 def test_a_worker_parses_the_changed_file_while_the_others_come_from_the_cache(tmp_path: Path):
     out = run_fresh(tmp_path, """
-        from lance_sync.manifest import parse_cache
-        parse_cache.MIN_BYTES = 0
-        os.environ[parse_cache.CACHE_ENV] = os.path.join(os.getcwd(), "cache")
-        first = parse_once.load_plain_documents(paths, {})
+        parsing.MIN_BYTES = 0
+        os.environ[parsing.CACHE_ENV] = os.path.join(os.getcwd(), "cache")
+        first = parsing.load_plain_documents(paths, {})
         assert sorted(parsed_here) == sorted(paths), parsed_here  # small files: no workers
         with open("more.yaml", "a") as more:
             more.write("  - {name: t99, location: ./a/t99.lance}\\n")
         parsed_here.clear()
-        parse_once.PARALLEL_BYTES = 0
-        again = parse_once.load_plain_documents(paths, {})
+        parsing.PARALLEL_BYTES = 0
+        again = parsing.load_plain_documents(paths, {})
         assert parsed_here == [], parsed_here  # the changed file by a worker, the others read back
         assert [d.data for d in again] != [d.data for d in first] and again[0].data == first[0].data
         print(again[1].data["tables"][-1]["name"])
@@ -140,19 +140,18 @@ def test_a_worker_parses_the_changed_file_while_the_others_come_from_the_cache(t
 def test_this_process_does_its_next_work_while_a_worker_parses(tmp_path: Path):
     run_fresh(tmp_path, """
         import time
-        in_worker = parse_once._parse_in_worker
+        in_worker = parsing._parse_in_worker
         def after_go(*args):  # the workers wait for what this process does meanwhile
             while not os.path.exists("go"):
                 time.sleep(0.01)
             return in_worker(*args)
-        parse_once._parse_in_worker = after_go
-        parse_once.PARALLEL_BYTES = 0
+        parsing._parse_in_worker = after_go
+        parsing.PARALLEL_BYTES = 0
         meanwhile = []
         def go():
             meanwhile.append("go")
             open("go", "w").close()
-        with parse_once.parsing_once(meanwhile=go):
-            documents = parse_once.load_plain_documents(paths, {})
+        documents = parsing.load_plain_documents(paths, {}, meanwhile=go)
         assert meanwhile == ["go"] and parsed_here == [] and len(documents) == 3, (meanwhile, parsed_here)
         """)
 
@@ -166,8 +165,8 @@ def git(folder: Path, *args: str) -> None:
 def test_changed_since_parses_and_merges_each_version_of_a_file_once(tmp_path: Path, parsed: list[str],
                                                                      monkeypatch: pytest.MonkeyPatch):
     merges = []
-    merge = merge_module._merge_documents
-    monkeypatch.setattr(merge_module, "_merge_documents", lambda documents: merges.append(1) or merge(documents))
+    merge = merge_module.merge_documents
+    monkeypatch.setattr(merge_module, "merge_documents", lambda documents: merges.append(1) or merge(documents))
     base, overlay = tmp_path / "m.yaml", tmp_path / "overlay.yaml"
     base.write_text(yaml.safe_dump(BASE))
     overlay.write_text(yaml.safe_dump({"tables": [{"name": "t1", "properties": {"o": "v"}}]}))
@@ -193,7 +192,7 @@ def test_changed_since_parses_and_merges_each_version_of_a_file_once(tmp_path: P
 
 def test_a_worker_parses_the_revision_of_a_changed_file_and_reads_the_change_from_it(tmp_path: Path):
     """`--changed-since` with an empty cache: the worker that parses a changed file's committed
-    version reads the working tree's from that parse (lance_sync.manifest.reparse) instead of
+    version reads the working tree's from that parse (lance_sync.manifest.parsing: reparse) instead of
     parsing it whole too; the baseline is the one this process makes without workers."""
     out = run_fresh(tmp_path, """
         import subprocess
@@ -209,15 +208,15 @@ def test_a_worker_parses_the_revision_of_a_changed_file_and_reads_the_change_fro
         serial = history.load_baseline("HEAD", paths, environ={"ROOT": "/r"})
         assert sorted(parsed_here) == ["base.yaml", "more.yaml", "odd.yaml"], parsed_here  # more.yaml's revision
 
-        reparsed = parse_once.reparse
+        reparsed = parsing.reparse
         def noting(name, *args):  # a worker notes in a file what it read from the earlier parse
             document = reparsed(name, *args)
             with open("reparsed", "a") as notes:
                 notes.write(f"{os.getpid()} {os.path.basename(name)} {document is not None}\\n")
             return document
-        parse_once.reparse = noting
+        parsing.reparse = noting
         parsed_here.clear()
-        parse_once.PARALLEL_BYTES = 0
+        parsing.PARALLEL_BYTES = 0
         parallel = history.load_baseline("HEAD", paths, environ={"ROOT": "/r"})
         assert parsed_here == [], parsed_here  # every version parsed by a worker
         assert parallel == serial
@@ -233,13 +232,12 @@ def test_one_large_file_goes_to_a_worker_when_this_process_has_work_meanwhile(tm
     """A plan's load (`api.load(plan_next=True)`): the planner is imported while a worker
     parses a large manifest file; a file alone with nothing else to do parses here."""
     run_fresh(tmp_path, """
-        parse_once.MEANWHILE_BYTES = 0
-        alone = parse_once.load_plain_documents(["more.yaml"], {})
+        parsing.MEANWHILE_BYTES = 0
+        alone = parsing.load_plain_documents(["more.yaml"], {})
         assert parsed_here == ["more.yaml"], parsed_here  # no work meanwhile: no worker
         parsed_here.clear()
         done = []
-        with parse_once.meanwhile_next(lambda: done.append("imported")):
-            meanwhile = parse_once.load_plain_documents(["more.yaml"], {})
+        meanwhile = parsing.load_plain_documents(["more.yaml"], {}, meanwhile=lambda: done.append("imported"))
         assert parsed_here == [] and done == ["imported"], (parsed_here, done)
         assert [d.data for d in meanwhile] == [d.data for d in alone]
         """)

@@ -1,4 +1,4 @@
-"""A load of some tables only (`--changed-since`, lance_sync.manifest.partial): the tables asked
+"""A load of some tables only (`--changed-since`, lance_sync.manifest.strategy): the tables asked
 for are built as a full load builds them, the checks that span entries still cover every table,
 and anything these checks cannot settle as written takes the full road."""
 

@@ -55,7 +55,7 @@ def test_the_schema_and_the_models_take_renamed_from(tmp_path):
     import jsonschema
     import yaml
 
-    from lance_sync.manifest.models import manifest_json_schema
+    from lance_sync.manifest.schema_models import manifest_json_schema
 
     text = ORDERS + "    renamed_from: [orders, [sales, orders_1]]\n"
     jsonschema.validate(yaml.safe_load(HEAD + text), manifest_json_schema())

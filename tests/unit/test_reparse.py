@@ -1,4 +1,4 @@
-"""A changed file read from the parse of its earlier version (lance_sync.manifest.reparse)
+"""A changed file read from the parse of its earlier version (lance_sync.manifest.parsing: reparse)
 reads exactly as the file parsed whole, or not at all.
 
 The property the fuzz holds it to, over thousands of edits (a fixed seed): whenever
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from lance_sync.manifest import loader, parse_cache, parse_once
-from lance_sync.manifest import reparse as reparse_module
-from lance_sync.manifest.loader import Document, NotPlain
-from lance_sync.manifest.reparse import reparse
+from lance_sync.manifest import loader, parsing
+from lance_sync.manifest.loader import Document
+from lance_sync.manifest.parsing import reparse
+from lance_sync.manifest.strategy import FastPathUnavailable
 
 ENVIRON = {"ROOT": "/lake", "DEPTH": "3"}
 
@@ -35,7 +35,7 @@ def typed(value: Any) -> Any:
 def whole(text: str) -> Document | None:
     try:
         return loader.parse_plain("m.yaml", text.encode(), ENVIRON, None)
-    except NotPlain:
+    except FastPathUnavailable:
         return None
 
 
@@ -182,7 +182,7 @@ def test_over_the_limit_of_values_is_refused(monkeypatch: pytest.MonkeyPatch, tw
     dense = "  - [" + ",".join(["[]"] * 2000) + "]\n"  # a value per 3 characters
     after = before + dense + (items(2, 1)[0] if twice else "")
     monkeypatch.setattr(loader, "MAX_NODES", 0)
-    monkeypatch.setattr(reparse_module, "MAX_NEW_SHARE", 1.0)
+    monkeypatch.setattr(parsing, "MAX_NEW_SHARE", 1.0)
     assert whole(before) is not None and whole(after) is None  # the whole parse refuses it
     assert assert_same_as_whole(before, after) is None
 
@@ -269,8 +269,8 @@ def test_changed_since_reads_a_changed_file_from_the_cached_parse(tmp_path: Path
     parse cache's entry for the committed version: the same raw manifest as parsing it."""
     from lance_sync.manifest.history import load_baseline
 
-    monkeypatch.setenv(parse_cache.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setattr(parse_cache, "MIN_BYTES", 0)
+    monkeypatch.setenv(parsing.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(parsing, "MIN_BYTES", 0)
     repo = tmp_path / "repo"
     repo.mkdir()
     manifest = repo / "m.yaml"
@@ -281,7 +281,7 @@ def test_changed_since_reads_a_changed_file_from_the_cached_parse(tmp_path: Path
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-C", str(repo)]
     for argv in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "estate"]):
         subprocess.run([*git, *argv], check=True, capture_output=True)
-    parse_once.load_plain_document(manifest)  # the committed version, parsed and kept
+    parsing.load_plain_document(manifest)  # the committed version, parsed and kept
     manifest.write_text(text.replace("name: t5, location: ./lake/t5.lance", "name: t5, location: ./lake/t55.lance"))
 
     parsed_whole: list[str] = []
@@ -292,7 +292,7 @@ def test_changed_since_reads_a_changed_file_from_the_cached_parse(tmp_path: Path
     assert baseline.now.tables["t5"]["location"] == "./lake/t55.lance"
 
     # without the cache, the committed version is parsed, and the working tree's read from it
-    monkeypatch.setenv(parse_cache.CACHE_ENV, "off")
+    monkeypatch.setenv(parsing.CACHE_ENV, "off")
     assert load_baseline("HEAD", [str(manifest)]) == baseline
     assert parsed_whole == [str(manifest)]
 

@@ -8,7 +8,11 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from lance_sync.manifest.models import manifest_json_schema, overlay_json_schema, policy_json_schema
+from lance_sync.manifest.schema_models import (
+    manifest_json_schema,
+    overlay_json_schema,
+    policy_json_schema,
+)
 from lance_sync.model.actions import plan_json_schema
 
 ROOT = Path(__file__).resolve().parents[2]

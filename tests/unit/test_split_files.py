@@ -1,5 +1,5 @@
 """A manifest split over files of tables is built a file per worker process, into the same
-desired state and the same errors as the usual road (lance_sync.manifest.split_files).
+desired state and the same errors as the usual road (lance_sync.manifest.strategy: split_road).
 
 Each case loads the files twice in a fresh interpreter, by the usual road and by the split
 one: the loader forks only a process that runs no other thread, and the test session runs
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lance_sync.manifest.parse_cache import CACHE_ENV
+from lance_sync.manifest.parsing import CACHE_ENV
 from tests.support.manifests import table
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
@@ -57,7 +57,7 @@ def loaded_both_ways(tmp_path: Path, documents: list[dict[str, Any]], worker: st
         names.append(name)
     script = textwrap.dedent(f"""
         import json, os
-        from lance_sync.manifest import load_manifest, semantic, split_files
+        from lance_sync.manifest import load_manifest, parsing, semantic, strategy
         from lance_sync.model.errors import ManifestError, ManifestErrors
         paths = {names!r}
         built = []
@@ -74,10 +74,10 @@ def loaded_both_ways(tmp_path: Path, documents: list[dict[str, Any]], worker: st
                 return [repr(t) for t in state.tables] + [repr(state.namespaces), repr(state.files)]
             except (ManifestError, ManifestErrors) as error:
                 return str(error)
-        split_files.PARALLEL_BYTES = 10 ** 12
+        parsing.PARALLEL_BYTES = 10 ** 12
         usual = load()
         assert built == []
-        split_files.PARALLEL_BYTES = 0
+        parsing.PARALLEL_BYTES = 0
         semantic.ROWS_CHUNK = 5  # a worker's rows in several chunks
         print(json.dumps({"usual": usual, "split": load(), "built": built}))
         """)
@@ -153,7 +153,7 @@ def test_a_worker_that_dies_leaves_the_files_to_the_usual_road(tmp_path: Path):
     out = loaded_both_ways(tmp_path, files(), worker="""
         def die(*args):
             os._exit(3)
-        split_files._file_rows = die
+        strategy._file_rows = die
         """)
     assert out["built"] == [] and out["split"] == out["usual"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lance_sync.manifest.parse_cache import CACHE_ENV
+from lance_sync.manifest.parsing import CACHE_ENV
 from tests.servers.base import is_running, wait_until
 from tests.support.manifests import table
 
@@ -133,18 +133,22 @@ def test_a_child_whose_parent_is_gone_does_not_wait_to_write(tmp_path: Path):
     ends without reading it; the child then ends too, instead of waiting forever."""
     script = textwrap.dedent("""
         import os, time
-        from lance_sync.manifest.fork import Forked
+        from lance_sync.manifest.workers import Workers
         def work():
+            with open("pid.tmp", "w") as pid:
+                pid.write(str(os.getpid()))
+            os.rename("pid.tmp", "pid")
             while not os.path.exists("go"):
                 time.sleep(0.01)
             return b"x" * (1 << 22)
-        child = Forked(work)
-        print(child._child.pid, flush=True)
+        child = Workers([work])
+        while not os.path.exists("pid"):
+            time.sleep(0.01)
         os._exit(0)
         """)
     with open(tmp_path / "out", "w") as out:  # a file: the child keeps the parent's output open
         done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, stdout=out, stderr=out, timeout=60)
     assert done.returncode == 0, (tmp_path / "out").read_text()
-    pid = int((tmp_path / "out").read_text())
+    pid = int((tmp_path / "pid").read_text())
     (tmp_path / "go").touch()
     wait_until(lambda: not is_running(pid), timeout=60, what=f"exit of orphaned child {pid}")

@@ -22,9 +22,10 @@ import yaml
 from lance_sync.manifest import load_manifest
 from lance_sync.manifest import loader as loader_module
 from lance_sync.manifest import validate as validate_module
-from lance_sync.manifest.loader import TEXT_MAPS, NotPlain, load_document
-from lance_sync.manifest.models import manifest_json_schema
-from lance_sync.manifest.parse_once import load_plain_document
+from lance_sync.manifest.loader import TEXT_MAPS, load_document
+from lance_sync.manifest.parsing import load_plain_document
+from lance_sync.manifest.schema_models import manifest_json_schema
+from lance_sync.manifest.strategy import FastPathUnavailable
 from lance_sync.manifest.yaml_core import LeadingZero, dump_yaml, plain_value
 from lance_sync.model.errors import ManifestErrors
 
@@ -167,7 +168,7 @@ def assert_road(files: list[str], road: str) -> None:
     """The files are read by the road the test means to take."""
     for file in files:
         if road.endswith("full") and file == files[-1]:
-            with pytest.raises(NotPlain):
+            with pytest.raises(FastPathUnavailable):
                 load_plain_document(file, {})
         elif not road.endswith("full"):
             load_plain_document(file, {})
