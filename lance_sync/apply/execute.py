@@ -27,7 +27,7 @@ from lance_sync.model.actions import Plan
 
 __all__ = ["execute"]
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def execute(plan: Plan, drivers: Drivers, options: ApplyOptions,
@@ -36,13 +36,13 @@ def execute(plan: Plan, drivers: Drivers, options: ApplyOptions,
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     journal = Journal(options.state_dir / "journal" / f"apply-{stamp}.jsonl")
     journal.write("start", plan_owner=plan.owner, actions=len(plan.actions), pid=os.getpid())
-    log.info("apply: %d actions, %d at a time; journal %s", len(plan.actions), options.parallelism, journal.path)
+    logger.info("apply: %d actions, %d at a time; journal %s", len(plan.actions), options.parallelism, journal.path)
     report = ApplyReport(journal_path=journal.path)
     lock = threading.Lock()
 
     def finish(outcome: Outcome) -> None:
-        if log.isEnabledFor(logging.INFO):
-            log.info("%s: %s%s", outcome.status, outcome.action.headline, f": {outcome.error}" if outcome.error else "")
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("%s: %s%s", outcome.status, outcome.action.headline, f": {outcome.error}" if outcome.error else "")
         with lock:
             report.outcomes.append(outcome)
         journal.append(outcome.status, outcome.action, error=outcome.error, version=outcome.version)
@@ -56,7 +56,7 @@ def execute(plan: Plan, drivers: Drivers, options: ApplyOptions,
         succeeded, failed, skipped = (len(report.with_status(status)) for status in ("succeeded", "failed", "skipped"))
         journal.write("end", succeeded=succeeded, failed=failed, skipped=skipped)
         journal.close()
-        log.info("apply done: %d succeeded, %d failed, %d skipped", succeeded, failed, skipped)
+        logger.info("apply done: %d succeeded, %d failed, %d skipped", succeeded, failed, skipped)
     report.rollback_path = write_rollback(plan, report, journal.path.with_suffix(".rollback.json"))
     return report
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["LeaseHeld", "LeaseRecord", "LeaseStore", "Leases", "current_leases",
            "lease_name", "lease_stores", "touched_ids", "unlock"]
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 DEFAULT_DURATION_SECONDS = 120.0
 #: how often a waiting apply looks at the lease again
@@ -136,7 +136,7 @@ class Leases:
         try:
             for store in self.stores:
                 self._held[store] = self._acquire_one(store, deadline, on_wait)
-                log.debug("acquired lease %s on %s", self.record.id, store.label)
+                logger.debug("acquired lease %s on %s", self.record.id, store.label)
         except BaseException:
             self.release()
             raise
@@ -236,12 +236,12 @@ class Leases:
                         return False
                     renewed = current  # still ours: an earlier renewal landed unseen, or none did
             except (LanceSyncError, LanceNamespaceError) as error:
-                log.debug("renewing lease %s on %s failed: %s", record.id, store.label, error)
+                logger.debug("renewing lease %s on %s failed: %s", record.id, store.label, error)
                 renewed = held  # a flaky renewal: tried again next time, if there is time left
             if renewed.record.expires_within(self.duration / 4):
                 return False
             self._held[store] = renewed
-            log.debug("renewed lease %s on %s", record.id, store.label)
+            logger.debug("renewed lease %s on %s", record.id, store.label)
         self.record = record
         return True
 
@@ -253,7 +253,7 @@ class Leases:
             for store, held in reversed(list(self._held.items())):
                 with contextlib.suppress(LanceSyncError, LanceNamespaceError, OSError):
                     _call(store, "release", functools.partial(store.register.remove, held))
-                    log.debug("released lease %s on %s", held.record.id, store.label)
+                    logger.debug("released lease %s on %s", held.record.id, store.label)
             self._held.clear()
 
     @contextlib.contextmanager

@@ -61,7 +61,7 @@ from lance_sync.model.shared import STATE_DIRECTORY
 from lance_sync.plan.planner import build_plan
 from lance_sync.plan.select import leave_out
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 Outcome = Literal["applied", "in_sync", "pending", "partly_failed", "refused", "lease_held", "error", "stopped"]
 OUTCOMES: tuple[Outcome, ...] = ("applied", "in_sync", "pending", "partly_failed", "refused", "lease_held",
@@ -151,7 +151,7 @@ def run_cycle(settings: Settings, stop: threading.Event) -> CycleReport:
     except LanceSyncError as error:
         report = CycleReport("error", started, 0.0, error=str(error))
     except Exception as error:  # noqa: BLE001 - a cycle's failure is logged; the loop goes on
-        log.debug("the cycle failed", exc_info=True)
+        logger.debug("the cycle failed", exc_info=True)
         report = CycleReport("error", started, 0.0, error=f"{type(error).__name__}: {error}")
     report.started, report.finished = started, time.time()
     return report
@@ -264,10 +264,10 @@ class Reconciler:
         last: CycleReport | None = None
         cycles = 0
         while not self.stop.is_set():
-            log.info("cycle %d starts", cycles + 1)
+            logger.info("cycle %d starts", cycles + 1)
             last = self.cycle()
             cycles += 1
-            log.info("cycle %d: %s in %.1f s (drift %d, applied %d, failed %d, pending %d)", cycles, last.outcome,
+            logger.info("cycle %d: %s in %.1f s (drift %d, applied %d, failed %d, pending %d)", cycles, last.outcome,
                      last.finished - last.started, last.drift, last.applied, last.failed, len(last.pending))
             self.failures = self.failures + 1 if last.failed_cycle else 0
             delay = self.delay()

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 DECLARE_BATCH_SIZE = 1000
 
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class GrantNotKept(LanceSyncError):
@@ -88,8 +88,8 @@ class ActionRunner:
         """Run one action; transient failures are retried, each retry reconciled with the live
         object. Never raises: a failure, reconciling included, is the action's outcome."""
         driver = self.drivers[action.backend]
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("start: %s", action.headline)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("start: %s", action.headline)
         attempt = 0
         while True:
             try:
@@ -140,7 +140,7 @@ class ActionRunner:
         if len(actions) == 1:
             return [self.run(actions[0])]
         requests = [_declare_request(a) for a in actions]
-        log.debug("start: declare %d tables in %s at once", len(actions), actions[0].backend)
+        logger.debug("start: declare %d tables in %s at once", len(actions), actions[0].backend)
         try:
             errors: list[Exception | None] = list(self.drivers[actions[0].backend].declare_tables(requests))
         except Exception as error:  # noqa: BLE001 - reported per action

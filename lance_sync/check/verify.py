@@ -8,6 +8,7 @@ cannot be read, and columns a catalog records that differ from the dataset's.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from lance_sync.plan.observe import observe
 
 if TYPE_CHECKING:
     from lance_sync.data.inspection import Engine
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -100,6 +103,7 @@ def verify(state: DesiredState, drivers: Drivers, engine: Engine = "auto",
         by_options[tuple(sorted(options_of[location].items()))].append(location)
     settings = resolve_spark_settings(spark, state.spark, spark_log_file(state))
     chosen = choose_engine(engine, len(findings), 2000)
+    logger.info("verify: %d location(s) of %d table(s), inspected with %s", len(findings), len(state.tables), chosen)
     for options, locations in by_options.items():
         if progress:
             progress(f"inspecting {len(locations)} location(s) with {chosen}")

@@ -30,6 +30,7 @@ a file or a directory (on an object store, asking costs a request or two per loc
 from __future__ import annotations
 
 import json
+import logging
 import posixpath
 from collections import defaultdict
 from collections.abc import Iterator
@@ -51,6 +52,8 @@ from lance_sync.model.marks import dataset_owner
 
 if TYPE_CHECKING:
     import lance
+
+logger = logging.getLogger(__name__)
 
 Status = Literal["valid", "missing", "not_lance", "corrupt", "interrupted", "unreachable"]
 Engine = Literal["auto", "threads", "spark"]
@@ -200,7 +203,9 @@ def choose_engine(engine: Engine, work_items: int, spark_threshold: int) -> Lite
     if engine not in ("auto", "threads", "spark"):
         raise ValueError(f"engine must be auto, threads or spark, not {engine!r}")
     if engine == "auto":
-        return "spark" if work_items >= spark_threshold else "threads"
+        chosen: Literal["threads", "spark"] = "spark" if work_items >= spark_threshold else "threads"
+        logger.debug("engine auto: %s for %d item(s) (Spark from %d)", chosen, work_items, spark_threshold)
+        return chosen
     return engine
 
 

@@ -49,7 +49,7 @@ from lance_sync.model.shared import STATE_DIRECTORY
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 ENV_VARIABLE = "LANCE_SYNC_SPARK"
 #: the log's name in lance-sync's state directory (`.lance-sync` next to the manifest)
@@ -182,9 +182,9 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
             _check_can_add(settings)
             # a Connect URL may hold a token: only a classic master is named
             started, kind = time.monotonic(), "Spark Connect" if settings.is_connect else settings.effective_master
-            log.info("starting a Spark session (%s; its log: %s)", kind, settings.log_path)
+            logger.info("starting a Spark session (%s; its log: %s)", kind, settings.log_path)
             session = _connect(settings) if settings.is_connect else _start_classic(settings)
-            log.info("Spark session started in %.1f s", time.monotonic() - started)
+            logger.info("Spark session started in %.1f s", time.monotonic() - started)
             _session_logs[settings.key()] = settings.log_path
             from lance_sync.data.lance_source import install_lance_format
 

@@ -56,7 +56,7 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 class ObserveError(LanceSyncError):
@@ -103,10 +103,10 @@ class Observer:
             self._list_tables()
         self.live.complete = self.scan_all
         self._tables_beyond_scope()
-        if log.isEnabledFor(logging.DEBUG):
+        if logger.isEnabledFor(logging.DEBUG):
             namespaces, tables = Counter(b for b, _ in self.live.namespaces), Counter(b for b, _ in self.live.tables)
             for backend in sorted(self.drivers.keys() & self.state.backends.keys()):
-                log.debug("%s: found %d namespaces and %d tables", backend, namespaces[backend], tables[backend])
+                logger.debug("%s: found %d namespaces and %d tables", backend, namespaces[backend], tables[backend])
         return self.live
 
     # --- the passes --------------------------------------------------------------------------
@@ -266,9 +266,9 @@ class Observer:
         """Every call in parallel, each with the key it reads; a read that still fails
         transiently after the driver's own retries is read again (the whole call) before the
         plan gives up."""
-        if log.isEnabledFor(logging.DEBUG):
+        if logger.isEnabledFor(logging.DEBUG):
             for backend, count in sorted(Counter(backend for (backend, _), _ in calls).items()):
-                log.debug("%s: %d reads in parallel", backend, count)
+                logger.debug("%s: %d reads in parallel", backend, count)
         futures = [(key, self.pool.submit(with_retries, call, READ_RETRIES, backend=key[0])) for key, call in calls]
         results = []
         for key, future in futures:

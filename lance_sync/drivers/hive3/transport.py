@@ -43,7 +43,7 @@ from lance_sync.drivers.support.retry import (
     with_retries,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 #: most elements a list or map in an answer may claim (garbage claiming billions fails at once)
 CONTAINER_LENGTH_LIMIT = 10_000_000
@@ -246,7 +246,7 @@ class MetastoreClient:
         reusable = False
         try:
             self._on_call()
-            log.debug("hive3: %s to the metastore at %s", call, self._address)
+            logger.debug("hive3: %s to the metastore at %s", call, self._address)
             answer = connection.call(call, args)
             if read:
                 problem = ANSWER_CHECKS[call](answer, *args)

@@ -88,7 +88,7 @@ from lance_sync.drivers.support.retry import (
 )
 from lance_sync.model import secrets
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 #: statuses worth sending a retry-safe request again for
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -238,8 +238,8 @@ class HttpClient:
         finally:
             response.release_conn()
         answer = _Answer(response.status, response.headers, content)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s: %s %s -> %d", self.backend, method, request.target.partition("?")[0], answer.status)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("%s: %s %s -> %d", self.backend, method, request.target.partition("?")[0], answer.status)
         if answer.status in ok:
             return self._answer(answer, method, call, expect, parse)
         if method == "DELETE" and answer.status == 404 and deleted_before:

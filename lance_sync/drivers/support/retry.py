@@ -27,7 +27,7 @@ from lance_namespace.errors import (
     ThrottlingError,
 )
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 BACKOFF_BASE_SECONDS = 0.2
 BACKOFF_CAP_SECONDS = 10.0
@@ -99,7 +99,7 @@ def with_retries(call: Callable[[], T], max_retries: int, *,
 def log_retry(backend: str, call: str, attempt: int, max_retries: int, error: BaseException,
               wait: float) -> None:
     """Log that attempt number `attempt` (1-based) of `call` failed and is retried after `wait` seconds."""
-    log.info("%s: %s: attempt %d of %d failed (%s: %s); retrying in %.2f s", backend or "-", call, attempt,
+    logger.info("%s: %s: attempt %d of %d failed (%s: %s); retrying in %.2f s", backend or "-", call, attempt,
              max_retries + 1, type(error).__name__, error, wait)
 
 
