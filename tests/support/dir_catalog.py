@@ -10,7 +10,11 @@ from typing import Any
 import lance
 import lance_namespace as ln
 
+from lance_sync.drivers import register
 from lance_sync.drivers.dir.driver import DirNamespace
+
+#: `connect` builds the driver through lance_namespace.connect("lance-sync-dir", ...)
+register()
 
 
 def connect(root: Path | str) -> DirNamespace:

@@ -34,7 +34,6 @@ from lance_namespace.errors import (
     TableNotFoundError,
 )
 
-from lance_sync.drivers import register
 from lance_sync.drivers.dir.client import is_commit_conflict, short_message
 from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.marks import OWNER_KEY
@@ -46,8 +45,6 @@ from tests.support.dir_catalog import (
     properties_of,
     table_rows,
 )
-
-register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
 TABLES_PER_WRITER = 50
 #: a worker's wait for the others at the start line
