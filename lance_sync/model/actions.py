@@ -51,6 +51,16 @@ class Kind(str, Enum):
     TABLE = "table"
     #: the Lance data at a location, shared by every registration of a table
     DATASET = "dataset"
+    # The parts of a dataset the manifest declares (`Action.part` names the one): they change
+    # the dataset in place and are addressed by its location and the part's name.
+    #: a column of the dataset's schema
+    COLUMN = "column"
+    #: a Lance index
+    INDEX = "index"
+    #: a Lance tag (a name for one version)
+    TAG = "tag"
+    #: the dataset's old versions, which a retention cleanup removes
+    VERSIONS = "versions"
 
 
 class Reason(str, Enum):
@@ -78,11 +88,24 @@ ActionType = Literal[
     "create namespace", "update namespace", "delete namespace", "grant namespace", "revoke namespace",
     "create dataset", "replace dataset", "delete dataset",
     "create table", "update table", "rename table", "replace table", "forget table", "grant table",
-    "revoke table",
+    "revoke table", "update dataset",
+    "create column", "update column", "delete column",
+    "create index", "replace index", "update index", "delete index",
+    "create tag", "update tag", "delete tag", "delete versions",
 ]
 
 
+#: the dataset parts whose deletion loses nothing that cannot be made again: an index is built from
+#: the data, a tag only names a version
+_DERIVED = {Kind.INDEX, Kind.TAG}
+
+#: the kinds an action on a dataset's part has: addressed by location and `Action.part`
+DATASET_PARTS = frozenset({Kind.COLUMN, Kind.INDEX, Kind.TAG, Kind.VERSIONS})
+
+
 def destruction(kind: Kind, verb: Verb) -> Destruction | None:
+    if kind in _DERIVED:
+        return None
     if verb == Verb.DELETE or (kind == Kind.DATASET and verb == Verb.REPLACE):
         return Destruction.DATA
     if kind == Kind.TABLE and verb == Verb.REPLACE:
@@ -117,6 +140,20 @@ _OPERATIONS: dict[tuple[Kind, Verb], _Operation] = {
     (Kind.DATASET, Verb.DELETE): _Operation(5, None),
     (Kind.TABLE, Verb.FORGET): _Operation(6, Verb.CREATE),
     (Kind.NAMESPACE, Verb.DELETE): _Operation(7, Verb.CREATE),
+    # a dataset's parts change once the dataset is written and before it is registered; what
+    # removes something waits for the removals' phase
+    (Kind.COLUMN, Verb.CREATE): _Operation(2, Verb.DELETE),
+    (Kind.COLUMN, Verb.UPDATE): _Operation(2, Verb.UPDATE),
+    (Kind.COLUMN, Verb.DELETE): _Operation(5, None),
+    (Kind.INDEX, Verb.CREATE): _Operation(2, Verb.DELETE),
+    (Kind.INDEX, Verb.REPLACE): _Operation(2, Verb.REPLACE),
+    (Kind.INDEX, Verb.UPDATE): _Operation(2, None),
+    (Kind.INDEX, Verb.DELETE): _Operation(5, Verb.CREATE),
+    (Kind.TAG, Verb.CREATE): _Operation(2, Verb.DELETE),
+    (Kind.TAG, Verb.UPDATE): _Operation(2, Verb.UPDATE),
+    (Kind.TAG, Verb.DELETE): _Operation(5, Verb.CREATE),
+    (Kind.VERSIONS, Verb.DELETE): _Operation(5, None),
+    (Kind.DATASET, Verb.UPDATE): _Operation(2, None),
 }
 
 
@@ -184,6 +221,9 @@ class ObjectState:
     version: int | None = None
     #: a grant or revoke: the principal's privileges on the object (None: not a grant's state)
     privileges: list[str] | None = None
+    #: a dataset's part: what the manifest declares of it and what was read back (a column's
+    #: {name, type, nullable}, an index's {column, type, params}, a tag's {version}, ...)
+    definition: dict[str, Any] | None = None
 
 
 class Address(_Model):
@@ -233,11 +273,15 @@ class Action:
     #: a grant or revoke: whose privileges change, and which (before/after hold all of theirs)
     principal: str | None = None
     privileges: list[str] = Field(default_factory=list)
+    #: an action on a dataset's part (a column, an index, a tag): the part's name
+    part: str | None = None
 
     @model_validator(mode="after")
     def _derived(self) -> Action:
         if (self.kind, self.verb) not in _OPERATIONS:
             raise ValueError(f"a {self.kind.value} cannot be {self.verb.value}d")
+        if (self.part is not None) != (self.kind in DATASET_PARTS - {Kind.VERSIONS}):
+            raise ValueError("an action on a column, an index or a tag, and only one, names the part")
         if self.verb == Verb.RENAME and self.renamed_from is None:
             raise ValueError("a rename names the id the table had (renamed_from)")
         if self.renamed_from is not None and (self.kind, self.verb) not in _RENAMING:
@@ -254,6 +298,8 @@ class Action:
         """Unique within a plan: the object's address (a dataset's is its location)."""
         if self.kind == Kind.DATASET:
             return dataset_key(self.location or "")
+        if self.kind in DATASET_PARTS:
+            return part_key(self.kind, self.location or "", self.part)
         if self.is_grant:
             return grant_key(self.verb, self.kind, self.backend, self.id, self.principal or "")
         return action_key(self.kind, self.backend, self.id)
@@ -330,7 +376,7 @@ class Action:
             before=before, after=_undo_state(self.before, self.kind), compared_keys=self.compared_keys,
             fingerprint=fingerprint(before, self.compared_keys), table=self.table,
             registrations=self.registrations, renamed_from=renamed_from, principal=self.principal,
-            privileges=self.privileges)
+            privileges=self.privileges, part=self.part)
 
 
 def _undo_state(state: ObjectState | None, kind: Kind) -> ObjectState | None:
@@ -339,6 +385,8 @@ def _undo_state(state: ObjectState | None, kind: Kind) -> ObjectState | None:
         return None
     if kind == Kind.DATASET:
         return ObjectState(location=state.location, version=state.version)
+    if kind in DATASET_PARTS:
+        return ObjectState(location=state.location, version=state.version, definition=state.definition)
     if state.privileges is not None:
         return ObjectState(privileges=state.privileges)
     return ObjectState(properties=state.properties, location=state.location)
@@ -368,6 +416,11 @@ def dataset_key(location: str) -> str:
     return f"dataset:{location}"
 
 
+def part_key(kind: Kind, location: str, part: str | None) -> str:
+    """'index:s3://lake/orders.lance#id_idx': a dataset part's key ('versions:...' has no name)."""
+    return f"{kind.value}:{location}" + (f"#{part}" if part is not None else "")
+
+
 def project(properties: dict[str, str], location: str | None, keys: list[str]) -> ObjectState:
     """The compared part of a live namespace or table."""
     return ObjectState(properties={k: properties[k] for k in keys if k in properties}, location=location)
@@ -383,8 +436,11 @@ def fingerprint(state: ObjectState | None, keys: list[str]) -> str:
         return _ABSENT  # every create's: one string for all of them
     if state.privileges is not None:
         return _digest({"privileges": sorted(state.privileges)})
-    return _digest({"location": state.location, "version": state.version,
-                    "properties": {k: state.properties.get(k) for k in keys}})  # the encoder sorts keys
+    payload: dict[str, Any] = {"location": state.location, "version": state.version,
+                               "properties": {k: state.properties.get(k) for k in keys}}
+    if state.definition is not None:  # a dataset part's; other states hash as they always have
+        payload["definition"] = state.definition
+    return _digest(payload)  # the encoder sorts keys
 
 
 def _digest(payload: Any) -> str:

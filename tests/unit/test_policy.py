@@ -196,7 +196,7 @@ def test_the_action_types_a_rule_can_name_are_every_verb_and_every_operation():
 
     operations = {f"{verb.value} {kind.value}" for kind, verb in model._OPERATIONS}
     assert set(get_args(ActionType)) == {v.value for v in Verb} | operations
-    assert {k.value for k in Kind} == {"namespace", "table", "dataset"}
+    assert {k.value for k in Kind} == {"namespace", "table", "dataset", "column", "index", "tag", "versions"}
 
 
 def test_a_violation_in_validate_names_the_file_and_line(lake: Lake):
