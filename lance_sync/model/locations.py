@@ -81,6 +81,63 @@ def _normalize_local(path: str, base_dir: str | None) -> str:
     return "/" + normalized.lstrip("/")
 
 
+# --- locations as the filesystem resolves them ---------------------------------------------------
+#
+# A symbolic link gives one folder two spellings (`./lake/alias/a.lance` and `./lake/data/a.lance`
+# when `alias` links to `data`). Text alone cannot see that they are one place, so one asset per
+# path, "nothing else registered points at it" and deletions compare local locations resolved;
+# object-store locations have no links and stay as they are.
+
+
+def resolved_location(location: str) -> str:
+    """A normalized location as the filesystem resolves it: a local path with every symbolic
+    link on it resolved, as far as the path exists (os.path.realpath); any other as it is."""
+    return os.path.realpath(location) if is_local(location) else location
+
+
+class LocationResolver:
+    """`resolved_location` for many locations, each folder resolved and listed once (a plan holds
+    up to hundreds of thousands of locations, most in a few folders): a location resolves to its
+    folder's resolved path and its own name, unless that name is itself a link."""
+
+    def __init__(self) -> None:
+        #: folder -> (its resolved path, the names of the links directly in it)
+        self._folders: dict[str, tuple[str, frozenset[str]]] = {}
+
+    def __call__(self, location: str) -> str:
+        if not location.startswith("/"):  # an object store's (normalized: local paths are absolute)
+            return location
+        cut = location.rfind("/")
+        folder, name = location[:cut] or "/", location[cut + 1:]
+        known = self._folders.get(folder)
+        if known is None:
+            known = self._folders[folder] = (os.path.realpath(folder), _links_in(folder))
+        if name in known[1]:
+            return os.path.realpath(location)
+        return location if known[0] == folder else posixpath.join(known[0], name)
+
+
+def _links_in(folder: str) -> frozenset[str]:
+    """The names of the symbolic links directly in `folder` (none when it cannot be listed)."""
+    try:
+        with os.scandir(folder) as entries:
+            return frozenset(entry.name for entry in entries if entry.is_symlink())
+    except OSError:
+        return frozenset()
+
+
+def resolved_locations(locations: Iterable[str]) -> list[str]:
+    """`resolved_location` of each of these normalized locations."""
+    return list(map(LocationResolver(), locations))
+
+
+def resolution_note(*pairs: tuple[str, str]) -> str:
+    """' once symbolic links are resolved (A is B)' for the (location, resolved) pairs that
+    resolve elsewhere; '' when none does."""
+    moved = [f"{written} is {resolved}" for written, resolved in pairs if written != resolved]
+    return f" once symbolic links are resolved ({'; '.join(moved)})" if moved else ""
+
+
 def join_location(root: str, child: str) -> str:
     """`child` under `root`, unless `child` is already absolute."""
     if scheme(child) is not None or child.startswith("/"):
