@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from lance_sync.drivers.base import Capabilities, Identifier, TableInfo
+from lance_sync.drivers.base import Capabilities, Identifier, NamespaceInfo, TableInfo
 from lance_sync.model.actions import (
     Action,
     Address,
@@ -550,11 +550,11 @@ class Comparer:
                     f"namespace '{self._display(backend, id)}' in backend '{backend}' left the manifest but "
                     "tables of the manifest are registered in it; kept")
                 continue
-            blockers = self._foreign_contents(key, removed_tables)
+            blockers = self._staying_contents(key, removed_tables, wanted)
             if blockers:
                 self.result.warnings.append(
                     f"namespace '{self._display(backend, id)}' in backend '{backend}' left the manifest but "
-                    f"holds objects lance-sync does not own ({', '.join(blockers[:3])}); kept")
+                    f"holds objects that stay ({blockers}); kept")
                 continue
             keys = sorted(info.properties)
             self._action(Verb.DELETE, Kind.NAMESPACE, Reason.LEFT_MANIFEST, backend, id,
@@ -562,17 +562,29 @@ class Comparer:
                          detail="left the manifest",
                          blocked=PROTECTED if is_protected(info.properties) else None)
 
-    def _foreign_contents(self, key: ObjectKey, removed_tables: set[str]) -> list[str]:
-        """What keeps a namespace from being deleted: tables and namespaces not being removed."""
+    def _staying_contents(self, key: ObjectKey, removed_tables: set[str], wanted: set[ObjectKey]) -> str:
+        """What keeps a namespace from being deleted, in words: the tables and namespaces in it
+        that are not being removed, as the manifest declares them, as another owner's (or no
+        owner's), or kept although they left the manifest; '' when there are none."""
         backend, id = key
         deleting = {(a.backend, tuple(a.id)) for a in self.result.actions
                     if a.kind == Kind.NAMESPACE and a.verb == Verb.DELETE}
-        blockers = [self._display(backend, t_id) for (b, t_id) in self.live.tables
-                    if b == backend and t_id[:-1] == id
-                    and action_key(Kind.TABLE, b, t_id) not in removed_tables]
-        blockers += [self._display(backend, n_id) for (b, n_id) in self.live.namespaces
-                     if b == backend and n_id[:-1] == id and (b, n_id) not in deleting]
-        return blockers
+        staying: list[tuple[Identifier, TableInfo | NamespaceInfo]] = [
+            (t_id, info) for (b, t_id), info in self.live.tables.items()
+            if b == backend and t_id[:-1] == id and action_key(Kind.TABLE, b, t_id) not in removed_tables]
+        staying += [(n_id, info) for (b, n_id), info in self.live.namespaces.items()
+                    if b == backend and n_id[:-1] == id and (b, n_id) not in deleting]
+        groups: dict[str, list[str]] = defaultdict(list)
+        for child, info in staying:
+            if (backend, child) in wanted or (backend, child) in self.wanted:
+                why = "declared in the manifest"
+            elif owner_of(info.properties) != self.desired.owner:
+                why = f"not owned by '{self.desired.owner}'"
+            else:
+                why = "left the manifest, kept"
+            groups[why].append(self._display(backend, child))
+        return "; ".join(f"{why}: {', '.join(names[:3])}" + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+                         for why, names in groups.items())
 
     # --- ordering --------------------------------------------------------------------------------
 

@@ -242,6 +242,23 @@ def test_on_remove_drop_keeps_data_a_manifest_table_lies_inside():
     assert "table 'inner' of the manifest uses this location" in result.actions[-1].detail
 
 
+def test_a_namespace_that_leaves_but_holds_objects_that_stay_says_what_they_are():
+    """Issue 46: a parent namespace leaving the manifest while its declared, owned child stays was
+    warned to hold "objects lance-sync does not own" (main at 94cefba); the warning now says which
+    stay because the manifest declares them and which are another owner's."""
+    case = Case()
+    desired = state(case)
+    desired.namespaces = [DesiredNamespace("b", ("ns", "sub"), {})]
+    found = live(case)
+    found.namespaces[("b", ("ns", "sub"))] = NamespaceInfo(("ns", "sub"), dict(MARK))
+    found.namespaces[("b", ("ns", "theirs"))] = NamespaceInfo(("ns", "theirs"), dict(THEIRS))
+    desired.tables = []
+    result = compare(desired, found, {"b": case.capabilities}, {})
+    assert [a for a in result.actions if a.kind == Kind.NAMESPACE] == []
+    assert result.warnings == ["namespace 'ns' in backend 'b' left the manifest but holds objects that stay "
+                               "(declared in the manifest: ns$sub; not owned by 'me': ns$theirs); kept"]
+
+
 def test_an_overwrite_of_data_lance_sync_did_not_create_is_blocked():
     result = plan(Case(live_table={"tier": "gold", **MARK}, dataset=VALID,
                        table={"columns": [{"name": "id", "type": "string"}],
