@@ -24,6 +24,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from lance_sync.drivers import backend_rules
 from lance_sync.manifest.loader import DataPath, Document, format_path
+from lance_sync.manifest.location_checks import location_problems
 from lance_sync.manifest.policy_rules import policy_of
 from lance_sync.manifest.schema_models import (
     Namespace,
@@ -47,15 +48,7 @@ from lance_sync.model.desired import (
 )
 from lance_sync.model.errors import ManifestError, ManifestErrors, Position
 from lance_sync.model.grants import NAMED, DeclaredGrants, Securable, format_privileges
-from lance_sync.model.locations import (
-    is_local,
-    is_within,
-    nested,
-    normalize_location,
-    resolution_note,
-    resolved_location,
-    resolved_locations,
-)
+from lance_sync.model.locations import is_local, normalize_location
 from lance_sync.model.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
 from lance_sync.model.policy import Policy
 from lance_sync.model.secrets import SECRET_KEY, url_password
@@ -688,34 +681,7 @@ def _written(item: FormerName) -> str:
 
 
 def _check_locations(checker: _Checker, state: DesiredState) -> None:
-    """One asset per path: no two tables share a location or nest inside each other, and none is
-    at or inside a backend's own folders. Locations are compared as the filesystem resolves
-    them: a symbolic link is not a second place."""
-    tables = state.tables
-    resolved = resolved_locations([table.location for table in tables])
-    for index, other_index in nested(resolved):
-        table, other = tables[index], tables[other_index]
-        same = resolved[other_index] == resolved[index]
-        relation = "the same location as" if same else "a location inside that of"
-        note = resolution_note((table.location, resolved[index]), (other.location, resolved[other_index]))
-        checker.fail(f"table '{table.name}' has {relation} table '{other.name}' ({other.location}){note}; "
-                     "each location holds one table", ("tables", checker.table_index[table.name], "location"))
-    _check_own_locations(checker, state, resolved)
-
-
-def _check_own_locations(checker: _Checker, state: DesiredState, resolved: list[str]) -> None:
-    """No table at or inside a location a backend keeps for itself (a dir root's catalog table,
-    its apply leases): registering, writing or deleting data there breaks the backend."""
-    own = {resolved_location(location): f"the {what} of backend '{name}'"
-           for name, spec in state.backends.items() if checker.settled(name)
-           for location, what in spec.rules.own_locations(spec.config).items()}
-    if not own:
-        return
-    inside = tuple(location.rstrip("/") + "/" for location in own)
-    for index in [i for i, location in enumerate(resolved) if location in own or location.startswith(inside)]:
-        table = state.tables[index]
-        folder = next(location for location in own if is_within(resolved[index], location))
-        where = "" if resolved[index] == folder else f"lies inside {folder}, "
-        note = resolution_note((table.location, resolved[index]))
-        checker.fail(f"table '{table.name}': its location {table.location}{note} {where or 'is '}{own[folder]}; "
-                     "a table cannot live there", ("tables", checker.table_index[table.name], "location"))
+    """One asset per path, and no table in a backend's own folders (lance_sync.manifest.location_checks)."""
+    settled = {name: spec for name, spec in state.backends.items() if checker.settled(name)}
+    for index, problem in location_problems(state.tables, settled):
+        checker.fail(problem, ("tables", checker.table_index[state.tables[index].name], "location"))

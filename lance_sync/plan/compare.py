@@ -193,7 +193,6 @@ class Comparer:
 
     @functools.cached_property
     def manifest_locations(self) -> LocationIndex[DesiredTable]:
-        """The manifest's tables by resolved location (for data deletions only)."""
         return LocationIndex((self.resolve(t.location), t) for t in self.desired.tables)
 
     def _location_conflict(self, table: DesiredTable) -> str | None:
@@ -564,8 +563,7 @@ class Comparer:
 
     def _staying_contents(self, key: ObjectKey, removed_tables: set[str], wanted: set[ObjectKey]) -> str:
         """What keeps a namespace from being deleted, in words: the tables and namespaces in it
-        that are not being removed, as the manifest declares them, as another owner's (or no
-        owner's), or kept although they left the manifest; '' when there are none."""
+        that are not removed, declared, another owner's, or kept; '' when there are none."""
         backend, id = key
         deleting = {(a.backend, tuple(a.id)) for a in self.result.actions
                     if a.kind == Kind.NAMESPACE and a.verb == Verb.DELETE}
