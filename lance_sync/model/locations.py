@@ -6,10 +6,12 @@ for `file:///x`; both are `/x` here.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import Generic, TypeVar
 from urllib.parse import unquote
 
@@ -107,14 +109,26 @@ class LocationResolver:
     def __call__(self, location: str) -> str:
         if not location.startswith("/"):  # an object store's (normalized: local paths are absolute)
             return location
-        cut = location.rfind("/")
-        folder, name = location[:cut] or "/", location[cut + 1:]
+        folder, _, name = location.rpartition("/")
+        real, links = self._folder(folder)
+        if name in links:
+            return os.path.realpath(location)
+        return location if real == (folder or "/") else posixpath.join(real, name)
+
+    def keeps(self, folder: str) -> bool:
+        """Whether every location directly in `folder` (as `str.rpartition` cuts it) resolves
+        to itself: an object store's, or a local folder without links on its path or in it."""
+        if not folder.startswith("/") and folder:
+            return True
+        real, links = self._folder(folder)
+        return real == (folder or "/") and not links
+
+    def _folder(self, folder: str) -> tuple[str, frozenset[str]]:
         known = self._folders.get(folder)
         if known is None:
-            known = self._folders[folder] = (os.path.realpath(folder), _links_in(folder))
-        if name in known[1]:
-            return os.path.realpath(location)
-        return location if known[0] == folder else posixpath.join(known[0], name)
+            path = folder or "/"
+            known = self._folders[folder] = (os.path.realpath(path), _links_in(path))
+        return known
 
 
 def _links_in(folder: str) -> frozenset[str]:
@@ -126,9 +140,18 @@ def _links_in(folder: str) -> frozenset[str]:
         return frozenset()
 
 
-def resolved_locations(locations: Iterable[str]) -> list[str]:
-    """`resolved_location` of each of these normalized locations."""
-    return list(map(LocationResolver(), locations))
+def _folders_of(locations: Iterable[str]) -> set[str]:
+    """The folders directly holding these locations, each cut at its last "/" (one pass in C)."""
+    return set(map(itemgetter(0), map(str.rpartition, locations, itertools.repeat("/"))))
+
+
+def resolved_locations(locations: Sequence[str]) -> list[str]:
+    """`resolved_location` of each of these normalized locations; the locations themselves, at
+    the cost of one look at each folder, when no link is on their way (the usual answer)."""
+    resolve = LocationResolver()
+    if all(map(resolve.keeps, _folders_of(locations))):
+        return list(locations)
+    return list(map(resolve, locations))
 
 
 def resolution_note(*pairs: tuple[str, str]) -> str:
