@@ -9,6 +9,7 @@
     report = api.verify(state)                    # VerifyReport: report.broken, ...
     found = api.discover(state, "/data/lake")     # Lance datasets no backend registers
     differs = api.drift(state)                    # DriftReport: differs.items, .has_drift
+    estate = api.status(state)                    # StatusReport: each object's sync and health
     held = api.held_leases(state)                 # [(where, LeaseRecord)]; api.unlock(state, id)
     imported = api.import_manifest("lake", state) # Imported: the manifest's text, what was left out
     last = api.reconcile(["lance-sync.yaml"], once=True)  # CycleReport of one unattended cycle
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from lance_sync.apply.report import ApplyReport, Outcome
     from lance_sync.apply.session import Fresh, Saved
     from lance_sync.check.drift import DriftReport
+    from lance_sync.check.status import StatusReport
     from lance_sync.check.verify import VerifyReport
     from lance_sync.data.inspection import Engine
     from lance_sync.drivers.base import Drivers
@@ -67,7 +69,7 @@ SchemaDocument = Literal["manifest", "overlay", "plan", "policy"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "drift", "held_leases", "import_manifest",
-           "json_schema", "load", "load_plan", "plan", "reconcile", "render", "save_plan", "unlock", "verify"]
+           "json_schema", "load", "load_plan", "plan", "reconcile", "render", "save_plan", "status", "unlock", "verify"]
 
 
 def _masking_errors(function: F) -> F:
@@ -349,6 +351,25 @@ def drift(state: DesiredState, *, scan_all: bool = False, parallelism: int = DEF
 
     with _connected(state, drivers) as connected:
         return drift_report(state, connected, parallelism, on_progress, scan_all, baseline)
+
+
+@_masking_errors
+def status(state: DesiredState, *, scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
+           state_dir: str | Path | None = None, drivers: Drivers | None = None,
+           on_progress: Progress | None = None) -> StatusReport:
+    """Every object the manifest declares with its sync (Synced, OutOfSync, Missing, Unknown)
+    and health (Healthy, Degraded, Missing, Unknown), why, and the last apply that changed it
+    (from the journals in `state_dir`, default `.lance-sync` beside the manifest) (`lance-sync
+    status`): `report.objects`, `report.exit_code`. Reads only; a backend that cannot be read
+    makes its objects Unknown instead of failing."""
+    from lance_sync.apply.journal import last_applied
+    from lance_sync.check.status import estate_status, read_estate
+    from lance_sync.manifest.revision import manifest_revision
+
+    folder = Path(state_dir) if state_dir else Path(state.base_dir) / STATE_DIRECTORY
+    with _connected(state, drivers) as connected:
+        reading = read_estate(state, connected, parallelism, on_progress, scan_all)
+        return estate_status(state, reading, connected, last_applied(folder), manifest_revision(state.files))
 
 
 @_masking_errors
