@@ -467,14 +467,16 @@ def import_manifest(backend: str, state: DesiredState | None = None, *, backend_
 def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = None, interval: float = 300.0,
               max_backoff: float = 3600.0, once: bool = False, lock_timeout: float = 0.0, scan_all: bool = False,
               parallelism: int = DEFAULT_PARALLELISM, spark: str | None = None, state_dir: str | Path | None = None,
-              metrics_host: str = "127.0.0.1", metrics_port: int | None = None,
+              metrics_host: str = "127.0.0.1", metrics_port: int | None = None, status_token: str | None = None,
               on_record: Callable[[dict[str, Any]], None] = lambda record: None,
               stop: threading.Event | None = None) -> CycleReport | None:
     """Plan and apply on a schedule what the policy lets run unattended (`lance-sync
     reconcile`): each cycle re-reads the manifest files and runs the apply session with the
     policy's verbs; the rest is reported as pending. Runs until `stop` is set (one cycle with
     `once`) and returns the last cycle's report. `on_record` takes one JSON-ready record per
-    event (start, each cycle, stop); `metrics_port` serves Prometheus metrics meanwhile."""
+    event (start, each cycle, stop); `metrics_port` serves meanwhile Prometheus metrics, the
+    status page (/) and its JSON (/api/status); with `status_token`, all but /healthz need
+    `Authorization: Bearer <status_token>`."""
     import os
     import threading
 
@@ -488,6 +490,8 @@ def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = N
         now,
         run_cycle,
     )
+    from lance_sync.apply.status_page import StatusBoard
+    from lance_sync.model.secrets import register
 
     paths = [str(path) for path in files]
     policy = str(policy_file) if policy_file is not None else None
@@ -498,16 +502,19 @@ def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = N
                         lock_timeout=lock_timeout, scan_all=scan_all, options=options)
     stop = stop or threading.Event()
     metrics = Metrics(state.owner)
-    server = MetricsServer(metrics, metrics_host, metrics_port).start() if metrics_port is not None else None
+    board = StatusBoard(state.owner, interval)
+    register(status_token)
+    server = (MetricsServer(metrics, metrics_host, metrics_port, board, status_token).start()
+              if metrics_port is not None else None)
     try:
         on_record({"time": now(), "event": "start", "owner": state.owner, "files": paths,
                    "interval_seconds": interval, "max_backoff_seconds": max_backoff,
                    "unattended": list(state.policy.unattended_verbs), "metrics": server.url if server else None,
-                   "pid": os.getpid()})
+                   "status_page": f"{server.base_url}/" if server else None, "pid": os.getpid()})
         if server is not None and server.exposure:
             on_record({"time": now(), "event": "warning", "message": server.exposure})
         last = Reconciler(lambda: run_cycle(settings, stop), interval, max_backoff, metrics, on_record,
-                          stop).run(max_cycles=1 if once else None)
+                          stop, board=board).run(max_cycles=1 if once else None)
     finally:
         if server is not None:
             server.close()
