@@ -87,6 +87,7 @@ class StatusBoard:
             "owner": self.owner, "tool_version": __version__, "generated_at": _iso(None),
             "revision": status.revision if status else None,
             "manifest_files": status.manifest_files if status else [],
+            "base_dir": status.base_dir if status else None,
             "loop": {"cycle": self.cycle, "running_since": self.running_since, "next_run": self.next_run,
                      "interval_seconds": self.interval, "refresh_seconds": REFRESH_SECONDS},
             "objects_read_at": self.read_at,
@@ -121,7 +122,7 @@ def page(document_json: str) -> str:
     return _PAGE.replace("/*DOCUMENT*/", embedded)
 
 
-_PAGE = """<!doctype html>
+_PAGE = r"""<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -155,6 +156,7 @@ header #stale { color: #ff8182; }
   table.objects thead { display: none; }
   table.objects tr { display: block; border-bottom: 1px solid var(--line); padding: 6px 0; }
   table.objects td { display: block; border: 0; padding: 1px 0; }
+  table.objects td.state { display: inline-block; margin-right: 12px; }
 }
 </style>
 </head>
@@ -197,8 +199,15 @@ function fill(id, nodes, emptyText) {
   box.replaceChildren(...nodes);
   if (!nodes.length && emptyText) box.appendChild(el("p", emptyText, "empty"));
 }
+function shown(path) {  // a path below the manifest's folder, as the manifest writes it: ./lake/orders.lance
+  const base = doc.base_dir ? doc.base_dir.replace(/\/+$/, "") + "/" : null;
+  return base && path.startsWith(base) ? "./" + path.slice(base.length) : path;
+}
+function when(iso) {  // 2026-12-05 11:56:13 UTC
+  return iso ? iso.replace("T", " ").replace(/\.\d+/, "").replace(/\+00:00$/, " UTC") : "";
+}
 function name(o) {
-  return (o.kind === "namespace" || o.kind === "table") && o.backend ? o.backend + ": " + o.id : o.id;
+  return (o.kind === "namespace" || o.kind === "table") && o.backend ? o.backend + ": " + o.id : shown(o.id);
 }
 function drawObjects() {
   const sync = $("f-sync").value, health = $("f-health").value, kind = $("f-kind").value;
@@ -206,12 +215,12 @@ function drawObjects() {
   const shown = doc.objects.filter((o) => (!sync || o.sync === sync) && (!health || o.health === health)
     && (!kind || o.kind === kind) && (!text || (name(o) + " " + (o.table || "")).toLowerCase().includes(text)));
   const rows = shown.map((o) => {
-    const tr = row([[o.kind], [name(o), "id"], [o.sync, o.sync], [o.health, o.health]]);
+    const tr = row([[o.kind], [name(o), "id"], [o.sync, o.sync + " state"], [o.health, o.health + " state"]]);
     const reason = el("td", o.reason || "", "reason");
     for (const repair of o.repairs || []) reason.appendChild(el("div", "repair: " + repair, "words"));
     tr.appendChild(reason);
     const last = o.last_applied;
-    tr.appendChild(el("td", last ? last.action + " " + last.time + (last.revision ? " at " + last.revision : "") : "", "reason"));
+    tr.appendChild(el("td", last ? last.action + " " + when(last.time) + (last.revision ? " at " + last.revision : "") : "", "reason"));
     return tr;
   });
   fill("objects", rows);
@@ -223,14 +232,16 @@ function draw() {
   $("subtitle").textContent = [
     doc.revision ? "revision " + doc.revision : "manifest not in git",
     (doc.manifest_files || []).join(", "),
-    loop.running_since ? "cycle " + loop.cycle + " running since " + loop.running_since : (loop.next_run ? "next cycle " + loop.next_run : ""),
-    doc.objects_read_at ? "objects read " + doc.objects_read_at : "",
-    "page " + doc.generated_at].filter(Boolean).join(" \\u00b7 ");
+    loop.running_since ? "cycle " + loop.cycle + " running since " + when(loop.running_since) : (loop.next_run ? "next cycle " + when(loop.next_run) : ""),
+    doc.objects_read_at ? "objects read " + when(doc.objects_read_at) : "",
+    "page " + when(doc.generated_at)].filter(Boolean).join(" \u00b7 ");
   const counts = [];
   if (doc.summary) {
     counts.push(el("span", doc.summary.objects + " objects"));
-    for (const [k, v] of Object.entries(doc.summary.sync)) if (v) counts.push(el("span", v + " " + k, k));
-    for (const [k, v] of Object.entries(doc.summary.health)) if (v) counts.push(el("span", v + " " + k, k));
+    for (const axis of ["sync", "health"]) {
+      counts.push(el("span", "\u00b7 " + axis + ":"));
+      for (const [k, v] of Object.entries(doc.summary[axis])) if (v) counts.push(el("span", v + " " + k, k));
+    }
   }
   fill("counts", counts);
   const kinds = $("f-kind"), chosen = kinds.value;
@@ -245,17 +256,26 @@ function draw() {
     box.appendChild(el("div", p.why, "why"));
     return box;
   }), "Nothing waits for approval.");
-  fill("cycles", doc.cycles.map((c) => row([[c.cycle], [c.outcome, c.outcome], [c.started], [c.duration_seconds + " s"],
+  fill("cycles", doc.cycles.map((c) => row([[c.cycle], [c.outcome, c.outcome], [when(c.started)], [c.duration_seconds + " s"],
     [c.drift], [c.applied], [c.failed], [c.pending]])));
   fill("errors", doc.errors.map((e) => {
     const box = el("div");
-    box.appendChild(el("div", "cycle " + e.cycle + " (" + e.outcome + ") " + e.time));
+    box.appendChild(el("div", "cycle " + e.cycle + " (" + e.outcome + ") " + when(e.time)));
     box.appendChild(el("div", e.error, "why"));
     return box;
   }), "No errors.");
 }
-for (const id of ["f-sync", "f-health", "f-kind"]) $(id).addEventListener("change", drawObjects);
-$("f-text").addEventListener("input", drawObjects);
+// the filters live in the address too (#sync=Missing&kind=table): a view can be bookmarked or sent
+const FILTERS = {sync: "f-sync", health: "f-health", kind: "f-kind", q: "f-text"};
+function filtersChanged() {
+  const chosen = new URLSearchParams();
+  for (const [key, id] of Object.entries(FILTERS)) if ($(id).value) chosen.set(key, $(id).value);
+  history.replaceState(null, "", chosen.toString() ? "#" + chosen.toString() : location.pathname);
+  drawObjects();
+}
+for (const id of ["f-sync", "f-health", "f-kind"]) $(id).addEventListener("change", filtersChanged);
+$("f-text").addEventListener("input", filtersChanged);
+const given = new URLSearchParams(location.hash.slice(1));
 async function refresh() {
   try {
     const answer = await fetch("api/status", {cache: "no-store"});
@@ -268,6 +288,8 @@ async function refresh() {
   }
 }
 draw();
+for (const [key, id] of Object.entries(FILTERS)) if (given.get(key)) $(id).value = given.get(key);
+drawObjects();
 setInterval(refresh, doc.loop.refresh_seconds * 1000);
 </script>
 </body>

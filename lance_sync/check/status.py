@@ -19,7 +19,6 @@ disagree. Reads only.
 from __future__ import annotations
 
 import datetime
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -43,7 +42,7 @@ from lance_sync.model.actions import (
 from lance_sync.model.arrow_types import column_drift, columns_from_schema, schema_from_columns
 from lance_sync.model.desired import DesiredState, DesiredTable
 from lance_sync.model.errors import ExitCode
-from lance_sync.model.locations import with_manifest_relative_paths
+from lance_sync.model.locations import shown_path, with_manifest_relative_paths
 from lance_sync.model.secrets import mask
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.plan.compare import Conflict
@@ -121,6 +120,8 @@ class StatusReport(_Model):
     created_at: str
     owner: str
     manifest_files: list[str]
+    #: the first manifest's folder: paths below it are shown relative to it (./lake/orders.lance)
+    base_dir: str | None = None
     #: the manifest's git revision ('3f2a1c9d0b7e', ' (modified)' when it differs); None outside git
     revision: str | None = None
     objects: list[StatusObject] = Field(default_factory=list)
@@ -187,7 +188,8 @@ def estate_status(state: DesiredState, reading: Reading, drivers: Drivers, appli
     return StatusReport(
         tool_version=__version__,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        owner=state.owner, manifest_files=[os.path.relpath(f) for f in state.files], revision=revision,
+        owner=state.owner, manifest_files=[shown_path(f) for f in state.files], base_dir=state.base_dir,
+        revision=revision,
         objects=objects, summary=summary, notes=reading.plan.notes, warnings=reading.plan.warnings)
 
 
