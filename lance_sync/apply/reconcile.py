@@ -236,7 +236,7 @@ class _Cycle:
             return
         applied = LastApplied(time=_iso(time.time()), action="", revision=self.revision,
                               journal=str(report.journal_path))
-        self.status = after_apply(self.status, (o.action.key for o in succeeded), applied)
+        self.status = after_apply(self.status, (o.action for o in succeeded), applied)
 
     def _runnable(self, state: DesiredState, whole: Plan) -> Plan | None:
         """What of the whole plan may run unattended; None, with the cycle's report, when

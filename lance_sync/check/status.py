@@ -182,40 +182,33 @@ def estate_status(state: DesiredState, reading: Reading, drivers: Drivers, appli
                   revision: str | None = None) -> StatusReport:
     """Every object of `state` with its sync, health and last apply, from a `reading` of it."""
     objects = _Estate(state, reading, drivers, applied).objects()
-    summary = StatusSummary(objects=len(objects),
-                            sync={s.value: sum(o.sync == s for o in objects) for s in Sync},
-                            health={h.value: sum(o.health == h for o in objects) for h in Health})
     return StatusReport(
         tool_version=__version__,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         owner=state.owner, manifest_files=[shown_path(f) for f in state.files], base_dir=state.base_dir,
         revision=revision,
-        objects=objects, summary=summary, notes=reading.plan.notes, warnings=reading.plan.warnings)
+        objects=objects, summary=_summary(objects), notes=reading.plan.notes, warnings=reading.plan.warnings)
 
 
-def after_apply(report: StatusReport, succeeded: Iterable[str], applied: LastApplied) -> StatusReport:
-    """The status once the actions `succeeded` (their keys) were carried out: an object all of
-    whose repairs succeeded is Synced (and no longer Missing), and was last applied then."""
-    done = set(succeeded)
+def after_apply(report: StatusReport, succeeded: Iterable[Action], applied: LastApplied) -> StatusReport:
+    """The status once the actions `succeeded` were carried out by the apply `applied` names: an
+    object all of whose repairs succeeded is Synced (and no longer Missing), last applied then."""
+    done = {action.key: action for action in succeeded}
     objects = []
     for row in report.objects:
-        if row.actions and done.issuperset(row.actions):
+        if row.actions and all(key in done for key in row.actions):
             health = Health.HEALTHY if row.health == Health.MISSING else row.health
             row = row.model_copy(update={
                 "sync": Sync.SYNCED, "health": health, "repairs": [], "actions": [],
                 "reason": None if health == Health.HEALTHY else row.reason,
-                "last_applied": applied.model_copy(update={"action": _last_verb(row, applied)})})
+                "last_applied": applied.model_copy(update={"action": done[row.actions[-1]].name})})
         objects.append(row)
-    summary = StatusSummary(objects=len(objects),
-                            sync={s.value: sum(o.sync == s for o in objects) for s in Sync},
-                            health={h.value: sum(o.health == h for o in objects) for h in Health})
-    return report.model_copy(update={"objects": objects, "summary": summary})
+    return report.model_copy(update={"objects": objects, "summary": _summary(objects)})
 
 
-def _last_verb(row: StatusObject, applied: LastApplied) -> str:
-    """'create table' from the row's repair ('+ create table lake: x'), else what `applied` says."""
-    words = row.repairs[-1].split() if row.repairs else []
-    return " ".join(words[1:3]) if len(words) >= 3 else applied.action
+def _summary(objects: list[StatusObject]) -> StatusSummary:
+    return StatusSummary(objects=len(objects), sync={s.value: sum(o.sync == s for o in objects) for s in Sync},
+                         health={h.value: sum(o.health == h for o in objects) for h in Health})
 
 
 @dataclass

@@ -147,3 +147,18 @@ def test_the_board_keeps_the_last_objects_when_a_cycle_fails_before_planning():
     document = json.loads(board.served.json)
     assert document["errors"][0]["error"] == "the catalog is down" and document["objects"] == []
     assert document["loop"]["running_since"] is None and document["cycles"][0]["duration_seconds"] == 1.0
+
+
+def test_a_cycle_that_applies_tells_what_it_applied_as_synced(estate: Settings):
+    """With the default policy the cycle creates `returns` and updates `orders` itself: its
+    status is the plan's, with what the apply then did."""
+    path = Path(estate.files[0])
+    manifest = yaml.safe_load(path.read_text())
+    del manifest["policy"]
+    path.write_text(yaml.safe_dump(manifest))
+    report = run_cycle(estate, threading.Event())
+    assert report.outcome == "applied" and report.status is not None
+    assert {(o.sync.value, o.health.value) for o in report.status.objects} == {("Synced", "Healthy")}
+    returns = next(o for o in report.status.objects if o.id == "sales$returns")
+    assert returns.last_applied is not None and returns.reason is None
+    assert (returns.last_applied.action, returns.last_applied.journal) == ("create table", report.journal)
