@@ -248,6 +248,8 @@ class _Estate:
         self.drivers = drivers
         self.applied = applied
         self.rows: dict[str, _Row] = {}
+        #: each dataset's key -> the rows of its declared columns
+        self.columns: dict[str, list[_Row]] = {}
         self.by_key = {a.key: a for a in reading.plan.actions}
 
     def objects(self) -> list[StatusObject]:
@@ -255,6 +257,7 @@ class _Estate:
         for item in drift_items(self.reading.state, self.reading.observation, self.reading.plan,
                                 self.reading.conflicts, self.drivers):
             self._drift(item)
+        self._columns_follow_their_dataset()
         self._stale_indexes()
         return [self._object(key, row) for key, row in self.rows.items()]
 
@@ -287,6 +290,7 @@ class _Estate:
         declared = columns_from_schema(schema_from_columns(table.columns)) if table.columns else []
         columns = [self._add(part_key(Kind.COLUMN, table.location, c["name"]), Kind.COLUMN.value, row.backend,
                              f"{table.location}#{c['name']}", table.name) for c in declared]
+        self.columns[dataset_key(table.location)] = columns
         status = self.reading.observation.datasets.get(table.location)
         if (backends and self._unknown(row, backends)) or status is None:
             for column in columns:
@@ -351,6 +355,14 @@ class _Estate:
             return [self.rows[dataset_key(table.location)]]
         return [self._add(f"drift:{item.subject}", item.subject.split(" ")[0], item.backend,
                           item.display_id or item.subject, item.table)]
+
+    def _columns_follow_their_dataset(self) -> None:
+        """A missing column that the dataset's create (or rewrite) brings has that as its repair."""
+        for key, columns in self.columns.items():
+            dataset = self.rows[key]
+            for column in columns:
+                if column.sync == Sync.MISSING and not column.actions and dataset.actions:
+                    column.repairs, column.actions = list(dataset.repairs), list(dataset.actions)
 
     def _stale_indexes(self) -> None:
         """An index the plan would refresh in place is stale: its queries miss newer rows."""

@@ -162,3 +162,23 @@ def test_a_cycle_that_applies_tells_what_it_applied_as_synced(estate: Settings):
     returns = next(o for o in report.status.objects if o.id == "sales$returns")
     assert returns.last_applied is not None and returns.reason is None
     assert (returns.last_applied.action, returns.last_applied.journal) == ("create table", report.journal)
+
+
+def test_a_first_cycle_leaves_every_object_it_made_synced(tmp_path: Path):
+    """Nothing exists yet: the cycle creates the namespace, both datasets (with their columns)
+    and both registrations."""
+    manifest = {"version": 1, "owner": "page-test", "backends": {"lake": {"type": "dir", "root": "./lake"}},
+                "namespaces": [{"backend": "lake", "id": "sales"}],
+                "tables": [{"name": "orders", "location": "./lake/data/orders.lance",
+                            "register": [{"backend": "lake", "namespace": "sales"}],
+                            "schema": [{"name": "id", "type": "int64"}]}]}
+    path = tmp_path / "lance-sync.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    report = run_cycle(Settings(files=[str(path)], options=ApplyOptions(state_dir=tmp_path / "state")),
+                       threading.Event())
+    assert report.outcome == "applied" and report.status is not None
+    assert [(o.kind, o.sync.value, o.health.value) for o in report.status.objects] == [
+        ("namespace", "Synced", "Healthy"), ("table", "Synced", "Healthy"), ("dataset", "Synced", "Healthy"),
+        ("column", "Synced", "Healthy")]
+    assert all(o.last_applied is not None and o.last_applied.journal == report.journal
+               for o in report.status.objects)
