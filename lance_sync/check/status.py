@@ -174,7 +174,7 @@ def _unreadable_backends(state: DesiredState, drivers: Drivers, parallelism: int
         try:
             read_state(only_backends(state, {backend}), drivers, parallelism, None, scan_all)
         except Exception as error:  # noqa: BLE001 - any failure to read makes its objects Unknown
-            failed[backend] = mask(f"{type(error).__name__}: {error}" if not str(error) else str(error))
+            failed[backend] = mask(str(error) or type(error).__name__)
     return failed
 
 
@@ -299,7 +299,8 @@ class _Estate:
                 row.mark(Sync.UNKNOWN, Health.UNKNOWN, "its location was not read")
             return
         health, reason = _dataset_health(status)
-        row.mark(health=health, reason=reason if health != Health.MISSING else None)
+        row.mark(Sync.UNKNOWN if health == Health.UNKNOWN else None, health,
+                 reason if health != Health.MISSING else None)
         row.fallback = reason
         if status.status != "valid":
             for column in columns:
