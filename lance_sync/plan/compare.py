@@ -96,6 +96,11 @@ class Conflict:
         return self.message
 
 
+def conflicts_error(conflicts: list[Conflict]) -> PlanError:
+    """What stops a plan that found conflicts."""
+    return PlanError("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in conflicts))
+
+
 @dataclass
 class Comparison:
     actions: list[Action] = field(default_factory=list)
@@ -148,7 +153,7 @@ class Comparer:
         self.result.notes += self.renames.notes + rename_hints(self.result.actions, self._display)
         self.result.warnings += self.renames.warnings
         if strict and self.result.conflicts:
-            raise PlanError("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in self.result.conflicts))
+            raise conflicts_error(self.result.conflicts)
         return self.result
 
     # --- helpers ---------------------------------------------------------------------------------
