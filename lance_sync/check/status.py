@@ -3,8 +3,10 @@
 The axes are Argo CD's:
 
 - sync: does the live object match the manifest? `Synced`; `OutOfSync` (it differs: the
-  plan has an action for it, or something apply cannot repair); `Missing` (absent: the next
-  apply creates it); `Unknown` (its backend, or its storage, cannot be read);
+  plan has an action for it, or something apply cannot repair; an object an apply made that is
+  gone since, dropped out of band, is OutOfSync too, with health `Missing`); `Missing` (absent
+  and never applied: the next apply creates it); `Unknown` (its backend, or its storage,
+  cannot be read);
 - health: is the object usable as it is? `Healthy`; `Degraded` (a dataset that does not
   open, an unfinished write whose intent record is still there, declared columns missing,
   a stale index); `Missing` (not there); `Unknown`.
@@ -381,8 +383,10 @@ class _Estate:
     def _object(self, key: str, row: _Row) -> StatusObject:
         last = self.applied.get(key)
         green = row.sync == Sync.SYNCED and row.health == Health.HEALTHY
+        # an apply made it and it is gone: drift, not an object still to be made
+        sync = Sync.OUT_OF_SYNC if row.sync == Sync.MISSING and last is not None else row.sync
         return StatusObject(
-            kind=row.kind, backend=row.backend, id=row.id, table=row.table, sync=row.sync, health=row.health,
+            kind=row.kind, backend=row.backend, id=row.id, table=row.table, sync=sync, health=row.health,
             reason=None if green else "; ".join(row.reasons) or row.fallback, repairs=row.repairs, actions=row.actions,
             last_applied=LastApplied(time=last.time, action=last.action, revision=last.revision,
                                      journal=last.journal) if last else None)

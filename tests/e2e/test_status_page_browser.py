@@ -119,11 +119,11 @@ def serving(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
 
 
 @pytest.mark.parametrize("serving", [False], indirect=True)
-def test_a_table_dropped_out_of_band_shows_missing_with_its_create_pending(browser: Path, serving: str,
+def test_a_table_dropped_out_of_band_shows_out_of_sync_with_its_create_pending(browser: Path, serving: str,
                                                                            tmp_path: Path):
     dom = render_page(serving, tmp_path / "status-page.png", height=1000)
     rows = {row[1]: row for row in cells(dom, "objects")}
-    assert rows["lake: sales$returns"][:4] == ["table", "lake: sales$returns", "Missing", "Missing"]
+    assert rows["lake: sales$returns"][:4] == ["table", "lake: sales$returns", "OutOfSync", "Missing"]
     assert "declared in the manifest, absent from backend 'lake'" in rows["lake: sales$returns"][4]
     others = [row[2:4] for name, row in rows.items() if name != "lake: sales$returns"]
     assert len(others) == 8 and all(states == ["Synced", "Healthy"] for states in others), rows
@@ -135,11 +135,11 @@ def test_a_table_dropped_out_of_band_shows_missing_with_its_create_pending(brows
     if os.environ.get("LANCE_SYNC_DOCS_IMAGES") == "1":
         shutil.copyfile(tmp_path / "status-page.png", DOCS_IMAGE)
 
-    only_missing = render_page(f"{serving}#sync=Missing", tmp_path / "filtered.png")
+    only_missing = render_page(f"{serving}#sync=OutOfSync", tmp_path / "filtered.png")
     assert [row[1] for row in cells(only_missing, "objects")] == ["lake: sales$returns"]
     phone = render_page(serving, tmp_path / "phone.png", **PHONE)
     assert [row[2:4] for row in cells(phone, "objects") if row[1] == "lake: sales$returns"] == [
-        ["Missing", "Missing"]]
+        ["OutOfSync", "Missing"]]
 
 
 @pytest.mark.parametrize("serving", [True], indirect=True)
@@ -160,5 +160,5 @@ def test_status_names_the_same_states_as_the_page(tmp_path: Path):
     result = run_cli(path, "status", env=cli_env())
     assert result.returncode == 2, describe(result)
     flagged = [line.split() for line in result.stdout.splitlines() if line.startswith("! ")]
-    assert flagged == [["!", "table", "lake:", "sales$returns", "Missing", "Missing"]], result.stdout
-    assert "9 object(s): sync 8 Synced, 1 Missing; health 8 Healthy, 1 Missing." in result.stdout
+    assert flagged == [["!", "table", "lake:", "sales$returns", "OutOfSync", "Missing"]], result.stdout
+    assert "9 object(s): sync 8 Synced, 1 OutOfSync; health 8 Healthy, 1 Missing." in result.stdout

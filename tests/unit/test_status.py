@@ -47,7 +47,7 @@ def states(report: StatusReport) -> dict[str, tuple[str, str]]:
     return {f"{o.kind} {o.id}": (o.sync.value, o.health.value) for o in report.objects}
 
 
-def test_a_table_dropped_out_of_band_is_missing_and_the_rest_synced_and_healthy(tmp_path: Path):
+def test_a_table_dropped_out_of_band_is_out_of_sync_and_missing_and_the_rest_synced_and_healthy(tmp_path: Path):
     path = estate(tmp_path)
     code, report = status(path)
     assert code == 0 and report.summary.sync["Synced"] == report.summary.objects == 7
@@ -56,7 +56,7 @@ def test_a_table_dropped_out_of_band_is_missing_and_the_rest_synced_and_healthy(
     code, report = status(path)
     assert code == 2
     seen = states(report)
-    assert seen.pop("table sales$returns") == ("Missing", "Missing")
+    assert seen.pop("table sales$returns") == ("OutOfSync", "Missing")  # an apply made it: drift
     assert set(seen.values()) == {("Synced", "Healthy")}, seen  # the namespace, orders, both datasets, columns
     returns = next(o for o in report.objects if o.id == "sales$returns")
     assert returns.reason == "declared in the manifest, absent from backend 'lake'"
@@ -67,11 +67,11 @@ def test_a_table_dropped_out_of_band_is_missing_and_the_rest_synced_and_healthy(
 
     text = run_cli(path, "status", env=cli_env())
     assert text.returncode == 2
-    assert "! table lake: sales$returns            Missing    Missing" in text.stdout, text.stdout
+    assert "! table lake: sales$returns            OutOfSync  Missing" in text.stdout, text.stdout
     assert "  dataset ./lake/data/orders.lance     Synced     Healthy" in text.stdout
-    assert "7 object(s): sync 6 Synced, 1 Missing; health 6 Healthy, 1 Missing." in text.stdout
+    assert "7 object(s): sync 6 Synced, 1 OutOfSync; health 6 Healthy, 1 Missing." in text.stdout
     markdown = run_cli(path, "status", "--format", "markdown", env=cli_env()).stdout
-    assert "| `table lake: sales$returns` | Missing | Missing | declared in the manifest" in markdown
+    assert "| `table lake: sales$returns` | OutOfSync | Missing | declared in the manifest" in markdown
 
 
 def test_a_dataset_without_a_declared_column_is_degraded_and_an_unreadable_one_too(tmp_path: Path):
