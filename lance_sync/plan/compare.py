@@ -30,7 +30,6 @@ import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
 
 from lance_sync.drivers.base import Capabilities, Identifier, NamespaceInfo, TableInfo
@@ -72,6 +71,7 @@ from lance_sync.model.marks import (
     owner_of,
 )
 from lance_sync.plan.observe import LiveState, ObjectKey
+from lance_sync.plan.order import sort_actions
 from lance_sync.plan.renames import Pairing, pair_renames, rename_hints
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
@@ -615,32 +615,6 @@ class Comparer:
 def compare(desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
             datasets: dict[str, DatasetStatus], strict: bool = True) -> Comparison:
     return Comparer(desired, live, capabilities, datasets).compare(strict)
-
-
-def action_order(action: Action) -> tuple:
-    """Execution and display order: phase, parents before children (children first on delete)."""
-    return (*_rank(action), action.id, action.display_id)
-
-
-def sort_actions(actions: list[Action]) -> None:
-    """Sort `actions` in place by `action_order`. A first plan of a large estate has a million
-    actions, and a key tuple for each would be the plan's largest allocation: this sorts by
-    each part of the order in turn instead, the least significant first (each sort is stable),
-    on values the actions hold or share."""
-    actions.sort(key=attrgetter("display_id"))
-    actions.sort(key=attrgetter("id"))
-    actions.sort(key=_rank)
-
-
-#: the distinct ranks seen (few: phases, depths, backends), so that actions share them
-_RANKS: dict[tuple[int, int, str], tuple[int, int, str]] = {}
-
-
-def _rank(action: Action) -> tuple[int, int, str]:
-    """The order's first part: phase, depth (parents first; children first on delete), backend."""
-    depth = -len(action.id) if action.kind == Kind.NAMESPACE and action.verb == Verb.DELETE else len(action.id)
-    rank = (action.phase, depth, action.backend)
-    return _RANKS.setdefault(rank, rank)
 
 
 def _stays_protected(live: dict[str, str], want: ObjectState) -> bool:

@@ -48,8 +48,9 @@ from lance_sync.model.grants import (
     format_privileges,
 )
 from lance_sync.model.shared import DEFAULT_PARALLELISM
-from lance_sync.plan.compare import Comparison, action_order
+from lance_sync.plan.compare import Comparison
 from lance_sync.plan.observe import READ_RETRIES, ObserveError
+from lance_sync.plan.order import action_order
 
 #: (backend, kind, id): an object whose grants are read
 GrantKey = tuple[str, Securable, Identifier]
