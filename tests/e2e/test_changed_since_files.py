@@ -138,3 +138,21 @@ def test_the_plan_names_the_variables_it_resolved_but_no_secret(tmp_path: Path):
         shown = repo.cli("plan", files, "--changed-since", "HEAD", "--format", output).stdout
         assert f"variables resolved: DS='a', OPAQUE='x', {name}=(secret), TIER='g'" in shown, shown
         assert "hunter2" not in shown
+
+
+def test_a_manifest_moved_to_another_folder_widens(tmp_path: Path):
+    """Relative paths resolve from the first file's folder: when it moved (`git mv` into a
+    folder), every location and the catalog's root mean other places, though each entry, read
+    where git renamed it from, is as it was; the plan covers everything, as the full plan
+    creates everything anew (without this, finding renamed files would say "No changes")."""
+    repo = Repo(tmp_path)
+    repo.write("tables.yaml", {"tables": [table("t1")]})
+    repo.cli("apply", ["base.yaml", "tables.yaml"], "--auto-approve")
+    repo.commit()
+    (tmp_path / "catalog").mkdir()
+    repo.git("mv", "base.yaml", "tables.yaml", "catalog/")
+    files = ["catalog/base.yaml", "catalog/tables.yaml"]
+    partial, full = repo.plan(files, "--changed-since", "HEAD"), repo.plan(files)
+    assert keys(partial) == keys(full) and "create table hr$t1" in keys(full), (partial, full)
+    assert partial["partial"]["widened"] == [
+        "the manifest's first file was in ./ at HEAD (relative paths resolve from its folder): everything is planned"]
