@@ -1,8 +1,9 @@
 """`--changed-since REF` where the files themselves changed, on the `dir` backend in a real git
 repository: a plan of the changes never shows less than apply does to the objects of the
-manifest at REF and now. Each test failed before the revision's files were found as git finds
-them (a `-f` file renamed, an overlay deleted), before a backend removed or renamed widened
-the plan (it failed with a KeyError), and before the plan named the variables it resolved.
+manifest at REF and now. The first four failed before the revision's files were found as git
+finds them (a `-f` file renamed, an overlay deleted), before a backend removed or renamed
+widened the plan (it failed with a KeyError), and before the plan named the variables it
+resolved; the last keeps finding renamed files from hiding a manifest moved to another folder.
 """
 
 from __future__ import annotations
