@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,7 @@ GIT_TIMEOUT_SECONDS = 60
 #: top-level keys of a manifest or an overlay (but `version`, which other files have too): a
 #: file deleted since the revision that has one may have been a part of the manifest there
 MANIFEST_KEYS = frozenset({"owner", "backends", "namespaces", "tables", "storage", "spark", "policy"})
+_MANIFEST_KEY = re.compile(rf"""\b({"|".join(sorted(MANIFEST_KEYS))})["']?\s*:""")
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ def read_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
                     problem=f"--changed-since {ref}: no such commit").strip()
     files = [*paths, *([policy_file] if policy_file else [])]
     found = find_files(folder, revision, files)
-    contents = {path: text for path in files if (text := found.show(path)) is not None}
+    contents = {path: text for path, text in zip(files, found.show(files), strict=True) if text is not None}
     working = {path: _read_bytes(path) for path in files}
     if (doubt := found.doubt(ref, paths[0])) is not None:
         with Parsing(environ, meanwhile) as parsing:
@@ -277,10 +279,11 @@ class RevisionFiles:
     #: files the revision has that the working tree deleted or renamed to none of the files
     gone: list[str]
 
-    def show(self, file: str) -> bytes | None:
-        """The file's bytes at the revision; None when the revision does not have it."""
-        path = self.paths[file]
-        return None if path is None else _show(self.top, self.revision, path)
+    def show(self, files: Sequence[str]) -> list[bytes | None]:
+        """Each file's bytes at the revision; None where the revision does not have it."""
+        paths = [path for file in files if (path := self.paths[file]) is not None]
+        shown = dict(zip(paths, _show_all(self.top, self.revision, paths), strict=True))
+        return [None if (path := self.paths[file]) is None else shown[path] for file in files]
 
     def doubt(self, ref: str, first: str) -> str | None:
         """Why the manifest at the revision cannot be told, if it cannot: a file gone since
@@ -308,7 +311,7 @@ def find_files(folder: Path, revision: str, files: Sequence[str]) -> RevisionFil
     i = 0
     while i < len(fields) - 1:
         status = fields[i]
-        if status[:1] in "RC":
+        if status[:1] in ("R", "C"):
             renamed[fields[i + 2]] = fields[i + 1]
             i += 3
             continue
@@ -329,23 +332,20 @@ def _in_repository(top: Path, file: str) -> str | None:
 
 
 def _reads_as_manifest(raw: bytes | None) -> bool:
+    """A YAML (or JSON) mapping with a key of a manifest (`MANIFEST_KEYS`)."""
     import yaml
 
-    if raw is None:
+    try:
+        text = raw.decode() if raw is not None else ""
+    except UnicodeDecodeError:
+        return False
+    if _MANIFEST_KEY.search(text) is None:  # most files are not worth parsing
         return False
     try:
-        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (yaml.YAMLError, UnicodeDecodeError, ValueError):
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, ValueError):
         return False
     return isinstance(data, dict) and not MANIFEST_KEYS.isdisjoint(data)
-
-
-def _show(top: Path, revision: str, path: str) -> bytes | None:
-    """A file's bytes at a revision (`path` from the repository's top folder); None when the
-    revision does not have it."""
-    result = subprocess.run(["git", "-C", str(top), "show", f"{revision}:{path}"],
-                            capture_output=True, timeout=GIT_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
-    return result.stdout if result.returncode == 0 else None
 
 
 def _git(folder: Path, *args: str, problem: str) -> str:
@@ -365,12 +365,16 @@ def _git(folder: Path, *args: str, problem: str) -> str:
 
 
 def _show_all(top: Path, revision: str, paths: list[str]) -> list[bytes | None]:
-    """`_show` of many files in one git process."""
+    """Files' bytes at a revision (`paths` from the repository's top folder), in one git
+    process; None where the revision does not have one."""
     if not paths:
         return []
     request = "".join(f"{revision}:{path}\n" for path in paths).encode()
-    output = subprocess.run(["git", "-C", str(top), "cat-file", "--batch"], input=request, capture_output=True,
-                            timeout=GIT_TIMEOUT_SECONDS, check=True).stdout
+    result = subprocess.run(["git", "-C", str(top), "cat-file", "--batch"], input=request, capture_output=True,
+                            timeout=GIT_TIMEOUT_SECONDS)
+    if result.returncode != 0:
+        raise LanceSyncError(f"--changed-since: git cat-file failed: {result.stderr.decode(errors='replace').strip()}")
+    output = result.stdout
     found: list[bytes | None] = []
     at = 0
     for _ in paths:
@@ -380,7 +384,7 @@ def _show_all(top: Path, revision: str, paths: list[str]) -> list[bytes | None]:
             size = int(header[2])
             found.append(output[end + 1:end + 1 + size])
             at = end + 2 + size
-        else:
+        else:  # "<name> missing", or not a file
             found.append(None)
             at = end + 1
     return found
