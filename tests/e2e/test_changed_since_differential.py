@@ -4,7 +4,8 @@ never shows less than apply does.
 Each history is a split manifest (a base, table files, overlays) committed and applied, then a
 second revision made of random edits: tables added, removed, renamed with and without
 `renamed_from`, moved between files and between namespaces, their properties changed, a
-value shared through a YAML anchor changed, table files renamed with `git mv` (or moved
+value shared through a YAML anchor changed, an overlay's values changed, a namespace removed,
+table files renamed with `git mv` (or moved
 without telling git) and deleted, overlays added and removed, the backend's key renamed, a
 namespace's entry moved to another file; committed, staged, or left in the working tree. The
 plan since the first revision must then hold every action of the full plan, as the full plan
@@ -259,9 +260,28 @@ def move_namespace_entry(rng, revision, serial, edit):
     revision.namespaces[namespace] = rng.choice(["base.yaml", *revision.files])
 
 
+def remove_namespace(rng, revision, serial, edit):
+    """A namespace leaves the manifest; its tables move to another one."""
+    if len(revision.namespaces) < 2:
+        return False
+    gone = rng.choice(list(revision.namespaces))
+    del revision.namespaces[gone]
+    for table in revision.tables:
+        table.namespace = next(iter(revision.namespaces)) if table.namespace == gone else table.namespace
+
+
+def change_overlay(rng, revision, serial, edit):
+    overlay = rng.choice(revision.overlays) if revision.overlays else None
+    patched = [table for table in revision.tables if table.file != overlay]
+    if overlay is None or not patched:
+        return False
+    serial[0] += 1
+    revision.patches[overlay] = {rng.choice(patched).data: {"env": f"e{serial[0]}"}}
+
+
 EDITS: dict[str, Callable[..., Any]] = {f.__name__: f for f in [
     add_table, remove_table, rename_table, move_table, change_properties, rename_file, delete_file, add_overlay,
-    remove_overlay, rename_backend, move_namespace_entry]}
+    remove_overlay, change_overlay, rename_backend, move_namespace_entry, remove_namespace]}
 
 
 # --- the comparison -----------------------------------------------------------------------------
