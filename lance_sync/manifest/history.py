@@ -174,7 +174,8 @@ def read_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
             return Baseline(ref, revision, now, now), document  # nothing changed
         try:
             then: RawManifest | None = _read(parsing, contents, present,
-                                             policy_file if policy_file in contents else None, {})[0]
+                                             policy_file if policy_file in contents else None, {},
+                                             variables=False)[0]
             problem = None
         except (ManifestError, ManifestErrors) as error:
             then, problem = None, f"the manifest at {ref} does not read ({str(error).splitlines()[0]})"
@@ -194,9 +195,10 @@ def raw_manifest(paths: list[str], policy_file: str | None = None,
 
 
 def _read(parsing: Parsing, versions: Mapping[str, bytes | None], paths: list[str], policy_file: str | None,
-          earlier: Mapping[str, bytes]) -> tuple[RawManifest, Document | None]:
+          earlier: Mapping[str, bytes], variables: bool = True) -> tuple[RawManifest, Document | None]:
     """The files of these versions merged as written, and that merge when the plain road read
-    every file (else None); `earlier` the changed files' versions the revision has."""
+    every file (else None); `earlier` the changed files' versions the revision has; with
+    `variables`, the variables it resolved (the revision's are never shown)."""
     from lance_sync.manifest.merge import merge_documents
 
     documents = [_document(parsing, path, versions[path], earlier.get(path)) for path in paths]
@@ -208,8 +210,10 @@ def _read(parsing: Parsing, versions: Mapping[str, bytes | None], paths: list[st
         merged, plain = merge_documents([_full(parsing, path, versions[path]) for path in paths]), False
     policy = None if policy_file is None else _document(parsing, policy_file, versions[policy_file], None).data
     raw = _raw_manifest(merged.data, policy_file is not None, policy)
-    environ = os.environ if parsing.environ is None else parsing.environ
-    return replace(raw, variables=resolved_variables(merged.templates, environ)), merged if plain else None
+    if variables:
+        environ = os.environ if parsing.environ is None else parsing.environ
+        raw = replace(raw, variables=resolved_variables(merged.templates, environ))
+    return raw, merged if plain else None
 
 
 def _document(parsing: Parsing, path: str, raw: bytes | None, earlier: bytes | None) -> Document:

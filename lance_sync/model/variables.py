@@ -61,18 +61,26 @@ def resolved_variables(templates: Mapping[tuple[Any, ...], str], environ: Mappin
     a place it stands in reads as a credential (SECRET_KEY), one object stores read by
     themselves (CREDENTIAL_VARIABLES), a URL with a password, or a value already registered
     as a secret."""
-    found: dict[str, Variable] = {}
-    for path, template in templates.items():
-        secret_place = any(isinstance(key, str) and SECRET_KEY.search(key) for key in path)
-        for match in REFERENCE.finditer(template):
-            name, default = match.group(1), match.group(2)
-            value = environ.get(name) if name is not None else None
-            if value in (None, "") and default is not None:
-                value = default
-            if name is None or value is None:
-                continue
-            secret = (secret_place or SECRET_KEY.search(name) is not None or name in CREDENTIAL_VARIABLES
-                      or url_password(value) is not None or is_secret(value)
-                      or (name in found and found[name].secret))
-            found[name] = Variable(name, None if secret else value, secret)
-    return [found[name] for name in sorted(found)]
+    # one pass over the distinct texts (a large manifest has a template per table)
+    references = {(match.group(1), match.group(2))
+                  for match in REFERENCE.finditer("\n".join(set(templates.values()))) if match.group(1)}
+    keys: dict[str, bool] = {}
+    secret_places = [template for path, template in templates.items()
+                     if any(isinstance(key, str) and _credential_key(key, keys) for key in path)]
+    in_secret_places = {match.group(1) for match in REFERENCE.finditer("\n".join(secret_places))}
+    values: dict[str, str] = {}
+    for name, default in sorted(references, key=lambda reference: reference[1] is not None):
+        value = environ.get(name)
+        if value in (None, "") and default is not None:
+            value = default
+        if value is not None:
+            values.setdefault(name, value)
+    return [Variable(name, None, True) if name in in_secret_places or SECRET_KEY.search(name)
+            or name in CREDENTIAL_VARIABLES or url_password(value) is not None or is_secret(value)
+            else Variable(name, value, False) for name, value in sorted(values.items())]
+
+
+def _credential_key(key: str, known: dict[str, bool]) -> bool:
+    if key not in known:
+        known[key] = SECRET_KEY.search(key) is not None
+    return known[key]
