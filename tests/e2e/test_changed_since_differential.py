@@ -356,8 +356,8 @@ def run_histories(root: Path, backend: dict[str, Any], namespace_id: Callable[[i
             repo.git("clean", "-q", "-fd")
     print(f"{firsts * seconds} histories: {dict(outcomes)}")
     # the comparison proves something only where the plan stayed partial
-    assert outcomes["partial"] * 3 >= firsts * seconds, outcomes
-    assert not found, "\n".join(found[:20])
+    assert outcomes["partial"] * 3 >= firsts * seconds, (seed, outcomes)
+    assert not found, f"seed {seed}:\n" + "\n".join(found[:20])
 
 
 def test_plans_since_a_revision_hide_nothing_on_dir(tmp_path: Path):
