@@ -112,7 +112,7 @@ class Baseline:
     #: the commit it names
     revision: str
     #: the manifest there, and the working tree's, as written; `then` None when there is no
-    #: manifest there to compare with (then `problem` says why)
+    #: manifest there to compare with, or what it was cannot be told (then `problem` says why)
     then: RawManifest | None
     now: RawManifest = field(default_factory=RawManifest)
     problem: str | None = None
