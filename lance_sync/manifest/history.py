@@ -1,26 +1,33 @@
 """The manifest as a git revision had it: what `--changed-since REF` compares the working tree
 with (lance_sync.plan.changes).
 
-The same files are read (every `-f` file and the policy file), at the same paths, from the
-revision instead of the working tree, so relative text reads the same. A file the revision
-does not have is an empty part of the manifest there: its entries are all new. Both sides are
-kept as written (`RawManifest`): parsing the older manifest is all a comparison needs, so a
-plan of a change does not validate a second manifest of 100,000 tables.
+The same files are read (every `-f` file and the policy file) from the revision instead of
+the working tree, each where git finds it there: at the same path, or at the path it was
+renamed from (`git diff -M`). A file the revision does not have is an empty part of the
+manifest there: its entries are all new. What git cannot tell leaves no revision to compare
+with, so the plan covers everything (`Baseline.problem` says why): a file deleted or renamed
+away since the revision that reads as a manifest (it may have been a part of it there), and
+the first file in another folder than at the revision (relative paths resolve from it). Both
+sides are kept as written (`RawManifest`): parsing the older manifest is all a comparison
+needs, so a plan of a change does not validate a second manifest of 100,000 tables.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import re
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lance_sync.manifest.strategy import FastPathUnavailable
 from lance_sync.model.backend_config import Identifier
 from lance_sync.model.errors import LanceSyncError, ManifestError, ManifestErrors
+from lance_sync.model.variables import Variable, resolved_variables
 
 if TYPE_CHECKING:
     from lance_sync.manifest.loader import Document
@@ -29,6 +36,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 GIT_TIMEOUT_SECONDS = 60
+#: top-level keys of a manifest or an overlay (but `version`, which other files have too): a
+#: file deleted since the revision that has one may have been a part of the manifest there
+MANIFEST_KEYS = frozenset({"owner", "backends", "namespaces", "tables", "storage", "spark", "policy"})
+_MANIFEST_KEY = re.compile(rf"""\b({"|".join(sorted(MANIFEST_KEYS))})["']?\s*:""")
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class RawManifest:
     tables: dict[str, Any] = field(default_factory=dict)
     #: reads ids as this manifest's backends write them
     ids: IdReader = field(default_factory=lambda: IdReader({}), compare=False, repr=False)
+    #: the `${VAR}` references it resolved (lance_sync.model.variables.resolved_variables)
+    variables: list[Variable] = field(default_factory=list, compare=False, repr=False)
 
     def registrations(self, names: Iterable[str]) -> set[tuple[str, Identifier]]:
         """The registrations (backend, table id) of the tables `names`, as written (one in a
@@ -99,7 +112,7 @@ class Baseline:
     #: the commit it names
     revision: str
     #: the manifest there, and the working tree's, as written; `then` None when there is no
-    #: manifest there to compare with (then `problem` says why)
+    #: manifest there to compare with, or what it was cannot be told (then `problem` says why)
     then: RawManifest | None
     now: RawManifest = field(default_factory=RawManifest)
     problem: str | None = None
@@ -131,8 +144,14 @@ def read_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
     revision = _git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
                     problem=f"--changed-since {ref}: no such commit").strip()
     files = [*paths, *([policy_file] if policy_file else [])]
-    contents = {path: text for path in files if (text := _show_if_there(revision, Path(path))) is not None}
+    found = find_files(folder, revision, files)
+    contents = {path: text for path, text in zip(files, found.show(files), strict=True) if text is not None}
     working = {path: _read_bytes(path) for path in files}
+    if (doubt := found.doubt(ref, paths[0])) is not None:
+        with Parsing(environ, meanwhile) as parsing:
+            parsing.start([(path, raw) for path, raw in working.items() if raw is not None])
+            now, document = _read(parsing, working, list(paths), policy_file, {})
+        return Baseline(ref, revision, None, now, doubt), document
     changed = {path: (contents[path], raw) for path, raw in working.items()
                if raw is not None and contents.get(path) not in (None, raw)}
     earlier = {path: before for path, (before, _) in changed.items()}
@@ -155,7 +174,8 @@ def read_baseline(ref: str, paths: Sequence[str], policy_file: str | None = None
             return Baseline(ref, revision, now, now), document  # nothing changed
         try:
             then: RawManifest | None = _read(parsing, contents, present,
-                                             policy_file if policy_file in contents else None, {})[0]
+                                             policy_file if policy_file in contents else None, {},
+                                             variables=False)[0]
             problem = None
         except (ManifestError, ManifestErrors) as error:
             then, problem = None, f"the manifest at {ref} does not read ({str(error).splitlines()[0]})"
@@ -175,9 +195,10 @@ def raw_manifest(paths: list[str], policy_file: str | None = None,
 
 
 def _read(parsing: Parsing, versions: Mapping[str, bytes | None], paths: list[str], policy_file: str | None,
-          earlier: Mapping[str, bytes]) -> tuple[RawManifest, Document | None]:
+          earlier: Mapping[str, bytes], variables: bool = True) -> tuple[RawManifest, Document | None]:
     """The files of these versions merged as written, and that merge when the plain road read
-    every file (else None); `earlier` the changed files' versions the revision has."""
+    every file (else None); `earlier` the changed files' versions the revision has; with
+    `variables`, the variables it resolved (the revision's are never shown)."""
     from lance_sync.manifest.merge import merge_documents
 
     documents = [_document(parsing, path, versions[path], earlier.get(path)) for path in paths]
@@ -188,7 +209,11 @@ def _read(parsing: Parsing, versions: Mapping[str, bytes | None], paths: list[st
         logger.debug("%s: merged by the full road (%s)", ", ".join(paths), unavailable.reason)
         merged, plain = merge_documents([_full(parsing, path, versions[path]) for path in paths]), False
     policy = None if policy_file is None else _document(parsing, policy_file, versions[policy_file], None).data
-    return _raw_manifest(merged.data, policy_file is not None, policy), merged if plain else None
+    raw = _raw_manifest(merged.data, policy_file is not None, policy)
+    if variables:
+        environ = os.environ if parsing.environ is None else parsing.environ
+        raw = replace(raw, variables=resolved_variables(merged.templates, environ))
+    return raw, merged if plain else None
 
 
 def _document(parsing: Parsing, path: str, raw: bytes | None, earlier: bytes | None) -> Document:
@@ -246,21 +271,85 @@ def _read_bytes(path: str) -> bytes | None:
         return None
 
 
-def _show_if_there(revision: str, path: Path) -> bytes | None:
-    try:
-        return _show(revision, path)
-    except FileNotFoundError:
+@dataclass(frozen=True)
+class RevisionFiles:
+    """Where a revision has the manifest's files, as git finds them (`find_files`)."""
+
+    revision: str
+    #: the repository's top folder
+    top: Path
+    #: each file (as given) -> its path in the revision (from the top folder), None outside the repository
+    paths: dict[str, str | None]
+    #: files the revision has that the working tree deleted or renamed to none of the files
+    gone: list[str]
+
+    def show(self, files: Sequence[str]) -> list[bytes | None]:
+        """Each file's bytes at the revision; None where the revision does not have it."""
+        paths = [path for file in files if (path := self.paths[file]) is not None]
+        shown = dict(zip(paths, _show_all(self.top, self.revision, paths), strict=True))
+        return [None if (path := self.paths[file]) is None else shown[path] for file in files]
+
+    def doubt(self, ref: str, first: str) -> str | None:
+        """Why the manifest at the revision cannot be told, if it cannot: a file gone since
+        then that reads as a manifest may have been a part of it; relative paths resolve from
+        the first file's folder, which moved."""
+        for path, raw in zip(self.gone, _show_all(self.top, self.revision, self.gone), strict=True):
+            if _reads_as_manifest(raw):
+                return f"{path} was deleted or renamed since {ref} and may have been part of the manifest there"
+        now, then = _in_repository(self.top, first), self.paths[first]
+        if now is not None and then is not None and Path(now).parent != Path(then).parent:
+            return (f"the manifest's first file was in {Path(then).parent.as_posix()}/ at {ref} "
+                    "(relative paths resolve from its folder)")
         return None
 
 
-def _show(revision: str, path: Path) -> bytes:
-    """A file's bytes at a revision; FileNotFoundError when the revision does not have it."""
-    path = path.resolve()
-    result = subprocess.run(["git", "-C", str(path.parent), "show", f"{revision}:./{path.name}"],
-                            capture_output=True, timeout=GIT_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
-    if result.returncode != 0:
-        raise FileNotFoundError(str(path))
-    return result.stdout
+def find_files(folder: Path, revision: str, files: Sequence[str]) -> RevisionFiles:
+    """Where `revision` has each of `files`: at the path it had before a rename git detects
+    (`git diff -M` from the revision to the working tree), else at its own path; and which
+    files the revision has that were deleted since, or renamed to none of `files`."""
+    top = Path(_git(folder, "rev-parse", "--show-toplevel", problem="git rev-parse failed").strip())
+    fields = _git(top, "diff", "-M", "--name-status", "-z", revision, "--",
+                  problem=f"git diff {revision} failed").split("\0")
+    renamed: dict[str, str] = {}
+    gone: list[str] = []
+    i = 0
+    while i < len(fields) - 1:
+        status = fields[i]
+        if status[:1] in ("R", "C"):
+            renamed[fields[i + 2]] = fields[i + 1]
+            i += 3
+            continue
+        if status[:1] == "D":
+            gone.append(fields[i + 1])
+        i += 2
+    mine = {file: _in_repository(top, file) for file in files}
+    paths = {file: None if path is None else renamed.get(path, path) for file, path in mine.items()}
+    gone += [before for after, before in renamed.items() if after not in mine.values()]
+    return RevisionFiles(revision, top, paths, [path for path in gone if path not in paths.values()])
+
+
+def _in_repository(top: Path, file: str) -> str | None:
+    try:
+        return Path(file).resolve().relative_to(top.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _reads_as_manifest(raw: bytes | None) -> bool:
+    """A YAML (or JSON) mapping with a key of a manifest (`MANIFEST_KEYS`)."""
+    import yaml
+
+    try:
+        text = raw.decode() if raw is not None else ""
+    except UnicodeDecodeError:
+        return False
+    if _MANIFEST_KEY.search(text) is None:  # most files are not worth parsing
+        return False
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, ValueError):
+        return False
+    return isinstance(data, dict) and not MANIFEST_KEYS.isdisjoint(data)
 
 
 def _git(folder: Path, *args: str, problem: str) -> str:
@@ -277,3 +366,29 @@ def _git(folder: Path, *args: str, problem: str) -> str:
             raise LanceSyncError(f"--changed-since needs the manifest in a git repository; {folder} is not in one")
         raise LanceSyncError(problem)
     return result.stdout
+
+
+def _show_all(top: Path, revision: str, paths: list[str]) -> list[bytes | None]:
+    """Files' bytes at a revision (`paths` from the repository's top folder), in one git
+    process; None where the revision does not have one."""
+    if not paths:
+        return []
+    request = "".join(f"{revision}:{path}\n" for path in paths).encode()
+    result = subprocess.run(["git", "-C", str(top), "cat-file", "--batch"], input=request, capture_output=True,
+                            timeout=GIT_TIMEOUT_SECONDS)
+    if result.returncode != 0:
+        raise LanceSyncError(f"--changed-since: git cat-file failed: {result.stderr.decode(errors='replace').strip()}")
+    output = result.stdout
+    found: list[bytes | None] = []
+    at = 0
+    for _ in paths:
+        end = output.index(b"\n", at)
+        header = output[at:end].split()
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            found.append(output[end + 1:end + 1 + size])
+            at = end + 2 + size
+        else:  # "<name> missing", or not a file
+            found.append(None)
+            at = end + 1
+    return found

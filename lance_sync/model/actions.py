@@ -488,6 +488,15 @@ class OmittedAction(_Model):
     why: str
 
 
+class ResolvedVariable(_Model):
+    """A variable the manifest resolved."""
+
+    name: str
+    #: its value; None for a secret, never shown
+    value: str | None = None
+    secret: bool = False
+
+
 class Partial(_Model):
     """Set on a plan that holds only some of the changes the manifest needs."""
 
@@ -502,6 +511,9 @@ class Partial(_Model):
     revision: str | None = None
     #: changed_since: why the plan covers more than the entries that changed
     widened: list[str] = Field(default_factory=list)
+    #: changed_since: the `${VAR}` references the manifest resolved (the revision keeps no
+    #: record of the environment: under another one, only a full plan shows what it changes)
+    variables: list[ResolvedVariable] = Field(default_factory=list)
 
 
 class Scope(_Model):

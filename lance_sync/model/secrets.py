@@ -101,6 +101,11 @@ def register(*values: str | None) -> None:
     _registry.add(values)
 
 
+def is_secret(value: str) -> bool:
+    """Whether `value` was registered as a secret (one shorter than MIN_LENGTH never is)."""
+    return value in _registry.values
+
+
 def register_authorization(header: str | None) -> None:
     """The credential of an Authorization header value ("Bearer <token>", "Basic <base64>")."""
     if header:

@@ -13,7 +13,8 @@ compares is only:
   objects, read by id, and for a removed namespace its listing (what it holds decides whether
   it can go);
 - the whole of a backend whose configuration changed (it is observed as a full plan would),
-  and of every backend when the owner, the default storage options or the policy changed.
+  and of every backend when the owner, the default storage options or the policy changed, or
+  a backend was removed or renamed.
 
 Everything is read by id (one point read per object) except those listings, so the catalog
 calls follow the change, not the estate. Any other object that a read turns up and the
@@ -128,10 +129,14 @@ def _whole_reasons(baseline: Baseline) -> list[str]:
     then, written = baseline.then, baseline.now
     if then is None:
         return [f"{baseline.problem}: everything is planned"]
+    # a backend the revision has and the working tree does not (removed, or renamed) holds
+    # objects no entry of the working tree names: only a full plan says what becomes of them
+    gone = sorted(then.backends.keys() - written.backends.keys())
     return [f"{reason}: everything is planned" for differs, reason in [
         (then.owner != written.owner, "the owner changed"),
         (then.storage != written.storage, "the default storage options changed"),
         (then.policy != written.policy, "the policy changed"),
+        (bool(gone), f"backend {', '.join(map(repr, gone))} was removed or renamed"),
     ] if differs]
 
 

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 from lance_sync import __version__
 from lance_sync.drivers.base import Capabilities, Drivers, Identifier
 from lance_sync.manifest.history import Baseline
-from lance_sync.model.actions import Action, DatasetStatus, Kind, Partial, Plan, Scope, Verb
+from lance_sync.model.actions import (
+    Action,
+    DatasetStatus,
+    Kind,
+    Partial,
+    Plan,
+    ResolvedVariable,
+    Scope,
+    Verb,
+)
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import LanceSyncError
 from lance_sync.model.locations import shown_path
@@ -173,8 +182,9 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     else:
         observation = read_changes(scope, drivers, parallelism, progress)
         plan = assemble_plan(scope.state, observation, compare_all(scope.state, observation, drivers, parallelism))
+    variables = [ResolvedVariable(**variable._asdict()) for variable in scope.baseline.now.variables]
     partial = Partial(by="changed_since", since=scope.baseline.shown, revision=scope.baseline.revision,
-                      widened=scope.widened)
+                      widened=scope.widened, variables=variables)
     plan = plan.model_copy(update={"partial": partial})
     if scope.whole:
         return plan

@@ -17,6 +17,7 @@ from lance_sync.model.actions import (
     Destruction,
     Kind,
     ObjectState,
+    Partial,
     Plan,
     PolicyViolation,
     Reason,
@@ -106,7 +107,7 @@ def partial_lines(plan: Plan) -> list[str]:
     elif plan.partial.by == "changed_since":
         head = (f"This plan is partial: only the manifest entries changed since {plan.partial.since} and what "
                 "they depend on were read and compared (plan without --changed-since for a full plan).")
-        lines = [head, *(f"    {reason}" for reason in plan.partial.widened)]
+        lines = [head, *(f"    {note}" for note in changed_since_notes(plan.partial))]
         if omitted:
             lines.append(f"  {len(omitted)} change(s) left out:")
         lines += [f"    {o.action} {o.backend}: {o.display_id} ({o.why})" for o in omitted[:OMITTED_SHOWN]]
@@ -120,6 +121,17 @@ def partial_lines(plan: Plan) -> list[str]:
     if len(omitted) > OMITTED_SHOWN:
         lines.append(f"    ... and {len(omitted) - OMITTED_SHOWN} more")
     return lines
+
+
+def changed_since_notes(partial: Partial) -> list[str]:
+    """Why a plan of the changes since a revision covers more than the entries that changed,
+    and the variables it resolved (the revision has no record of the environment it was
+    applied in)."""
+    notes = list(partial.widened)
+    if partial.variables:
+        shown = ", ".join(f"{v.name}=(secret)" if v.secret else f"{v.name}={v.value!r}" for v in partial.variables)
+        notes.append(f"variables resolved: {shown} (applied under other values, it needs a full plan)")
+    return notes
 
 
 def violation_line(violation: PolicyViolation) -> str:
@@ -319,6 +331,7 @@ def _markdown_head(plan: Plan) -> list[str]:
             head.append(f"> - ... and {len(plan.policy_violations) - 50} more")
     if plan.partial is not None:
         head.append(f"> **Partial plan.** {_markdown_safe(partial_lines(plan)[0])}")
+        head += [f"> - {_markdown_safe(note)}" for note in changed_since_notes(plan.partial)]
     if plan.adopted_unmarked:
         head.append(f"> {len(plan.adopted_unmarked)} table(s) adopted without a mark (the backend cannot stamp "
                     "them in place): leaving the manifest will leave them registered.")

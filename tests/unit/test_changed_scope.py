@@ -94,6 +94,17 @@ def test_an_owner_storage_or_policy_change_covers_everything(tmp_path: Path, cha
     assert scope.whole and scope.widened[0].startswith(why)
 
 
+def test_a_backend_removed_or_renamed_covers_everything(tmp_path: Path):
+    """The objects a backend key that left the manifest registered are no entry's now (a plan
+    of the changes read them under that key, and failed with a KeyError)."""
+    def rename(manifest: dict[str, Any]) -> None:
+        manifest["backends"]["c"] = manifest["backends"].pop("b")
+        manifest["namespaces"][2]["backend"] = manifest["tables"][5]["register"][0]["backend"] = "c"
+
+    scope = scope_of(tmp_path, rename)
+    assert scope.whole and scope.widened == ["backend 'b' was removed or renamed: everything is planned"]
+
+
 def test_the_manifest_at_a_revision(tmp_path: Path):
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e",
            "PATH": "/usr/bin:/bin"}
