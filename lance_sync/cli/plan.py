@@ -42,9 +42,15 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
 
     paths = manifest_files(files)
     state, baseline = load_changed(paths, policy_file, changed_since)
+    from lance_sync.plan.planner import PlanConflicts
+
     try:
         result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
                           on_progress=progress, baseline=baseline)
+    except PlanConflicts as conflicts:
+        if output_format != "json":  # JSON output is the one error document
+            click.echo(render(conflicts.plan, output_format), nl=False)
+        raise
     finally:
         end_progress()
     click.echo(render(result, output_format), nl=False)

@@ -15,12 +15,12 @@ from lance_sync.drivers.base import Capabilities, Drivers, Identifier
 from lance_sync.manifest.history import Baseline
 from lance_sync.model.actions import Action, DatasetStatus, Kind, Partial, Plan, Scope, Verb
 from lance_sync.model.desired import DesiredState
-from lance_sync.model.errors import LanceSyncError
+from lance_sync.model.errors import LanceSyncError, PlanError
 from lance_sync.model.locations import shown_path
 from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.plan.changes import ChangeScope, changed_scope, with_declared
-from lance_sync.plan.compare import Comparison, compare, removal_locations
+from lance_sync.plan.compare import Comparison, Conflict, compare, removal_locations
 from lance_sync.plan.grants import plan_grants
 from lance_sync.plan.observe import LiveState, PointObserver, merge_live, observe
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
@@ -153,8 +153,7 @@ def build_plan(state: DesiredState, drivers: Drivers,
     if baseline is not None:
         plan = plan_changes(changed_scope(baseline, state), drivers, parallelism, progress)
     else:
-        observation = read_state(state, drivers, parallelism, progress, scan_all)
-        plan = assemble_plan(state, observation, compare_all(state, observation, drivers, parallelism))
+        plan = _made(state, read_state(state, drivers, parallelism, progress, scan_all), drivers, parallelism)
     if chosen:
         declared = [(s.backend, s.display_id) for s in declared_subjects(state)]
         plan = select_targets(plan, chosen, declared)
@@ -168,11 +167,10 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     """The plan of what changed since a revision (`scope`): read by id, compared, and marked
     partial; a removal the change does not ask for is left out and listed."""
     if scope.whole:
-        observation = read_state(scope.full, drivers, parallelism, progress)
-        plan = assemble_plan(scope.full, observation, compare_all(scope.full, observation, drivers, parallelism))
+        plan = _made(scope.full, read_state(scope.full, drivers, parallelism, progress), drivers, parallelism)
     else:
-        observation = read_changes(scope, drivers, parallelism, progress)
-        plan = assemble_plan(scope.state, observation, compare_all(scope.state, observation, drivers, parallelism))
+        observation = read_changes(scope, drivers, parallelism, progress)  # adds the entries it turns up
+        plan = _made(scope.state, observation, drivers, parallelism)
     partial = Partial(by="changed_since", since=scope.baseline.shown, revision=scope.baseline.revision,
                       widened=scope.widened)
     plan = plan.model_copy(update={"partial": partial})
@@ -180,6 +178,27 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
         return plan
     return leave_out(plan, lambda action: None if _asked_for(action, scope) else
                      f"not changed since {scope.baseline.shown} (a full plan removes it)")
+
+
+class PlanConflicts(PlanError):
+    """Conflicts no action can fix: the plan cannot be applied. It carries the plan of everything
+    else, so that one conflict does not hide the other changes of the same edit."""
+
+    def __init__(self, plan: Plan, conflicts: Sequence[Conflict]):
+        self.plan = plan
+        self.conflicts = list(conflicts)
+        others = f"\n(the plan's {len(plan.actions)} other change(s) wait until these are resolved)" \
+            if plan.actions else ""
+        super().__init__("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in conflicts) + others)
+
+
+def _made(state: DesiredState, observation: Observation, drivers: Drivers, parallelism: int) -> Plan:
+    """The plan of what was read; PlanConflicts, with that plan, when something conflicts."""
+    comparison = compare_all(state, observation, drivers, parallelism, strict=False)
+    plan = assemble_plan(state, observation, comparison)
+    if comparison.conflicts:
+        raise PlanConflicts(plan, comparison.conflicts)
+    return plan
 
 
 def _asked_for(action: Action, scope: ChangeScope) -> bool:
