@@ -10,7 +10,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -82,6 +82,9 @@ class ActionRunner:
             (Kind.NAMESPACE, Verb.REVOKE): self._change_grants,
             (Kind.TABLE, Verb.GRANT): self._change_grants,
             (Kind.TABLE, Verb.REVOKE): self._change_grants,
+            (Kind.COLUMN, Verb.CREATE): self._add_column,
+            (Kind.COLUMN, Verb.UPDATE): self._alter_column,
+            (Kind.COLUMN, Verb.DELETE): self._drop_column,
         }
 
     def run(self, action: Action) -> Outcome:
@@ -289,6 +292,32 @@ class ActionRunner:
 
         delete_dataset(_dataset_location(action), owner=self.plan.owner,
                        storage_options=driver.storage_options() or None)
+
+
+    def _add_column(self, action: Action, driver: SyncNamespace) -> int:
+        from lance_sync.data.evolution import add_column
+
+        return add_column(_dataset_location(action), _definition(state_after(action)),
+                          driver.storage_options() or None)
+
+    def _alter_column(self, action: Action, driver: SyncNamespace) -> int:
+        from lance_sync.data.evolution import alter_column
+
+        return alter_column(_dataset_location(action), _definition(state_before(action)),
+                            _definition(state_after(action)), driver.storage_options() or None)
+
+    def _drop_column(self, action: Action, driver: SyncNamespace) -> int:
+        from lance_sync.data.evolution import drop_column
+
+        return drop_column(_dataset_location(action), _definition(state_before(action))["name"], self.plan.owner,
+                           driver.storage_options() or None)
+
+
+def _definition(state: ObjectState) -> dict[str, Any]:
+    """A dataset part's definition, which every state of a part action has."""
+    if state.definition is None:
+        raise PlanError("a column action's state gives no definition")
+    return state.definition
 
 
 def _declare_request(action: Action) -> DeclareTableRequest:
