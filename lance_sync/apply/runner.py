@@ -66,6 +66,9 @@ class ActionRunner:
         #: request: HMS 2.3 answers list_privileges with an internal error); objects in parallel
         self._grant_locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock] = defaultdict(threading.Lock)
         self._grant_locks_lock = threading.Lock()
+        #: one lock per dataset whose parts change: Lance takes one schema change of a dataset at
+        #: a time (two at once fail with a commit conflict); datasets in parallel
+        self._dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self._handlers: dict[tuple[Kind, Verb], Callable[[Action, SyncNamespace], int | None]] = {
             (Kind.NAMESPACE, Verb.CREATE): self._create_namespace,
             (Kind.NAMESPACE, Verb.UPDATE): self._update_properties,
@@ -294,23 +297,30 @@ class ActionRunner:
                        storage_options=driver.storage_options() or None)
 
 
+    def _dataset_lock(self, action: Action) -> threading.Lock:
+        with self._grant_locks_lock:
+            return self._dataset_locks[_dataset_location(action)]
+
     def _add_column(self, action: Action, driver: SyncNamespace) -> int:
         from lance_sync.data.evolution import add_column
 
-        return add_column(_dataset_location(action), _definition(state_after(action)),
-                          driver.storage_options() or None)
+        with self._dataset_lock(action):
+            return add_column(_dataset_location(action), _definition(state_after(action)),
+                              driver.storage_options() or None)
 
     def _alter_column(self, action: Action, driver: SyncNamespace) -> int:
         from lance_sync.data.evolution import alter_column
 
-        return alter_column(_dataset_location(action), _definition(state_before(action)),
-                            _definition(state_after(action)), driver.storage_options() or None)
+        with self._dataset_lock(action):
+            return alter_column(_dataset_location(action), _definition(state_before(action)),
+                                _definition(state_after(action)), driver.storage_options() or None)
 
     def _drop_column(self, action: Action, driver: SyncNamespace) -> int:
         from lance_sync.data.evolution import drop_column
 
-        return drop_column(_dataset_location(action), _definition(state_before(action))["name"], self.plan.owner,
-                           driver.storage_options() or None)
+        with self._dataset_lock(action):
+            return drop_column(_dataset_location(action), _definition(state_before(action))["name"],
+                               self.plan.owner, driver.storage_options() or None)
 
 
 def _definition(state: ObjectState) -> dict[str, Any]:
