@@ -4,6 +4,7 @@ back, guarded against stale plans, reported by drift and undone by the rollback 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,10 @@ def test_a_new_nullable_column_is_added_in_place_and_a_reapply_writes_nothing(la
     assert "+ create column" in planned.stdout and "orders.lance#score" in planned.stdout
     assert "# add column score float64" in planned.stdout
     assert "Plan: 1 to create, 0 to update" in planned.stdout
+    assert "+ create column" in lake.cli("plan", "--format", "markdown").stdout
+    column = json.loads(lake.cli("plan", "--format", "json").stdout)["actions"][0]
+    assert (column["kind"], column["verb"], column["part"]) == ("column", "create", "score")
+    assert column["after"]["definition"] == {"name": "score", "type": "float64", "nullable": True}
     before = lake.version()
     applied = lake.cli("apply", "--auto-approve")
     assert applied.returncode == 0, describe(applied)
