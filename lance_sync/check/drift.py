@@ -272,9 +272,10 @@ class _Reader:
                             table=conflict.table, detail=conflict.message,
                             repair=None)
         for name in schema_tables:
-            problems = [c.message for c in self.conflicts if c.topic == "schema" and c.table == name]
+            table = next(t for t in self.state.tables if t.name == name)
+            problems = [c.detail or c.message for c in self.conflicts if c.topic == "schema" and c.table == name]
             yield DriftItem(kind=DriftKind.SCHEMA, subject=f"table '{name}'", table=name,
-                            detail=f"apply refuses: {'; '.join(problems)}", repair=None)
+                            detail=f"the dataset at {table.location}: {'; '.join(problems)}", repair=None)
 
     def _catalog_schemas(self) -> Iterator[DriftItem]:
         for table in self.state.tables:

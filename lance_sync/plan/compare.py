@@ -84,6 +84,8 @@ class Conflict:
     table: str | None = None
     backend: str | None = None
     id: Identifier | None = None
+    #: the message without the table it is about (drift names the table beside it)
+    detail: str | None = None
 
     def __str__(self) -> str:
         return self.message
@@ -304,11 +306,11 @@ class Comparer:
                                 after=after, detail=f"{'; '.join(evolution.problems)}: rewrite it {_origin(table)} "
                                 "(on_mismatch: overwrite; the current data is lost)", **common)
         self.result.conflicts.extend(
-            Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name)
+            Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name, detail=problem)
             for problem in evolution.problems)
         self.result.conflicts.append(Conflict(
             f"table '{table.name}': the dataset has {describe_columns(status.columns)}; {_schema_hint(table)}",
-            "schema", table.name))
+            "schema", table.name, detail=f"apply refuses: {_schema_hint(table)}"))
         return None
 
     def _unfinished_write(self, table: DesiredTable, status: DatasetStatus) -> str | None:

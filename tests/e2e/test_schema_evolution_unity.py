@@ -50,3 +50,6 @@ def test_columns_change_in_place_under_a_unity_registration(unity_server, tmp_pa
     assert dataset.schema.metadata[DATASET_OWNER_KEY.encode()] == b"evolve"
     again = run_cli(path, "plan", "--detailed-exitcode", env=cli_env())
     assert again.returncode == 0 and "No changes" in again.stdout, describe(again)
+    # the columns Unity recorded at registration are not rewritten by a column change
+    drift = run_cli(path, "drift", env=cli_env())
+    assert drift.returncode == 2 and "catalog schema" in drift.stdout, describe(drift)
