@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING
 from lance_sync import __version__
 from lance_sync.drivers.base import Capabilities, Drivers, Identifier
 from lance_sync.manifest.history import Baseline
-from lance_sync.model.actions import Action, DatasetStatus, Kind, Partial, Plan, Scope, Verb
+from lance_sync.model.actions import (
+    DATASET_PARTS,
+    Action,
+    DatasetStatus,
+    Kind,
+    Partial,
+    Plan,
+    Scope,
+    Verb,
+)
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import LanceSyncError, PlanError
 from lance_sync.model.locations import shown_path
@@ -202,8 +211,10 @@ def _made(state: DesiredState, observation: Observation, drivers: Drivers, paral
 
 
 def _asked_for(action: Action, scope: ChangeScope) -> bool:
-    """A removal the change asks for (its entry left the manifest since the revision), or not a removal."""
-    if action.verb not in (Verb.FORGET, Verb.DELETE) or action.backend in scope.whole_backends:
+    """A removal the change asks for (its entry left the manifest since the revision, or a part
+    of a changed entry's dataset it declares removed), or not a removal."""
+    if action.verb not in (Verb.FORGET, Verb.DELETE) or action.backend in scope.whole_backends \
+            or action.kind in DATASET_PARTS:
         return True
     if action.kind == Kind.DATASET:
         return any((r.backend, tuple(r.id)) in scope.removals or r.backend in scope.whole_backends

@@ -273,3 +273,27 @@ def test_a_removed_column_needs_no_type_and_is_not_written_to_a_new_dataset(tmp_
     assert run_cli(path, "validate", env=cli_env()).returncode == 0
     assert run_cli(path, "apply", "--auto-approve", env=cli_env()).returncode == 0
     assert lance.dataset(str(tmp_path / "lake" / "t.lance")).schema.names == ["id"]
+
+
+def test_a_target_naming_the_table_takes_its_column_changes_along(lake: Lake):
+    lake.columns.append({"name": "score", "type": "float64"})
+    lake.manifest["tables"].append({"name": "returns", "location": "./lake/returns.lance",
+                                    "register": [{"backend": "lake", "namespace": "sales"}]})
+    lake.write()
+    orders = lake.cli("plan", "--target", "lake:sales$orders")
+    assert "+ create column" in orders.stdout and "sales$returns" not in orders.stdout.split("This plan is partial")[0]
+    returns = lake.cli("plan", "--target", "lake:sales$returns")
+    assert "create table" in returns.stdout and "+ create column" not in returns.stdout, describe(returns)
+
+
+def test_a_plan_since_a_revision_keeps_the_drop_of_a_column_its_change_declares(lake: Lake):
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "PATH": "/usr/bin:/bin"}
+    for command in (["init", "-q"], ["add", "lance-sync.yaml"], ["commit", "-qm", "m"]):
+        subprocess.run(["git", *command], cwd=lake.path.parent, check=True, env=env, capture_output=True)
+    lake.columns[2] = {"name": "price", "removed": True}
+    lake.write()
+    since = lake.cli("plan", "--changed-since", "HEAD")
+    assert "- delete column" in since.stdout and "orders.lance#price" in since.stdout, describe(since)
