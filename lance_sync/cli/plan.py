@@ -20,7 +20,7 @@ from lance_sync.cli.shared import (
     scan_all_option,
     target_option,
 )
-from lance_sync.model.errors import ExitCode
+from lance_sync.model.errors import ExitCode, PlanConflicts
 
 
 @click.command()
@@ -42,8 +42,6 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
 
     paths = manifest_files(files)
     state, baseline = load_changed(paths, policy_file, changed_since)
-    from lance_sync.plan.planner import PlanConflicts
-
     try:
         result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
                           on_progress=progress, baseline=baseline)

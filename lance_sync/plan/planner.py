@@ -24,12 +24,12 @@ from lance_sync.model.actions import (
     Verb,
 )
 from lance_sync.model.desired import DesiredState
-from lance_sync.model.errors import LanceSyncError, PlanError
+from lance_sync.model.errors import LanceSyncError, PlanConflicts
 from lance_sync.model.locations import shown_path
 from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.plan.changes import ChangeScope, changed_scope, with_declared
-from lance_sync.plan.compare import Comparison, Conflict, compare, removal_locations
+from lance_sync.plan.compare import Comparison, compare, removal_locations
 from lance_sync.plan.grants import plan_grants
 from lance_sync.plan.observe import LiveState, PointObserver, merge_live, observe
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
@@ -187,18 +187,6 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
         return plan
     return leave_out(plan, lambda action: None if _asked_for(action, scope) else
                      f"not changed since {scope.baseline.shown} (a full plan removes it)")
-
-
-class PlanConflicts(PlanError):
-    """Conflicts no action can fix: the plan cannot be applied. It carries the plan of everything
-    else, so that one conflict does not hide the other changes of the same edit."""
-
-    def __init__(self, plan: Plan, conflicts: Sequence[Conflict]):
-        self.plan = plan
-        self.conflicts = list(conflicts)
-        others = f"\n(the plan's {len(plan.actions)} other change(s) wait until these are resolved)" \
-            if plan.actions else ""
-        super().__init__("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in conflicts) + others)
 
 
 def _made(state: DesiredState, observation: Observation, drivers: Drivers, parallelism: int) -> Plan:

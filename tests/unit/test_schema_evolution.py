@@ -131,7 +131,9 @@ def test_what_lance_cannot_do_in_place_is_a_conflict_that_hides_no_other_change(
     assert "on_mismatch" not in planned.stderr and "the table has no source" in planned.stderr
     assert "+ create table" in planned.stdout and "sales$returns" in planned.stdout  # not hidden
     assert "other change(s) wait until these are resolved" in planned.stderr
-    assert lake.cli("apply", "--auto-approve").returncode == 1
+    refused = lake.cli("apply", "--auto-approve")
+    assert refused.returncode == 1 and "+ create table" in refused.stdout, describe(refused)
+    assert "column 'qty' is declared int8" in refused.stderr
     assert not (lake.location.parent / "returns.lance").exists()
 
 
