@@ -9,6 +9,7 @@
     report = api.verify(state)                    # VerifyReport: report.broken, ...
     found = api.discover(state, "/data/lake")     # Lance datasets no backend registers
     differs = api.drift(state)                    # DriftReport: differs.items, .has_drift
+    estate = api.status(state)                    # StatusReport: each object's sync and health
     held = api.held_leases(state)                 # [(where, LeaseRecord)]; api.unlock(state, id)
     imported = api.import_manifest("lake", state) # Imported: the manifest's text, what was left out
     last = api.reconcile(["lance-sync.yaml"], once=True)  # CycleReport of one unattended cycle
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from lance_sync.apply.report import ApplyReport, Outcome
     from lance_sync.apply.session import Fresh, Saved
     from lance_sync.check.drift import DriftReport
+    from lance_sync.check.status import StatusReport
     from lance_sync.check.verify import VerifyReport
     from lance_sync.data.inspection import Engine
     from lance_sync.drivers.base import Drivers
@@ -67,7 +69,7 @@ SchemaDocument = Literal["manifest", "overlay", "plan", "policy"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["ApplyHooks", "ApplyResult", "apply", "connect", "discover", "drift", "held_leases", "import_manifest",
-           "json_schema", "load", "load_plan", "plan", "reconcile", "render", "save_plan", "unlock", "verify"]
+           "json_schema", "load", "load_plan", "plan", "reconcile", "render", "save_plan", "status", "unlock", "verify"]
 
 
 def _masking_errors(function: F) -> F:
@@ -352,6 +354,25 @@ def drift(state: DesiredState, *, scan_all: bool = False, parallelism: int = DEF
 
 
 @_masking_errors
+def status(state: DesiredState, *, scan_all: bool = False, parallelism: int = DEFAULT_PARALLELISM,
+           state_dir: str | Path | None = None, drivers: Drivers | None = None,
+           on_progress: Progress | None = None) -> StatusReport:
+    """Every object the manifest declares with its sync (Synced, OutOfSync, Missing, Unknown)
+    and health (Healthy, Degraded, Missing, Unknown), why, and the last apply that changed it
+    (from the journals in `state_dir`, default `.lance-sync` beside the manifest) (`lance-sync
+    status`): `report.objects`, `report.exit_code`. Reads only; a backend that cannot be read
+    makes its objects Unknown instead of failing."""
+    from lance_sync.apply.journal import last_applied
+    from lance_sync.check.status import estate_status, read_estate
+    from lance_sync.manifest.revision import manifest_revision
+
+    folder = Path(state_dir) if state_dir else Path(state.base_dir) / STATE_DIRECTORY
+    with _connected(state, drivers) as connected:
+        reading = read_estate(state, connected, parallelism, on_progress, scan_all)
+        return estate_status(state, reading, connected, last_applied(folder), manifest_revision(state.files))
+
+
+@_masking_errors
 def held_leases(state: DesiredState, *, drivers: Drivers | None = None) -> list[tuple[str, LeaseRecord]]:
     """Each apply lease held for the manifest's owner in its backends, and each takeover in
     progress, with where it is (`lance-sync unlock` without an id)."""
@@ -446,14 +467,16 @@ def import_manifest(backend: str, state: DesiredState | None = None, *, backend_
 def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = None, interval: float = 300.0,
               max_backoff: float = 3600.0, once: bool = False, lock_timeout: float = 0.0, scan_all: bool = False,
               parallelism: int = DEFAULT_PARALLELISM, spark: str | None = None, state_dir: str | Path | None = None,
-              metrics_host: str = "127.0.0.1", metrics_port: int | None = None,
+              metrics_host: str = "127.0.0.1", metrics_port: int | None = None, status_token: str | None = None,
               on_record: Callable[[dict[str, Any]], None] = lambda record: None,
               stop: threading.Event | None = None) -> CycleReport | None:
     """Plan and apply on a schedule what the policy lets run unattended (`lance-sync
     reconcile`): each cycle re-reads the manifest files and runs the apply session with the
     policy's verbs; the rest is reported as pending. Runs until `stop` is set (one cycle with
     `once`) and returns the last cycle's report. `on_record` takes one JSON-ready record per
-    event (start, each cycle, stop); `metrics_port` serves Prometheus metrics meanwhile."""
+    event (start, each cycle, stop); `metrics_port` serves meanwhile Prometheus metrics, the
+    status page (/) and its JSON (/api/status); with `status_token`, all but /healthz need
+    `Authorization: Bearer <status_token>`."""
     import os
     import threading
 
@@ -467,6 +490,8 @@ def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = N
         now,
         run_cycle,
     )
+    from lance_sync.apply.status_page import StatusBoard
+    from lance_sync.model.secrets import register
 
     paths = [str(path) for path in files]
     policy = str(policy_file) if policy_file is not None else None
@@ -477,16 +502,19 @@ def reconcile(files: Sequence[str | Path], *, policy_file: str | Path | None = N
                         lock_timeout=lock_timeout, scan_all=scan_all, options=options)
     stop = stop or threading.Event()
     metrics = Metrics(state.owner)
-    server = MetricsServer(metrics, metrics_host, metrics_port).start() if metrics_port is not None else None
+    board = StatusBoard(state.owner, interval)
+    register(status_token)
+    server = (MetricsServer(metrics, metrics_host, metrics_port, board, status_token).start()
+              if metrics_port is not None else None)
     try:
         on_record({"time": now(), "event": "start", "owner": state.owner, "files": paths,
                    "interval_seconds": interval, "max_backoff_seconds": max_backoff,
                    "unattended": list(state.policy.unattended_verbs), "metrics": server.url if server else None,
-                   "pid": os.getpid()})
+                   "status_page": f"{server.base_url}/" if server else None, "pid": os.getpid()})
         if server is not None and server.exposure:
             on_record({"time": now(), "event": "warning", "message": server.exposure})
         last = Reconciler(lambda: run_cycle(settings, stop), interval, max_backoff, metrics, on_record,
-                          stop).run(max_cycles=1 if once else None)
+                          stop, board=board).run(max_cycles=1 if once else None)
     finally:
         if server is not None:
             server.close()

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs lance-sync and everything its tests need on a fresh Debian/Ubuntu machine:
 #   - system packages (Java 17 for Spark and the test catalog servers; jarjar and
-#     Jackson to build the Iceberg REST test server) through apt, when missing;
+#     Jackson to build the Iceberg REST test server; Chromium, in which the tests render the
+#     HTML reports and pages) through apt, when missing;
 #   - a virtual environment in .venv with lance-sync (editable) and all extras.
-# Safe to re-run. Set LANCE_SYNC_SKIP_APT=1 to skip the apt step.
+# Safe to re-run. Set LANCE_SYNC_SKIP_APT=1 to skip the apt step (tests that need a missing
+# package then skip, naming it; in CI, with CI=true, a missing Chromium fails its tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +15,8 @@ APT_PACKAGES=(
   libjackson2-core-java libjackson2-databind-java libjackson2-annotations-java
   libslf4j-java
   libxerial-sqlite-jdbc-java     # optional JDBC catalog mode of the Iceberg REST test server
+  chromium                       # headless browser of tests/support/browser.py (no browser download)
+  fonts-liberation               # text in its screenshots (a recommendation apt skips here)
 )
 
 missing=()

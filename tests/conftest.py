@@ -12,7 +12,7 @@ import pytest
 
 from lance_sync.manifest.parsing import CACHE_ENV
 
-pytest_plugins = ["tests.servers.fixtures", "tests.spark_fixture", "tests.support.lanes"]
+pytest_plugins = ["tests.servers.fixtures", "tests.spark_fixture", "tests.support.lanes", "tests.support.browser"]
 
 SHUFFLE_VARIABLE = "LANCE_SYNC_TEST_SHUFFLE"
 

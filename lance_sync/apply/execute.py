@@ -16,13 +16,14 @@ import os
 import threading
 from collections.abc import Callable
 
-from lance_sync.apply.journal import Journal
+from lance_sync.apply.journal import Journal, journal_folder
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.report import ApplyReport, Outcome
 from lance_sync.apply.rollback import write_rollback
 from lance_sync.apply.runner import ActionRunner
 from lance_sync.apply.scheduler import Scheduler, StopSignal
 from lance_sync.drivers.base import Drivers
+from lance_sync.manifest.revision import manifest_revision
 from lance_sync.model.actions import Plan
 
 __all__ = ["execute"]
@@ -34,8 +35,9 @@ def execute(plan: Plan, drivers: Drivers, options: ApplyOptions,
             on_done: Callable[[Outcome], None] | None = None, stop: StopSignal | None = None) -> ApplyReport:
     """Run every action of a checked plan; independent actions in parallel."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    journal = Journal(options.state_dir / "journal" / f"apply-{stamp}.jsonl")
-    journal.write("start", plan_owner=plan.owner, actions=len(plan.actions), pid=os.getpid())
+    journal = Journal(journal_folder(options.state_dir) / f"apply-{stamp}.jsonl")
+    journal.write("start", plan_owner=plan.owner, actions=len(plan.actions), pid=os.getpid(),
+                  revision=manifest_revision(plan.manifest_files))
     logger.info("apply: %d actions, %d at a time; journal %s", len(plan.actions), options.parallelism, journal.path)
     report = ApplyReport(journal_path=journal.path)
     lock = threading.Lock()

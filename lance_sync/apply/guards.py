@@ -7,7 +7,8 @@ plan's fingerprint (a dataset's version included), must not have become protecte
 still be this owner's; a rename's new id must still be free. Data is deleted or rewritten only
 when the dataset carries this owner's record (lance-sync created it) and nothing else
 registered, in any namespace of any backend the plan names, points at or into its location:
-every registration is read again for that.
+every registration is read again for that, and locations are compared as the filesystem
+resolves them (through symbolic links).
 An apply session (lance_sync.apply.session) runs them while it holds the backends' leases.
 """
 
@@ -23,7 +24,12 @@ from lance_sync.apply.options import ApplyOptions
 from lance_sync.drivers.base import Drivers, Identifier, TableInfo
 from lance_sync.model.actions import DATASET_PARTS, Action, Destruction, Kind, Plan, Verb
 from lance_sync.model.errors import GuardRefusal
-from lance_sync.model.locations import LocationIndex, overlap_relation
+from lance_sync.model.locations import (
+    LocationIndex,
+    LocationResolver,
+    overlap_relation,
+    resolution_note,
+)
 from lance_sync.model.marks import describe_dataset_owner, is_protected, owner_of
 from lance_sync.model.shared import DEFAULT_PARALLELISM
 
@@ -110,9 +116,9 @@ def _live_problem(action: Action, drivers: Drivers, owner: str) -> str | None:
 
 def _shared_data(plan: Plan, drivers: Drivers, parallelism: int) -> dict[str, str]:
     """For each action that deletes or rewrites data: why it is forbidden when a registration
-    that is not the action's own points at, into or around its location. Every registration of
-    every backend the plan names is read again, in every namespace (only when the plan
-    destroys data)."""
+    that is not the action's own points at, into or around its location, once symbolic links are
+    resolved. Every registration of every backend the plan names is read again, in every
+    namespace (only when the plan destroys data)."""
     from lance_sync.plan.observe import read_every_registration
 
     destroying = [a for a in plan.actions if a.kind == Kind.DATASET and a.destroys == Destruction.DATA]
@@ -120,14 +126,16 @@ def _shared_data(plan: Plan, drivers: Drivers, parallelism: int) -> dict[str, st
         return {}
     named = {name: drivers[name] for name in plan.backends if name in drivers}
     found = read_every_registration(named, _containers(plan, named), parallelism)
-    index = LocationIndex((info.location, key) for key, info in found.tables.items() if info.location)
+    resolve = LocationResolver()
+    index = LocationIndex((resolve(info.location), key) for key, info in found.tables.items() if info.location)
     problems = {}
     for action in destroying:
         own = {(r.backend, tuple(r.id)) for r in action.registrations}
         location = action.location or ""
-        others = sorted(key for key in index.overlapping(location) if key not in own)
+        others = sorted(key for key in index.overlapping(resolve(location)) if key not in own)
         if others:
-            texts = "; ".join(_registration_text(location, key, found.tables[key], drivers) for key in others[:3])
+            texts = "; ".join(_registration_text(location, key, found.tables[key], drivers, resolve)
+                              for key in others[:3])
             more = f"; and {len(others) - 3} more" if len(others) > 3 else ""
             problems[action.key] = f"one asset per path: the location {texts}{more}"
     return problems
@@ -148,12 +156,14 @@ def _containers(plan: Plan, drivers: Drivers) -> dict[str, set[Identifier]]:
 
 
 def _registration_text(location: str, key: tuple[str, Identifier], info: TableInfo,
-                       drivers: Drivers) -> str:
+                       drivers: Drivers, resolve: LocationResolver) -> str:
     backend, id = key
     owner = owner_of(info.properties)
     whose = f"owner '{owner}'" if owner else "no lance-sync owner mark"
-    return (f"{overlap_relation(location, info.location or '')} the location of "
-            f"{drivers[backend].format_identifier(id)} in backend '{backend}' ({whose})")
+    other = info.location or ""
+    return (f"{overlap_relation(resolve(location), resolve(other))} the location of "
+            f"{drivers[backend].format_identifier(id)} in backend '{backend}' ({whose})"
+            + resolution_note((location, resolve(location)), (other, resolve(other))))
 
 
 def _listed(items: Sequence[tuple[Action, str | None]]) -> str:

@@ -23,8 +23,12 @@ it. A stop (SIGTERM) wakes the wait at once; a cycle that is planning ends befor
 applies, one that is applying starts nothing more and ends once the running actions are
 done and journalled; then the leases are released.
 
-Metrics are served in the Prometheus text format on a loopback address only. The JSON lines
-(through the CLI's masked stdout) and the metrics page are masked (`lance_sync.model.secrets`).
+Each cycle also tells every declared object's sync and health (lance_sync.check.status) from
+the plan it made; the status page (lance_sync.apply.status_page) shows them with the last
+cycles and what waits for approval. The server of /metrics, /healthz, the page (/) and
+/api/status binds a loopback address unless told otherwise, and can require a bearer token.
+The JSON lines (through the CLI's masked stdout) and every answer are masked
+(`lance_sync.model.secrets`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import hmac
 import ipaddress
 import logging
 import random
@@ -44,22 +49,29 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lance_sync import __version__
+from lance_sync.apply.journal import last_applied
 from lance_sync.apply.lease import LeaseHeld
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.session import ApplySession, ApplyStopped, Fresh
+from lance_sync.check.status import LastApplied, Reading, StatusReport, after_apply, estate_status
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
+from lance_sync.manifest.revision import manifest_revision
 from lance_sync.model.actions import Action, Destruction, OmittedAction, Plan, PolicyViolation
 from lance_sync.model.desired import DesiredState
-from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError
+from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, PlanConflicts
 from lance_sync.model.policy import enforce
 from lance_sync.model.secrets import mask
 from lance_sync.model.shared import STATE_DIRECTORY
-from lance_sync.plan.planner import build_plan
+from lance_sync.plan.planner import assemble_plan, compare_all, read_state
 from lance_sync.plan.select import leave_out
+
+if TYPE_CHECKING:
+    from lance_sync.apply.report import ApplyReport
+    from lance_sync.apply.status_page import StatusBoard
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +122,8 @@ class CycleReport:
     violations: list[PolicyViolation] = field(default_factory=list)
     error: str | None = None
     journal: str | None = None
+    #: every declared object's sync and health, as the cycle's plan found them and its apply left them
+    status: StatusReport | None = None
 
     @property
     def failed_cycle(self) -> bool:
@@ -142,8 +156,9 @@ class CycleReport:
 def run_cycle(settings: Settings, stop: threading.Event) -> CycleReport:
     """One pass of the apply flow, unattended; every failure becomes the cycle's outcome."""
     started = time.time()
+    cycle = _Cycle(settings, stop)
     try:
-        report = _Cycle(settings, stop).run()
+        report = cycle.run()
     except LeaseHeld as error:
         report = CycleReport("lease_held", started, 0.0, error=str(error))
     except GuardRefusal as error:
@@ -154,6 +169,7 @@ def run_cycle(settings: Settings, stop: threading.Event) -> CycleReport:
         logger.debug("the cycle failed", exc_info=True)
         report = CycleReport("error", started, 0.0, error=f"{type(error).__name__}: {error}")
     report.started, report.finished = started, time.time()
+    report.status = cycle.status
     return report
 
 
@@ -165,17 +181,26 @@ class _Cycle:
         self.pending: list[OmittedAction] = []
         #: the cycle's report when its review leaves nothing to apply
         self.unapplied: CycleReport | None = None
+        self.status: StatusReport | None = None
+        self.revision: str | None = None
 
     def run(self) -> CycleReport:
         state = load_manifest(self.settings.files, policy_file=self.settings.policy_file)
+        self.revision = manifest_revision(self.settings.files)
         options = self.settings.options
         allowed = state.policy.unattended_verbs
         unattended = dataclasses.replace(options, allow_drop=False, allow_replace="replace" in allowed,
                                          allow_revoke="revoke" in allowed)
 
         def planned(drivers: Drivers) -> Plan:
-            return build_plan(state, drivers, options.parallelism, scan_all=self.settings.scan_all,
-                              enforce_policy=False)
+            """The whole plan (the policy is checked on the part that runs), and the status from it."""
+            observation = read_state(state, drivers, options.parallelism, scan_all=self.settings.scan_all)
+            comparison = compare_all(state, observation, drivers, options.parallelism, strict=False)
+            whole = assemble_plan(state, observation, comparison)
+            self._tell_status(state, Reading(state, observation, whole, comparison.conflicts), drivers)
+            if comparison.conflicts:
+                raise PlanConflicts(comparison.conflicts, whole)
+            return whole
 
         session = ApplySession(Fresh(state, planned), unattended, lock_timeout=self.settings.lock_timeout,
                                stop=self.stop, review=lambda whole: self._runnable(state, whole))
@@ -191,8 +216,26 @@ class _Cycle:
         outcome: Outcome = "applied" if report.exit_code == ExitCode.OK else "partly_failed"
         if done.stopped and counts["skipped"]:
             outcome = "stopped"
+        self._applied(report)
         return self._report(outcome, applied=counts["succeeded"], failed=counts["failed"],
                             skipped=counts["skipped"], journal=str(report.journal_path))
+
+    def _tell_status(self, state: DesiredState, reading: Reading, drivers: Drivers) -> None:
+        """The objects' status for the page; a failure to tell it never stops the cycle."""
+        try:
+            self.status = estate_status(state, reading, drivers, last_applied(self.settings.options.state_dir),
+                                        self.revision)
+        except Exception:  # noqa: BLE001 - the page shows the previous status; the cycle goes on
+            logger.warning("the objects' status could not be made", exc_info=True)
+
+    def _applied(self, report: ApplyReport) -> None:
+        """The status once this cycle's actions ran: those that succeeded are in sync now."""
+        succeeded = report.with_status("succeeded")
+        if self.status is None or not succeeded:
+            return
+        applied = LastApplied(time=_iso(time.time()), action="", revision=self.revision,
+                              journal=str(report.journal_path))
+        self.status = after_apply(self.status, (o.action for o in succeeded), applied)
 
     def _runnable(self, state: DesiredState, whole: Plan) -> Plan | None:
         """What of the whole plan may run unattended; None, with the cycle's report, when
@@ -242,8 +285,9 @@ class Reconciler:
 
     def __init__(self, cycle: Callable[[], CycleReport], interval: float, max_backoff: float,
                  metrics: Metrics, log: Callable[[dict[str, Any]], None], stop: threading.Event,
-                 jitter: Callable[[], float] = random.random):
+                 jitter: Callable[[], float] = random.random, board: StatusBoard | None = None):
         self.cycle = cycle
+        self.board = board
         self.interval = interval
         self.max_backoff = max_backoff
         self.metrics = metrics
@@ -265,6 +309,8 @@ class Reconciler:
         cycles = 0
         while not self.stop.is_set():
             logger.info("cycle %d starts", cycles + 1)
+            if self.board is not None:
+                self.board.cycle_started(cycles + 1, time.time())
             last = self.cycle()
             cycles += 1
             logger.info("cycle %d: %s in %.1f s (drift %d, applied %d, failed %d, pending %d)", cycles, last.outcome,
@@ -273,6 +319,8 @@ class Reconciler:
             delay = self.delay()
             final = self.stop.is_set() or (max_cycles is not None and cycles >= max_cycles)
             self.metrics.record(last, None if final else last.finished + delay, self.failures)
+            if self.board is not None:
+                self.board.cycle_done(cycles, last, None if final else last.finished + delay)
             self.log(last.log_record(cycles, None if final else delay))
             if final:
                 break
@@ -351,13 +399,16 @@ class Metrics:
 
 
 class MetricsServer:
-    """A small HTTP server for GET /metrics (Prometheus) and GET /healthz (a liveness probe), on
-    the address the user gives: loopback by default; another one (a pod's, 0.0.0.0) is bound
-    as asked, with a warning (`exposure`), since the endpoint has no authentication."""
+    """A small HTTP server for GET /metrics (Prometheus), /healthz (a liveness probe) and, with a
+    status board, the status page (/) and its document (/api/status), on the address the user
+    gives: loopback by default; another one (a pod's, 0.0.0.0) is bound as asked, with a
+    warning (`exposure`). With a `token`, every path but /healthz needs the header
+    `Authorization: Bearer TOKEN` (401 without)."""
 
-    def __init__(self, metrics: Metrics, host: str = "127.0.0.1", port: int = 0):
-        self.exposure = exposure_warning(host)
-        handler = _handler(metrics)
+    def __init__(self, metrics: Metrics, host: str = "127.0.0.1", port: int = 0, board: StatusBoard | None = None,
+                 token: str | None = None):
+        self.exposure = exposure_warning(host, token is not None)
+        handler = _handler(metrics, board, token)
         server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
         try:
             self.server = server_class((host, port), handler)
@@ -367,10 +418,14 @@ class MetricsServer:
         self._thread = threading.Thread(target=self.server.serve_forever, name="metrics", daemon=True)
 
     @property
-    def url(self) -> str:
+    def base_url(self) -> str:
         address, port = self.server.server_address[:2]
         host = address.decode() if isinstance(address, bytes) else str(address)
-        return f"http://{f'[{host}]' if ':' in host else host}:{port}/metrics"
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/metrics"
 
     def start(self) -> MetricsServer:
         self._thread.start()
@@ -394,28 +449,51 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def exposure_warning(host: str) -> str | None:
-    """What to tell a user who serves metrics beyond this machine; None on loopback."""
+def exposure_warning(host: str, with_token: bool = False) -> str | None:
+    """What to tell a user who serves metrics and the status page beyond this machine; None on loopback."""
     if is_loopback(host):
         return None
-    return (f"metrics and /healthz are served on {host}, reachable from other machines and without "
-            "authentication; serve them only where a scraper needs them (a pod's network, behind a firewall)")
+    if with_token:
+        return (f"metrics, the status page and /healthz are served on {host}, reachable from other machines; "
+                "all but /healthz need the bearer token (LANCE_SYNC_STATUS_TOKEN); serve them over TLS (a "
+                "proxy) where the network is not trusted")
+    return (f"metrics, the status page and /healthz are served on {host}, reachable from other machines and "
+            "without authentication; set LANCE_SYNC_STATUS_TOKEN to require a bearer token, or serve them only "
+            "where a scraper needs them (a pod's network, behind a firewall)")
 
 
-def _handler(metrics: Metrics) -> type[BaseHTTPRequestHandler]:
+def _handler(metrics: Metrics, board: StatusBoard | None, token: str | None) -> type[BaseHTTPRequestHandler]:
+    expected = f"Bearer {token}".encode() if token is not None else None
+    status_paths = {"/": "html", "/api/status": "json"} if board is not None else {}
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the http.server API
             path = self.path.split("?", 1)[0]
             if path == "/healthz":  # alive: the loop's process serves (a cycle's failure is in /metrics)
-                body, kind = b"ok\n", "text/plain; charset=utf-8"
+                self._answer(b"ok\n", "text/plain; charset=utf-8")
+            elif path not in ("/metrics", *status_paths):
+                self.send_error(404, "only /, /api/status, /metrics and /healthz are served")
+            elif expected is not None and not hmac.compare_digest(
+                    self.headers.get("Authorization", "").encode(), expected):
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Bearer realm="lance-sync"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
             elif path == "/metrics":
-                body, kind = mask(metrics.render()).encode(), "text/plain; version=0.0.4; charset=utf-8"
+                self._answer(mask(metrics.render()).encode(), "text/plain; version=0.0.4; charset=utf-8")
             else:
-                self.send_error(404, "only /metrics and /healthz are served")
-                return
+                assert board is not None
+                served = board.served  # one reference read: the document of one moment
+                if status_paths[path] == "html":
+                    self._answer(served.html, "text/html; charset=utf-8")
+                else:
+                    self._answer(served.json, "application/json")
+
+        def _answer(self, body: bytes, kind: str) -> None:
             self.send_response(200)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
             self.end_headers()
             self.wfile.write(body)
 

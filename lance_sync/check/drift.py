@@ -139,13 +139,19 @@ def report_drift(state: DesiredState, observation: Observation, drivers: Drivers
     """The drift between a manifest and what was read: the plan's comparison, told by what differs."""
     comparison = compare_all(state, observation, drivers, strict=False)
     plan = assemble_plan(state, observation, comparison)
-    items = _Reader(state, observation, plan, comparison.conflicts, drivers).items()
+    items = drift_items(state, observation, plan, comparison.conflicts, drivers)
     return DriftReport(
         tool_version=__version__,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         owner=state.owner, manifest_files=[os.path.relpath(f) for f in state.files], items=items,
         left_alone=len(plan.left_alone), notes=plan.notes, warnings=plan.warnings, scope=plan.scope,
         api_calls=plan.api_calls)
+
+
+def drift_items(state: DesiredState, observation: Observation, plan: Plan, conflicts: list[Conflict],
+                drivers: Drivers) -> list[DriftItem]:
+    """Each difference a plan (made without stopping at conflicts) and its conflicts stand for."""
+    return _Reader(state, observation, plan, conflicts, drivers).items()
 
 
 class _Reader:

@@ -31,7 +31,7 @@ import click
 
 from lance_sync import __version__
 from lance_sync.cli.apply import apply
-from lance_sync.cli.check import discover, drift, verify
+from lance_sync.cli.check import discover, drift, status, verify
 from lance_sync.cli.deferred import defer_body
 from lance_sync.cli.importer import import_
 from lance_sync.cli.info import show, version
@@ -184,7 +184,8 @@ def _pause_collections(context: click.Context) -> None:
         context.call_on_close(gc.enable)
 
 
-for _command in (validate, plan, apply, drift, reconcile, unlock, import_, schema, verify, discover, show, version):
+for _command in (validate, plan, apply, drift, status, reconcile, unlock, import_, schema, verify, discover, show,
+                 version):
     main.add_command(handle_errors(_command))
 
 

@@ -53,7 +53,7 @@ class ApplyDisplay:
         try:
             result = apply(hooks)
         except PlanConflicts as conflicts:
-            if not self.as_json:  # a JSON error is the one document
+            if conflicts.plan is not None and not self.as_json:  # a JSON error is the one document
                 self._show_plan(conflicts.plan)
             raise
         except GuardRefusal as refusal:

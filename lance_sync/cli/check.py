@@ -1,4 +1,4 @@
-"""`drift`, `verify` and `discover`: the commands that read catalogs and data and change nothing."""
+"""`drift`, `status`, `verify` and `discover`: the commands that read catalogs and data and change nothing."""
 
 from __future__ import annotations
 
@@ -55,6 +55,33 @@ def drift(files: tuple[str, ...], output_format: str, changed_since: str | None,
     click.echo(render_drift(report, output_format), nl=False)
     if report.has_drift:
         sys.exit(ExitCode.CHANGES_PRESENT)
+
+
+@click.command()
+@manifest_option
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--state-dir", type=click.Path(file_okay=False),
+              help="Where the applies' journals are (default: .lance-sync next to the manifest).")
+@scan_all_option
+@parallelism_option
+def status(files: tuple[str, ...], output_format: str, state_dir: str | None, scan_all: bool,
+           parallelism: int) -> None:
+    """Show every object the manifest declares with its sync (Synced, OutOfSync, Missing, Unknown)
+    and health (Healthy, Degraded, Missing, Unknown), why, and the last apply that changed it.
+    Exits 0 when all are Synced and Healthy, 2 when any is not, 1 when any is Unknown (a
+    backend or storage that cannot be read) or on an error."""
+    from lance_sync import api
+    from lance_sync.check.status import render_status
+
+    state = load(manifest_files(files))
+    try:
+        report = api.status(state, scan_all=scan_all, parallelism=parallelism, state_dir=state_dir,
+                            on_progress=progress)
+    finally:
+        end_progress()
+    click.echo(render_status(report, output_format, state.base_dir), nl=False)
+    if report.exit_code:
+        sys.exit(report.exit_code)
 
 
 @click.command()

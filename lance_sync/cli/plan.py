@@ -46,7 +46,7 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
         result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
                           on_progress=progress, baseline=baseline)
     except PlanConflicts as conflicts:
-        if output_format != "json":  # JSON output is the one error document
+        if conflicts.plan is not None and output_format != "json":  # JSON output is the one error document
             click.echo(render(conflicts.plan, output_format), nl=False)
         raise
     finally:

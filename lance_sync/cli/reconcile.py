@@ -17,6 +17,9 @@ from lance_sync.cli.shared import (
     scan_all_option,
 )
 
+#: the environment variable of the bearer token the status page and metrics may require
+STATUS_TOKEN_VARIABLE = "LANCE_SYNC_STATUS_TOKEN"
+
 
 def _duration(context: click.Context, parameter: click.Parameter, value: str) -> float:
     from lance_sync.apply.reconcile import parse_duration
@@ -37,11 +40,12 @@ def _duration(context: click.Context, parameter: click.Parameter, value: str) ->
 @click.option("--max-backoff", default="1h", show_default=True, metavar="DURATION", callback=_duration,
               help="Longest wait after failed cycles (the wait doubles per failure in a row, with jitter).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535),
-              help="Serve Prometheus metrics at http://HOST:PORT/metrics and a liveness probe at /healthz "
-              "(0: a free port, logged at start); none without it.")
+              help="Serve Prometheus metrics at http://HOST:PORT/metrics, a liveness probe at /healthz, the "
+              "status page at / and its JSON at /api/status (0: a free port, logged at start); none without it.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True,
-              help="Address to serve /metrics and /healthz on; one that is not loopback (0.0.0.0 in a "
-                   "container) is bound as asked, with a warning: the endpoint has no authentication.")
+              help="Address to serve them on; one that is not loopback (0.0.0.0 in a container) is bound as "
+                   "asked, with a warning. With LANCE_SYNC_STATUS_TOKEN set, all but /healthz need "
+                   "`Authorization: Bearer <token>`.")
 @click.option("--once", is_flag=True, help="Run one cycle and exit with its code (0, 1, 3 or 4).")
 @click.option("--lock-timeout", type=click.FloatRange(0), default=0, show_default=True, metavar="SECONDS",
               help="How long a cycle waits for another apply's lease before leaving it to the next cycle.")
@@ -61,6 +65,7 @@ def reconcile(files: tuple[str, ...], interval: float, max_backoff: float, metri
     journal. One JSON line per cycle on stdout. SIGTERM (or Ctrl-C) ends the current cycle
     safely, releases the leases and exits 0.
     """
+    import os
     import threading
 
     from lance_sync import api
@@ -77,6 +82,7 @@ def reconcile(files: tuple[str, ...], interval: float, max_backoff: float, metri
         last = api.reconcile(paths, policy_file=policy_file, interval=interval,
                              max_backoff=max_backoff, once=once, lock_timeout=lock_timeout, scan_all=scan_all,
                              parallelism=parallelism, spark=spark, state_dir=state_dir, metrics_host=metrics_host,
-                             metrics_port=metrics_port, on_record=log, stop=stop)
+                             metrics_port=metrics_port, status_token=os.environ.get(STATUS_TOKEN_VARIABLE) or None,
+                             on_record=log, stop=stop)
     if once and last is not None and last.exit_code:
         sys.exit(last.exit_code)

@@ -8,11 +8,15 @@
   owner's next apply.
 - Rewriting (on_mismatch: overwrite) and deleting happen only to a dataset that carries this
   owner's record: lance-sync created it.
+- A delete never follows a link out of the location it was asked to delete: a local location
+  is resolved again right before it (the folder apply's guards compared), a location that is
+  itself a symbolic link is refused, and links inside it are removed, never what they point at.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from typing import Literal
 
@@ -31,7 +35,7 @@ from lance_sync.data.intents import (
 )
 from lance_sync.data.storage import open_storage
 from lance_sync.model.arrow_types import column_drift, columns_from_schema
-from lance_sync.model.locations import normalize_location
+from lance_sync.model.locations import is_local, normalize_location, resolved_location
 from lance_sync.model.marks import DATASET_OWNER_KEY, dataset_owner, describe_dataset_owner
 
 Mode = Literal["create", "overwrite"]
@@ -92,7 +96,7 @@ def delete_dataset(location: str, *, owner: str, storage_options: dict[str, str]
     catalog that keeps its own files in the table's location (Iceberg's `metadata/`) must
     still be able to load the table, which apply deregisters after deleting the data. A
     location with nothing Lance wrote is deleted already."""
-    location = normalize_location(location)
+    location = _deletable(normalize_location(location))
     report = inspect_location(location, storage_options)
     if report.status == "missing":
         return
@@ -102,6 +106,16 @@ def delete_dataset(location: str, *, owner: str, storage_options: dict[str, str]
         return  # only others' files: the dataset was deleted before (or never written)
     _check_owned(location, owner, storage_options, "delete", report.status, report.owner)
     delete_lance_files(storage, path)
+
+
+def _deletable(location: str) -> str:
+    """Where the data of `location` is deleted: a local location resolved through the links of
+    the folders above it, as apply's guards compared it. A location that is itself a symbolic
+    link is refused: deleting through it would delete the files of the folder it points at."""
+    if is_local(location) and os.path.islink(location):
+        raise DatasetWriteError(f"refusing to delete {location}: it is a symbolic link (to "
+                                f"{os.readlink(location)}); lance-sync never deletes what a link points at")
+    return resolved_location(location)
 
 
 def _prepare(location: str, owner: str, storage_options: dict[str, str] | None) -> int | None:

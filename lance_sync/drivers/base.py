@@ -116,6 +116,7 @@ from pydantic import SecretStr
 from lance_sync.drivers.leases import LeaseRegister, NamespaceLeaseRegister
 from lance_sync.drivers.support.paging import follow_pages
 from lance_sync.drivers.support.requests import OPERATIONS, accepting_mappings, unsupported
+from lance_sync.drivers.support.table_ops import TableOperations
 from lance_sync.model import secrets
 
 # the configuration and identifier rules live in a module that validation imports without
@@ -232,9 +233,10 @@ class CatalogSnapshot:
             raise NamespaceNotFoundError(f"Namespace not found: {list(id)}")
 
 
-class SyncNamespace(BackendRules, LanceNamespace):
+class SyncNamespace(BackendRules, TableOperations, LanceNamespace):
     """A Lance Namespace driver that lance-sync can plan and apply against; its backend's
-    rules (configuration model, identifiers) come from `BackendRules`."""
+    rules (configuration model, identifiers) come from `BackendRules`, the spec's table
+    operations on the dataset at a table's location from `TableOperations`."""
 
     #: DropNamespace honours behavior Cascade (the backend's spec has it)
     drops_cascade: ClassVar[bool] = False
@@ -385,6 +387,16 @@ class SyncNamespace(BackendRules, LanceNamespace):
     def storage_options(self) -> dict[str, str]:
         return dict(self.config.storage)
 
+    def table_location(self, id: Identifier) -> tuple[str, dict[str, str]]:
+        """(location, storage options) of the Lance table `id`, as DescribeTable answers them
+        (the configured storage options where it answers none): where `TableOperations` opens
+        the dataset. DescribeTable's errors: TableNotFound, InvalidInput for a table that is not
+        a Lance table."""
+        described = self.describe_table(DescribeTableRequest(id=list(id)))
+        if not described.location:
+            raise TableNotFoundError(f"{self.backend_type}: table {self.format_identifier(id)} has no location")
+        return described.location, dict(described.storage_options or self.storage_options())
+
     def catalog_columns(self, schema: pa.Schema) -> list[dict[str, str]] | None:
         """How this catalog records a dataset's columns ({name, type} in its own type names),
         for drift checks against `TableInfo.columns`; None for a catalog that records none."""
@@ -516,8 +528,9 @@ Drivers = dict[str, SyncNamespace]
 
 
 def _adapt_operations(cls: type) -> None:
-    """Each interface operation `cls` defines takes models or mappings (see the module
-    docstring); on SyncNamespace itself, each one nobody implements is a clear refusal."""
+    """Each interface operation `cls` (a driver or a base of SyncNamespace) defines takes models
+    or mappings (see the module docstring); on SyncNamespace itself, each one nobody implements
+    is a clear refusal."""
     for name, request_type in OPERATIONS.items():
         function = cls.__dict__.get(name)
         if function is not None:
@@ -526,4 +539,5 @@ def _adapt_operations(cls: type) -> None:
             setattr(cls, name, unsupported(name))
 
 
+_adapt_operations(TableOperations)
 _adapt_operations(SyncNamespace)

@@ -46,7 +46,10 @@ def load_manifest(paths: Sequence[str], environ: Mapping[str, str] | None = None
     base_dir = os.path.dirname(os.path.abspath(paths[0]))
     state = load_state(Load(paths, environ, base_dir, allow_unset, positions, tables, document, meanwhile))
     if policy_file is not None:
-        state.policy = _with_file(state.policy, load_policy(policy_file, state.backends, environ))
+        def positioned() -> Policy:
+            return load_state(Load(paths, environ, base_dir, allow_unset, positions=True)).policy
+
+        state.policy = _with_file(state.policy, load_policy(policy_file, state.backends, environ), positioned)
     return state
 
 
@@ -61,14 +64,19 @@ def load_policy(path: str, backends: Collection[str], environ: Mapping[str, str]
     return build_policy(model, document, os.path.dirname(os.path.abspath(path)), backends)
 
 
-def _with_file(manifest: Policy, from_file: Policy) -> Policy:
+def _with_file(manifest: Policy, from_file: Policy, positioned: Callable[[], Policy]) -> Policy:
+    """The manifest's rules and the policy file's; ManifestErrors naming both places of a rule
+    defined in each. A manifest loaded by a fast road knows no positions: `positioned()` loads
+    its policy again with them (only then)."""
     from lance_sync.model.errors import ManifestError, ManifestErrors
     from lance_sync.model.policy import combine
 
     names = {rule.name: rule for rule in manifest.rules}
-    clashes = [ManifestError(f"rule '{rule.name}' is defined in the manifest too (at {names[rule.name].where})",
-                             rule.where, "name")
-               for rule in from_file.rules if rule.name in names]
-    if clashes:
-        raise ManifestErrors(clashes)
-    return combine(manifest, from_file)
+    clashing = [rule for rule in from_file.rules if rule.name in names]
+    if not clashing:
+        return combine(manifest, from_file)
+    if any(names[rule.name].where is None for rule in clashing):
+        names = {rule.name: rule for rule in positioned().rules}
+    raise ManifestErrors([ManifestError(f"rule '{rule.name}' is defined in the manifest too"
+                                        + (f" (at {names[rule.name].where})" if names[rule.name].where else ""),
+                                        rule.where, "name") for rule in clashing])

@@ -25,6 +25,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from lance_sync.drivers import backend_rules
 from lance_sync.manifest.columns import declared_columns
 from lance_sync.manifest.loader import DataPath, Document, format_path
+from lance_sync.manifest.location_checks import location_problems
 from lance_sync.manifest.policy_rules import policy_of
 from lance_sync.manifest.schema_models import (
     Namespace,
@@ -48,7 +49,7 @@ from lance_sync.model.desired import (
 )
 from lance_sync.model.errors import ManifestError, ManifestErrors, Position
 from lance_sync.model.grants import NAMED, DeclaredGrants, Securable, format_privileges
-from lance_sync.model.locations import is_local, nested, normalize_location
+from lance_sync.model.locations import is_local, normalize_location
 from lance_sync.model.marks import RESERVED_PREFIX, TABLE_TYPE_KEY
 from lance_sync.model.policy import Policy
 from lance_sync.model.secrets import SECRET_KEY, url_password
@@ -673,11 +674,7 @@ def _written(item: FormerName) -> str:
 
 
 def _check_locations(checker: _Checker, state: DesiredState) -> None:
-    """One asset per path: no two tables share a location or nest inside each other."""
-    tables = state.tables
-    for index, other_index in nested([table.location for table in tables]):
-        table, other = tables[index], tables[other_index]
-        relation = "the same location as" if other.location == table.location else "a location inside that of"
-        checker.fail(f"table '{table.name}' has {relation} table '{other.name}' ({other.location}); "
-                     "each location holds one table", ("tables", checker.table_index[table.name], "location"))
-
+    """One asset per path, and no table in a backend's own folders (lance_sync.manifest.location_checks)."""
+    settled = {name: spec for name, spec in state.backends.items() if checker.settled(name)}
+    for index, problem in location_problems(state.tables, settled):
+        checker.fail(problem, ("tables", checker.table_index[state.tables[index].name], "location"))

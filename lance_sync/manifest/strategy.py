@@ -172,7 +172,7 @@ def split_tables(data: Any, wanted: Collection[str], base_dir: str
     these checks cannot read (a name that is not text, an unknown backend, a `renamed_from`,
     whose checks need every table built) needs the full road too. An unchanged entry is not
     checked on its own: `lance-sync validate` checks every entry."""
-    from lance_sync.model.locations import normalize_location, overlapping
+    from lance_sync.model.locations import normalize_location, overlapping, resolved_locations
 
     if not isinstance(data, dict):
         raise FastPathUnavailable("a document that is not a mapping")
@@ -195,7 +195,7 @@ def split_tables(data: Any, wanted: Collection[str], base_dir: str
         locations = [normalize_location(location, base_dir) for location in written]
     except ValueError as error:
         raise FastPathUnavailable(f"a location: {error}") from None
-    if overlapping(locations):
+    if overlapping(resolved_locations(locations)):  # as the filesystem resolves them, as validate compares
         raise FastPathUnavailable("locations that are equal or nest")
     chosen = [entry for entry in raw_tables if entry["name"] in wanted] if wanted else []
     for entry in chosen:

@@ -217,6 +217,12 @@ class BackendRules:
         """Backend-specific rules for a table location (already normalized)."""
         return None
 
+    @classmethod
+    def own_locations(cls, config: BackendConfig) -> dict[str, str]:
+        """The locations the backend keeps for itself (normalized), each with what it is: no
+        table may be at or inside one, whatever backend registers it."""
+        return {}
+
     # --- grants (lance_sync.model.grants), checked offline ---------------------------------
 
     #: a privilege held on a namespace applies to what it holds (Unity), so a parent need is met

@@ -78,13 +78,13 @@ class PlanError(LanceSyncError):
 
 class PlanConflicts(PlanError):
     """Conflicts no action can fix: the plan cannot be applied. It carries the plan of everything
-    else, so that one conflict does not hide the other changes of the same edit."""
+    else when there is one, so that one conflict does not hide the other changes of the same edit."""
 
-    def __init__(self, plan: Plan, conflicts: Sequence[object]):
+    def __init__(self, conflicts: Sequence[object], plan: Plan | None = None):
         self.plan = plan
         self.conflicts = list(conflicts)
         others = f"\n(the plan's {len(plan.actions)} other change(s) wait until these are resolved)" \
-            if plan.actions else ""
+            if plan is not None and plan.actions else ""
         super().__init__("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in conflicts) + others)
 
 

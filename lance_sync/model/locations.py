@@ -6,10 +6,12 @@ for `file:///x`; both are `/x` here.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import Generic, TypeVar
 from urllib.parse import unquote
 
@@ -79,6 +81,84 @@ def _normalize_local(path: str, base_dir: str | None) -> str:
     base = base_dir if base_dir is not None else os.getcwd()
     normalized = posixpath.normpath(os.path.join(base, os.path.expanduser(path)))
     return "/" + normalized.lstrip("/")
+
+
+# --- locations as the filesystem resolves them ---------------------------------------------------
+#
+# A symbolic link gives one folder two spellings (`./lake/alias/a.lance` and `./lake/data/a.lance`
+# when `alias` links to `data`). Text alone cannot see that they are one place, so one asset per
+# path, "nothing else registered points at it" and deletions compare local locations resolved;
+# object-store locations have no links and stay as they are.
+
+
+def resolved_location(location: str) -> str:
+    """A normalized location as the filesystem resolves it: a local path with every symbolic
+    link on it resolved, as far as the path exists (os.path.realpath); any other as it is."""
+    return os.path.realpath(location) if is_local(location) else location
+
+
+class LocationResolver:
+    """`resolved_location` for many locations, each folder resolved and listed once (a plan holds
+    up to hundreds of thousands of locations, most in a few folders): a location resolves to its
+    folder's resolved path and its own name, unless that name is itself a link."""
+
+    def __init__(self) -> None:
+        #: folder -> (its resolved path, the names of the links directly in it)
+        self._folders: dict[str, tuple[str, frozenset[str]]] = {}
+
+    def __call__(self, location: str) -> str:
+        if not location.startswith("/"):  # an object store's (normalized: local paths are absolute)
+            return location
+        folder, _, name = location.rpartition("/")
+        real, links = self._folder(folder)
+        if name in links:
+            return os.path.realpath(location)
+        return location if real == (folder or "/") else posixpath.join(real, name)
+
+    def keeps(self, folder: str) -> bool:
+        """Whether every location directly in `folder` (as `str.rpartition` cuts it) resolves
+        to itself: an object store's, or a local folder without links on its path or in it."""
+        if not folder.startswith("/") and folder:
+            return True
+        real, links = self._folder(folder)
+        return real == (folder or "/") and not links
+
+    def _folder(self, folder: str) -> tuple[str, frozenset[str]]:
+        known = self._folders.get(folder)
+        if known is None:
+            path = folder or "/"
+            known = self._folders[folder] = (os.path.realpath(path), _links_in(path))
+        return known
+
+
+def _links_in(folder: str) -> frozenset[str]:
+    """The names of the symbolic links directly in `folder` (none when it cannot be listed)."""
+    try:
+        with os.scandir(folder) as entries:
+            return frozenset(entry.name for entry in entries if entry.is_symlink())
+    except OSError:
+        return frozenset()
+
+
+def _folders_of(locations: Iterable[str]) -> set[str]:
+    """The folders directly holding these locations, each cut at its last "/" (one pass in C)."""
+    return set(map(itemgetter(0), map(str.rpartition, locations, itertools.repeat("/"))))
+
+
+def resolved_locations(locations: Sequence[str]) -> list[str]:
+    """`resolved_location` of each of these normalized locations; the locations themselves, at
+    the cost of one look at each folder, when no link is on their way (the usual answer)."""
+    resolve = LocationResolver()
+    if all(map(resolve.keeps, _folders_of(locations))):
+        return list(locations)
+    return list(map(resolve, locations))
+
+
+def resolution_note(*pairs: tuple[str, str]) -> str:
+    """' once symbolic links are resolved (A is B)' for the (location, resolved) pairs that
+    resolve elsewhere; '' when none does."""
+    moved = [f"{written} is {resolved}" for written, resolved in pairs if written != resolved]
+    return f" once symbolic links are resolved ({'; '.join(moved)})" if moved else ""
 
 
 def join_location(root: str, child: str) -> str:

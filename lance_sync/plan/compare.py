@@ -11,10 +11,9 @@ operation objects; rendering and execution live elsewhere. Rules, in short:
 - a table registered under a former id its `renamed_from` names (this owner's, at its location:
   see lance_sync.plan.renames) is renamed in place, or replaced where the backend cannot rename;
   a create beside a forget of the same location only gets a note that it looks like a rename;
-- a dataset with columns beyond the declared ones is fine (a writer evolved it); a declared
-  column that is missing, renamed, widened or relaxed is changed in place (Lance schema
-  evolution: see lance_sync.plan.table_state.columns); what Lance cannot change in place is an
-  error, or a rewrite with on_mismatch;
+- a dataset with columns beyond the declared ones is fine (a writer evolved it); the declared
+  ones are changed in place (lance_sync.plan.table_state.columns) or, where Lance cannot, are
+  an error, or a rewrite with on_mismatch;
 - one asset per path: a create, adopt or move of a table whose location equals, lies inside or
   contains the location of any registration that is not this table's (another owner's, an
   unmarked one, one outside the plan's scope) is blocked, naming that registration;
@@ -35,7 +34,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from lance_sync.drivers.base import Capabilities, Identifier, TableInfo
+from lance_sync.drivers.base import Capabilities, Identifier, NamespaceInfo, TableInfo
 from lance_sync.model.actions import (
     Action,
     Address,
@@ -52,8 +51,13 @@ from lance_sync.model.actions import (
 )
 from lance_sync.model.arrow_types import columns_from_schema, describe_columns, schema_from_columns
 from lance_sync.model.desired import DesiredState, DesiredTable
-from lance_sync.model.errors import PlanError
-from lance_sync.model.locations import LocationIndex, overlap_relation
+from lance_sync.model.errors import PlanConflicts
+from lance_sync.model.locations import (
+    LocationIndex,
+    LocationResolver,
+    overlap_relation,
+    resolution_note,
+)
 from lance_sync.model.marks import (
     MANAGED_KEYS,
     OWNER_KEY,
@@ -65,7 +69,7 @@ from lance_sync.model.marks import (
 )
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.renames import Pairing, pair_renames, rename_hints
-from lance_sync.plan.table_state.columns import plan_columns
+from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 #: what a location may hold for a table to be registered there
@@ -122,12 +126,14 @@ class Comparer:
         self.created_namespaces: set[ObjectKey] = set()
         #: every registration the manifest declares
         self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
-        #: registrations that stay after this plan and are not the manifest's, by location: a
-        #: manifest table's location may not overlap theirs (usually there are none)
+        #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
+        self.resolve = LocationResolver()
+        #: registrations that stay after this plan and are not the manifest's, by resolved
+        #: location: a manifest table's location may not overlap theirs (usually there are none)
         self.foreign = LocationIndex(itertools.chain(
-            ((info.location, key) for key, info in live.tables.items()
+            ((self.resolve(info.location), key) for key, info in live.tables.items()
              if key not in self.wanted and info.location and owner_of(info.properties) != desired.owner),
-            ((info.location, key) for key, info in live.beyond_scope.items()
+            ((self.resolve(info.location), key) for key, info in live.beyond_scope.items()
              if info.location and key not in self.wanted)))
 
     def compare(self, strict: bool = True) -> Comparison:
@@ -141,7 +147,7 @@ class Comparer:
         self.result.notes += self.renames.notes + rename_hints(self.result.actions, self._display)
         self.result.warnings += self.renames.warnings
         if strict and self.result.conflicts:
-            raise PlanError("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in self.result.conflicts))
+            raise PlanConflicts(self.result.conflicts)
         return self.result
 
     # --- helpers ---------------------------------------------------------------------------------
@@ -166,29 +172,32 @@ class Comparer:
     def _overlapping(self, location: str, keys: list[ObjectKey]) -> str:
         """'is the location of ops$mine in backend 'lake' (owner 'team-a'); ...' for up to three."""
         texts = []
+        resolved = self.resolve(location)
         for key in keys[:3]:
             backend, id = key
             info = self.live.tables.get(key) or self.live.beyond_scope[key]
             owner = owner_of(info.properties)
-            texts.append(f"{overlap_relation(location, info.location or '')} the location of "
+            other = info.location or ""
+            texts.append(f"{overlap_relation(resolved, self.resolve(other))} the location of "
                          f"{self._display(backend, id)} in backend '{backend}' "
-                         f"({f'owner {owner!r}' if owner else 'no lance-sync owner mark'})")
+                         f"({f'owner {owner!r}' if owner else 'no lance-sync owner mark'})"
+                         + resolution_note((location, resolved), (other, self.resolve(other))))
         return "; ".join(texts) + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
 
     @functools.cached_property
     def registrations(self) -> LocationIndex[ObjectKey]:
-        """Every registration the plan saw, by location (for data deletions only)."""
+        """Every registration the plan saw, by resolved location (for data deletions only)."""
         seen = {**self.live.beyond_scope, **self.live.tables}
-        return LocationIndex((info.location, key) for key, info in seen.items() if info.location)
+        return LocationIndex((self.resolve(info.location), key) for key, info in seen.items() if info.location)
 
     @functools.cached_property
-    def manifest_locations(self) -> LocationIndex[str]:
-        return LocationIndex((t.location, t.name) for t in self.desired.tables)
+    def manifest_locations(self) -> LocationIndex[DesiredTable]:
+        return LocationIndex((self.resolve(t.location), t) for t in self.desired.tables)
 
     def _location_conflict(self, table: DesiredTable) -> str | None:
         """Why a create, adopt or move of `table` is refused: another registration at, inside or
         around its location that stays after this plan (one asset per path)."""
-        others = sorted(self.foreign.overlapping(table.location)) if self.foreign else []
+        others = sorted(self.foreign.overlapping(self.resolve(table.location))) if self.foreign else []
         if not others:
             return None
         return f"one asset per path: {table.location} {self._overlapping(table.location, others)}"
@@ -309,8 +318,8 @@ class Comparer:
             Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name, detail=problem)
             for problem in evolution.problems)
         self.result.conflicts.append(Conflict(
-            f"table '{table.name}': the dataset has {describe_columns(status.columns)}; {_schema_hint(table)}",
-            "schema", table.name, detail=f"apply refuses: {_schema_hint(table)}"))
+            f"table '{table.name}': the dataset has {describe_columns(status.columns)}; {schema_hint(table)}",
+            "schema", table.name, detail=f"apply refuses: {schema_hint(table)}"))
         return None
 
     def _unfinished_write(self, table: DesiredTable, status: DatasetStatus) -> str | None:
@@ -494,9 +503,11 @@ class Comparer:
 
     def _kept_data(self, location: str, status: DatasetStatus) -> str | None:
         """Why on_remove: drop keeps the data at `location`; None when it is deleted."""
-        users = self.manifest_locations.overlapping(location)
+        resolved = self.resolve(location)
+        users = self.manifest_locations.overlapping(resolved)
         if users:
-            return f"table '{users[0]}' of the manifest uses this location"
+            note = resolution_note((location, resolved), (users[0].location, self.resolve(users[0].location)))
+            return f"table '{users[0].name}' of the manifest uses this location{note}"
         if status.owner != self.desired.owner:
             self.result.warnings.append(f"{location}: data kept although on_remove is drop: lance-sync did not "
                                         f"create it for '{self.desired.owner}'")
@@ -511,7 +522,7 @@ class Comparer:
         if protected:
             return f"registered as {', '.join(protected)}, which is {PROTECTED}"
         leaving = {key for key, _ in tables}
-        others = sorted(key for key in self.registrations.overlapping(location) if key not in leaving)
+        others = sorted(key for key in self.registrations.overlapping(self.resolve(location)) if key not in leaving)
         if not others:
             return None
         return f"one asset per path: {location} {self._overlapping(location, others)}; its data is not deleted"
@@ -535,11 +546,11 @@ class Comparer:
                     f"namespace '{self._display(backend, id)}' in backend '{backend}' left the manifest but "
                     "tables of the manifest are registered in it; kept")
                 continue
-            blockers = self._foreign_contents(key, removed_tables)
+            blockers = self._staying_contents(key, removed_tables, wanted)
             if blockers:
                 self.result.warnings.append(
                     f"namespace '{self._display(backend, id)}' in backend '{backend}' left the manifest but "
-                    f"holds objects lance-sync does not own ({', '.join(blockers[:3])}); kept")
+                    f"holds objects that stay ({blockers}); kept")
                 continue
             keys = sorted(info.properties)
             self._action(Verb.DELETE, Kind.NAMESPACE, Reason.LEFT_MANIFEST, backend, id,
@@ -547,17 +558,28 @@ class Comparer:
                          detail="left the manifest",
                          blocked=PROTECTED if is_protected(info.properties) else None)
 
-    def _foreign_contents(self, key: ObjectKey, removed_tables: set[str]) -> list[str]:
-        """What keeps a namespace from being deleted: tables and namespaces not being removed."""
+    def _staying_contents(self, key: ObjectKey, removed_tables: set[str], wanted: set[ObjectKey]) -> str:
+        """What keeps a namespace from being deleted, in words: the tables and namespaces in it
+        that are not removed, declared, another owner's, or kept; '' when there are none."""
         backend, id = key
         deleting = {(a.backend, tuple(a.id)) for a in self.result.actions
                     if a.kind == Kind.NAMESPACE and a.verb == Verb.DELETE}
-        blockers = [self._display(backend, t_id) for (b, t_id) in self.live.tables
-                    if b == backend and t_id[:-1] == id
-                    and action_key(Kind.TABLE, b, t_id) not in removed_tables]
-        blockers += [self._display(backend, n_id) for (b, n_id) in self.live.namespaces
-                     if b == backend and n_id[:-1] == id and (b, n_id) not in deleting]
-        return blockers
+        staying: list[tuple[Identifier, TableInfo | NamespaceInfo]] = [
+            (t_id, info) for (b, t_id), info in self.live.tables.items()
+            if b == backend and t_id[:-1] == id and action_key(Kind.TABLE, b, t_id) not in removed_tables]
+        staying += [(n_id, info) for (b, n_id), info in self.live.namespaces.items()
+                    if b == backend and n_id[:-1] == id and (b, n_id) not in deleting]
+        groups: dict[str, list[str]] = defaultdict(list)
+        for child, info in staying:
+            if (backend, child) in wanted or (backend, child) in self.wanted:
+                why = "declared in the manifest"
+            elif owner_of(info.properties) != self.desired.owner:
+                why = f"not owned by '{self.desired.owner}'"
+            else:
+                why = "left the manifest, kept"
+            groups[why].append(self._display(backend, child))
+        return "; ".join(f"{why}: {', '.join(names[:3])}" + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+                         for why, names in groups.items())
 
     # --- ordering --------------------------------------------------------------------------------
 
@@ -646,14 +668,6 @@ def _declared_columns(table: DesiredTable) -> list[dict] | None:
     if table.columns:
         return columns_from_schema(schema_from_columns(table.columns))
     return None
-
-
-def _schema_hint(table: DesiredTable) -> str:
-    """What to do about columns Lance cannot change in place: a rewrite only where there is a source."""
-    if table.source:
-        return "change the manifest's schema, or set source.on_mismatch: overwrite to rewrite the data (destroys it)"
-    return ("change the manifest's schema (the table has no source, so lance-sync cannot rewrite its data: "
-            "rewrite it out of band)")
 
 
 def _dataset_location(*states: ObjectState | None) -> str:

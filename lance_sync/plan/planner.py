@@ -194,7 +194,7 @@ def _made(state: DesiredState, observation: Observation, drivers: Drivers, paral
     comparison = compare_all(state, observation, drivers, parallelism, strict=False)
     plan = assemble_plan(state, observation, comparison)
     if comparison.conflicts:
-        raise PlanConflicts(plan, comparison.conflicts)
+        raise PlanConflicts(comparison.conflicts, plan)
     return plan
 
 
@@ -220,7 +220,7 @@ def read_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     live = PointObserver(scope.state, drivers, namespaces, tables, scope.removed_namespaces, parallelism,
                          progress).observe()
     if scope.whole_backends:
-        whole = _only_backends(scope.full, scope.whole_backends)
+        whole = only_backends(scope.full, scope.whole_backends)
         live = merge_live(live, observe(whole, drivers, parallelism, progress))
     with_declared(scope, {key for key in live.namespaces}, {key for key in live.tables})
     datasets = inspect_datasets(scope.state, live, drivers, progress)
@@ -228,7 +228,7 @@ def read_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls)
 
 
-def _only_backends(state: DesiredState, backends: set[str]) -> DesiredState:
+def only_backends(state: DesiredState, backends: set[str]) -> DesiredState:
     """The desired state of some backends only (tables keep their registrations there)."""
     tables = [dataclasses.replace(t, registrations=kept) for t in state.tables
               if (kept := tuple(r for r in t.registrations if r.backend in backends))]

@@ -147,6 +147,28 @@ def test_deleting_a_dataset_leaves_the_files_lance_did_not_write(tmp_path: Path)
         delete_dataset(str(mine), owner="me")
 
 
+def test_a_delete_never_follows_a_link_out_of_its_location(tmp_path: Path):
+    """Issue 46: a location that is itself a symbolic link to this owner's dataset is refused
+    (on main at 94cefba the files of the dataset it points at were deleted); links inside a
+    location are removed, never what they point at; a location reached through a linked folder
+    is deleted where it resolves."""
+    real = tmp_path / "data" / "t.lance"
+    create(real)
+    link = tmp_path / "link.lance"
+    link.symlink_to(real)
+    with pytest.raises(DatasetWriteError, match="it is a symbolic link"):
+        delete_dataset(str(link), owner="me")
+    assert lance.dataset(str(real)).version == 1
+    link.unlink()
+    outside = tmp_path / "outside"
+    (outside / "kept").mkdir(parents=True)
+    (outside / "kept" / "file").write_text("x")
+    (real / "_versions" / "linked").symlink_to(outside)
+    (tmp_path / "alias").symlink_to("data")
+    delete_dataset(str(tmp_path / "alias" / "t.lance"), owner="me")
+    assert not real.exists() and (outside / "kept" / "file").read_text() == "x"
+
+
 def iceberg_metadata(location: Path, name: str = "00000-x.metadata.json") -> Path:
     """What an Iceberg catalog writes into a table's location when the table is registered."""
     (location / "metadata").mkdir(parents=True, exist_ok=True)

@@ -179,6 +179,21 @@ def drift_behind_its_back(example: Example) -> None:
     subprocess.run([sys.executable, "-c", script], cwd=folder, env=example.environment(), check=True)
 
 
+def status_one_table_dropped(example: Example) -> None:
+    """status.md: the doc's manifest applied, then the doc's Python run on it."""
+    fresh_repository(example)
+    folder = example.folder / "estate"
+    folder.mkdir()
+    doc = (REPO / "docs" / "status.md").read_text()
+    manifest = doc[doc.index("```yaml\n") + len("```yaml\n"):]
+    (folder / "lance-sync.yaml").write_text(manifest[:manifest.index("```")])
+    example.lance_sync("apply", "-f", "estate/lance-sync.yaml", "--auto-approve")
+    changes = doc[doc.index("```python\n") + len("```python\n"):]
+    script = ("import os\nfrom lance_namespace import DeregisterTableRequest\nfrom lance_sync.drivers import connect\n"
+              + changes[:changes.index("```")])
+    subprocess.run([sys.executable, "-c", script], cwd=folder, env=example.environment(), check=True)
+
+
 def reconcile_example_with_refunds(example: Example) -> None:
     """policy.md: examples/reconcile with a table `Refunds` under scratch/ and no team."""
     _copy(REPO / "examples" / "reconcile", example)
@@ -306,6 +321,7 @@ SETUPS: dict[tuple[str, int], Setup] = {
     ("docs/renames.md", 0): Setup(orders_applied_then_renamed),
     ("docs/renames.md", 1): Setup(renamed_applied_then_moved),
     ("docs/renames.md", 2): Setup(moved_applied_then_renamed_without_renamed_from),
+    ("docs/status.md", 0): Setup(status_one_table_dropped),
     ("docs/table-state.md", 0): Setup(orders_applied_then_its_columns_changed),
     ("docs/targets.md", 0): Setup(fresh_quickstart),
     ("docs/targets.md", 1): then(),

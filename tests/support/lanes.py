@@ -4,7 +4,8 @@ A test is `slow` when it needs something that takes seconds to start or to run:
 - a catalog server, S3 or a Spark cluster (a fixture of tests/servers/fixtures.py), marked `servers`;
 - a Spark session (the `spark` fixture, a JVM), marked `spark`;
 - processes of its own (the `subprocesses` fixture): the CLI as a process, kill points, signals,
-  a second interpreter, forked writers racing on one catalog.
+  a second interpreter, forked writers racing on one catalog; or a browser (the `browser` fixture
+  of tests/support/browser.py, headless Chromium).
 `pytest -m "not slow"` is the quick lane: no Java, no server, no process start-up.
 
 A test that asks for a server or Spark at run time (`request.getfixturevalue`) says so with the
@@ -29,8 +30,10 @@ from tests.servers.fixtures import SERVERS
 SERVER_FIXTURES = frozenset({*SERVERS, "spark_cluster"})
 SPARK_FIXTURES = frozenset({"spark", "spark_cluster"})
 PROCESS_FIXTURE = "subprocesses"
+#: the fixtures whose tests start processes: `subprocesses`, and `browser` (Chromium)
+PROCESS_FIXTURES = frozenset({PROCESS_FIXTURE, "browser"})
 #: programs whose start-up alone costs a second or more
-COSTLY_PROGRAMS = ("python", "java", "bash", "sh")
+COSTLY_PROGRAMS = ("python", "java", "bash", "sh", "chromium", "chrome")
 
 
 @pytest.fixture
@@ -48,7 +51,7 @@ def lane_marks(item: pytest.Item) -> list[str]:
         marks.add("servers")
     if needs & SPARK_FIXTURES:
         marks.add("spark")
-    if marks & {"servers", "spark"} or PROCESS_FIXTURE in needs:
+    if marks & {"servers", "spark"} or needs & PROCESS_FIXTURES:
         marks.add("slow")
     return sorted(marks & {"servers", "spark", "slow"})
 

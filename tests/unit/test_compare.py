@@ -198,6 +198,25 @@ def test_a_create_over_another_registration_is_blocked_and_names_it(location, re
     assert f"one asset per path: {LOCATION} {relation} ns2$x in backend 'b' (owner 'other')" in create.blocked
 
 
+def test_a_symbolic_link_is_no_second_place_for_a_create_or_a_delete(tmp_path):
+    """Issue 46: locations are compared as the filesystem resolves them. A create at
+    `alias/t.lance` (`alias` links to `data`) over another owner's `data/t.lance` is blocked, and
+    so is deleting this owner's data at the alias while that registration points at it (on
+    main at 94cefba, both compared text and went ahead)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "alias").symlink_to("data")
+    aliased, real = f"{tmp_path}/alias/t.lance", f"{tmp_path}/data/t.lance"
+    theirs = {("ns2", "x"): (real, THEIRS)}
+    [create] = plan(Case(table={"location": aliased}, others=theirs)).actions
+    resolution = f"once symbolic links are resolved ({aliased} is {real})"
+    assert create.verb == Verb.CREATE and create.blocked
+    assert f"{aliased} is the location of ns2$x in backend 'b' (owner 'other') {resolution}" in create.blocked
+    case = Case(live_table=DROP, live_location=aliased, declared=False, others=theirs)
+    delete, _ = compare(state(case), live(case), {"b": case.capabilities}, {aliased: OWNED}).actions
+    assert delete.verb == Verb.DELETE and "is the location of ns2$x" in (delete.blocked or "")
+    assert resolution in (delete.blocked or "")
+
+
 def test_registrations_outside_the_scope_and_without_a_mark_count_too():
     result = plan(Case(beyond_scope={("far", "y"): (LOCATION, {})}, table={"columns": INT64}, dataset=MISSING))
     assert [a.blocked is not None for a in result.actions] == [True, True]  # the data is not written either
@@ -241,6 +260,23 @@ def test_on_remove_drop_keeps_data_a_manifest_table_lies_inside():
     result = compare(desired, live(case), {"b": case.capabilities}, {LOCATION: OWNED})
     assert [a.verb for a in result.actions if a.key.startswith("dataset")] == []
     assert "table 'inner' of the manifest uses this location" in result.actions[-1].detail
+
+
+def test_a_namespace_that_leaves_but_holds_objects_that_stay_says_what_they_are():
+    """Issue 46: a parent namespace leaving the manifest while its declared, owned child stays was
+    warned to hold "objects lance-sync does not own" (main at 94cefba); the warning now says which
+    stay because the manifest declares them and which are another owner's."""
+    case = Case()
+    desired = state(case)
+    desired.namespaces = [DesiredNamespace("b", ("ns", "sub"), {})]
+    found = live(case)
+    found.namespaces[("b", ("ns", "sub"))] = NamespaceInfo(("ns", "sub"), dict(MARK))
+    found.namespaces[("b", ("ns", "theirs"))] = NamespaceInfo(("ns", "theirs"), dict(THEIRS))
+    desired.tables = []
+    result = compare(desired, found, {"b": case.capabilities}, {})
+    assert [a for a in result.actions if a.kind == Kind.NAMESPACE] == []
+    assert result.warnings == ["namespace 'ns' in backend 'b' left the manifest but holds objects that stay "
+                               "(declared in the manifest: ns$sub; not owned by 'me': ns$theirs); kept"]
 
 
 def test_an_overwrite_of_data_lance_sync_did_not_create_is_blocked():

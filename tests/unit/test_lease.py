@@ -25,8 +25,9 @@ from lance_sync.apply.lease import (
     unlock,
 )
 from lance_sync.cli.app import main
+from lance_sync.drivers.dir.config import LEASE_DIRECTORY
 from lance_sync.drivers.dir.driver import DirNamespace
-from lance_sync.drivers.dir.leases import LEASE_DIRECTORY, FileLeaseRegister
+from lance_sync.drivers.dir.leases import FileLeaseRegister
 from lance_sync.drivers.leases import LeaseRecord, StoredLease
 
 OWNER = "team"

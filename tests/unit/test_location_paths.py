@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from urllib.parse import unquote
 
 from lance_sync.model.locations import (
@@ -8,6 +9,8 @@ from lance_sync.model.locations import (
     normalize_location,
     overlapping,
     relative_to,
+    resolved_location,
+    resolved_locations,
 )
 
 
@@ -79,3 +82,18 @@ def test_an_observed_table_keeps_every_member_with_its_location_spelled_once_and
     assert observed.location == "/data/t.lance" and observed.properties is first.properties
     kept = [f.name for f in fields(TableInfo) if f.name not in ("location", "properties")]
     assert {name: getattr(observed, name) for name in kept} == {name: getattr(info, name) for name in kept}
+
+
+def test_a_resolver_resolves_as_realpath_does(tmp_path):
+    """`LocationResolver` resolves each folder once and lists its links; it answers what
+    os.path.realpath answers for a linked folder, a linked dataset, a path that does not exist
+    yet (below a link or not), a dangling link, and leaves object stores alone."""
+    (tmp_path / "data" / "a.lance").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to("data")
+    (tmp_path / "b.lance").symlink_to(tmp_path / "data" / "a.lance")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    locations = [str(tmp_path / name) for name in ("alias/a.lance", "b.lance", "data/a.lance", "alias/new.lance",
+                                                    "new/t.lance", "dangling", "alias")]
+    assert resolved_locations(locations) == [os.path.realpath(location) for location in locations]
+    assert resolved_locations(["s3://bucket/alias/t.lance"]) == ["s3://bucket/alias/t.lance"]
+    assert resolved_location(str(tmp_path / "alias" / "a.lance")) == str(tmp_path / "data" / "a.lance")

@@ -131,6 +131,9 @@ def test_a_policy_file_adds_rules_and_a_clash_of_names_is_an_error(lake: Lake, t
     lake.rules({"name": "no-forget", "max_removals": 5})
     clash = lake.run("plan", "--policy", str(policy))
     assert clash.exit_code == 1 and "policy.yaml:2:" in clash.output and "defined in the manifest too" in clash.output
+    # where the manifest defines it, by file and line (issue 46: "(at None)" on main at 94cefba)
+    line = 1 + lake.path.read_text().splitlines().index("  - name: no-forget")
+    assert f"defined in the manifest too (at {lake.path}:{line}:" in clash.output, clash.output
 
 
 def test_a_saved_plan_that_breaks_the_policy_is_refused_by_apply(lake: Lake, tmp_path: Path):

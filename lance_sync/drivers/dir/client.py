@@ -33,11 +33,10 @@ from lance_namespace.errors import (
     UnsupportedOperationError,
 )
 
-from lance_sync.drivers.dir.config import DELIMITER
+from lance_sync.drivers.dir.config import DELIMITER, MANIFEST_TABLE
 from lance_sync.drivers.support.retry import backoff_seconds
 from lance_sync.model.locations import join_location
 
-MANIFEST_TABLE = "__manifest"
 ROW_COLUMNS = ("object_id", "object_type", "location", "metadata")
 MANIFEST_COLUMNS = frozenset(ROW_COLUMNS)
 #: manifest rows as columns (pyarrow's to_pydict), the ROW_COLUMNS of each row at one index

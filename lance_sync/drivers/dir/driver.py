@@ -89,7 +89,6 @@ from lance_sync.drivers.base import (
     patched_properties,
 )
 from lance_sync.drivers.dir.client import (
-    MANIFEST_TABLE,
     DirClient,
     RowParser,
     Rows,
@@ -99,12 +98,14 @@ from lance_sync.drivers.dir.client import (
     row_filter,
     short_message,
 )
-from lance_sync.drivers.dir.config import DELIMITER, DirConfig, DirRules
-from lance_sync.drivers.dir.leases import (
+from lance_sync.drivers.dir.config import (
+    DELIMITER,
     LEASE_DIRECTORY,
-    FileLeaseRegister,
-    ManifestRowLeaseRegister,
+    MANIFEST_TABLE,
+    DirConfig,
+    DirRules,
 )
+from lance_sync.drivers.dir.leases import FileLeaseRegister, ManifestRowLeaseRegister
 from lance_sync.drivers.leases import LeaseRegister
 from lance_sync.model.locations import is_local, join_location, normalize_location, relative_to
 

@@ -24,9 +24,6 @@ from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease, n
 if TYPE_CHECKING:
     from lance_sync.drivers.dir.driver import DirNamespace
 
-#: where a local root keeps its apply leases, one `<lease name>.json` each
-LEASE_DIRECTORY = "_lance_sync_leases"
-
 T = TypeVar("T")
 
 

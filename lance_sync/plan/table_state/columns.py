@@ -160,3 +160,11 @@ def _action(target: _Target, verb: Verb, part: str, *, before: dict[str, Any] | 
                   after=None if after is None else ObjectState(location=location, definition=after),
                   fingerprint=fingerprint(start, []), table=target.table.name, dataset=target.status,
                   registrations=list(target.registrations), blocked=blocked, part=part)
+
+
+def schema_hint(table: DesiredTable) -> str:
+    """What to do about columns Lance cannot change in place: a rewrite only where there is a source."""
+    if table.source:
+        return "change the manifest's schema, or set source.on_mismatch: overwrite to rewrite the data (destroys it)"
+    return ("change the manifest's schema (the table has no source, so lance-sync cannot rewrite its data: "
+            "rewrite it out of band)")

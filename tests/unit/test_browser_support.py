@@ -1,0 +1,72 @@
+"""tests/support/browser.py: a page rendered in headless Chromium gives the DOM its scripts made and
+a screenshot of the size asked for; a test that takes `browser` is in the slow lane."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from tests.support.browser import PENDING_ATTRIBUTE, BrowserError, render_page, require_chromium
+from tests.support.lanes import lane_marks
+
+#: fills its list in a task after the load event, then drops the pending mark: read before that
+#: task ran, the DOM has no item (checked by removing the wait for the mark)
+LATE_PAGE = f"""<!doctype html><html><head><meta charset="utf-8"><title>late</title></head>
+<body><ul id="items" {PENDING_ATTRIBUTE}></ul><script>
+window.addEventListener("load", () => setTimeout(() => {{
+  const list = document.getElementById("items");
+  for (const name of ["orders", "customers"]) {{
+    const item = document.createElement("li"); item.textContent = name; list.append(item);
+  }}
+  list.removeAttribute("{PENDING_ATTRIBUTE}");
+}}, 200));
+</script></body></html>"""
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", header[16:24])
+    return width, height
+
+
+def test_render_page_waits_for_the_pending_mark(browser: Path, tmp_path: Path):
+    """The DOM is read once the page's script removed `data-pending`, not at the load event."""
+    page = tmp_path / "late.html"
+    page.write_text(LATE_PAGE, encoding="utf-8")
+    dom = render_page(page, tmp_path / "late.png", width=640, height=480)
+    assert "<li>orders</li><li>customers</li>" in dom
+    assert PENDING_ATTRIBUTE not in dom.split("<script>")[0]
+    assert png_size(tmp_path / "late.png") == (640, 480)
+
+
+def test_render_page_fails_on_a_page_it_cannot_open(browser: Path, tmp_path: Path):
+    with pytest.raises(BrowserError, match="cannot open"):
+        render_page("http://127.0.0.1:9/nothing-listens-here", tmp_path / "none.png")
+
+
+def test_a_test_that_takes_the_browser_is_slow():
+    class Item:
+        fixturenames = ("browser", "tmp_path")
+
+        def iter_markers(self) -> list[pytest.Mark]:
+            return []
+
+    assert lane_marks(Item()) == ["slow"]  # type: ignore[arg-type]
+
+
+def test_without_chromium_a_browser_test_skips_and_names_the_install(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium"):
+        require_chromium()
+
+
+def test_without_chromium_in_ci_a_browser_test_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium"):
+        require_chromium()
