@@ -22,7 +22,7 @@ from lance_sync.apply.lease import touched_ids
 from lance_sync.apply.live import current_fingerprint, inspected, read_object
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.drivers.base import Drivers, Identifier, TableInfo
-from lance_sync.model.actions import Action, Destruction, Kind, Plan, Verb
+from lance_sync.model.actions import DATASET_PARTS, Action, Destruction, Kind, Plan, Verb
 from lance_sync.model.errors import GuardRefusal
 from lance_sync.model.locations import (
     LocationIndex,
@@ -89,7 +89,7 @@ def check_live(plan: Plan, drivers: Drivers, *, include_creates: bool = True,
 def _live_problem(action: Action, drivers: Drivers, owner: str) -> str | None:
     """STALE, a reason the action is forbidden, or None."""
     driver = drivers[action.backend]
-    if action.kind == Kind.DATASET:
+    if action.kind in (Kind.DATASET, Kind.COLUMN):  # the data at a location: a column's is its dataset's
         for address in action.registrations if action.removes else []:
             info = drivers[address.backend].get_table_info(tuple(address.id))
             if info is not None and is_protected(info.properties):
@@ -98,7 +98,7 @@ def _live_problem(action: Action, drivers: Drivers, owner: str) -> str | None:
         if report is not None and report.status == "valid" and report.owner != owner:  # else: stale
             return (f"the dataset {describe_dataset_owner(report.owner)}; lance-sync deletes and rewrites only the "
                     f"datasets it created for '{owner}'")
-    else:
+    elif action.kind not in DATASET_PARTS:  # a part's live state is its fingerprint's
         live = read_object(action, driver)
         properties = live[1] if live else {}
         if action.verb != Verb.CREATE and live is not None:

@@ -28,6 +28,8 @@ def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
     if action.kind == Kind.DATASET:
         version = dataset_version(action.location, driver)
         return None if version is None else ObjectState(location=action.location, version=version)
+    if action.kind == Kind.COLUMN:
+        return live_column_state(action, driver)
     if action.is_grant:
         return live_privileges(action, driver)
     live = read_object(action, driver)
@@ -38,6 +40,19 @@ def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
     if action.kind == Kind.TABLE and action.verb == Verb.FORGET:
         state.version = dataset_version(location, driver)
     return state
+
+
+def live_column_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
+    """A column action's dataset: its version, and the column where the action finds it (the
+    name it had before a rename) as {name, type, nullable}, None when absent; None without a dataset."""
+    if dataset_version(action.location, driver) is None:
+        return None
+    from lance_sync.data.evolution import live_column
+
+    before = action.before.definition if action.before is not None else None
+    name = before["name"] if before else action.part or ""
+    version, found = live_column(action.location or "", name, driver.storage_options() or None)
+    return ObjectState(location=action.location, version=version, definition=found)
 
 
 def live_privileges(action: Action, driver: SyncNamespace) -> ObjectState | None:

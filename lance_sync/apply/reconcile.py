@@ -62,11 +62,10 @@ from lance_sync.manifest import load_manifest
 from lance_sync.manifest.revision import manifest_revision
 from lance_sync.model.actions import Action, Destruction, OmittedAction, Plan, PolicyViolation
 from lance_sync.model.desired import DesiredState
-from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError
+from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, PlanConflicts
 from lance_sync.model.policy import enforce
 from lance_sync.model.secrets import mask
 from lance_sync.model.shared import STATE_DIRECTORY
-from lance_sync.plan.compare import conflicts_error
 from lance_sync.plan.planner import assemble_plan, compare_all, read_state
 from lance_sync.plan.select import leave_out
 
@@ -200,7 +199,7 @@ class _Cycle:
             whole = assemble_plan(state, observation, comparison)
             self._tell_status(state, Reading(state, observation, whole, comparison.conflicts), drivers)
             if comparison.conflicts:
-                raise conflicts_error(comparison.conflicts)
+                raise PlanConflicts(comparison.conflicts, whole)
             return whole
 
         session = ApplySession(Fresh(state, planned), unattended, lock_timeout=self.settings.lock_timeout,

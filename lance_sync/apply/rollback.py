@@ -19,7 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from lance_sync.apply.journal import now
 from lance_sync.apply.report import ApplyReport, Outcome
 from lance_sync.apply.runner import state_before
-from lance_sync.model.actions import PLAN_FORMAT_VERSION, Action, Kind, Plan, Verb, fingerprint
+from lance_sync.model.actions import (
+    DATASET_PARTS,
+    PLAN_FORMAT_VERSION,
+    Action,
+    Kind,
+    Plan,
+    Verb,
+    fingerprint,
+)
 from lance_sync.model.secrets import mask
 
 
@@ -40,7 +48,7 @@ class RollbackRecord(BaseModel):
 
     def undoing(self) -> tuple[Plan, ApplyReport]:
         """The plan and the report `rollback_plan` makes the rollback plan from."""
-        outcomes = [Outcome(a, "succeeded", version=self.versions.get(a.key) if a.kind == Kind.DATASET else None)
+        outcomes = [Outcome(a, "succeeded", version=self.versions.get(a.key) if _writes_version(a) else None)
                     for a in self.succeeded.actions]
         return self.succeeded, ApplyReport(outcomes=outcomes)
 
@@ -50,12 +58,16 @@ def rollback_plan(plan: Plan, report: ApplyReport, created_at: str | None = None
     succeeded = [o for o in report.outcomes if o.status == "succeeded"]
     # the version of each dataset after the apply: a rollback that forgets or deletes it is
     # stale once newer data is written
-    versions = {o.action.location: o.version for o in succeeded if o.action.kind == Kind.DATASET}
+    versions: dict[str | None, int | None] = {}
+    for o in succeeded:  # a dataset's columns change one commit after another: the latest counts
+        if _writes_version(o.action) and (o.version or 0) >= (versions.get(o.action.location) or 0):
+            versions[o.action.location] = o.version
     keyed = [(o.action.key, o) for o in succeeded]  # each key computed once
     inverses: dict[str, Action | None] = {}
     for key, outcome in keyed:
         inverse = outcome.action.inverse()
-        if inverse is not None and inverse.verb in (Verb.FORGET, Verb.DELETE) and inverse.kind != Kind.NAMESPACE:
+        if inverse is not None and ((inverse.verb in (Verb.FORGET, Verb.DELETE) and inverse.kind != Kind.NAMESPACE)
+                                    or inverse.kind in DATASET_PARTS):
             known = outcome.action.dataset.version if outcome.action.dataset is not None else None
             before, version = state_before(inverse), versions.get(inverse.location, known)
             if version != before.version:  # else the fingerprint inverse() computed stands
@@ -70,7 +82,8 @@ def rollback_plan(plan: Plan, report: ApplyReport, created_at: str | None = None
     for key, outcome in reversed(keyed):
         action, inverse = outcome.action, inverses[key]
         if inverse is None:
-            notes.append(f"{action.headline} cannot be undone")
+            notes.append(f"{action.headline} cannot be undone" + (f": {action.irreversible}"
+                                                                  if action.irreversible else ""))
             continue
         needed = (inverses.get(k) for k in dependents[key])
         inverse.depends_on = sorted(need.key for need in needed if need is not None)
@@ -88,7 +101,7 @@ def write_rollback(plan: Plan, report: ApplyReport, path: Path) -> Path | None:
         return None
     record = RollbackRecord(
         created_at=now(), succeeded=plan.model_copy(update={"actions": [o.action for o in succeeded]}),
-        versions={o.action.key: o.version for o in succeeded if o.action.kind == Kind.DATASET and o.version is not None})
+        versions={o.action.key: o.version for o in succeeded if _writes_version(o.action) and o.version is not None})
     path.write_text(mask(record.model_dump_json(indent=2)) + "\n", encoding="utf-8")
     return path
 
@@ -97,3 +110,8 @@ def read_rollback(document: dict[str, object]) -> Plan:
     """The rollback plan of a record `write_rollback` wrote (pydantic.ValidationError if it is not one)."""
     record = RollbackRecord.model_validate(document)
     return rollback_plan(*record.undoing(), created_at=record.created_at)
+
+
+def _writes_version(action: Action) -> bool:
+    """A dataset write or a change of a dataset's part: its outcome is the version it committed."""
+    return action.kind == Kind.DATASET or action.kind in DATASET_PARTS

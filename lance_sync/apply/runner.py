@@ -10,7 +10,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from lance_namespace import (
     CreateNamespaceRequest,
@@ -66,6 +66,9 @@ class ActionRunner:
         #: request: HMS 2.3 answers list_privileges with an internal error); objects in parallel
         self._grant_locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock] = defaultdict(threading.Lock)
         self._grant_locks_lock = threading.Lock()
+        #: one lock per dataset whose parts change: Lance takes one schema change of a dataset at
+        #: a time (two at once fail with a commit conflict); datasets in parallel
+        self._dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self._handlers: dict[tuple[Kind, Verb], Callable[[Action, SyncNamespace], int | None]] = {
             (Kind.NAMESPACE, Verb.CREATE): self._create_namespace,
             (Kind.NAMESPACE, Verb.UPDATE): self._update_properties,
@@ -82,6 +85,9 @@ class ActionRunner:
             (Kind.NAMESPACE, Verb.REVOKE): self._change_grants,
             (Kind.TABLE, Verb.GRANT): self._change_grants,
             (Kind.TABLE, Verb.REVOKE): self._change_grants,
+            (Kind.COLUMN, Verb.CREATE): self._add_column,
+            (Kind.COLUMN, Verb.UPDATE): self._alter_column,
+            (Kind.COLUMN, Verb.DELETE): self._drop_column,
         }
 
     def run(self, action: Action) -> Outcome:
@@ -289,6 +295,39 @@ class ActionRunner:
 
         delete_dataset(_dataset_location(action), owner=self.plan.owner,
                        storage_options=driver.storage_options() or None)
+
+
+    def _dataset_lock(self, action: Action) -> threading.Lock:
+        with self._grant_locks_lock:
+            return self._dataset_locks[_dataset_location(action)]
+
+    def _add_column(self, action: Action, driver: SyncNamespace) -> int:
+        from lance_sync.data.evolution import add_column
+
+        with self._dataset_lock(action):
+            return add_column(_dataset_location(action), _definition(state_after(action)),
+                              driver.storage_options() or None)
+
+    def _alter_column(self, action: Action, driver: SyncNamespace) -> int:
+        from lance_sync.data.evolution import alter_column
+
+        with self._dataset_lock(action):
+            return alter_column(_dataset_location(action), _definition(state_before(action)),
+                                _definition(state_after(action)), driver.storage_options() or None)
+
+    def _drop_column(self, action: Action, driver: SyncNamespace) -> int:
+        from lance_sync.data.evolution import drop_column
+
+        with self._dataset_lock(action):
+            return drop_column(_dataset_location(action), _definition(state_before(action))["name"],
+                               self.plan.owner, driver.storage_options() or None)
+
+
+def _definition(state: ObjectState) -> dict[str, Any]:
+    """A dataset part's definition, which every state of a part action has."""
+    if state.definition is None:
+        raise PlanError("a column action's state gives no definition")
+    return state.definition
 
 
 def _declare_request(action: Action) -> DeclareTableRequest:

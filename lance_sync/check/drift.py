@@ -15,7 +15,8 @@ differs, with the repair the next apply would do beside it:
   manifest does not declare (granted out of band), or, with grants_mode authoritative, an
   undeclared principal holds grants;
 - data: no Lance dataset where a table's data should be;
-- schema: the dataset's columns contradict the manifest's schema;
+- schema: the dataset's columns differ from the manifest's schema (a column dropped, renamed or
+  altered out of band: apply changes it back in place where Lance can, see docs/table-state.md);
 - catalog_schema: the columns a catalog records differ from the dataset's;
 - not_declared: an object this owner made has left the manifest (apply would remove it;
   shown so, since it is drift only in that sense);
@@ -48,8 +49,7 @@ from lance_sync.model.actions import (
     Verb,
     action_key,
 )
-from lance_sync.model.arrow_types import column_drift, columns_from_schema, schema_from_columns
-from lance_sync.model.desired import DesiredState, DesiredTable
+from lance_sync.model.desired import DesiredState
 from lance_sync.model.marks import MANAGED_KEYS, OWNER_KEY
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.plan.changes import changed_scope
@@ -219,6 +219,8 @@ class _Reader:
                 yield item(DriftKind.GRANTS, _grant_drift(action))
         elif action.kind == Kind.DATASET:
             yield item(DriftKind.SCHEMA if action.verb == Verb.REPLACE else DriftKind.DATA, action.detail)
+        elif action.kind == Kind.COLUMN:
+            yield item(DriftKind.SCHEMA, _column_drift(action))
         elif action.renamed_from is not None:
             yield item(DriftKind.RENAMED, f"registered as {action.renamed_from.display_id}; the manifest calls it "
                        f"{action.display_id} (renamed_from)")
@@ -277,17 +279,9 @@ class _Reader:
                             repair=None)
         for name in schema_tables:
             table = next(t for t in self.state.tables if t.name == name)
+            problems = [c.detail or c.message for c in self.conflicts if c.topic == "schema" and c.table == name]
             yield DriftItem(kind=DriftKind.SCHEMA, subject=f"table '{name}'", table=name,
-                            detail=f"the dataset at {table.location}: {'; '.join(self._schema_problems(table))}",
-                            repair=None)
-
-    def _schema_problems(self, table: DesiredTable) -> list[str]:
-        status = self.observation.datasets.get(table.location)
-        if status is None or not table.columns:
-            return []
-        declared = columns_from_schema(schema_from_columns(table.columns))
-        return column_drift(declared, status.columns or []).problems() + [
-            "apply refuses: change the manifest's schema, or set source.on_mismatch: overwrite (destroys the data)"]
+                            detail=f"the dataset at {table.location}: {'; '.join(problems)}", repair=None)
 
     def _catalog_schemas(self) -> Iterator[DriftItem]:
         for table in self.state.tables:
@@ -314,6 +308,16 @@ def _subject(action: Action) -> str:
     if action.kind == Kind.DATASET:
         return f"dataset {action.display_id}"
     return f"{action.kind.value} {action.backend}: {action.shown_id}"
+
+
+def _column_drift(action: Action) -> str:
+    """A column the dataset lacks or has otherwise than declared: dropped, renamed or altered out
+    of band, or declared since."""
+    if action.verb == Verb.CREATE:
+        return f"declared in the manifest, absent from the dataset (dropped or renamed out of band?): {action.detail}"
+    if action.verb == Verb.DELETE:
+        return f"declared removed, still in the dataset: {action.detail}"
+    return f"the dataset's column differs from the manifest's: {action.detail}"
 
 
 def _property_difference(key: str, live: str | None, declared: str | None) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from lance_sync.cli.shared import end_progress, progress, render
-from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError
+from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, PlanConflicts
 from lance_sync.model.locations import shown_path, with_manifest_relative_paths
 
 if TYPE_CHECKING:
@@ -52,6 +52,10 @@ class ApplyDisplay:
                            on_outcome=self.progress.update, on_wait=_waiting)
         try:
             result = apply(hooks)
+        except PlanConflicts as conflicts:
+            if conflicts.plan is not None and not self.as_json:  # a JSON error is the one document
+                self._show_plan(conflicts.plan)
+            raise
         except GuardRefusal as refusal:
             if "plan" not in self.document:  # refused before planning (a lease): a plain error
                 raise

@@ -20,7 +20,7 @@ from lance_sync.cli.shared import (
     scan_all_option,
     target_option,
 )
-from lance_sync.model.errors import ExitCode
+from lance_sync.model.errors import ExitCode, PlanConflicts
 
 
 @click.command()
@@ -45,6 +45,10 @@ def plan(files: tuple[str, ...], out: str | None, output_format: str, detailed_e
     try:
         result = api.plan(state, targets=targets, scan_all=scan_all, parallelism=parallelism,
                           on_progress=progress, baseline=baseline)
+    except PlanConflicts as conflicts:
+        if conflicts.plan is not None and output_format != "json":  # JSON output is the one error document
+            click.echo(render(conflicts.plan, output_format), nl=False)
+        raise
     finally:
         end_progress()
     click.echo(render(result, output_format), nl=False)

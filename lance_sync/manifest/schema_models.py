@@ -75,9 +75,18 @@ class _Strict(BaseModel):
 
 
 class Column(_Strict):
+    """A column of a table's schema. Against an existing dataset a change is made in place
+    (Lance schema evolution, docs/table-state.md): a new nullable column is added, a renamed one
+    renamed, nullability relaxed and a type widened; a column declared removed is dropped."""
+
     name: str = Field(min_length=1)
-    type: ArrowTypeName
+    type: ArrowTypeName | None = Field(None, description="Arrow type; required unless the column is removed")
     nullable: bool = True
+    renamed_from: str | None = Field(
+        None, min_length=1, description="The column's former name: a dataset column of that name is renamed "
+        "in place instead of a new column being added")
+    removed: bool = Field(False, description="The column is dropped from the dataset (needs --allow-drop; only "
+                          "on a dataset lance-sync created for this owner); its type may be left out")
 
 
 class Source(_Strict):

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from lance_sync.drivers import backend_rules
+from lance_sync.manifest.columns import declared_columns
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.location_checks import location_problems
 from lance_sync.manifest.policy_rules import policy_of
@@ -468,8 +469,8 @@ def _tables_of_rows(checker: _Checker, answer: bytes, start: int) -> list[Desire
         chunks[index] = None  # a chunk's rows at a time: they live only while their tables are made
         # marshal keeps an object written twice as one: the child's tables share its properties still
         tables += [DesiredTable(name, location, tuple(starmap(Registration, registrations)), properties, columns,
-                                source, on_remove, protect)
-                   for name, location, registrations, properties, columns, source, on_remove, protect
+                                source, on_remove, protect, removed_columns=removed)
+                   for name, location, registrations, properties, columns, source, on_remove, protect, removed
                    in marshal.loads(chunk)]
     checker.table_index.update(zip([table.name for table in tables], range(start, start + len(tables)), strict=True))
     return tables
@@ -488,7 +489,7 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
     if checker.problems or any(r.grants is not None for table in tables for r in table.registrations):
         return None
     rows = [(t.name, t.location, tuple((r.backend, r.id) for r in t.registrations), t.properties, t.columns,
-             t.source, t.on_remove, t.protect) for t in tables]
+             t.source, t.on_remove, t.protect, t.removed_columns) for t in tables]
     try:
         renamed_from = {index - start: written for index, written in checker.renamed_from.items()}
         return marshal.dumps((renamed_from, [marshal.dumps(rows[begin:begin + ROWS_CHUNK])
@@ -512,8 +513,9 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
         if entry.renamed_from is not None:
             checker.renamed_from[index] = entry.renamed_from
         properties = checker.table_properties(entry.properties, path)
-        if entry.columns:
-            _check_columns(checker, entry, path)
+        columns, removed_columns, problems = declared_columns(entry.columns, (*path, "schema"))
+        for message, at in problems:
+            checker.fail(message, at)
         location = normalize_location(entry.location, checker.base_dir)
         registrations = []
         for r_index, registration in enumerate(entry.registrations):
@@ -542,18 +544,9 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
         result.append(DesiredTable(
             name=entry.name, location=location, registrations=tuple(registrations),
             properties=properties,
-            columns=[c.model_dump() for c in entry.columns] if entry.columns else None,
-            source=source, on_remove=entry.on_remove, protect=entry.protect,
-            position=checker.document.position(path)))
+            columns=columns, source=source, on_remove=entry.on_remove, protect=entry.protect,
+            position=checker.document.position(path), removed_columns=removed_columns))
     return result
-
-
-def _check_columns(checker: _Checker, entry: Table, path: DataPath) -> None:
-    seen: set[str] = set()
-    for index, column in enumerate(entry.columns or []):
-        if column.name in seen:
-            checker.fail(f"column '{column.name}' appears twice", (*path, "schema", index, "name"))
-        seen.add(column.name)
 
 
 def _source(checker: _Checker, entry: Table, path: DataPath) -> dict[str, Any] | None:

@@ -359,11 +359,21 @@ class Action:
         """Whether the action is of a policy's action type: 'forget', or 'forget table'."""
         return action_type in (self.verb.value, self.name)
 
+    @property
+    def irreversible(self) -> str | None:
+        """Why an action whose operation has an inverse cannot be undone here: Lance widens a
+        column's type in place, and narrowing it back could lose values."""
+        before = self.before.definition if self.before is not None else None
+        after = self.after.definition if self.after is not None else None
+        if self.kind == Kind.COLUMN and before and after and before.get("type") != after.get("type"):
+            return f"a column widened from {before.get('type')} to {after.get('type')} is not narrowed back"
+        return None
+
     def inverse(self) -> Action | None:
         """The action that undoes this one, or None when it cannot be undone (data deleted). A
         rename is undone by renaming back: from the new id to the one it had."""
         verb = _OPERATIONS[(self.kind, self.verb)].inverse
-        if verb is None:
+        if verb is None or self.irreversible is not None:
             return None
         id, display_id, renamed_from = self.id, self.display_id, None
         if self.renamed_from is not None:

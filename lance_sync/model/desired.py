@@ -63,7 +63,8 @@ class DesiredTable:
     location: str
     registrations: tuple[Registration, ...]
     properties: dict[str, str]
-    #: manifest columns ({name, type, nullable}) or None
+    #: manifest columns ({name, type}, with `nullable` and `renamed_from` where the manifest sets
+    #: them) or None; the columns declared removed are in `removed_columns`
     columns: list[dict[str, Any]] | None = None
     #: the manifest's source block, its path resolved, or None
     source: dict[str, Any] | None = None
@@ -71,6 +72,8 @@ class DesiredTable:
     protect: bool = False
     #: where it is declared; not part of what it is (equal entries on other lines are equal)
     position: Position | None = field(default=None, compare=False)
+    #: the names of the columns the manifest declares removed (`removed: true`): dropped from the dataset
+    removed_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,13 @@ errors of the tool itself: bad input, guards, stale plans.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lance_sync.model.actions import Plan
 
 
 class ExitCode(IntEnum):
@@ -69,6 +74,18 @@ class BackendUnavailable(LanceSyncError):
 
 class PlanError(LanceSyncError):
     """The live state conflicts with the manifest in a way no action can fix."""
+
+
+class PlanConflicts(PlanError):
+    """Conflicts no action can fix: the plan cannot be applied. It carries the plan of everything
+    else when there is one, so that one conflict does not hide the other changes of the same edit."""
+
+    def __init__(self, conflicts: Sequence[object], plan: Plan | None = None):
+        self.plan = plan
+        self.conflicts = list(conflicts)
+        others = f"\n(the plan's {len(plan.actions)} other change(s) wait until these are resolved)" \
+            if plan is not None and plan.actions else ""
+        super().__init__("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in conflicts) + others)
 
 
 class GuardRefusal(LanceSyncError):

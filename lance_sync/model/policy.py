@@ -34,7 +34,15 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, ClassVar
 
-from lance_sync.model.actions import Action, Kind, Plan, PolicyViolation, Verb, action_key
+from lance_sync.model.actions import (
+    DATASET_PARTS,
+    Action,
+    Kind,
+    Plan,
+    PolicyViolation,
+    Verb,
+    action_key,
+)
 from lance_sync.model.errors import Position
 from lance_sync.model.locations import is_within
 
@@ -267,7 +275,7 @@ def declared_subjects(state: DesiredState, with_grants: bool = True) -> Iterator
 def action_subjects(plan: Plan) -> Iterator[Subject]:
     """The namespaces and tables a plan creates or changes, as they will be."""
     for action in plan.actions:
-        if action.kind == Kind.DATASET or action.after is None or action.is_grant:
+        if action.kind == Kind.DATASET or action.kind in DATASET_PARTS or action.after is None or action.is_grant:
             continue
         yield Subject(action.kind, action.backend, tuple(action.id), action.display_id, action.after.properties,
                       action.after.location, action=action.key)

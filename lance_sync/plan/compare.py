@@ -11,8 +11,9 @@ operation objects; rendering and execution live elsewhere. Rules, in short:
 - a table registered under a former id its `renamed_from` names (this owner's, at its location:
   see lance_sync.plan.renames) is renamed in place, or replaced where the backend cannot rename;
   a create beside a forget of the same location only gets a note that it looks like a rename;
-- a dataset with columns beyond the declared ones is fine (a writer evolved it); a declared
-  column that is missing or of another type is an error, or a rewrite with on_mismatch;
+- a dataset with columns beyond the declared ones is fine (a writer evolved it); the declared
+  ones are changed in place (lance_sync.plan.table_state.columns) or, where Lance cannot, are
+  an error, or a rewrite with on_mismatch;
 - one asset per path: a create, adopt or move of a table whose location equals, lies inside or
   contains the location of any registration that is not this table's (another owner's, an
   unmarked one, one outside the plan's scope) is blocked, naming that registration;
@@ -47,14 +48,9 @@ from lance_sync.model.actions import (
     fingerprint,
     project,
 )
-from lance_sync.model.arrow_types import (
-    column_drift,
-    columns_from_schema,
-    describe_columns,
-    schema_from_columns,
-)
+from lance_sync.model.arrow_types import columns_from_schema, describe_columns, schema_from_columns
 from lance_sync.model.desired import DesiredState, DesiredTable
-from lance_sync.model.errors import PlanError
+from lance_sync.model.errors import PlanConflicts
 from lance_sync.model.locations import (
     LocationIndex,
     LocationResolver,
@@ -73,6 +69,7 @@ from lance_sync.model.marks import (
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.order import sort_actions
 from lance_sync.plan.renames import Pairing, pair_renames, rename_hints
+from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 #: what a location may hold for a table to be registered there
@@ -91,14 +88,11 @@ class Conflict:
     table: str | None = None
     backend: str | None = None
     id: Identifier | None = None
+    #: the message without the table it is about (drift names the table beside it)
+    detail: str | None = None
 
     def __str__(self) -> str:
         return self.message
-
-
-def conflicts_error(conflicts: list[Conflict]) -> PlanError:
-    """What stops a plan that found conflicts."""
-    return PlanError("the plan cannot be made:\n" + "\n".join(f"  - {c}" for c in conflicts))
 
 
 @dataclass
@@ -153,7 +147,7 @@ class Comparer:
         self.result.notes += self.renames.notes + rename_hints(self.result.actions, self._display)
         self.result.warnings += self.renames.warnings
         if strict and self.result.conflicts:
-            raise conflicts_error(self.result.conflicts)
+            raise PlanConflicts(self.result.conflicts)
         return self.result
 
     # --- helpers ---------------------------------------------------------------------------------
@@ -303,12 +297,10 @@ class Comparer:
             self.result.conflicts.append(self._not_a_dataset(table, status))
         if status.status != "valid" or declared is None:
             return None
-        drift = column_drift(declared, status.columns or [])
-        if drift.extra:
-            self.result.notes.append(
-                f"table '{table.name}': the dataset at {table.location} has columns beyond the manifest "
-                f"({drift.describe_extra()}); that is fine (schema evolution)")
-        if not drift.mismatched:
+        evolution = plan_columns(table, status, self.desired.owner, writer, registrations)
+        self.result.notes += evolution.notes
+        if not evolution.problems:
+            self.result.actions += evolution.actions
             return None
         if table.source and table.source.get("on_mismatch") == "overwrite":
             before = ObjectState(location=table.location, version=status.version)
@@ -320,14 +312,14 @@ class Comparer:
             elif status.owner != self.desired.owner:
                 common["blocked"] = _not_created_here(table.location, status, self.desired.owner)
             return self._action(Verb.REPLACE, Kind.DATASET, Reason.SCHEMA_MISMATCH, writer, (), before=before,
-                                after=after, detail=f"{'; '.join(drift.problems())}: rewrite it {_origin(table)} "
+                                after=after, detail=f"{'; '.join(evolution.problems)}: rewrite it {_origin(table)} "
                                 "(on_mismatch: overwrite; the current data is lost)", **common)
         self.result.conflicts.extend(
-            Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name)
-            for problem in drift.problems())
+            Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name, detail=problem)
+            for problem in evolution.problems)
         self.result.conflicts.append(Conflict(
-            f"table '{table.name}': the dataset has {describe_columns(status.columns)}; change the manifest's "
-            "schema, or set source.on_mismatch: overwrite to rewrite the data (destroys it)", "schema", table.name))
+            f"table '{table.name}': the dataset has {describe_columns(status.columns)}; {schema_hint(table)}",
+            "schema", table.name, detail=f"apply refuses: {schema_hint(table)}"))
         return None
 
     def _unfinished_write(self, table: DesiredTable, status: DatasetStatus) -> str | None:

@@ -14,6 +14,7 @@ from lance_sync import __version__
 from lance_sync.drivers.base import Capabilities, Drivers, Identifier
 from lance_sync.manifest.history import Baseline
 from lance_sync.model.actions import (
+    DATASET_PARTS,
     Action,
     DatasetStatus,
     Kind,
@@ -24,7 +25,7 @@ from lance_sync.model.actions import (
     Verb,
 )
 from lance_sync.model.desired import DesiredState
-from lance_sync.model.errors import LanceSyncError
+from lance_sync.model.errors import LanceSyncError, PlanConflicts
 from lance_sync.model.locations import shown_path
 from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
@@ -162,8 +163,7 @@ def build_plan(state: DesiredState, drivers: Drivers,
     if baseline is not None:
         plan = plan_changes(changed_scope(baseline, state), drivers, parallelism, progress)
     else:
-        observation = read_state(state, drivers, parallelism, progress, scan_all)
-        plan = assemble_plan(state, observation, compare_all(state, observation, drivers, parallelism))
+        plan = _made(state, read_state(state, drivers, parallelism, progress, scan_all), drivers, parallelism)
     if chosen:
         declared = [(s.backend, s.display_id) for s in declared_subjects(state)]
         plan = select_targets(plan, chosen, declared)
@@ -177,11 +177,10 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     """The plan of what changed since a revision (`scope`): read by id, compared, and marked
     partial; a removal the change does not ask for is left out and listed."""
     if scope.whole:
-        observation = read_state(scope.full, drivers, parallelism, progress)
-        plan = assemble_plan(scope.full, observation, compare_all(scope.full, observation, drivers, parallelism))
+        plan = _made(scope.full, read_state(scope.full, drivers, parallelism, progress), drivers, parallelism)
     else:
-        observation = read_changes(scope, drivers, parallelism, progress)
-        plan = assemble_plan(scope.state, observation, compare_all(scope.state, observation, drivers, parallelism))
+        observation = read_changes(scope, drivers, parallelism, progress)  # adds the entries it turns up
+        plan = _made(scope.state, observation, drivers, parallelism)
     variables = [ResolvedVariable(**variable._asdict()) for variable in scope.baseline.now.variables]
     partial = Partial(by="changed_since", since=scope.baseline.shown, revision=scope.baseline.revision,
                       widened=scope.widened, variables=variables)
@@ -192,9 +191,20 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
                      f"not changed since {scope.baseline.shown} (a full plan removes it)")
 
 
+def _made(state: DesiredState, observation: Observation, drivers: Drivers, parallelism: int) -> Plan:
+    """The plan of what was read; PlanConflicts, with that plan, when something conflicts."""
+    comparison = compare_all(state, observation, drivers, parallelism, strict=False)
+    plan = assemble_plan(state, observation, comparison)
+    if comparison.conflicts:
+        raise PlanConflicts(comparison.conflicts, plan)
+    return plan
+
+
 def _asked_for(action: Action, scope: ChangeScope) -> bool:
-    """A removal the change asks for (its entry left the manifest since the revision), or not a removal."""
-    if action.verb not in (Verb.FORGET, Verb.DELETE) or action.backend in scope.whole_backends:
+    """A removal the change asks for (its entry left the manifest since the revision, or a part
+    of a changed entry's dataset it declares removed), or not a removal."""
+    if action.verb not in (Verb.FORGET, Verb.DELETE) or action.backend in scope.whole_backends \
+            or action.kind in DATASET_PARTS:
         return True
     if action.kind == Kind.DATASET:
         return any((r.backend, tuple(r.id)) in scope.removals or r.backend in scope.whole_backends

@@ -255,6 +255,8 @@ def _state(state: ObjectState, sign: str) -> Iterator[str]:
         yield f"{sign} schema = ({columns})"
     if state.source:
         yield f"{sign} source = {state.source['format']} {state.source['path']}"
+    for key, value in (state.definition or {}).items():
+        yield f"{sign} {key} = {value}"
 
 
 def _changes(before: ObjectState, after: ObjectState) -> Iterator[str]:
@@ -262,6 +264,12 @@ def _changes(before: ObjectState, after: ObjectState) -> Iterator[str]:
         yield f"~ privileges = {', '.join(before.privileges or []) or '(none)'} -> {', '.join(after.privileges or []) or '(none)'}"
     if before.location != after.location:
         yield f"~ location = {before.location} -> {after.location}"
+    had = before.definition or {}
+    for key, value in (after.definition or {}).items():
+        if key not in had:
+            yield f"+ {key} = {value}"
+        elif had[key] != value:
+            yield f"~ {key} = {had[key]} -> {value}"
     for key in sorted(set(before.properties) | set(after.properties)):
         old, new = before.properties.get(key), after.properties.get(key)
         if old == new:

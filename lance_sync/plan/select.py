@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from lance_sync.model.actions import Action, Kind, OmittedAction, Partial, Plan, Verb
+from lance_sync.model.actions import DATASET_PARTS, Action, Kind, OmittedAction, Partial, Plan, Verb
 from lance_sync.model.errors import LanceSyncError
 
 
@@ -82,8 +82,11 @@ def leave_out(plan: Plan, why: Callable[[Action], str | None]) -> Plan:
 
 
 def _addresses(action: Action) -> list[tuple[str, str]]:
-    """(backend, display id) a target may name the action by: a rename's old id too."""
+    """(backend, display id) a target may name the action by: a rename's old id too, and a
+    dataset part's table registrations (`--target lake:sales$orders` takes its columns along)."""
     addresses = [(action.backend, action.display_id)]
+    if action.kind in DATASET_PARTS:
+        addresses += [(r.backend, r.display_id) for r in action.registrations]
     if action.renamed_from is not None:
         addresses.append((action.renamed_from.backend, action.renamed_from.display_id))
     return addresses

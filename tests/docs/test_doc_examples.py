@@ -118,6 +118,19 @@ def moved_applied_then_renamed_without_renamed_from(example: Example) -> None:
           "  - name: archived_orders\n")
 
 
+def orders_applied_then_its_columns_changed(example: Example) -> None:
+    """table-state.md: the quickstart's `orders` alone applied, then a column renamed, one
+    declared removed and one added."""
+    fresh_quickstart(example)
+    manifest = example.folder / "lance-sync.yaml"
+    manifest.write_text(_quickstart_orders_alone())
+    example.lance_sync("apply", "-f", "lance-sync.yaml", "--auto-approve")
+    _edit(manifest, "      - {name: customer, type: string}\n",
+          "      - {name: customer_name, type: string, renamed_from: customer}\n")
+    _edit(manifest, '      - {name: embedding, type: "fixed_size_list<float32>[8]"}\n',
+          "      - {name: embedding, removed: true}\n      - {name: discount, type: float64}\n")
+
+
 DRIFT_MANIFEST = """\
 version: 1
 owner: docs
@@ -309,6 +322,7 @@ SETUPS: dict[tuple[str, int], Setup] = {
     ("docs/renames.md", 1): Setup(renamed_applied_then_moved),
     ("docs/renames.md", 2): Setup(moved_applied_then_renamed_without_renamed_from),
     ("docs/status.md", 0): Setup(status_one_table_dropped),
+    ("docs/table-state.md", 0): Setup(orders_applied_then_its_columns_changed),
     ("docs/targets.md", 0): Setup(fresh_quickstart),
     ("docs/targets.md", 1): then(),
     ("docs/targets.md", 2): then(),

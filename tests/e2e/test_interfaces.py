@@ -84,11 +84,12 @@ def test_schema_evolution_is_fine_and_a_missing_column_names_table_and_column(pr
 
     manifest = project.manifest
     table = next(t for t in manifest["tables"] if t["name"] == "orders")
-    table["schema"] = [*table["schema"], {"name": "missing_col", "type": "int64"}]
+    table["schema"] = [*table["schema"], {"name": "missing_col", "type": "int64", "nullable": False}]
     project.write(manifest)
     broken = project.plan()
     assert broken.exit_code == 1
-    assert "table 'orders'" in broken.output and "column 'missing_col' is declared but missing" in broken.output
+    assert "table 'orders'" in broken.output and "column 'missing_col' is declared int64 not null and is missing" \
+        in broken.output
     verify = project.run("verify", "-f", str(project.manifest_path), "--engine", "threads")
     assert verify.exit_code == 1 and "missing_col" in verify.stdout
 

@@ -157,9 +157,10 @@ def test_extra_columns_are_a_note_and_a_mismatch_names_table_and_column():
     with pytest.raises(PlanError, match=r"table 't'.*column 'id' is declared string but the dataset has int64"):
         plan(Case(live_table={"tier": "gold", **MARK}, table={"columns": [{"name": "id", "type": "string"}]},
                   dataset=VALID))
-    with pytest.raises(PlanError, match="column 'name' is declared but missing"):
+    # a missing column is added in place (test_table_state_columns), unless it cannot be: not null
+    with pytest.raises(PlanError, match="column 'name' is declared string not null and is missing"):
         plan(Case(live_table={"tier": "gold", **MARK}, dataset=VALID,
-                  table={"columns": [*INT64, {"name": "name", "type": "string"}]}))
+                  table={"columns": [*INT64, {"name": "name", "type": "string", "nullable": False}]}))
 
 
 def test_ownership_conflict_stops_the_plan():
