@@ -5,6 +5,9 @@ screenshot.
 URL, waits for the page's load event and then for the page to be ready, writes a PNG of the
 window to `screenshot` and returns the document's HTML (`document.documentElement.outerHTML`).
 
+A page that opens a dialog (`alert(...)`: a script that should not have run, such as markup
+from a catalog) fails at once with a BrowserError that says so.
+
 Ready, by a marker in the DOM, never a sleep: a page whose script fills it in after the load
 event (a fetch of /api/status, say) marks what is unfinished with the attribute `data-pending`
 and removes it when done; `render_page` waits until no element carries it. A page without the
@@ -165,6 +168,10 @@ class _Chromium:
                 self.events.remove(message)
                 return message
         for message in self._messages(what):
+            if message.get("method") == "Page.javascriptDialogOpening":
+                # a dialog stops the page until someone answers it: a script the page should not run
+                raise BrowserError(f"the page opened a dialog before {what}: {message['params'].get('type')} "
+                                   f"{message['params'].get('message')!r}")
             if wanted(message):
                 return message
             self.events.append(message)

@@ -70,3 +70,11 @@ def test_without_chromium_in_ci_a_browser_test_fails(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium"):
         require_chromium()
+
+
+def test_a_page_that_opens_a_dialog_fails_at_once(browser: Path, tmp_path: Path):
+    """A script that should not run (markup from a catalog) is told, not waited on until the deadline."""
+    page = tmp_path / "alert.html"
+    page.write_text("<!doctype html><p>hi</p><script>alert('injected')</script>", encoding="utf-8")
+    with pytest.raises(BrowserError, match="opened a dialog .*'injected'"):
+        render_page(page, tmp_path / "alert.png")
