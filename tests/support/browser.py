@@ -23,7 +23,6 @@ library). A test takes the session fixture `browser`, which puts it in the slow 
 from __future__ import annotations
 
 import base64
-import fcntl
 import json
 import os
 import select
@@ -97,12 +96,14 @@ class _Chromium:
         to_child, self.commands = os.pipe()
         self.replies, from_child = os.pipe()
         self.log = log
+        # bash (dash takes no fd above 9) gives Chromium the pipe's ends as fds 3 and 4 and execs it;
+        # a preexec_fn would run the at-fork handlers of loaded libraries in the child (lance warns)
         self.process = subprocess.Popen(
-            [str(binary), "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+            ["/bin/bash", "-c", f'exec "$0" "$@" 3<&{to_child} 4>&{from_child} {to_child}<&- {from_child}>&-',
+             str(binary), "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
              "--no-first-run", "--no-default-browser-check", "--hide-scrollbars", "--mute-audio",
              f"--user-data-dir={profile}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-            close_fds=False, preexec_fn=lambda: _as_fds_3_and_4(to_child, from_child))
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, pass_fds=(to_child, from_child))
         os.close(to_child)
         os.close(from_child)
         self.buffer = b""
@@ -195,16 +196,6 @@ class _Chromium:
         self.log.seek(0)
         tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
         return ("; its log ends:\n" + "\n".join(tail)) if tail else ""
-
-
-def _as_fds_3_and_4(to_child: int, from_child: int) -> None:
-    """In the child before Chromium starts: its pipe ends as fd 3 (commands) and fd 4 (replies),
-    the only descriptors it inherits (Python opens every other one close-on-exec). Each is copied
-    above 10 first, so that neither dup2 closes the other end."""
-    high_in = fcntl.fcntl(to_child, fcntl.F_DUPFD_CLOEXEC, 10)
-    high_out = fcntl.fcntl(from_child, fcntl.F_DUPFD_CLOEXEC, 10)
-    os.dup2(high_in, 3)
-    os.dup2(high_out, 4)
 
 
 @pytest.fixture(scope="session")
