@@ -108,9 +108,11 @@ SCRIPT = """
 
 def escaper(base_dir: str | None) -> Callable[[object], str]:
     """Text for the page: paths below the manifest's folder written ./..., as the text and
-    markdown renderers write them, then HTML-escaped (quotes too: safe in an attribute)."""
+    markdown renderers write them, then HTML-escaped. The double quote is escaped too, so the
+    text is safe in an attribute (the page quotes every attribute with it); the apostrophe stays
+    as it is, for the page's source to read as the text plan does."""
     def escape(value: object) -> str:
-        return html.escape(with_manifest_relative_paths(str(value), base_dir), quote=True)
+        return html.escape(with_manifest_relative_paths(str(value), base_dir), quote=False).replace('"', "&quot;")
     return escape
 
 
