@@ -14,6 +14,7 @@ import html
 from collections.abc import Callable, Iterable
 
 from lance_sync.model.locations import with_manifest_relative_paths
+from lance_sync.model.secrets import mask
 
 STYLE = """
 :root { color-scheme: light dark; --fg: #1f2328; --muted: #59636e; --bg: #ffffff; --panel: #f6f8fa;
@@ -108,11 +109,14 @@ SCRIPT = """
 
 def escaper(base_dir: str | None) -> Callable[[object], str]:
     """Text for the page: paths below the manifest's folder written ./..., as the text and
-    markdown renderers write them, then HTML-escaped. The double quote is escaped too, so the
-    text is safe in an attribute (the page quotes every attribute with it); the apostrophe stays
-    as it is, for the page's source to read as the text plan does."""
+    markdown renderers write them, secrets masked, then HTML-escaped. Masked before escaping: a
+    secret with an apostrophe and a `<` escapes to a form the masking of the whole page does
+    not know. The double quote is escaped too, so the text is safe in an attribute (the page
+    quotes every attribute with it); the apostrophe stays, for the source to read as the text
+    plan does."""
     def escape(value: object) -> str:
-        return html.escape(with_manifest_relative_paths(str(value), base_dir), quote=False).replace('"', "&quot;")
+        text = mask(with_manifest_relative_paths(str(value), base_dir))
+        return html.escape(text, quote=False).replace('"', "&quot;")
     return escape
 
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from lance_sync import api
 from lance_sync.check.drift import DriftItem, DriftKind, DriftReport, render_drift
 from lance_sync.cli.app import main
+from lance_sync.model.secrets import register
 from lance_sync.plan.render_html import render_html, state_rows
 from tests.support.reports import HOSTILE_VALUE, first_plan, sample_plan
 
@@ -35,6 +36,19 @@ def test_catalog_text_is_escaped_everywhere():
     page = render_html(sample_plan())
     assert HOSTILE_VALUE not in page and "<img" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_a_secret_is_masked_whatever_its_characters():
+    """A value with an apostrophe and markup escapes to no form the masking of a whole text
+    knows: it is masked before it is escaped (checked by masking only the whole page, as
+    `api.render` does)."""
+    secret = "pa'ss<w>rd-for-the-html-report"
+    register(secret)
+    plan = sample_plan()
+    plan.actions[3].after.properties["token"] = f"Bearer {secret}"
+    page = api.render(plan, "html")
+    assert "Bearer ***" in page
+    assert "pa'ss" not in page and "&lt;w&gt;rd" not in page and "rd-for-the-html-report" not in page
 
 
 def test_every_action_is_under_its_backend_with_the_summary_first():
