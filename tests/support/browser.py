@@ -132,15 +132,18 @@ class _Chromium:
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
         self.call("Page.enable", {}, session)
+        self.call("Page.setLifecycleEventsEnabled", {"enabled": True}, session)
         return str(session)
 
     def navigate(self, session: str, url: str) -> None:
-        """Opens `url` and returns at its load event."""
-        self.events.clear()
+        """Opens `url` and returns at the load event of the document it loads (told apart from any
+        other document's by its loader id, whichever order the events come in)."""
         answer = self.call("Page.navigate", {"url": url}, session)
         if answer.get("errorText"):
             raise BrowserError(f"Chromium cannot open {url}: {answer['errorText']}")
-        self.wait_for(lambda event: event.get("method") == "Page.loadEventFired" and event.get("sessionId") == session,
+        loader = answer.get("loaderId")
+        self.wait_for(lambda event: event.get("method") == "Page.lifecycleEvent" and event.get("sessionId") == session
+                      and event["params"].get("name") == "load" and event["params"].get("loaderId") == loader,
                       f"the load event of {url}")
 
     def send(self, method: str, params: dict[str, Any], session: str | None = None) -> int:
