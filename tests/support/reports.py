@@ -53,7 +53,7 @@ def sample_plan() -> Plan:
     a table whose properties changed (one of them markup), a column and an index of a dataset,
     a grant, and a dataset to delete."""
     orders = f"{BASE_DIR}/lakehouse/sales/orders.lance"
-    part = {"registrations": [Address(backend="unity", id=["main", "sales", "orders"], display_id="main.sales.orders")]}
+    part: dict[str, Any] = {"registrations": [Address(backend="unity", id=["main", "sales", "orders"], display_id="main.sales.orders")]}
     return plan_of([
         action(Verb.CREATE, Kind.NAMESPACE, "unity", ["main", "sales"], "main.sales",
                after=ObjectState(properties={**OWNER_PROPS, "comment": "Sales data"})),

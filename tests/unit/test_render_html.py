@@ -45,7 +45,9 @@ def test_a_secret_is_masked_whatever_its_characters():
     secret = "pa'ss<w>rd-for-the-html-report"
     register(secret)
     plan = sample_plan()
-    plan.actions[3].after.properties["token"] = f"Bearer {secret}"
+    update = plan.actions[3].after
+    assert update is not None
+    update.properties["token"] = f"Bearer {secret}"
     page = api.render(plan, "html")
     assert "Bearer ***" in page
     assert "pa'ss" not in page and "&lt;w&gt;rd" not in page and "rd-for-the-html-report" not in page
