@@ -1,38 +1,23 @@
 """The HTML plan report as a reviewer sees it: rendered in headless Chromium (tests/support/browser.py),
 checked in the DOM after its script ran, with a screenshot of each case under the test's folder.
 
-The README's screenshot is one of them. To refresh the committed copy:
+The README's screenshot is one of them; with LANCE_SYNC_DOCS_IMAGES=1 it is also written to
+docs/images/plan-report.png:
 
-    LANCE_SYNC_SCREENSHOTS=docs/images .venv/bin/pytest tests/e2e/test_html_report.py -k reviewer
-
-which copies the screenshot to docs/images/plan-report.png (a relative folder is taken from the
-repository's root).
+    LANCE_SYNC_DOCS_IMAGES=1 .venv/bin/pytest tests/e2e/test_html_report.py -k reviewer
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 from lance_sync.plan.render_html import render_html
-from tests.support.browser import render_page
+from tests.support.browser import keep_for_the_docs, render_page
 from tests.support.project import Project
 from tests.support.reports import first_plan, sample_plan
 
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS_VARIABLE = "LANCE_SYNC_SCREENSHOTS"
 #: a phone's viewport, in CSS pixels
 PHONE = {"width": 390, "height": 844}
-
-
-def keep_for_the_readme(screenshot: Path, name: str) -> None:
-    """Copies `screenshot` to $LANCE_SYNC_SCREENSHOTS/`name` when the variable is set."""
-    folder = os.environ.get(SCREENSHOTS_VARIABLE)
-    if folder:
-        target = ROOT / folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(screenshot, target)
 
 
 def test_the_report_as_a_reviewer_sees_it(browser: Path, tmp_path: Path):
@@ -49,7 +34,7 @@ def test_the_report_as_a_reviewer_sees_it(browser: Path, tmp_path: Path):
     assert "&lt;img src=x onerror=alert(1)&gt;" in dom and "<img" not in dom
     assert '<div class="toolbar">' in dom  # the script ran: the filter is shown
     assert '<td>silver</td><td>gold</td>' in dom
-    keep_for_the_readme(tmp_path / "plan-report.png", "plan-report.png")
+    keep_for_the_docs(tmp_path / "plan-report.png", "plan-report.png")
     phone = render_page(page, tmp_path / "plan-report-phone.png", **PHONE)
     assert "&lt;img src=x onerror=alert(1)&gt;" in phone and "<img" not in phone
 

@@ -43,6 +43,9 @@ INSTALL_COMMAND = "apt-get install -y chromium (scripts/install.sh does it)"
 DEADLINE_SECONDS = 60.0
 #: the attribute a page keeps on what its scripts have not filled in yet
 PENDING_ATTRIBUTE = "data-pending"
+#: set to 1, the tests that take the docs' pictures copy their screenshots to docs/images
+DOCS_IMAGES_VARIABLE = "LANCE_SYNC_DOCS_IMAGES"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 #: resolves once no element carries the pending attribute (a MutationObserver: no polling)
 _READY_SCRIPT = f"""new Promise(resolve => {{
@@ -51,6 +54,13 @@ _READY_SCRIPT = f"""new Promise(resolve => {{
   new MutationObserver((_, observer) => {{ if (done()) {{ observer.disconnect(); resolve(true); }} }})
     .observe(document, {{subtree: true, childList: true, attributes: true}});
 }})"""
+
+
+def keep_for_the_docs(screenshot: Path, name: str) -> None:
+    """With LANCE_SYNC_DOCS_IMAGES=1, `screenshot` becomes docs/images/`name`, the picture the docs
+    show; otherwise it stays only under the test's folder."""
+    if os.environ.get(DOCS_IMAGES_VARIABLE) == "1":
+        shutil.copyfile(screenshot, DOCS_IMAGES / name)
 
 
 class BrowserError(RuntimeError):
