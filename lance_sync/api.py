@@ -169,7 +169,7 @@ def load_baseline(ref: str, files: Sequence[str], policy_file: str | None = None
 
 
 def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str:
-    """The plan as `lance-sync plan --format text|json|markdown` prints it (masked)."""
+    """The plan as `lance-sync plan --format text|json|markdown|html` prints it (masked)."""
     from lance_sync.plan.render import render_json, render_markdown, render_text
 
     if output_format == "json":
@@ -178,7 +178,11 @@ def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str
         return mask(render_markdown(plan))
     if output_format == "text":
         return mask(render_text(plan, colour=colour))
-    raise ValueError(f"unknown plan format '{output_format}' (text, json or markdown)")
+    if output_format == "html":
+        from lance_sync.plan.render_html import render_html
+
+        return mask(render_html(plan))
+    raise ValueError(f"unknown plan format '{output_format}' (text, json, markdown or html)")
 
 
 def save_plan(plan: Plan, path: str | Path) -> None:

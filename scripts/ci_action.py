@@ -2,7 +2,8 @@
 """The GitHub Action's step (action.yml): validate, then plan or apply, with GitHub's environment.
 
 - A pull request: validate, plan with --format markdown, and post the plan as ONE comment on
-  the pull request. The plan covers only the manifest entries changed since the merge base
+  the pull request, with a link to the whole plan as an HTML report (`show --format html`, which
+  action.yml uploads as an artifact between this script's two runs: see "Two runs" below). The plan covers only the manifest entries changed since the merge base
   (`--changed-since`; input `changed-only`), when the clone has the base commit; otherwise,
   and on the default branch, it is a full plan. Each run edits the comment the last run posted: one that carries the
   hidden marker naming the manifests AND was written by the account the token authenticates
@@ -15,7 +16,15 @@
   and the applied plan in markdown (`lance-sync show --format markdown`).
 - Anything else (a push to another branch, a manual run): validate and plan.
 `mode: plan` or `mode: apply` forces one. The plan also goes to the job summary, and is saved
-to .lance-sync/plan.json next to the first manifest (`lance-sync apply` can carry it out).
+to .lance-sync/plan.json next to the first manifest (`lance-sync apply` can carry it out), with
+the HTML report beside it (.lance-sync/plan.html).
+
+Two runs: the artifact's link is known only once action.yml's upload step ran, after this
+script. So `ci_action.py` does everything but the comment: it writes the comment to
+.lance-sync/comment.json (output `comment-file`) and names the report (outputs `report`,
+`report-name`); then `ci_action.py comment`, with the artifact's link in LANCE_SYNC_REPORT_URL,
+adds the link to the comment and posts it. The comment always links the report when there is
+one; a comment cut to fit GitHub's limit says the whole plan is there.
 
 A pull request from a fork gets no secrets: validate still runs (it names the variables it
 could not resolve), and the comment says the plan needs them instead of failing the check.
@@ -37,8 +46,9 @@ only), so the two never differ in what a form is.
 
 Exit status: lance-sync's (plan: 0 no changes or changes, 1 error, 4 blocked; apply: its own).
 Step outputs: exitcode; has-changes, "true" when the plan (of a plan run) or the applied plan
-has actions (a blocked plan included), else "false"; comment-url. The details are in the job
-summary, not in outputs.
+has actions (a blocked plan included), else "false"; report and report-name (the HTML report's
+absolute path and its artifact's name; empty without a plan); comment-file; and, of the
+comment run, comment-url. The details are in the job summary, not in outputs.
 """
 
 from __future__ import annotations
@@ -63,8 +73,11 @@ from typing import Any
 OK, ERROR, CHANGES, REFUSED = 0, 1, 2, 4
 #: GitHub refuses comments longer than this; lance-sync's markdown stays under 65,000
 COMMENT_LIMIT = 65_536
-#: where a plan run saves its plan, in .lance-sync next to the first manifest
+#: where a plan run saves its plan, its HTML report and the comment to post, in .lance-sync next
+#: to the first manifest
 PLAN_FILE = "plan.json"
+REPORT_FILE = "plan.html"
+COMMENT_FILE = "comment.json"
 PAGE_SIZE = 100
 UNSET_VARIABLE = re.compile(r"environment variable '([A-Za-z_][A-Za-z0-9_]*)' is not set")
 #: environment variables whose values are masked: a name with one of these parts
@@ -264,17 +277,41 @@ def lance_sync(settings: Settings, *args: str, live: bool = False) -> Run:
     return Run(result.returncode, result.stdout, result.stderr)
 
 
+def show_plan(settings: Settings, path: Path, output_format: str) -> str:
+    """A saved plan as `lance-sync show FILE --format FORMAT` prints it; empty if it fails."""
+    shown = subprocess.run([*settings.command, "show", str(path), "--format", output_format], capture_output=True,
+                           text=True, stdin=subprocess.DEVNULL)
+    if shown.returncode != OK:
+        print(f"::warning::could not render the plan in {output_format}: {shown.stderr.strip()}")
+        return ""
+    return shown.stdout
+
+
 def plan_markdown(settings: Settings, plan: dict[str, Any]) -> str:
-    """A saved plan in markdown (`lance-sync show FILE --format markdown`); empty if it fails."""
+    """A plan of apply's JSON document in markdown; empty if it fails."""
     with tempfile.TemporaryDirectory(prefix="lance-sync-action-") as folder:
         path = Path(folder) / "plan.json"
         path.write_text(json.dumps(plan))
-        shown = subprocess.run([*settings.command, "show", str(path), "--format", "markdown"], capture_output=True,
-                               text=True, stdin=subprocess.DEVNULL)
-    if shown.returncode != OK:
-        print(f"::warning::could not render the applied plan in markdown: {shown.stderr.strip()}")
-        return ""
-    return shown.stdout
+        return show_plan(settings, path, "markdown")
+
+
+def write_report(settings: Settings, saved: Path) -> Path | None:
+    """The saved plan as an HTML report beside it (masked, as everything this step writes); None
+    when there is no saved plan or it cannot be rendered."""
+    if not saved.is_file():
+        return None
+    page = show_plan(settings, saved, "html")
+    if not page:
+        return None
+    report = saved.with_name(REPORT_FILE)
+    report.write_text(masking.mask(page), encoding="utf-8")
+    return report.resolve()
+
+
+def report_name(settings: Settings) -> str:
+    """The artifact's name: it names the manifests, so several uses of the action in one run keep
+    apart (an artifact's name takes no slash, colon, quote or angle bracket)."""
+    return "lance-sync-plan-" + re.sub(r"[^A-Za-z0-9._-]+", "-", " ".join(manifest_paths(settings))).strip("-")
 
 
 def relative(text: str, base_dir: str | None) -> str:
@@ -341,10 +378,15 @@ def cell(text: str, base_dir: str | None) -> str:
     return relative(str(text), base_dir).replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
 
+def manifest_paths(settings: Settings) -> list[str]:
+    """The manifests relative to the repository's root."""
+    where = os.path.relpath(os.getcwd(), os.environ.get("GITHUB_WORKSPACE", os.getcwd()))
+    return [os.path.normpath(os.path.join(where, f)) for f in settings.files]
+
+
 def marker(settings: Settings) -> str:
     """Names the manifests, so several uses of the action in one repository keep apart."""
-    where = os.path.relpath(os.getcwd(), os.environ.get("GITHUB_WORKSPACE", os.getcwd()))
-    return f"<!-- lance-sync plan: {' '.join(os.path.normpath(os.path.join(where, f)) for f in settings.files)} -->"
+    return f"<!-- lance-sync plan: {' '.join(manifest_paths(settings))} -->"
 
 
 def fenced(text: str) -> str:
@@ -367,8 +409,19 @@ def plan_comment(settings: Settings, validated: Run, plan: Run | None, github: G
     else:
         text = f"### lance-sync plan failed\n\n{fenced(plan.stderr or plan.stdout)}\n"
     footer = f"\n<sub>{github.run_link()}</sub>\n" if github.run_link() else ""
-    body = f"{marker(settings)}\n{masking.mask(text)}{footer}"
-    return body if len(body) <= COMMENT_LIMIT else body[:COMMENT_LIMIT - 200] + "\n\n_(cut to fit a comment)_\n"
+    return f"{marker(settings)}\n{masking.mask(text)}{footer}"
+
+
+def comment_with_report(body: str, report_url: str, name: str) -> str:
+    """The comment as posted: `body` and, when the report was uploaded, a link to it; cut to fit
+    GitHub's limit, the cut saying where the whole plan is."""
+    link = (f"\n**The whole plan:** [HTML report]({report_url}) (artifact `{name}`: download it and open "
+            f"`{REPORT_FILE}`).\n") if report_url else ""
+    if len(body) + len(link) <= COMMENT_LIMIT:
+        return body + link
+    cut = ("\n\n_(cut to fit a comment: the whole plan is in the HTML report)_\n" if report_url
+           else "\n\n_(cut to fit a comment)_\n")
+    return body[:COMMENT_LIMIT - len(cut) - len(link)] + cut + link
 
 
 def write_outputs(environ: dict[str, str], **outputs: str) -> None:
@@ -385,11 +438,11 @@ def write_summary(environ: dict[str, str], text: str) -> None:
             summary.write(masking.mask(text) + "\n")
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     environ = dict(os.environ)
     register_secret_variables(environ)
     with masking.masked_standard_streams():
-        return run_step(environ)
+        return run_comment(environ) if argv == ["comment"] else run_step(environ)
 
 
 def resolved_mode(settings: Settings, github: GitHub) -> str:
@@ -425,20 +478,39 @@ def run_step(environ: dict[str, str]) -> int:
     code = validated.code if plan is None else plan.code
     body = plan_comment(settings, validated, plan, github)
     write_summary(environ, body)
-    comment_url = ""
+    report = write_report(settings, saved) if plan is not None and plan.code in (OK, CHANGES, REFUSED) else None
+    comment_file = ""
     if github.pull_request is not None and settings.comment:
-        try:
-            comment_url = github.upsert_comment(github.pull_request, marker(settings), body)
-            print(f"Plan posted: {comment_url}")
-        except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
-            # a pull request from a fork has a read-only token: the job summary has the plan
-            print(f"::warning::could not comment on the pull request ({error}); the plan is in the job summary")
+        path = state_dir(settings) / COMMENT_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"pull_request": github.pull_request, "marker": marker(settings), "body": body,
+                                    "report_name": report_name(settings) if report else ""}))
+        comment_file = str(path.resolve())
     write_outputs(environ, exitcode=str(code), **{"has-changes": str(plan_has_changes(plan, saved)).lower(),
-                                                  "comment-url": comment_url})
+                                                  "report": str(report or ""),
+                                                  "report-name": report_name(settings) if report else "",
+                                                  "comment-file": comment_file})
     if plan is not None and plan.code == ERROR and UNSET_VARIABLE.search(plan.stderr):
         print("::warning::plan skipped: secrets are not available to this run")
         return OK
     return OK if code in (OK, CHANGES) else code
+
+
+def run_comment(environ: dict[str, str]) -> int:
+    """The second run: post the comment the first one wrote, with the link to the report that
+    action.yml uploaded (LANCE_SYNC_REPORT_URL; empty when it was not). A failure to comment is
+    a warning: the plan is in the job summary."""
+    saved = json.loads(Path(environ["LANCE_SYNC_COMMENT_FILE"]).read_text())
+    body = comment_with_report(saved["body"], environ.get("LANCE_SYNC_REPORT_URL", "").strip(), saved["report_name"])
+    comment_url = ""
+    try:
+        comment_url = GitHub(environ).upsert_comment(saved["pull_request"], saved["marker"], masking.mask(body))
+        print(f"Plan posted: {comment_url}")
+    except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
+        # a pull request from a fork has a read-only token: the job summary has the plan
+        print(f"::warning::could not comment on the pull request ({error}); the plan is in the job summary")
+    write_outputs(environ, **{"comment-url": comment_url})
+    return OK
 
 
 def plan_has_changes(plan: Run | None, saved: Path) -> bool:
@@ -473,10 +545,9 @@ def run_apply(settings: Settings, github: GitHub, environ: dict[str, str]) -> in
         has_changes = bool((document.get("plan") or {}).get("actions"))
     footer = f"\n<sub>{github.run_link()}</sub>\n" if github.run_link() else ""
     write_summary(environ, text + footer)
-    write_outputs(environ, exitcode=str(applied.code), **{"has-changes": str(has_changes).lower(),
-                                                          "comment-url": ""})
+    write_outputs(environ, exitcode=str(applied.code), **{"has-changes": str(has_changes).lower()})
     return applied.code
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

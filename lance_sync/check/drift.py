@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,6 +54,15 @@ from lance_sync.model.marks import MANAGED_KEYS, OWNER_KEY
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.plan.changes import changed_scope
 from lance_sync.plan.compare import Conflict
+from lance_sync.plan.html_page import (
+    attention,
+    counts_list,
+    escaper,
+    group_section,
+    html_page,
+    report_head,
+    toolbar,
+)
 from lance_sync.plan.planner import (
     Observation,
     assemble_plan,
@@ -357,6 +366,8 @@ def render_drift(report: DriftReport, output_format: str) -> str:
         return report.model_dump_json(indent=2) + "\n"
     if output_format == "markdown":
         return render_markdown(report)
+    if output_format == "html":
+        return render_html(report)
     return render_text(report)
 
 
@@ -403,6 +414,33 @@ def render_markdown(report: DriftReport, limit: int = MARKDOWN_LIMIT) -> str:
         note = (f"\n_Truncated: {len(report.items) - len(body)} of {len(report.items)} differences not shown to "
                 f"stay under {limit:,} characters. Run `lance-sync drift` for the full report._\n")
     return text + opening + "".join(body) + closing + note
+
+
+def render_html(report: DriftReport) -> str:
+    """One self-contained page: the counts of each kind of drift, then each difference (with its
+    repair) collapsed under its backend; differences of the manifest's tables under 'manifest'."""
+    escape = escaper(None)
+    body = [report_head("drift", report.owner, ", ".join(report.manifest_files), report.created_at,
+                        report.tool_version, summary_line(report), escape),
+            counts_list({kind.replace("_", " "): count for kind, count in report.counts().items()}),
+            attention([f"Warning: {escape(w)}" for w in report.warnings] + [f"Note: {escape(n)}" for n in report.notes])]
+    if report.items:
+        groups: dict[str, list[str]] = {}
+        for item in report.items:
+            groups.setdefault(item.backend or "manifest", []).append(_html_item(item, escape))
+        body.append(toolbar(len(report.items), "differences"))
+        body += [group_section(name, items, "differences") for name, items in groups.items()]
+    if report.left_alone:
+        body.append(f"<p class=\"note\">Left alone: {report.left_alone:,} object(s) in scope not owned by "
+                    f"<code>{escape(report.owner)}</code> (never drift, never removed).</p>\n")
+    return html_page(f"lance-sync drift: {report.owner}", "".join(body))
+
+
+def _html_item(item: DriftItem, escape: Callable[[object], str]) -> str:
+    repair = escape(item.repair) if item.repair else "none by apply: a person must act"
+    return (f"<details class=\"item\" data-kind=\"{item.kind.value}\"><summary><span class=\"badge\">"
+            f"{escape(item.kind.value.replace('_', ' '))}</span> {escape(item.subject)}</summary><div class=\"body\">"
+            f"<p>{escape(item.detail)}</p><p class=\"note\">repair: {repair}</p></div></details>\n")
 
 
 def _grant_drift(action: Action) -> str:

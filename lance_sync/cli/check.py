@@ -11,6 +11,8 @@ import click
 
 from lance_sync.cli.shared import (
     FORMATS,
+    REPORT_FORMAT_HELP,
+    REPORT_FORMATS,
     changed_since_option,
     end_progress,
     key_value_pairs,
@@ -33,7 +35,8 @@ if TYPE_CHECKING:
 
 @click.command()
 @manifest_option
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
+              help=REPORT_FORMAT_HELP)
 @changed_since_option
 @scan_all_option
 @parallelism_option

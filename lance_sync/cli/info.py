@@ -10,7 +10,7 @@ import sys
 import click
 
 from lance_sync import __version__
-from lance_sync.cli.shared import FORMATS, render
+from lance_sync.cli.shared import REPORT_FORMAT_HELP, REPORT_FORMATS, render
 
 #: the distributions a run depends on: the Lance stack, the data plane, each backend's SDK
 COMPONENTS = ("pylance", "lance-namespace", "pyarrow", "pyspark", "botocore", "pymetastore", "thrift", "pydantic",
@@ -46,7 +46,8 @@ def _installed(distribution: str) -> str | None:
 
 @click.command()
 @click.argument("plan_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
+              help=REPORT_FORMAT_HELP)
 def show(plan_file: str, output_format: str) -> None:
     """Print a saved plan (`plan --out`) or a rollback plan, as `plan` prints one; nothing is read
     from the catalogs."""

@@ -7,7 +7,8 @@ import sys
 import click
 
 from lance_sync.cli.shared import (
-    FORMATS,
+    REPORT_FORMAT_HELP,
+    REPORT_FORMATS,
     changed_since_option,
     end_progress,
     load_changed,
@@ -26,7 +27,8 @@ from lance_sync.model.errors import ExitCode, PlanConflicts
 @click.command()
 @manifest_option
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `apply FILE`.")
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
+              help=REPORT_FORMAT_HELP)
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes, 0 when none.")
 @target_option
 @changed_since_option

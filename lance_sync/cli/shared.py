@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from lance_sync.model.desired import DesiredState
 
 FORMATS = ("text", "json", "markdown")
+#: the formats of a report a person reads later (plan, show, drift): also one self-contained HTML page
+REPORT_FORMATS = (*FORMATS, "html")
+REPORT_FORMAT_HELP = "html: one self-contained page (redirect it to a file, open it in a browser)."
 
 
 def progress(message: str) -> None:

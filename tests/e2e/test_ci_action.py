@@ -40,6 +40,8 @@ QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
 REPOSITORY = "acme/catalogs"
 PULL_REQUEST = 7
 MARKER = "<!-- lance-sync plan: catalog/lance-sync.yaml -->"
+#: the artifact URL upload-artifact gives the HTML report, in these simulated runs
+REPORT_URL = f"https://github.test/{REPOSITORY}/actions/runs/42/artifacts/9001"
 
 register()  # `tables` reads with lance_namespace.connect("lance-sync-dir", ...), also when this file runs alone
 #: a personal token, the workflow's GITHUB_TOKEN (an installation token) and one nobody knows
@@ -142,7 +144,9 @@ def workspace(tmp_path: Path) -> Path:
 
 
 class Step:
-    """One run of the action's step; its outputs, summary and log."""
+    """One run of the action's steps as action.yml runs them: the script; the upload of the HTML
+    report (here: its artifact URL, REPORT_URL, when the script named a report); and the script's
+    comment run, when the script wrote a comment. Their outputs, the summary and the log."""
 
     def __init__(self, workspace: Path, github: FakeGitHub, event_name: str, event: dict[str, Any],
                  ref: str = "refs/heads/main", env: dict[str, str] | None = None, script: Path = SCRIPT,
@@ -170,6 +174,13 @@ class Step:
         self.result = subprocess.run([sys.executable, str(script)], cwd=workspace / "catalog", env=environ,
                                      capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
         self.log = self.result.stdout + self.result.stderr
+        if self.outputs.get("comment-file"):
+            environ.update(LANCE_SYNC_COMMENT_FILE=self.outputs["comment-file"],
+                           LANCE_SYNC_REPORT_URL=REPORT_URL if self.outputs.get("report") else "")
+            comment = subprocess.run([sys.executable, str(script), "comment"], cwd=workspace / "catalog",
+                                     env=environ, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+            self.log += comment.stdout + comment.stderr
+            assert comment.returncode == 0, self.log
 
     @property
     def code(self) -> int:
@@ -208,7 +219,10 @@ def test_a_pull_request_gets_the_plan_as_one_comment_edited_on_each_push(workspa
                        for i in range(150)]
     first = pull_request(workspace, github)
     assert first.code == 0, first.log
-    assert first.outputs == {"exitcode": "2", "has-changes": "true",
+    state = workspace / "catalog" / ".lance-sync"
+    assert first.outputs == {"exitcode": "2", "has-changes": "true", "report": str(state / "plan.html"),
+                             "report-name": "lance-sync-plan-catalog-lance-sync.yaml",
+                             "comment-file": str(state / "comment.json"),
                              "comment-url": f"https://github.test/{REPOSITORY}/pull/7#issuecomment-1150"}
     [comment] = github.plan_comments()
     assert comment["body"].startswith(MARKER + "\n### lance-sync plan")
@@ -288,7 +302,36 @@ def test_action_yml_runs_the_script_with_every_input_it_declares():
     assert used == set(action["inputs"]), set(action["inputs"]) ^ used
     assert {output["value"] for output in action["outputs"].values()} == {
         "${{ steps.run.outputs.exitcode }}", "${{ steps.run.outputs.has-changes }}",
-        "${{ steps.run.outputs.comment-url }}"}
+        "${{ steps.comment.outputs.comment-url }}", "${{ steps.report.outputs.artifact-url }}"}
+
+
+def test_action_yml_uploads_the_report_before_the_comment_that_links_it():
+    """The upload takes the report the script names; the comment run, after it, gets its URL;
+    both run when the script failed (a refused plan, an invalid manifest), never on cancel."""
+    steps = yaml.safe_load((ROOT / "action.yml").read_text())["runs"]["steps"]
+    ids = [step.get("id") for step in steps]
+    assert ids.index("run") < ids.index("report") < ids.index("comment")
+    upload, comment = steps[ids.index("report")], steps[ids.index("comment")]
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert upload["with"]["path"] == "${{ steps.run.outputs.report }}"
+    assert upload["with"]["name"] == "${{ steps.run.outputs.report-name }}"
+    assert upload["if"] == "${{ !cancelled() && steps.run.outputs.report != '' }}"
+    assert comment["run"] == 'python "$GITHUB_ACTION_PATH/scripts/ci_action.py" comment'
+    assert comment["if"] == "${{ !cancelled() && steps.run.outputs.comment-file != '' }}"
+    assert comment["env"]["LANCE_SYNC_COMMENT_FILE"] == "${{ steps.run.outputs.comment-file }}"
+    assert comment["env"]["LANCE_SYNC_REPORT_URL"] == "${{ steps.report.outputs.artifact-url }}"
+
+
+def test_a_pull_request_comment_links_the_whole_plan_as_an_html_report(workspace: Path, github: FakeGitHub):
+    step = pull_request(workspace, github)
+    assert step.code == 0, step.log
+    report = Path(step.outputs["report"]).read_text()
+    assert report.startswith("<!doctype html>") and "Plan: 7 to create" in report
+    assert "./lakehouse/data/orders.lance" in report
+    [comment] = github.plan_comments()
+    assert (f"**The whole plan:** [HTML report]({REPORT_URL}) (artifact `lance-sync-plan-catalog-lance-sync.yaml`"
+            in comment["body"])
+    assert "<!doctype" not in step.log  # the page goes to its file, not to the log
 
 
 def test_the_example_workflow_uses_the_action_with_inputs_it_declares():
@@ -442,7 +485,7 @@ def test_a_pull_request_plans_only_what_changed_since_the_merge_base(workspace: 
 def test_an_apply_puts_its_outcomes_and_plan_in_the_summary(workspace: Path, github: FakeGitHub):
     step = push(workspace, github)
     assert step.code == 0, step.log
-    assert step.outputs == {"exitcode": "0", "has-changes": "true", "comment-url": ""}
+    assert step.outputs == {"exitcode": "0", "has-changes": "true"}
     summary = step.summary
     assert summary.startswith("### lance-sync apply: applied\n"), summary
     assert "Exit code 0 · 7 succeeded, 0 failed, 0 skipped." in summary
@@ -465,7 +508,9 @@ def test_has_changes_in_plan_mode_follows_the_plan(workspace: Path, github: Fake
     assert (workspace / "catalog" / ".lance-sync" / "plan.json").is_file()  # saved for `lance-sync apply`
     assert push(workspace, github, mode="apply").outputs["has-changes"] == "true"
     step = push(workspace, github, mode="plan")
-    assert step.outputs == {"exitcode": "0", "has-changes": "false", "comment-url": ""}, step.log
+    assert step.outputs == {"exitcode": "0", "has-changes": "false",
+                            "report": str(workspace / "catalog" / ".lance-sync" / "plan.html"),
+                            "report-name": "lance-sync-plan-catalog-lance-sync.yaml", "comment-file": ""}, step.log
     assert tables(workspace) == ["orders", "returns"]
 
 

@@ -45,7 +45,7 @@ def files_under(root: Path) -> set[str]:
 
 def test_plan_creates_nothing(project: Project, tmp_path: Path):
     before = files_under(tmp_path)
-    for output_format in ("text", "json", "markdown"):
+    for output_format in ("text", "json", "markdown", "html"):
         assert project.plan("--format", output_format).exit_code == 0
     assert files_under(tmp_path) == before
     assert not (project.root / "lakehouse").exists()
@@ -63,7 +63,7 @@ def test_plan_o_saves_a_plan_that_applies(project: Project, tmp_path: Path):
 
 def test_text_and_markdown_show_paths_relative_to_the_manifest(project: Project, elsewhere: Path):
     location = str(project.root / "lakehouse" / "data" / "orders.lance")
-    for output_format in ("text", "markdown"):
+    for output_format in ("text", "markdown", "html"):
         output = project.plan("--format", output_format).stdout
         assert "./lakehouse/data/orders.lance" in output
         assert str(project.root) not in output, output

@@ -9,8 +9,6 @@ case also writes docs/images/status-page.png, the picture docs/status.md shows:
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -23,11 +21,10 @@ from lance_namespace_urllib3_client.models import DeregisterTableRequest
 
 from lance_sync import api
 from lance_sync.drivers.dir.driver import DirNamespace
-from tests.support.browser import render_page
+from tests.support.browser import keep_for_the_docs, render_page
 from tests.support.cli import cli_env, describe, run_cli
 
 DECOY = "<img src=x onerror=alert(1)>"
-DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "status-page.png"
 PHONE = {"width": 390, "height": 844}
 
 
@@ -132,8 +129,7 @@ def test_a_table_dropped_out_of_band_shows_out_of_sync_with_its_create_pending(b
                                       "needs approval: create is not in policy.unattended (update, rename)"]]
     assert cells(dom, "cycles")[0][:2] == ["1", "pending"]
     assert "No errors." in dom
-    if os.environ.get("LANCE_SYNC_DOCS_IMAGES") == "1":
-        shutil.copyfile(tmp_path / "status-page.png", DOCS_IMAGE)
+    keep_for_the_docs(tmp_path / "status-page.png", "status-page.png")
 
     only_missing = render_page(f"{serving}#sync=OutOfSync", tmp_path / "filtered.png")
     assert [row[1] for row in cells(only_missing, "objects")] == ["lake: sales$returns"]

@@ -5,6 +5,9 @@ screenshot.
 URL, waits for the page's load event and then for the page to be ready, writes a PNG of the
 window to `screenshot` and returns the document's HTML (`document.documentElement.outerHTML`).
 
+A page that opens a dialog (`alert(...)`: a script that should not have run, such as markup
+from a catalog) fails at once with a BrowserError that says so.
+
 Ready, by a marker in the DOM, never a sleep: a page whose script fills it in after the load
 event (a fetch of /api/status, say) marks what is unfinished with the attribute `data-pending`
 and removes it when done; `render_page` waits until no element carries it. A page without the
@@ -20,7 +23,6 @@ library). A test takes the session fixture `browser`, which puts it in the slow 
 from __future__ import annotations
 
 import base64
-import fcntl
 import json
 import os
 import select
@@ -41,6 +43,9 @@ INSTALL_COMMAND = "apt-get install -y chromium (scripts/install.sh does it)"
 DEADLINE_SECONDS = 60.0
 #: the attribute a page keeps on what its scripts have not filled in yet
 PENDING_ATTRIBUTE = "data-pending"
+#: set to 1, the tests that take the docs' pictures copy their screenshots to docs/images
+DOCS_IMAGES_VARIABLE = "LANCE_SYNC_DOCS_IMAGES"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 #: resolves once no element carries the pending attribute (a MutationObserver: no polling)
 _READY_SCRIPT = f"""new Promise(resolve => {{
@@ -49,6 +54,13 @@ _READY_SCRIPT = f"""new Promise(resolve => {{
   new MutationObserver((_, observer) => {{ if (done()) {{ observer.disconnect(); resolve(true); }} }})
     .observe(document, {{subtree: true, childList: true, attributes: true}});
 }})"""
+
+
+def keep_for_the_docs(screenshot: Path, name: str) -> None:
+    """With LANCE_SYNC_DOCS_IMAGES=1, `screenshot` becomes docs/images/`name`, the picture the docs
+    show; otherwise it stays only under the test's folder."""
+    if os.environ.get(DOCS_IMAGES_VARIABLE) == "1":
+        shutil.copyfile(screenshot, DOCS_IMAGES / name)
 
 
 class BrowserError(RuntimeError):
@@ -94,12 +106,14 @@ class _Chromium:
         to_child, self.commands = os.pipe()
         self.replies, from_child = os.pipe()
         self.log = log
+        # bash (dash takes no fd above 9) gives Chromium the pipe's ends as fds 3 and 4 and execs it;
+        # a preexec_fn would run the at-fork handlers of loaded libraries in the child (lance warns)
         self.process = subprocess.Popen(
-            [str(binary), "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+            ["/bin/bash", "-c", f'exec "$0" "$@" 3<&{to_child} 4>&{from_child} {to_child}<&- {from_child}>&-',
+             str(binary), "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
              "--no-first-run", "--no-default-browser-check", "--hide-scrollbars", "--mute-audio",
              f"--user-data-dir={profile}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-            close_fds=False, preexec_fn=lambda: _as_fds_3_and_4(to_child, from_child))
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, pass_fds=(to_child, from_child))
         os.close(to_child)
         os.close(from_child)
         self.buffer = b""
@@ -128,15 +142,18 @@ class _Chromium:
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
         self.call("Page.enable", {}, session)
+        self.call("Page.setLifecycleEventsEnabled", {"enabled": True}, session)
         return str(session)
 
     def navigate(self, session: str, url: str) -> None:
-        """Opens `url` and returns at its load event."""
-        self.events.clear()
+        """Opens `url` and returns at the load event of the document it loads (told apart from any
+        other document's by its loader id, whichever order the events come in)."""
         answer = self.call("Page.navigate", {"url": url}, session)
         if answer.get("errorText"):
             raise BrowserError(f"Chromium cannot open {url}: {answer['errorText']}")
-        self.wait_for(lambda event: event.get("method") == "Page.loadEventFired" and event.get("sessionId") == session,
+        loader = answer.get("loaderId")
+        self.wait_for(lambda event: event.get("method") == "Page.lifecycleEvent" and event.get("sessionId") == session
+                      and event["params"].get("name") == "load" and event["params"].get("loaderId") == loader,
                       f"the load event of {url}")
 
     def send(self, method: str, params: dict[str, Any], session: str | None = None) -> int:
@@ -165,6 +182,10 @@ class _Chromium:
                 self.events.remove(message)
                 return message
         for message in self._messages(what):
+            if message.get("method") == "Page.javascriptDialogOpening":
+                # a dialog stops the page until someone answers it: a script the page should not run
+                raise BrowserError(f"the page opened a dialog before {what}: {message['params'].get('type')} "
+                                   f"{message['params'].get('message')!r}")
             if wanted(message):
                 return message
             self.events.append(message)
@@ -188,16 +209,6 @@ class _Chromium:
         self.log.seek(0)
         tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
         return ("; its log ends:\n" + "\n".join(tail)) if tail else ""
-
-
-def _as_fds_3_and_4(to_child: int, from_child: int) -> None:
-    """In the child before Chromium starts: its pipe ends as fd 3 (commands) and fd 4 (replies),
-    the only descriptors it inherits (Python opens every other one close-on-exec). Each is copied
-    above 10 first, so that neither dup2 closes the other end."""
-    high_in = fcntl.fcntl(to_child, fcntl.F_DUPFD_CLOEXEC, 10)
-    high_out = fcntl.fcntl(from_child, fcntl.F_DUPFD_CLOEXEC, 10)
-    os.dup2(high_in, 3)
-    os.dup2(high_out, 4)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,11 @@ a screenshot of the size asked for; a test that takes `browser` is in the slow l
 
 from __future__ import annotations
 
+import json
 import struct
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -42,6 +46,45 @@ def test_render_page_waits_for_the_pending_mark(browser: Path, tmp_path: Path):
     assert png_size(tmp_path / "late.png") == (640, 480)
 
 
+#: a page served on 127.0.0.1 that fills itself in from its own JSON, as a status page does
+SERVED_PAGE = f"""<!doctype html><html><body><p id="state" {PENDING_ATTRIBUTE}>loading</p><script>
+fetch("/api/status").then(r => r.json()).then(status => {{
+  const state = document.getElementById("state");
+  state.textContent = status.health;
+  state.removeAttribute("{PENDING_ATTRIBUTE}");
+}});
+</script></body></html>"""
+
+
+@pytest.fixture
+def served() -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 with the page at / and its JSON at /api/status."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body, kind = ((SERVED_PAGE.encode(), "text/html") if self.path == "/"
+                          else (json.dumps({"health": "Healthy"}).encode(), "application/json"))
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_render_page_reads_a_served_page_once_its_fetch_filled_it_in(browser: Path, served: str, tmp_path: Path):
+    dom = render_page(served, tmp_path / "served.png")
+    assert '<p id="state">Healthy</p>' in dom
+
+
 def test_render_page_fails_on_a_page_it_cannot_open(browser: Path, tmp_path: Path):
     with pytest.raises(BrowserError, match="cannot open"):
         render_page("http://127.0.0.1:9/nothing-listens-here", tmp_path / "none.png")
@@ -70,3 +113,11 @@ def test_without_chromium_in_ci_a_browser_test_fails(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="apt-get install -y chromium"):
         require_chromium()
+
+
+def test_a_page_that_opens_a_dialog_fails_at_once(browser: Path, tmp_path: Path):
+    """A script that should not run (markup from a catalog) is told, not waited on until the deadline."""
+    page = tmp_path / "alert.html"
+    page.write_text("<!doctype html><p>hi</p><script>alert('injected')</script>", encoding="utf-8")
+    with pytest.raises(BrowserError, match="opened a dialog .*'injected'"):
+        render_page(page, tmp_path / "alert.png")
