@@ -19,10 +19,19 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from lance_sync.apply.lease import touched_ids
-from lance_sync.apply.live import current_fingerprint, inspected, read_object
+from lance_sync.apply.live import OWN_STATE, current_fingerprint, inspected, live_state, read_object
 from lance_sync.apply.options import ApplyOptions
-from lance_sync.drivers.base import Drivers, Identifier, TableInfo
-from lance_sync.model.actions import DATASET_PARTS, Action, Destruction, Kind, Plan, Verb
+from lance_sync.drivers.base import Drivers, Identifier, SyncNamespace, TableInfo
+from lance_sync.model.actions import (
+    DATASET_PARTS,
+    Action,
+    Destruction,
+    Kind,
+    Plan,
+    Reason,
+    Verb,
+    fingerprint,
+)
 from lance_sync.model.errors import GuardRefusal
 from lance_sync.model.locations import (
     LocationIndex,
@@ -32,6 +41,7 @@ from lance_sync.model.locations import (
 )
 from lance_sync.model.marks import describe_dataset_owner, is_protected, owner_of
 from lance_sync.model.shared import DEFAULT_PARALLELISM
+from lance_sync.model.table_state import part_owner
 
 #: stale or blocked objects listed in a refusal before "... and N more"
 LISTED = 20
@@ -89,6 +99,8 @@ def check_live(plan: Plan, drivers: Drivers, *, include_creates: bool = True,
 def _live_problem(action: Action, drivers: Drivers, owner: str) -> str | None:
     """STALE, a reason the action is forbidden, or None."""
     driver = drivers[action.backend]
+    if action.kind in OWN_STATE:
+        return _part_problem(action, driver, owner)
     if action.kind in (Kind.DATASET, Kind.COLUMN):  # the data at a location: a column's is its dataset's
         for address in action.registrations if action.removes else []:
             info = drivers[address.backend].get_table_info(tuple(address.id))
@@ -112,6 +124,24 @@ def _live_problem(action: Action, drivers: Drivers, owner: str) -> str | None:
         if action.renamed_from is not None and read_object(action, driver, action.id) is not None:
             return f"{action.display_id} is registered already: the new name was taken since the plan"
     return None if current_fingerprint(action, driver) == action.fingerprint else STALE
+
+
+def _part_problem(action: Action, driver: SyncNamespace, owner: str) -> str | None:
+    """STALE, a reason the part action is forbidden, or None: old versions are removed only from
+    a dataset lance-sync created; an index or tag is moved or removed only when this owner made
+    it (a replace adopts one made outside lance-sync)."""
+    live = live_state(action, driver)
+    if action.kind == Kind.VERSIONS:
+        report = inspected(action.location, driver)
+        if report is not None and report.status == "valid" and report.owner != owner:
+            return (f"the dataset {describe_dataset_owner(report.owner)}; lance-sync removes old versions only of "
+                    f"the datasets it created for '{owner}'")
+    elif live is not None and (action.removes or action.verb == Verb.UPDATE) and action.reason != Reason.ADOPT:
+        made_by = part_owner(live)
+        if made_by != owner:
+            whose = f"lance-sync owner '{made_by}'" if made_by else "someone outside lance-sync"
+            return f"{action.kind.value} '{action.part}' was made by {whose}, not for '{owner}'"
+    return None if fingerprint(live, action.compared_keys) == action.fingerprint else STALE
 
 
 def _shared_data(plan: Plan, drivers: Drivers, parallelism: int) -> dict[str, str]:

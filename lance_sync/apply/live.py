@@ -19,12 +19,18 @@ if TYPE_CHECKING:
     from lance_sync.data.inspection import LocationReport
 
 
+#: the parts of a dataset's own state an action can change (lance_sync.data.table_state)
+OWN_STATE = frozenset({Kind.INDEX, Kind.TAG, Kind.VERSIONS})
+
+
 def current_fingerprint(action: Action, driver: SyncNamespace) -> str:
     return fingerprint(live_state(action, driver), action.compared_keys)
 
 
 def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
     """The live counterpart of `action.before`: what its fingerprint was computed from."""
+    if action.kind in OWN_STATE:
+        return live_part(action, driver)
     if action.kind == Kind.DATASET:
         version = dataset_version(action.location, driver)
         return None if version is None else ObjectState(location=action.location, version=version)
@@ -53,6 +59,16 @@ def live_column_state(action: Action, driver: SyncNamespace) -> ObjectState | No
     name = before["name"] if before else action.part or ""
     version, found = live_column(action.location or "", name, driver.storage_options() or None)
     return ObjectState(location=action.location, version=version, definition=found)
+
+
+def live_part(action: Action, driver: SyncNamespace) -> ObjectState | None:
+    """An index, tag or the old versions of a dataset, as the plan compared them; None when the
+    part (or its dataset) is absent."""
+    if dataset_version(action.location, driver) is None:
+        return None
+    from lance_sync.data.table_state import live_part_state
+
+    return live_part_state(action, driver.storage_options() or None)
 
 
 def live_privileges(action: Action, driver: SyncNamespace) -> ObjectState | None:

@@ -88,6 +88,11 @@ class ActionRunner:
             (Kind.COLUMN, Verb.CREATE): self._add_column,
             (Kind.COLUMN, Verb.UPDATE): self._alter_column,
             (Kind.COLUMN, Verb.DELETE): self._drop_column,
+            (Kind.INDEX, Verb.CREATE): self._change_part,
+            (Kind.INDEX, Verb.REPLACE): self._change_part,
+            (Kind.INDEX, Verb.UPDATE): self._change_part,
+            (Kind.INDEX, Verb.DELETE): self._change_part,
+            (Kind.DATASET, Verb.UPDATE): self._change_part,
         }
 
     def run(self, action: Action) -> Outcome:
@@ -289,6 +294,13 @@ class ActionRunner:
 
         return write_dataset(location, mode=mode, owner=self.plan.owner, apply=self.apply, schema=schema,
                              write=write, storage_options=options)
+
+    def _change_part(self, action: Action, driver: SyncNamespace) -> int:
+        """Change the dataset's own state in place (an index, its fragments, a tag, its old
+        versions: lance_sync.data.table_state); returns the dataset's version after it."""
+        from lance_sync.data.table_state import change_part
+
+        return change_part(action, self.plan.owner, driver.storage_options() or None)
 
     def _delete_data(self, action: Action, driver: SyncNamespace) -> None:
         from lance_sync.data.datasets import delete_dataset

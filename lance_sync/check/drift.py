@@ -18,6 +18,8 @@ differs, with the repair the next apply would do beside it:
 - schema: the dataset's columns differ from the manifest's schema (a column dropped, renamed or
   altered out of band: apply changes it back in place where Lance can, see docs/table-state.md);
 - catalog_schema: the columns a catalog records differ from the dataset's;
+- dataset_state: a declared index or tag is absent, differs or was moved out of band (an
+  index's or the dataset's maintenance and a retention cleanup are scheduled work, not drift);
 - not_declared: an object this owner made has left the manifest (apply would remove it;
   shown so, since it is drift only in that sense);
 - conflict: something apply cannot repair (a table of another format under the name, a
@@ -85,6 +87,7 @@ class DriftKind(str, Enum):
     DATA = "data"
     SCHEMA = "schema"
     CATALOG_SCHEMA = "catalog_schema"
+    DATASET_STATE = "dataset_state"
     NOT_DECLARED = "not_declared"
     CONFLICT = "conflict"
 
@@ -226,6 +229,10 @@ class _Reader:
         elif action.is_grant:
             if not self._on_new_object(action):
                 yield item(DriftKind.GRANTS, _grant_drift(action))
+        elif is_upkeep(action):
+            return
+        elif action.kind in (Kind.INDEX, Kind.TAG):
+            yield item(DriftKind.DATASET_STATE, action.detail)
         elif action.kind == Kind.DATASET:
             yield item(DriftKind.SCHEMA if action.verb == Verb.REPLACE else DriftKind.DATA, action.detail)
         elif action.kind == Kind.COLUMN:
@@ -311,6 +318,12 @@ class _Reader:
 
     def _display(self, backend: str, id: tuple[str, ...]) -> str:
         return self.state.backends[backend].format_id(id)
+
+
+def is_upkeep(action: Action) -> bool:
+    """Work a policy schedules rather than a difference: an index brought up to date, a
+    dataset compacted, old versions cleaned up."""
+    return action.kind == Kind.VERSIONS or (action.verb == Verb.UPDATE and action.kind in (Kind.INDEX, Kind.DATASET))
 
 
 def _subject(action: Action) -> str:

@@ -103,6 +103,38 @@ class Source(_Strict):
         "rewrite it from the source")
 
 
+class IndexEntry(_Strict):
+    # the schema keeps the name users see in their editors
+    model_config = ConfigDict(title="Index")
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="The index's name in the dataset")
+    column: str = Field(min_length=1, description="The column it indexes")
+    type: str = Field(min_length=1, description="A Lance index type: BTREE, BITMAP, LABEL_LIST, INVERTED (FTS), "
+                      "NGRAM, ZONEMAP, BLOOMFILTER, IVF_FLAT, IVF_SQ, IVF_PQ, IVF_HNSW_FLAT, IVF_HNSW_SQ, "
+                      "IVF_HNSW_PQ")
+    params: dict[str, int | float | bool | str] = Field(
+        default_factory=dict, description="Build parameters of the type (num_partitions, num_sub_vectors, "
+        "metric, ...); compared, so a change rebuilds the index")
+
+
+class MaintenanceEntry(_Strict):
+    model_config = ConfigDict(title="Maintenance")
+
+    unindexed_rows: int | None = Field(None, ge=1, description="Bring an index up to date (optimize_indices) "
+                                       "once this many rows are not in it")
+    small_fragments: int | None = Field(None, ge=1, description="Compact the data files (compact_files) once "
+                                        "this many fragments hold fewer rows than target_rows_per_fragment")
+    target_rows_per_fragment: int = Field(1024 * 1024, ge=1, description="The rows a fragment is compacted to")
+
+
+class RetentionEntry(_Strict):
+    model_config = ConfigDict(title="Retention")
+
+    keep_versions: int | None = Field(None, ge=1, description="Keep the newest N versions")
+    older_than: str | None = Field(None, pattern=r"^\s*\d+\s*[smhdw]\s*$",
+                                   description="Remove only versions older than this: 7d, 12h, 30m, 2w")
+
+
 class RegistrationEntry(_Strict):
     # the schema keeps the name users see in their editors
     model_config = ConfigDict(title="Registration")
@@ -137,6 +169,15 @@ class Table(_Strict):
         "several, and an id written as a list of names is a list inside it. A registration found under "
         "exactly one of them, with this owner's mark and at this location, is renamed in place instead of "
         "declared again")
+    indexes: list[IndexEntry] | None = Field(
+        None, description="Lance indexes of the dataset, compared by name, column, type and params; an index "
+        "lance-sync made and the manifest no longer declares is dropped, others are left alone")
+    maintenance: MaintenanceEntry | None = None
+    tags: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")], Annotated[int, Field(ge=1)]] | None = \
+        Field(None, description="Lance tags: tag -> version. lance-sync moves and deletes only the tags it made")
+    retention: RetentionEntry | None = Field(
+        None, description="Old versions to clean up (tagged versions are always kept); only on datasets "
+        "lance-sync created, and it deletes data: apply needs --allow-drop")
 
 
 class Namespace(_Strict):

@@ -36,6 +36,7 @@ from lance_sync.manifest.schema_models import (
     ValidatedManifest,
 )
 from lance_sync.manifest.strategy import FastPathUnavailable, TablesInFiles
+from lance_sync.manifest.table_state import desired_table_state
 from lance_sync.manifest.validate import StrictTables
 from lance_sync.manifest.workers import Workers, forking_pays
 from lance_sync.model.backend_config import BackendRules, Identifier
@@ -469,8 +470,9 @@ def _tables_of_rows(checker: _Checker, answer: bytes, start: int) -> list[Desire
         chunks[index] = None  # a chunk's rows at a time: they live only while their tables are made
         # marshal keeps an object written twice as one: the child's tables share its properties still
         tables += [DesiredTable(name, location, tuple(starmap(Registration, registrations)), properties, columns,
-                                source, on_remove, protect, removed_columns=removed)
-                   for name, location, registrations, properties, columns, source, on_remove, protect, removed
+                                source, on_remove, protect, removed_columns=removed, table_state=table_state)
+                   for name, location, registrations, properties, columns, source, on_remove, protect, removed,
+                   table_state
                    in marshal.loads(chunk)]
     checker.table_index.update(zip([table.name for table in tables], range(start, start + len(tables)), strict=True))
     return tables
@@ -489,7 +491,7 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
     if checker.problems or any(r.grants is not None for table in tables for r in table.registrations):
         return None
     rows = [(t.name, t.location, tuple((r.backend, r.id) for r in t.registrations), t.properties, t.columns,
-             t.source, t.on_remove, t.protect, t.removed_columns) for t in tables]
+             t.source, t.on_remove, t.protect, t.removed_columns, t.table_state) for t in tables]
     try:
         renamed_from = {index - start: written for index, written in checker.renamed_from.items()}
         return marshal.dumps((renamed_from, [marshal.dumps(rows[begin:begin + ROWS_CHUNK])
@@ -545,7 +547,8 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
             name=entry.name, location=location, registrations=tuple(registrations),
             properties=properties,
             columns=columns, source=source, on_remove=entry.on_remove, protect=entry.protect,
-            position=checker.document.position(path), removed_columns=removed_columns))
+            position=checker.document.position(path), removed_columns=removed_columns,
+            table_state=desired_table_state(entry, path, checker.fail)))
     return result
 
 

@@ -74,6 +74,9 @@ class DesiredTable:
     position: Position | None = field(default=None, compare=False)
     #: the names of the columns the manifest declares removed (`removed: true`): dropped from the dataset
     removed_columns: tuple[str, ...] = ()
+    #: the dataset's own state it declares (lance_sync.manifest.table_state.desired_table_state):
+    #: indexes, maintenance, tags, retention; None: none of them
+    table_state: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -66,9 +66,11 @@ from lance_sync.model.marks import (
     marks,
     owner_of,
 )
+from lance_sync.model.table_state import LiveTableState
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.order import sort_actions
 from lance_sync.plan.renames import Pairing, pair_renames, rename_hints
+from lance_sync.plan.table_state import plan_table_state
 from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
@@ -116,11 +118,13 @@ def removal_locations(desired: DesiredState, live: LiveState) -> set[str]:
 
 class Comparer:
     def __init__(self, desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
-                 datasets: dict[str, DatasetStatus]):
+                 datasets: dict[str, DatasetStatus], table_states: dict[str, LiveTableState] | None = None):
         self.desired = desired
         self.live = live
         self.capabilities = capabilities
         self.datasets = datasets
+        #: the own state (indexes, tags, versions) of the datasets whose tables declare some
+        self.table_states = table_states or {}
         self.result = Comparison()
         self.renames = pair_renames(desired, live)
         self.created_namespaces: set[ObjectKey] = set()
@@ -140,6 +144,7 @@ class Comparer:
         """The actions; with `strict`, a PlanError when anything conflicts (drift reads them)."""
         self._namespaces()
         self._tables()
+        self._table_states()
         self._table_removals()
         self._namespace_removals()
         self._link_dependencies()
@@ -262,6 +267,15 @@ class Comparer:
                 self._table(table, key, status, writes, overlap)
             if overlap and len(self.result.actions) == made_before:
                 self.result.warnings.append(f"table '{table.name}': {overlap}")
+
+    def _table_states(self) -> None:
+        """The datasets' own state (lance_sync.plan.table_state), after their data is planned."""
+        parts = plan_table_state(self.desired, self.datasets, self.table_states, self.result.actions)
+        self.result.actions += parts.actions
+        self.result.left_alone += parts.left_alone
+        self.result.notes += parts.notes
+        self.result.warnings += parts.warnings
+        self.result.conflicts += [Conflict(message, "table_state", table) for message, table in parts.conflicts]
 
     def _dataset(self, table: DesiredTable, status: DatasetStatus | None, overlap: str | None) -> Action | None:
         """Write the table's data when it is missing (or this owner's write of it was cut off),
@@ -605,8 +619,9 @@ class Comparer:
 
 
 def compare(desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
-            datasets: dict[str, DatasetStatus], strict: bool = True) -> Comparison:
-    return Comparer(desired, live, capabilities, datasets).compare(strict)
+            datasets: dict[str, DatasetStatus], strict: bool = True,
+            table_states: dict[str, LiveTableState] | None = None) -> Comparison:
+    return Comparer(desired, live, capabilities, datasets, table_states).compare(strict)
 
 
 def _stays_protected(live: dict[str, str], want: ObjectState) -> bool:

@@ -7,7 +7,7 @@ import dataclasses
 import datetime
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lance_sync import __version__
@@ -29,6 +29,7 @@ from lance_sync.model.errors import LanceSyncError, PlanConflicts
 from lance_sync.model.locations import shown_path
 from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+from lance_sync.model.table_state import LiveTableState
 from lance_sync.plan.changes import ChangeScope, changed_scope, with_declared
 from lance_sync.plan.compare import Comparison, compare, removal_locations
 from lance_sync.plan.grants import plan_grants
@@ -115,6 +116,8 @@ class Observation:
     capabilities: dict[str, Capabilities]
     datasets: dict[str, DatasetStatus]
     api_calls: dict[str, int]
+    #: the own state (indexes, tags, versions) of each dataset whose table declares some
+    table_states: dict[str, LiveTableState] = field(default_factory=dict)
 
 
 def read_state(state: DesiredState, drivers: Drivers,
@@ -127,7 +130,23 @@ def read_state(state: DesiredState, drivers: Drivers,
         datasets = declared.result()
     datasets.update(_inspect_leaving_datasets(state, live, drivers, datasets))
     api_calls = {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()}
-    return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls)
+    return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls,
+                       read_table_states(state, datasets, drivers, parallelism))
+
+
+def read_table_states(state: DesiredState, datasets: dict[str, DatasetStatus], drivers: Drivers,
+                      parallelism: int = DEFAULT_PARALLELISM) -> dict[str, LiveTableState]:
+    """The own state of each dataset whose table declares some (indexes, tags, retention):
+    one open per dataset, with its first registration's storage options; no other is opened."""
+    options_of = _storage_options(drivers)
+    wanted = [(t.location, dict(options_of[t.registrations[0].backend]) or None, t.table_state)
+              for t in state.tables if t.table_state and t.registrations
+              and (status := datasets.get(t.location)) is not None and status.status == "valid"]
+    if not wanted:
+        return {}
+    from lance_sync.data.table_state import read_table_states as read
+
+    return read(wanted, parallelism)
 
 
 class _CapabilitiesOnDemand(dict[str, Capabilities]):
@@ -227,7 +246,8 @@ def read_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     with_declared(scope, {key for key in live.namespaces}, {key for key in live.tables})
     datasets = inspect_datasets(scope.state, live, drivers, progress)
     api_calls = {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()}
-    return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls)
+    return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls,
+                       read_table_states(scope.state, datasets, drivers, parallelism))
 
 
 def only_backends(state: DesiredState, backends: set[str]) -> DesiredState:
@@ -242,7 +262,8 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
                 parallelism: int = DEFAULT_PARALLELISM, strict: bool = True) -> Comparison:
     """The objects compared (with `strict`, a PlanError on conflicts), then their grants, whose
     reads count with the plan's calls."""
-    comparison = compare(state, observation.live, observation.capabilities, observation.datasets, strict)
+    comparison = compare(state, observation.live, observation.capabilities, observation.datasets, strict,
+                         observation.table_states)
     _block_writes_without_engine(comparison, state)
     live = observation.live
 

@@ -1,0 +1,158 @@
+"""A table's `indexes:` and `maintenance:` end to end on the `dir` backend, through the CLI in
+this process, read back with pylance (issue 47)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from lance_sync.cli.app import main
+from lance_sync.model.table_state import INDEX_RECORD_PREFIX, index_record
+from tests.support.cli import cli_env, describe, run_cli
+
+ROWS = 300
+
+
+def _rows(count: int, start: int = 0) -> pa.Table:
+    vectors = np.random.default_rng(start).random(count * 8, dtype=np.float32)
+    return pa.table({"id": pa.array(range(start, start + count), pa.int64()),
+                     "text": pa.array([f"word{i % 7} text" for i in range(start, start + count)]),
+                     "emb": pa.FixedSizeListArray.from_arrays(pa.array(vectors), 8)})
+
+
+class IndexedProject:
+    def __init__(self, root: Path, rows: int = ROWS):
+        self.root = root
+        self.manifest = root / "lance-sync.yaml"
+        self.location = str(root / "lake" / "data" / "docs.lance")
+        lance.write_dataset(_rows(rows), self.location)
+        self.indexes: list[dict[str, Any]] = [
+            {"name": "id_idx", "column": "id", "type": "BTREE"},
+            {"name": "text_fts", "column": "text", "type": "FTS", "params": {"with_position": True}},
+            {"name": "emb_idx", "column": "emb", "type": "IVF_PQ",
+             "params": {"num_partitions": 2, "num_sub_vectors": 2, "metric": "cosine"}},
+        ]
+        self.write()
+
+    def write(self, **table: Any) -> None:
+        entry = {"name": "docs", "location": "./lake/data/docs.lance", "register": [{"backend": "lake",
+                 "namespace": "ml"}], "indexes": self.indexes, **table}
+        self.manifest.write_text(yaml.safe_dump({
+            "version": 1, "owner": "team", "backends": {"lake": {"type": "dir", "root": "./lake"}},
+            "namespaces": [{"backend": "lake", "id": "ml"}], "tables": [entry]}, sort_keys=False))
+
+    def cli(self, command: str, *args: str, code: int = 0):
+        result = run_cli(self.manifest, command, *args, env=cli_env())
+        assert result.returncode == code, describe(result)
+        return result
+
+    def dataset(self) -> lance.LanceDataset:
+        return lance.dataset(self.location)
+
+    def built(self) -> dict[str, str]:
+        return {index.name: index.index_type for index in self.dataset().describe_indices()}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> IndexedProject:
+    return IndexedProject(tmp_path)
+
+
+def test_declared_indexes_are_built_and_a_reapply_writes_no_version(project: IndexedProject):
+    """Guards: every declared type is built as declared, and an index in sync is left as it is
+    (lancedb#2215: creating the index again on every push bumps the version)."""
+    project.cli("apply", "--auto-approve")
+    assert project.built() == {"id_idx": "BTree", "text_fts": "Inverted", "emb_idx": "IVF_PQ"}
+    version = project.dataset().version
+    plan = project.cli("plan", "--detailed-exitcode")
+    assert "No changes" in plan.stdout
+    project.cli("apply", "--auto-approve")
+    assert project.dataset().version == version
+
+
+def test_a_changed_definition_is_a_replace_and_only_lance_syncs_indexes_are_dropped(project: IndexedProject):
+    """Guards: a params change rebuilds the index (shown as a replace); an index lance-sync made
+    and the manifest dropped is dropped; one someone else made is listed and kept."""
+    project.cli("apply", "--auto-approve")
+    project.dataset().create_scalar_index("id", "BITMAP", name="theirs")
+    project.indexes[2]["params"]["num_partitions"] = 4
+    del project.indexes[0]
+    project.write()
+    plan = project.cli("plan").stdout
+    assert "-/+ replace index    lake: ./lake/data/docs.lance#emb_idx" in plan
+    assert "num_partitions=2, num_sub_vectors=2) -> IVF_PQ on emb (metric=cosine, num_partitions=4" in plan
+    assert "  - delete index     lake: ./lake/data/docs.lance#id_idx" in plan
+    assert "index lake: ./lake/data/docs.lance#theirs (made outside lance-sync)" in plan
+    project.cli("apply", "--auto-approve")
+    assert project.built() == {"text_fts": "Inverted", "emb_idx": "IVF_PQ", "theirs": "Bitmap"}
+    record = json.loads(project.dataset().config()[INDEX_RECORD_PREFIX + "emb_idx"])
+    assert record["params"]["num_partitions"] == 4 and record["owner"] == "team"
+    project.cli("plan", "--detailed-exitcode")
+
+
+def test_an_index_dropped_out_of_band_is_drift_and_the_rollback_undoes_a_drop(project: IndexedProject):
+    """Guards: drift exits 2 naming the dropped index; apply builds it again; the rollback plan of
+    an apply that dropped an index builds it back."""
+    project.cli("apply", "--auto-approve")
+    project.dataset().drop_index("id_idx")
+    drift = project.cli("drift", code=2).stdout
+    assert "! dataset state: index lake: " in drift and "docs.lance#id_idx" in drift
+    project.cli("apply", "--auto-approve")
+    project.cli("drift")
+    project.indexes = project.indexes[1:]
+    project.write()
+    applied = project.cli("apply", "--auto-approve").stdout
+    assert "id_idx" not in project.built()
+    rollback = next(line.split(": ", 1)[1].split(" (")[0] for line in applied.splitlines()
+                    if line.startswith("Rollback plan:"))
+    restored = CliRunner().invoke(main, ["apply", str(project.root / rollback), "--auto-approve"],
+                                  catch_exceptions=False)
+    assert restored.exit_code == 0, restored.output
+    assert project.built()["id_idx"] == "BTree"
+
+
+def test_a_vector_index_waits_for_rows_to_train_on(tmp_path: Path):
+    """Guards: a vector index on a table with too few rows is a note, not a failed build."""
+    project = IndexedProject(tmp_path, rows=10)
+    plan = project.cli("plan").stdout
+    assert "index 'emb_idx' waits: IVF_PQ on emb" in plan and "the dataset has 10" in plan
+    project.cli("apply", "--auto-approve")
+    assert set(project.built()) == {"id_idx", "text_fts"}
+
+
+def test_an_apply_cut_off_during_a_build_builds_it_again(project: IndexedProject):
+    """Guards: crash safety. An apply killed during a build leaves the record unbuilt (written
+    before the build): the next plan builds the index again, and then it is in sync."""
+    project.cli("apply", "--auto-approve")
+    definition = {"column": "id", "type": "BTREE", "params": {}}
+    project.dataset().update_config({INDEX_RECORD_PREFIX + "id_idx": index_record("team", definition, built=False)})
+    plan = project.cli("plan").stdout
+    assert "an earlier apply did not finish building it" in plan
+    project.cli("apply", "--auto-approve")
+    project.cli("plan", "--detailed-exitcode")
+
+
+def test_maintenance_updates_indexes_and_compacts_small_fragments(project: IndexedProject):
+    """Guards: crossing `maintenance:` thresholds plans optimize_indices and compact_files, and
+    the plan reports the unindexed rows of each index."""
+    project.cli("apply", "--auto-approve")
+    for start in (ROWS, ROWS + 20, ROWS + 40):
+        lance.write_dataset(_rows(20, start), project.location, mode="append")
+    project.write(maintenance={"unindexed_rows": 50, "small_fragments": 3, "target_rows_per_fragment": 1000})
+    plan = project.cli("plan").stdout
+    assert "  ~ update index     lake: ./lake/data/docs.lance#id_idx" in plan
+    assert "60 row(s) are not in the index (maintenance.unindexed_rows: 50)" in plan
+    assert "4 fragment(s) hold fewer than 1000 rows" in plan
+    project.cli("apply", "--auto-approve")
+    dataset = project.dataset()
+    assert dataset.stats.index_stats("id_idx")["num_unindexed_rows"] == 0
+    assert len(dataset.get_fragments()) < 4  # the three appended ones are one now
+    project.cli("plan", "--detailed-exitcode")
