@@ -225,6 +225,8 @@ def _asked_for(action: Action, scope: ChangeScope) -> bool:
     if action.verb not in (Verb.FORGET, Verb.DELETE) or action.backend in scope.whole_backends \
             or action.kind in DATASET_PARTS:
         return True
+    if action.kind in DATASET_PARTS:  # planned only for the tables the change names
+        return True
     if action.kind == Kind.DATASET:
         return any((r.backend, tuple(r.id)) in scope.removals or r.backend in scope.whole_backends
                    for r in action.registrations)

@@ -83,9 +83,10 @@ def leave_out(plan: Plan, why: Callable[[Action], str | None]) -> Plan:
 
 def _addresses(action: Action) -> list[tuple[str, str]]:
     """(backend, display id) a target may name the action by: a rename's old id too, and a
-    dataset part's table registrations (`--target lake:sales$orders` takes its columns along)."""
+    dataset part's (and a dataset's maintenance) table registrations (`--target lake:sales$orders`
+    takes its columns and indexes along)."""
     addresses = [(action.backend, action.display_id)]
-    if action.kind in DATASET_PARTS:
+    if action.kind in DATASET_PARTS or (action.kind == Kind.DATASET and action.verb == Verb.UPDATE):
         addresses += [(r.backend, r.display_id) for r in action.registrations]
     if action.renamed_from is not None:
         addresses.append((action.renamed_from.backend, action.renamed_from.display_id))

@@ -156,3 +156,12 @@ def test_maintenance_updates_indexes_and_compacts_small_fragments(project: Index
     assert dataset.stats.index_stats("id_idx")["num_unindexed_rows"] == 0
     assert len(dataset.get_fragments()) < 4  # the three appended ones are one now
     project.cli("plan", "--detailed-exitcode")
+
+
+def test_a_target_names_the_table_or_one_index(project: IndexedProject):
+    """Guards: --target reaches a dataset's indexes through the table's registration, or one
+    index by its address."""
+    whole = project.cli("plan", "--target", "lake:ml$docs").stdout
+    assert whole.count("+ create index") == 3
+    one = project.cli("plan", "--target", "lake:*#id_idx").stdout
+    assert "  + create index     lake: ./lake/data/docs.lance#id_idx" in one and "Plan: 1 to create" in one

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lance_sync.model.actions import Action, DatasetStatus, Kind, dataset_key
+from lance_sync.model.actions import Action, Address, DatasetStatus, Kind, dataset_key
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.table_state import LiveTableState
 from lance_sync.plan.table_state import indexes
@@ -32,7 +32,10 @@ def plan_table_state(desired: DesiredState, datasets: Mapping[str, DatasetStatus
             continue
         context = TableContext(table=table, owner=desired.owner, status=datasets.get(table.location),
                                live=live.get(table.location), write=writes.get(dataset_key(table.location)),
-                               out=out)
+                               out=out, registrations=[
+                                   Address(backend=r.backend, id=list(r.id),
+                                           display_id=desired.backends[r.backend].format_id(r.id))
+                                   for r in table.registrations])
         if context.live is not None and context.live.error:
             out.warnings.append(f"table '{table.name}': cannot read the state of {table.location}: "
                                 f"{context.live.error}")

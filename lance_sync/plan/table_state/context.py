@@ -8,6 +8,7 @@ from typing import Any
 
 from lance_sync.model.actions import (
     Action,
+    Address,
     DatasetStatus,
     Kind,
     LeftAlone,
@@ -40,6 +41,8 @@ class TableContext:
     #: the plan's write of the dataset (create or rewrite), if it has one
     write: Action | None
     out: PartsPlan
+    #: the table's registrations: a part action is targeted (--target) by them too
+    registrations: list[Address] = field(default_factory=list)
 
     @property
     def declared(self) -> dict[str, Any]:
@@ -71,7 +74,7 @@ class TableContext:
         display = f"{self.location}#{part}" if part is not None else self.location
         action = Action(verb=verb, kind=kind, reason=reason, backend=self.backend, id=[], display_id=display,
                         detail=detail, before=before, after=after, fingerprint=fingerprint(before, []),
-                        table=self.table.name, part=part,
+                        table=self.table.name, part=part, registrations=self.registrations,
                         depends_on=[self.write.key] if self.write is not None else [])
         self.out.actions.append(action)
         return action
