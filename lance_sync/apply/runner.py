@@ -93,6 +93,9 @@ class ActionRunner:
             (Kind.INDEX, Verb.UPDATE): self._change_part,
             (Kind.INDEX, Verb.DELETE): self._change_part,
             (Kind.DATASET, Verb.UPDATE): self._change_part,
+            (Kind.TAG, Verb.CREATE): self._change_part,
+            (Kind.TAG, Verb.UPDATE): self._change_part,
+            (Kind.TAG, Verb.DELETE): self._change_part,
         }
 
     def run(self, action: Action) -> Outcome:
