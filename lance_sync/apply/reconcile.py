@@ -60,10 +60,10 @@ from lance_sync.check.status import LastApplied, Reading, StatusReport, after_ap
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.manifest.revision import manifest_revision
-from lance_sync.model.actions import Action, Destruction, OmittedAction, Plan, PolicyViolation
+from lance_sync.model.actions import Action, Destruction, Kind, OmittedAction, Plan, PolicyViolation
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, PlanConflicts
-from lance_sync.model.policy import enforce
+from lance_sync.model.policy import RETENTION_CLEANUP, enforce
 from lance_sync.model.secrets import mask
 from lance_sync.model.shared import STATE_DIRECTORY
 from lance_sync.plan.planner import assemble_plan, compare_all, read_state
@@ -189,7 +189,9 @@ class _Cycle:
         self.revision = manifest_revision(self.settings.files)
         options = self.settings.options
         allowed = state.policy.unattended_verbs
-        unattended = dataclasses.replace(options, allow_drop=False, allow_replace="replace" in allowed,
+        # only a retention cleanup destroys data among what `_runnable` keeps
+        unattended = dataclasses.replace(options, allow_drop=RETENTION_CLEANUP in allowed,
+                                         allow_replace="replace" in allowed,
                                          allow_revoke="revoke" in allowed)
 
         def planned(drivers: Drivers) -> Plan:
@@ -266,6 +268,9 @@ def needs_person(action: Action, allowed: tuple[str, ...]) -> str | None:
     """Why an action may not run unattended, or None when it may."""
     if action.blocked:
         return f"blocked: {action.blocked}"
+    if action.kind == Kind.VERSIONS:
+        return None if RETENTION_CLEANUP in allowed else \
+            f"needs approval: {RETENTION_CLEANUP} is not in policy.unattended ({', '.join(allowed)})"
     if action.destroys == Destruction.DATA:
         return "destroys data or a namespace: never run unattended"
     if action.verb.value not in allowed:

@@ -96,6 +96,7 @@ class ActionRunner:
             (Kind.TAG, Verb.CREATE): self._change_part,
             (Kind.TAG, Verb.UPDATE): self._change_part,
             (Kind.TAG, Verb.DELETE): self._change_part,
+            (Kind.VERSIONS, Verb.DELETE): self._change_part,
         }
 
     def run(self, action: Action) -> Outcome:

@@ -101,7 +101,7 @@ def _cleanup(dataset: lance.LanceDataset, retention: dict[str, Any], tags: dict[
     removed = tuple(v["version"] for v in candidates if v["version"] not in tagged)
     files = (stats.data_files_removed + stats.transaction_files_removed + stats.index_files_removed
              + stats.deletion_files_removed)
-    return Cleanup(removed[:stats.old_versions] if stats.old_versions else (), files, stats.bytes_removed)
+    return Cleanup(removed[:stats.old_versions], stats.old_versions, files, stats.bytes_removed)
 
 
 def _naive(moment: datetime.datetime) -> datetime.datetime:

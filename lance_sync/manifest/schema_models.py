@@ -241,9 +241,11 @@ class PolicyFile(_Strict):
     model_config = ConfigDict(title="Policy")
 
     rules: list[PolicyRule] = Field(default_factory=list)
-    unattended: list[Literal["create", "update", "rename", "replace", "forget", "grant", "revoke"]] | None = Field(
+    unattended: list[Literal["create", "update", "rename", "replace", "forget", "grant", "revoke",
+                             "delete versions"]] | None = Field(
         None, description="What `lance-sync reconcile` applies without a person (default: create, "
-        "update, rename, grant). Deleting data or namespaces never runs unattended")
+        "update, rename, grant). Deleting data or namespaces never runs unattended; a table's retention "
+        "cleanup (delete versions) only when listed")
 
 
 class ValidatedBackend(Protocol):

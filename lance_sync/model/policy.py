@@ -23,7 +23,7 @@ blocks that action; any violation refuses the plan (exit 4), saved plans include
 in-place updates, renames (a rename removes nothing: the table keeps its id, data and
 grants, and the manifest asks for it by name with `renamed_from`) and grants (restoring the
 declared privileges), never removals nor revokes unless listed. Actions that destroy data never
-run unattended.
+run unattended, but for a table's retention cleanup when `delete versions` is listed.
 """
 
 from __future__ import annotations
@@ -51,8 +51,11 @@ if TYPE_CHECKING:
 
 #: what reconcile applies unattended when the policy does not say
 DEFAULT_UNATTENDED: tuple[str, ...] = ("create", "update", "rename", "grant")
-#: the verbs `unattended` may list; `delete` destroys data or a namespace and always needs a person
-UNATTENDED_VERBS: tuple[str, ...] = ("create", "update", "rename", "replace", "forget", "grant", "revoke")
+#: the verbs `unattended` may list; `delete` destroys data or a namespace and always needs a person,
+#: except a table's retention cleanup when `delete versions` is listed
+RETENTION_CLEANUP = "delete versions"
+UNATTENDED_VERBS: tuple[str, ...] = ("create", "update", "rename", "replace", "forget", "grant", "revoke",
+                                     RETENTION_CLEANUP)
 REMOVALS = (Verb.FORGET, Verb.DELETE)
 
 

@@ -141,7 +141,9 @@ class LiveTag:
 class Cleanup:
     """What a retention cleanup would remove now (`explain_cleanup_old_versions`)."""
 
+    #: the versions removed, as far as lance-sync can tell them (Lance counts them: `count`)
     versions: tuple[int, ...]
+    count: int
     files: int
     bytes: int
 

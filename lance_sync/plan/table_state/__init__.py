@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from lance_sync.model.actions import Action, Address, DatasetStatus, Kind, dataset_key
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.table_state import LiveTableState
-from lance_sync.plan.table_state import indexes, tags
+from lance_sync.plan.table_state import indexes, retention, tags
 from lance_sync.plan.table_state.context import PartsPlan, TableContext
 
 __all__ = ["PartsPlan", "plan_table_state"]
@@ -43,6 +43,7 @@ def plan_table_state(desired: DesiredState, datasets: Mapping[str, DatasetStatus
         made = len(out.actions)
         indexes.plan(context)
         tags.plan(context)
+        retention.plan(context)
         _one_at_a_time(out.actions[made:])
     return out
 

@@ -79,9 +79,10 @@ class TableContext:
         self.out.actions.append(action)
         return action
 
-    def left_alone(self, kind: Kind, part: str, reason: str) -> None:
-        self.out.left_alone.append(LeftAlone(kind=kind, backend=self.backend, id=[],
-                                             display_id=f"{self.location}#{part}", reason=reason))
+    def left_alone(self, kind: Kind, part: str | None, reason: str) -> None:
+        display = f"{self.location}#{part}" if part is not None else self.location
+        self.out.left_alone.append(LeftAlone(kind=kind, backend=self.backend, id=[], display_id=display,
+                                             reason=reason))
 
     def note(self, text: str) -> None:
         self.out.notes.append(f"table '{self.table.name}': {text}")
