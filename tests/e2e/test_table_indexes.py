@@ -4,6 +4,9 @@ this process, read back with pylance (issue 47)."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,20 @@ from lance_sync.model.table_state import INDEX_RECORD_PREFIX, index_record
 from tests.support.cli import cli_env, describe, run_cli
 
 ROWS = 300
+#: runs `lance-sync ARGS` and kills itself (SIGKILL) right before or right after (LS_KILL) the
+#: first scalar index build: inside a build, as far as lance-sync's records can tell
+KILL_DURING_BUILD = r"""
+import os, signal, sys, lance, lance_sync.cli.app
+original = lance.LanceDataset.create_scalar_index
+def build(self, *args, **kwargs):
+    if os.environ["LS_KILL"] == "before":
+        os.kill(os.getpid(), signal.SIGKILL)
+    original(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+lance.LanceDataset.create_scalar_index = build
+sys.argv = ["lance-sync", *sys.argv[1:]]
+lance_sync.cli.app.main()
+"""
 
 
 def _rows(count: int, start: int = 0) -> pa.Table:
@@ -165,3 +182,19 @@ def test_a_target_names_the_table_or_one_index(project: IndexedProject):
     assert whole.count("+ create index") == 3
     one = project.cli("plan", "--target", "lake:*#id_idx").stdout
     assert "  + create index     lake: ./lake/data/docs.lance#id_idx" in one and "Plan: 1 to create" in one
+
+
+@pytest.mark.parametrize("moment", ["before", "after"])
+def test_an_apply_killed_during_an_index_build_converges(project: IndexedProject, moment: str, subprocesses):
+    """Guards: crash safety with a real kill -9 at an index build (before it, or after it and
+    before its record says built): the next apply converges and the index is in sync."""
+    project.indexes = project.indexes[:1]
+    project.write()
+    killed = subprocess.run([sys.executable, "-c", KILL_DURING_BUILD, "apply", "-f", str(project.manifest),
+                             "--auto-approve"], capture_output=True, text=True, cwd=project.root,
+                            env={**cli_env(), "LS_KILL": moment}, stdin=subprocess.DEVNULL, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, describe(killed)
+    assert json.loads(project.dataset().config()[INDEX_RECORD_PREFIX + "id_idx"])["built"] is False
+    project.cli("apply", "--auto-approve")
+    assert project.built() == {"id_idx": "BTree"}
+    project.cli("plan", "--detailed-exitcode")
