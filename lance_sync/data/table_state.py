@@ -58,7 +58,8 @@ def read_table_state(location: str, options: dict[str, str] | None, declared: di
             state.tags = _tags(dataset)
             state.versions = tuple(v["version"] for v in dataset.versions())
         if "retention" in declared:
-            state.cleanup = _cleanup(dataset, declared["retention"], state.tags)
+            kept = {tag.version for tag in state.tags.values()} | set((declared.get("tags") or {}).values())
+            state.cleanup = _cleanup(dataset, declared["retention"], kept)
     except (OSError, ValueError, RuntimeError) as error:
         state.error = f"{type(error).__name__}: {error}"
     return state
@@ -84,24 +85,22 @@ def _tags(dataset: lance.LanceDataset) -> dict[str, LiveTag]:
             for name, tag in dataset.tags.list().items()}
 
 
-def _cleanup(dataset: lance.LanceDataset, retention: dict[str, Any], tags: dict[str, LiveTag]) -> Cleanup:
-    """What the policy's cleanup removes now: Lance's count of files and bytes, and which
-    versions (the ones beyond the newest `keep_versions` and older than `older_than`, never a
-    tagged one nor the latest)."""
+def _cleanup(dataset: lance.LanceDataset, retention: dict[str, Any], kept: set[int]) -> Cleanup:
+    """The versions the policy removes now (beyond the newest `keep_versions` and older than
+    `older_than`; never one in `kept`, the tagged and the declared tags' versions, nor the
+    latest), and what Lance says removing exactly those deletes: apply removes these, no more."""
     older_than, keep = _policy(retention)
-    explained = dataset.explain_cleanup_old_versions(older_than=older_than, retain_versions=keep,
-                                                     error_if_tagged_old_versions=False)
-    stats = explained.stats
-    versions = dataset.versions()
-    candidates = versions[:-max(keep or 1, 1)]
+    candidates = dataset.versions()[:-max(keep or 1, 1)]
     if older_than is not None:
         cutoff = datetime.datetime.now() - older_than
         candidates = [v for v in candidates if _naive(v["timestamp"]) < cutoff]  # type: ignore[arg-type]
-    tagged = {tag.version for tag in tags.values()}
-    removed = tuple(v["version"] for v in candidates if v["version"] not in tagged)
+    removed = tuple(v["version"] for v in candidates if v["version"] not in kept)
+    if not removed:
+        return Cleanup((), 0, 0, 0)
+    stats = dataset.explain_cleanup_old_versions(versions=list(removed), error_if_tagged_old_versions=False).stats
     files = (stats.data_files_removed + stats.transaction_files_removed + stats.index_files_removed
              + stats.deletion_files_removed)
-    return Cleanup(removed[:stats.old_versions], stats.old_versions, files, stats.bytes_removed)
+    return Cleanup(removed, stats.old_versions, files, stats.bytes_removed)
 
 
 def _naive(moment: datetime.datetime) -> datetime.datetime:
@@ -155,8 +154,9 @@ def _change(dataset: lance.LanceDataset, action: Action, owner: str) -> None:
     elif action.kind == Kind.TAG:
         _change_tag(dataset, action, owner)
     elif action.kind == Kind.VERSIONS:
-        older_than, keep = _policy((action.before.definition if action.before else None) or {})
-        dataset.cleanup_old_versions(older_than=older_than, retain_versions=keep, error_if_tagged_old_versions=False)
+        # exactly the versions the plan named; Lance never removes a tagged one nor the latest
+        versions = ((action.before.definition if action.before else None) or {}).get("versions") or []
+        dataset.cleanup_old_versions(versions=list(versions), error_if_tagged_old_versions=False)
     else:  # the dataset's small fragments
         target = ((action.after.definition if action.after else None) or {}).get("target_rows_per_fragment")
         dataset.optimize.compact_files(**({"target_rows_per_fragment": target} if target else {}))

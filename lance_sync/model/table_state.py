@@ -141,7 +141,7 @@ class LiveTag:
 class Cleanup:
     """What a retention cleanup would remove now (`explain_cleanup_old_versions`)."""
 
-    #: the versions removed, as far as lance-sync can tell them (Lance counts them: `count`)
+    #: the versions to remove; `count`: of those, the ones Lance would remove (not tagged since)
     versions: tuple[int, ...]
     count: int
     files: int

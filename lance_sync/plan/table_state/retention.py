@@ -28,7 +28,8 @@ def plan(context: TableContext) -> None:
     context.action(Verb.DELETE, Kind.VERSIONS, Reason.CHANGED, None,
                    before=ObjectState(location=context.location, version=context.live.version,
                                       definition={"keep_versions": declared.get("keep_versions"),
-                                                  "older_than": declared.get("older_than")}),
+                                                  "older_than": declared.get("older_than"),
+                                                  "versions": list(cleanup.versions)}),
                    after=None,
                    detail=f"retention ({policy_text(declared)}): remove {cleanup.count} old version(s) "
                    f"({ranges(cleanup.versions)}): {cleanup.files} file(s), {cleanup.bytes} bytes; tagged versions "
@@ -46,8 +47,6 @@ def policy_text(retention: dict[str, Any]) -> str:
 
 def ranges(versions: tuple[int, ...]) -> str:
     """'versions 1-4, 7': consecutive versions as a range."""
-    if not versions:
-        return "versions as Lance counts them"
     spans: list[list[int]] = []
     for version in sorted(versions):
         if spans and version == spans[-1][1] + 1:
