@@ -11,6 +11,7 @@ reason; keep those few.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -299,6 +300,23 @@ def bob_changed_out_of_band(example: Example) -> None:
     _permissions(example, "table", "main.sales.orders", "bob@example.com", ["MODIFY"], ["SELECT"])
 
 
+def promotion_files_and_five_versions(example: Example) -> None:
+    """table-state.md: the base manifest and the overlays the doc shows (each yaml block naming its
+    file on its first line), and a dataset of five versions."""
+    import lance
+    import pyarrow as pa
+
+    fresh_repository(example)
+    doc = (REPO / "docs" / "table-state.md").read_text()
+    for name, body in re.findall(r"```yaml\n# (\S+\.yaml)\n(.*?)```", doc, re.S):
+        (example.folder / name).write_text(body)
+    rows = pa.table({"id": pa.array(range(10), pa.int64())})
+    location = str(example.folder / "lake" / "events.lance")
+    lance.write_dataset(rows, location)
+    for _ in range(4):
+        lance.write_dataset(rows, location, mode="append")
+
+
 RECONCILE_LOOP = ("a loop changed by hand while it runs, its metrics read and SIGTERM sent: what it prints "
                   "depends on when the changes land; tests/e2e/test_reconcile.py runs the same loop")
 
@@ -323,6 +341,7 @@ SETUPS: dict[tuple[str, int], Setup] = {
     ("docs/renames.md", 2): Setup(moved_applied_then_renamed_without_renamed_from),
     ("docs/status.md", 0): Setup(status_one_table_dropped),
     ("docs/table-state.md", 0): Setup(orders_applied_then_its_columns_changed),
+    ("docs/table-state.md", 1): Setup(promotion_files_and_five_versions),
     ("docs/targets.md", 0): Setup(fresh_quickstart),
     ("docs/targets.md", 1): then(),
     ("docs/targets.md", 2): then(),
