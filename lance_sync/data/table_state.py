@@ -46,8 +46,13 @@ def read_table_states(wanted: Iterable[Wanted], parallelism: int) -> dict[str, L
 
 
 def read_table_state(location: str, options: dict[str, str] | None, declared: dict[str, Any]) -> LiveTableState:
-    dataset = lance.dataset(location, storage_options=options)
-    state = LiveTableState(version=dataset.version, row_count=dataset.count_rows())
+    """One dataset's state; what cannot be read is the state's `error` (the plan warns and
+    plans nothing of that table's own state)."""
+    try:
+        dataset = lance.dataset(location, storage_options=options)
+        state = LiveTableState(version=dataset.version, row_count=dataset.count_rows())
+    except (OSError, ValueError, RuntimeError) as error:
+        return LiveTableState(version=0, row_count=0, error=f"{type(error).__name__}: {error}")
     try:
         if "indexes" in declared or "maintenance" in declared:
             state.indexes, state.records = _indexes(dataset, with_stats=True)

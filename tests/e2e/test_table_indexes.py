@@ -198,3 +198,11 @@ def test_an_apply_killed_during_an_index_build_converges(project: IndexedProject
     project.cli("apply", "--auto-approve")
     assert project.built() == {"id_idx": "BTree"}
     project.cli("plan", "--detailed-exitcode")
+
+
+def test_an_index_on_a_column_the_dataset_lacks_stops_the_plan(project: IndexedProject):
+    """Guards: a plan error naming the index and column, not a build that fails at apply."""
+    project.indexes.append({"name": "nope_idx", "column": "nope", "type": "BTREE"})
+    project.write()
+    stopped = project.cli("plan", code=1)
+    assert "index 'nope_idx' is on column 'nope', which the dataset at " in stopped.stderr

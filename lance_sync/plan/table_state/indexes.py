@@ -62,6 +62,11 @@ def _declared(context: TableContext, spec: dict[str, Any]) -> bool:
     name, live = spec["name"], context.live
     want = wanted_definition(spec, context.owner)
     have = index_definition_of(name, live.indexes, live.records)
+    columns = {column["name"] for column in (context.status.columns if context.status else None) or []}
+    if have is None and columns and spec["column"] not in columns:
+        context.out.conflicts.append((f"table '{context.table.name}': index '{name}' is on column '{spec['column']}', "
+                                      f"which the dataset at {context.location} does not have", context.table.name))
+        return False
     if have is None:
         needed = rows_to_train(spec)
         if live.row_count < needed:
