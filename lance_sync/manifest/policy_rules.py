@@ -17,6 +17,7 @@ from lance_sync.model.policy import (
     AllowedLocations,
     AllowedPrincipals,
     ForbiddenActions,
+    ForbiddenIndexTypes,
     ForbiddenPrivileges,
     MaxRemovals,
     NamePattern,
@@ -24,6 +25,7 @@ from lance_sync.model.policy import (
     RequiredProperties,
     Rule,
 )
+from lance_sync.model.table_state import INDEX_TYPES, canonical_type
 
 
 class Checks(Protocol):
@@ -71,6 +73,10 @@ def _rule(checker: Checks, entry: PolicyRule, path: DataPath, backends: Collecti
     if entry.objects is not None and check not in ("required_properties", "name_pattern"):
         checker.fail(f"objects applies to required_properties and name_pattern rules, not to {check}",
                      (*path, "objects"))
+    for index, written in enumerate(entry.forbidden_index_types or ()):
+        if canonical_type(written) not in INDEX_TYPES:
+            checker.fail(f"unknown index type '{written}'; Lance's types are {', '.join(INDEX_TYPES)}",
+                         (*path, "forbidden_index_types", index))
     if entry.name_pattern is not None:
         try:
             re.compile(entry.name_pattern)
@@ -94,5 +100,7 @@ def _rule(checker: Checks, entry: PolicyRule, path: DataPath, backends: Collecti
         return ForbiddenPrivileges(privileges=tuple(entry.forbidden_privileges), **common)
     if entry.allowed_principals is not None:
         return AllowedPrincipals(patterns=tuple(entry.allowed_principals), **common)
+    if entry.forbidden_index_types is not None:
+        return ForbiddenIndexTypes(types=tuple(canonical_type(t) for t in entry.forbidden_index_types), **common)
     assert entry.max_removals is not None  # one check is stated, and it is the last one
     return MaxRemovals(limit=entry.max_removals, **common)

@@ -200,12 +200,13 @@ class SparkEntry(_Strict):
 
 #: the keys of which a policy rule states exactly one: what it checks
 RULE_CHECKS = ("allowed_locations", "required_properties", "name_pattern", "forbidden_actions", "max_removals",
-               "forbidden_privileges", "allowed_principals")
+               "forbidden_privileges", "allowed_principals", "forbidden_index_types")
 
 
 class PolicyRule(_Strict):
     """One named check. A rule states exactly one of allowed_locations, required_properties,
-    name_pattern, forbidden_actions, max_removals, forbidden_privileges and allowed_principals."""
+    name_pattern, forbidden_actions, max_removals, forbidden_privileges, allowed_principals and
+    forbidden_index_types."""
 
     name: str = Field(pattern=NAME_PATTERN, description="The rule's name, shown with every violation")
     backends: list[Annotated[str, Field(min_length=1)]] | None = Field(
@@ -232,6 +233,9 @@ class PolicyRule(_Strict):
     allowed_principals: list[Annotated[str, Field(min_length=1)]] | None = Field(
         None, min_length=1, description="Grants in these backends go only to principals matching one of "
         "these globs ('role:*', '*@example.com')")
+    forbidden_index_types: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="Lance index types no table registered in these backends may build "
+        "(IVF_FLAT, BITMAP, ...)")
 
 
 class PolicyFile(_Strict):

@@ -11,7 +11,8 @@ names its rule:
 - max_removals: the plan removes (forget, delete) at most this many objects (a rename removes
   nothing);
 - forbidden_privileges: no grant in these backends gives these privileges;
-- allowed_principals: grants in these backends go only to principals matching these globs.
+- allowed_principals: grants in these backends go only to principals matching these globs;
+- forbidden_index_types: no index of these Lance types is built on a table of these backends.
 
 The last two check the grants a manifest declares (`validate`) and each grant a plan holds.
 The first three are about what a manifest declares: they run offline (`validate`) and on
@@ -171,6 +172,23 @@ class ForbiddenActions(Rule):
         if not covered or not any(action.is_a(t) for t in self.types):
             return None
         return f"{action.headline} is forbidden in backend '{covered[0]}'"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForbiddenIndexTypes(Rule):
+    check: ClassVar[str] = "forbidden_index_types"
+    #: index types as lance-sync compares them (upper case, FTS as INVERTED)
+    types: tuple[str, ...]
+
+    def action_problem(self, action: Action) -> str | None:
+        """An index built (created or replaced) with a forbidden type."""
+        definition = action.after.definition if action.after is not None else None
+        if action.kind != Kind.INDEX or action.verb not in (Verb.CREATE, Verb.REPLACE) or not definition:
+            return None
+        covered = sorted(b for b in [action.backend, *(r.backend for r in action.registrations)] if self.covers(b))
+        if not covered or definition.get("type") not in self.types:
+            return None
+        return f"{action.headline}: index type {definition['type']} is forbidden in backend '{covered[0]}'"
 
 
 @dataclass(frozen=True, kw_only=True)

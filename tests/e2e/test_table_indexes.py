@@ -206,3 +206,12 @@ def test_an_index_on_a_column_the_dataset_lacks_stops_the_plan(project: IndexedP
     project.write()
     stopped = project.cli("plan", code=1)
     assert "index 'nope_idx' is on column 'nope', which the dataset at " in stopped.stderr
+
+
+def test_a_policy_forbids_an_index_type(project: IndexedProject):
+    """Guards: the policy rule forbidden_index_types refuses a plan that builds such an index."""
+    text = project.manifest.read_text() + "policy:\n  rules:\n    - {name: no-flat-scans, forbidden_index_types: [fts]}\n"
+    project.manifest.write_text(text)
+    refused = project.cli("plan", code=4)
+    assert "[no-flat-scans] forbidden_index_types: create index lake: " in refused.stdout
+    assert "#text_fts: index type INVERTED is forbidden in backend 'lake'" in refused.stdout
