@@ -167,7 +167,7 @@ def _change(dataset: lance.LanceDataset, action: Action, owner: str) -> None:
         dataset.optimize.compact_files(**({"target_rows_per_fragment": target} if target else {}))
 
 
-def _change_index(dataset: lance.LanceDataset, action: Action, owner: str) -> lance.LanceDataset:
+def _change_index(dataset: lance.LanceDataset, action: Action, owner: str) -> None:
     name = action.part or ""
     if action.verb == Verb.DELETE:
         if name in {index.name for index in dataset.describe_indices()}:
@@ -175,10 +175,10 @@ def _change_index(dataset: lance.LanceDataset, action: Action, owner: str) -> la
         # the record goes last: an index whose drop was cut off is still this owner's
         if INDEX_RECORD_PREFIX + name in dataset.config():
             dataset.delete_config_keys([INDEX_RECORD_PREFIX + name])
-        return dataset
+        return
     if action.verb == Verb.UPDATE:
         dataset.optimize.optimize_indices(index_names=[name])
-        return dataset
+        return
     definition = _definition(action)
     # recorded as unbuilt first: a build cut off is this owner's, and built again by the next apply
     dataset.update_config({INDEX_RECORD_PREFIX + name: index_record(owner, definition, built=False)})
@@ -188,7 +188,6 @@ def _change_index(dataset: lance.LanceDataset, action: Action, owner: str) -> la
     else:
         dataset.create_scalar_index(column, index_type, name=name, replace=True, **params)
     dataset.update_config({INDEX_RECORD_PREFIX + name: index_record(owner, definition, built=True)})
-    return dataset
 
 
 def _definition(action: Action) -> dict[str, Any]:

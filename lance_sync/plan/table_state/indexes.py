@@ -21,6 +21,8 @@ def plan(context: TableContext) -> None:
         _on_new_data(context, declared or [])
         return
     if not context.readable:
+        if declared and (context.status is None or context.status.status == "missing"):
+            context.note(f"indexes {', '.join(spec['name'] for spec in declared)} wait: no dataset at the location yet")
         return
     in_sync = [spec["name"] for spec in declared or [] if _declared(context, spec)]
     if declared is not None:
