@@ -3,6 +3,9 @@ back with pylance; and when reconcile may run the cleanup unattended (issue 47).
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import lance
@@ -14,6 +17,22 @@ from lance_sync.apply.reconcile import needs_person
 from lance_sync.model.actions import Action, Kind, ObjectState, Reason, Verb
 from lance_sync.model.policy import DEFAULT_UNATTENDED
 from tests.support.cli import cli_env, describe, run_cli
+
+
+#: runs `lance-sync ARGS` and kills itself (SIGKILL) right before or right after (LS_KILL) a
+#: retention cleanup: what a kill inside one leaves, as far as lance-sync can tell
+KILL_DURING_CLEANUP = r"""
+import os, signal, sys, lance, lance_sync.cli.app
+original = lance.LanceDataset.cleanup_old_versions
+def cleanup(self, *args, **kwargs):
+    if os.environ["LS_KILL"] == "before":
+        os.kill(os.getpid(), signal.SIGKILL)
+    original(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+lance.LanceDataset.cleanup_old_versions = cleanup
+sys.argv = ["lance-sync", *sys.argv[1:]]
+lance_sync.cli.app.main()
+"""
 
 
 class RetainedProject:
@@ -89,3 +108,18 @@ def test_reconcile_runs_a_cleanup_only_when_the_policy_names_it():
     assert needs_person(cleanup, DEFAULT_UNATTENDED) == \
         "needs approval: delete versions is not in policy.unattended (create, update, rename, grant)"
     assert needs_person(cleanup, (*DEFAULT_UNATTENDED, "delete versions")) is None
+
+
+@pytest.mark.parametrize("moment", ["before", "after"])
+def test_an_apply_killed_during_a_cleanup_converges(project: RetainedProject, moment: str, subprocesses):
+    """Guards: crash safety with a real kill -9 at a cleanup: the next apply finishes it (or finds
+    nothing left to do), the tagged and the newest versions and every row stay."""
+    lance.dataset(project.location).tags.create("keep", 2)
+    killed = subprocess.run([sys.executable, "-c", KILL_DURING_CLEANUP, "apply", "-f", str(project.manifest),
+                             "--auto-approve", "--allow-drop"], capture_output=True, text=True, cwd=project.root,
+                            env={**cli_env(), "LS_KILL": moment}, stdin=subprocess.DEVNULL, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, describe(killed)
+    project.cli("apply", "--auto-approve", "--allow-drop")
+    assert project.versions() == [2, 5, 6]
+    assert lance.dataset(project.location).count_rows() == 50
+    project.cli("plan", "--detailed-exitcode")
