@@ -18,7 +18,6 @@ from lance_sync.model.actions import Action, Kind, ObjectState, Reason, Verb
 from lance_sync.model.policy import DEFAULT_UNATTENDED
 from tests.support.cli import cli_env, describe, run_cli
 
-
 #: runs `lance-sync ARGS` and kills itself (SIGKILL) right before or right after (LS_KILL) a
 #: retention cleanup: what a kill inside one leaves, as far as lance-sync can tell
 KILL_DURING_CLEANUP = r"""
