@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import lance
 
+from lance_sync.drivers.support.retry import backoff_seconds
 from lance_sync.model.actions import Action, Kind, ObjectState, Verb
 from lance_sync.model.errors import PlanError
 from lance_sync.model.table_state import (
@@ -29,8 +31,11 @@ from lance_sync.model.table_state import (
     read_index_record,
 )
 
-#: tries of a part action whose commit another writer preempted
-COMMIT_ATTEMPTS = 3
+#: tries of a part action whose commit another writer preempted or whose storage request failed
+COMMIT_ATTEMPTS = 4
+#: what Lance's error says when the same change may succeed if made again: every part action
+#: is made again safely (an index rebuilt under its record, a tag set, named versions removed)
+_TRY_AGAIN = ("Retryable commit conflict", "LanceError(IO)")
 #: (location, storage options, the table's declared state)
 Wanted = tuple[str, dict[str, str] | None, dict[str, Any]]
 
@@ -139,7 +144,8 @@ def live_part_state(action: Action, options: dict[str, str] | None) -> ObjectSta
 
 def change_part(action: Action, owner: str, options: dict[str, str] | None) -> int:
     """Run a part action on the dataset at its location; the dataset's version after it. A
-    commit another writer preempted is tried again on the dataset's new version."""
+    commit another writer preempted, or a storage request that failed, is tried again on the
+    dataset's newest version."""
     location = action.location
     if location is None:
         raise PlanError(f"{action.name} {action.display_id}: the plan gives no location")
@@ -148,8 +154,9 @@ def change_part(action: Action, owner: str, options: dict[str, str] | None) -> i
             _change(lance.dataset(location, storage_options=options), action, owner)
             break
         except OSError as error:
-            if "Retryable commit conflict" not in str(error) or attempt == COMMIT_ATTEMPTS - 1:
+            if not any(sign in str(error) for sign in _TRY_AGAIN) or attempt == COMMIT_ATTEMPTS - 1:
                 raise
+            time.sleep(backoff_seconds(attempt))
     return lance.dataset(location, storage_options=options).version
 
 
@@ -208,5 +215,11 @@ def _change_tag(dataset: lance.LanceDataset, action: Action, owner: str) -> None
     if name in tags:
         dataset.tags.update(name, version)
     else:
-        dataset.tags.create(name, version)
+        try:
+            dataset.tags.create(name, version)
+        except ValueError:
+            # a create whose answer was lost and that the store client sent again meets its own tag
+            made = _tags(dataset).get(name)
+            if made is None or made.version != version:
+                raise
     dataset.tags.replace_metadata(name, {TAG_OWNER_KEY: owner})

@@ -131,3 +131,15 @@ def test_promotion_from_staging_to_prod_is_a_change_of_the_prod_overlay(project:
     project.cli("apply", "-f", str(prod), "--auto-approve", manifest=base)
     assert project.tags() == {"staging": (4, "events-staging"), "prod": (4, "events-prod")}
     assert lance.dataset(project.location, version="prod").count_rows() == 40
+
+
+def test_a_declared_tag_without_an_owner_mark_at_its_version_is_adopted(project: TaggedProject):
+    """Guards: like a table without a mark, a tag at the declared version is stamped in place
+    (what a create cut off before its mark leaves), without a dataset version."""
+    project.dataset().tags.create("stable", 2)
+    version = project.dataset().version
+    plan = project.cli("plan").stdout
+    assert "  ~ update tag       lake: ./lake/events.lance#stable  (adopt)" in plan
+    project.cli("apply", "--auto-approve")
+    assert project.tags() == {"stable": (2, "team"), "prod": (3, "team")}
+    assert project.dataset().version == version

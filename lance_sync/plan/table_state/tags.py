@@ -38,6 +38,14 @@ def plan(context: TableContext) -> None:
 def _declared(context: TableContext, name: str, version: int, tag: LiveTag | None) -> None:
     assert context.live is not None
     want = context.state({"version": version, "owner": context.owner})
+    if tag is not None and tag.owner is None and tag.version == version:
+        # as a table without an owner mark is: adopted in place (a tag's metadata costs no version);
+        # a create whose mark was cut off is finished so
+        context.action(Verb.UPDATE, Kind.TAG, Reason.ADOPT, name,
+                       before=context.state({"version": tag.version, "owner": None}), after=want,
+                       detail=f"names version {version} without an owner mark: adopt it (stamp the mark in its "
+                       "metadata)")
+        return
     if tag is not None and tag.owner != context.owner:
         if tag.version != version:
             _conflict(context, f"tag '{name}' names version {tag.version} and was {_made_by(tag)}; lance-sync moves "
