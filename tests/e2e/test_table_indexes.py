@@ -215,3 +215,20 @@ def test_a_policy_forbids_an_index_type(project: IndexedProject):
     refused = project.cli("plan", code=4)
     assert "[no-flat-scans] forbidden_index_types: create index lake: " in refused.stdout
     assert "#text_fts: index type INVERTED is forbidden in backend 'lake'" in refused.stdout
+
+
+def test_changed_since_plans_the_indexes_of_a_changed_table(project: IndexedProject, subprocesses):
+    """Guards: --changed-since keeps a changed table's index removal (its entry did not leave the
+    manifest, so it is not an unasked-for removal) beside its new index."""
+    project.cli("apply", "--auto-approve")
+    environment = {**cli_env(), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                   "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    for command in (["init", "-q", "-b", "main"], ["add", "lance-sync.yaml"], ["commit", "-q", "-m", "applied"]):
+        subprocess.run(["git", *command], cwd=project.root, check=True, env=environment)
+    project.indexes[0] = {"name": "id_bitmap", "column": "id", "type": "BITMAP"}
+    project.write()
+    plan = run_cli(project.manifest, "plan", "--changed-since", "HEAD", env=environment)
+    assert plan.returncode == 0, describe(plan)
+    assert "  + create index     lake: ./lake/data/docs.lance#id_bitmap" in plan.stdout
+    assert "  - delete index     lake: ./lake/data/docs.lance#id_idx" in plan.stdout
+    assert "left out" not in plan.stdout
