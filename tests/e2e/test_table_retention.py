@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
+from lance_sync import api
 from lance_sync.apply.reconcile import needs_person
 from lance_sync.model.actions import Action, Kind, ObjectState, Reason, Verb
 from lance_sync.model.policy import DEFAULT_UNATTENDED
@@ -96,6 +97,21 @@ def test_retention_leaves_a_dataset_lance_sync_did_not_create_alone(tmp_path: Pa
     assert "delete versions" not in plan
     assert "versions lake: ./lake/theirs.lance (retention: the dataset " in plan
     assert "lance-sync cleans up only the datasets it created for 'team')" in plan
+
+
+def test_a_reconcile_cycle_cleans_up_only_when_the_policy_names_it(project: RetainedProject):
+    """Guards: reconcile leaves a cleanup pending by default, and runs it (with nothing else that
+    destroys data) once policy.unattended names `delete versions`."""
+    waiting = api.reconcile([project.manifest], once=True, state_dir=project.root / ".state")
+    assert waiting is not None and waiting.outcome == "pending"
+    assert [o.action for o in waiting.pending] == ["delete versions"]
+    assert project.versions() == [1, 2, 3, 4, 5, 6]
+    manifest = yaml.safe_load(project.manifest.read_text())
+    manifest["policy"] = {"unattended": ["create", "update", "rename", "grant", "delete versions"]}
+    project.manifest.write_text(yaml.safe_dump(manifest))
+    cleaned = api.reconcile([project.manifest], once=True, state_dir=project.root / ".state")
+    assert cleaned is not None and cleaned.outcome == "applied", cleaned
+    assert project.versions() == [5, 6]
 
 
 def test_reconcile_runs_a_cleanup_only_when_the_policy_names_it():
