@@ -293,6 +293,12 @@ class _Estate:
         columns = [self._add(part_key(Kind.COLUMN, table.location, c["name"]), Kind.COLUMN.value, row.backend,
                              f"{table.location}#{c['name']}", table.name) for c in declared]
         self.columns[dataset_key(table.location)] = columns
+        own = table.table_state or {}
+        for kind, names in ((Kind.INDEX, [i["name"] for i in own.get("indexes") or []]),
+                            (Kind.TAG, list(own.get("tags") or {}))):
+            for name in names:  # the dataset's declared indexes and tags: rows that drift marks
+                self._add(part_key(kind, table.location, name), kind.value, row.backend, f"{table.location}#{name}",
+                          table.name)
         status = self.reading.observation.datasets.get(table.location)
         if (backends and self._unknown(row, backends)) or status is None:
             for column in columns:
@@ -371,7 +377,9 @@ class _Estate:
         """An index the plan would refresh in place is stale: its queries miss newer rows."""
         for action in self.reading.plan.actions:
             if action.kind == Kind.INDEX and action.verb == Verb.UPDATE:
-                self.rows[_object_key(action)].mark(health=Health.DEGRADED, reason=f"stale index: {action.detail}")
+                row = self.rows.get(_object_key(action)) or self._add(_object_key(action), Kind.INDEX.value,
+                                                                      action.backend, action.display_id, action.table)
+                row.mark(health=Health.DEGRADED, reason=f"stale index: {action.detail}")
 
     # --- rows -------------------------------------------------------------------------------------
 

@@ -232,3 +232,18 @@ def test_changed_since_plans_the_indexes_of_a_changed_table(project: IndexedProj
     assert "  + create index     lake: ./lake/data/docs.lance#id_bitmap" in plan.stdout
     assert "  - delete index     lake: ./lake/data/docs.lance#id_idx" in plan.stdout
     assert "left out" not in plan.stdout
+
+
+def test_status_lists_declared_indexes_and_a_stale_one_is_degraded(project: IndexedProject):
+    """Guards: `status` has a row per declared index; one that maintenance would bring up to date
+    is Degraded (its queries miss the newer rows), not a crash."""
+    project.cli("apply", "--auto-approve")
+    lance.write_dataset(_rows(20, ROWS), project.location, mode="append")
+    project.write(maintenance={"unindexed_rows": 10})
+    status = run_cli(project.manifest, "status", env=cli_env())
+    assert status.returncode == 2, describe(status)
+    for name in ("id_idx  ", "text_fts", "emb_idx "):
+        assert f"! index ./lake/data/docs.lance#{name}  Synced     Degraded" in status.stdout, describe(status)
+    assert "stale index: 20 row(s) are not in the index" in status.stdout
+    project.cli("apply", "--auto-approve")
+    assert "All 6 object(s) Synced and Healthy." in project.cli("status").stdout
