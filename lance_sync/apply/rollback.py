@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from lance_sync.apply.journal import now
+from lance_sync.apply.live import OWN_STATE
 from lance_sync.apply.report import ApplyReport, Outcome
 from lance_sync.apply.runner import state_before
 from lance_sync.model.actions import (
@@ -66,8 +67,10 @@ def rollback_plan(plan: Plan, report: ApplyReport, created_at: str | None = None
     inverses: dict[str, Action | None] = {}
     for key, outcome in keyed:
         inverse = outcome.action.inverse()
-        if inverse is not None and ((inverse.verb in (Verb.FORGET, Verb.DELETE) and inverse.kind != Kind.NAMESPACE)
-                                    or inverse.kind in DATASET_PARTS):
+        # an index's or tag's state is its definition alone: later commits to the dataset leave it be
+        if inverse is not None and inverse.kind not in OWN_STATE and (
+                (inverse.verb in (Verb.FORGET, Verb.DELETE) and inverse.kind != Kind.NAMESPACE)
+                or inverse.kind in DATASET_PARTS):
             known = outcome.action.dataset.version if outcome.action.dataset is not None else None
             before, version = state_before(inverse), versions.get(inverse.location, known)
             if version != before.version:  # else the fingerprint inverse() computed stands
