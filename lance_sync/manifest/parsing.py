@@ -108,8 +108,8 @@ class Parsing:
     """The files of one load, or one comparison: each version (name, bytes) is parsed once, and
     its document shared (nothing changes a document: merges build new ones, and validation
     consumes a copy of the tables list). For one environment only. `meanwhile` runs once, the
-    first time this process would wait for a worker: work that comes next anyway (such as
-    importing the planner), done while the worker parses. Used as a context manager: leaving
+    first time this process takes a worker's document, before it waits for it: work that comes
+    next anyway (such as importing the planner), done while the worker parses. Used as a context manager: leaving
     the block ends the workers."""
 
     def __init__(self, environ: Mapping[str, str] | None, meanwhile: Callable[[], None] | None = None):
@@ -218,7 +218,7 @@ class Parsing:
         task, place = self.pending.pop((name, raw), (None, 0))
         if task is None or self.workers is None:
             return None
-        if self.meanwhile is not None and not self.workers.ready(task):
+        if self.meanwhile is not None:  # whether the worker is done yet or not: the same work either way
             meanwhile, self.meanwhile = self.meanwhile, None
             meanwhile()
         if task not in self.answers:

@@ -52,12 +52,6 @@ class Workers:
             self._children.append(process)
             self._received.append([])
 
-    def ready(self, index: int) -> bool:
-        """Whether task `index`'s answer can be read without waiting."""
-        child, place = index % self._count, index // self._count
-        receiver = self._receivers[child]
-        return len(self._received[child]) > place or receiver.closed or receiver.poll()
-
     def answer(self, index: int) -> bytes | None:
         """Task `index`'s bytes (read once); None when it answered None, failed, or its child died.
         While it waits, the answers other children have ready are read too: a child does not
