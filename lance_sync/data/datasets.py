@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from typing import Literal
 
@@ -35,7 +34,7 @@ from lance_sync.data.intents import (
 )
 from lance_sync.data.storage import open_storage
 from lance_sync.model.arrow_types import column_drift, columns_from_schema
-from lance_sync.model.locations import is_local, normalize_location, resolved_location
+from lance_sync.model.locations import link_target, normalize_location, resolved_location
 from lance_sync.model.marks import DATASET_OWNER_KEY, dataset_owner, describe_dataset_owner
 
 Mode = Literal["create", "overwrite"]
@@ -112,9 +111,10 @@ def _deletable(location: str) -> str:
     """Where the data of `location` is deleted: a local location resolved through the links of
     the folders above it, as apply's guards compared it. A location that is itself a symbolic
     link is refused: deleting through it would delete the files of the folder it points at."""
-    if is_local(location) and os.path.islink(location):
-        raise DatasetWriteError(f"refusing to delete {location}: it is a symbolic link (to "
-                                f"{os.readlink(location)}); lance-sync never deletes what a link points at")
+    target = link_target(location)
+    if target is not None:
+        raise DatasetWriteError(f"refusing to delete {location}: it is a symbolic link (to {target}); "
+                                "lance-sync never deletes what a link points at")
     return resolved_location(location)
 
 

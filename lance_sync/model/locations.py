@@ -154,6 +154,14 @@ def resolved_locations(locations: Sequence[str]) -> list[str]:
     return list(map(resolve, locations))
 
 
+def link_target(location: str) -> str | None:
+    """What a local location that is itself a symbolic link points at; None for any other.
+    Such a location is never deleted: deleting through it would delete the files it points at."""
+    if is_local(location) and os.path.islink(location):
+        return os.readlink(location)
+    return None
+
+
 def resolution_note(*pairs: tuple[str, str]) -> str:
     """' once symbolic links are resolved (A is B)' for the (location, resolved) pairs that
     resolve elsewhere; '' when none does."""

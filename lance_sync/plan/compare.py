@@ -54,6 +54,7 @@ from lance_sync.model.errors import PlanConflicts
 from lance_sync.model.locations import (
     LocationIndex,
     LocationResolver,
+    link_target,
     overlap_relation,
     resolution_note,
 )
@@ -530,11 +531,14 @@ class Comparer:
 
     def _deletion_blocked(self, location: str, tables: list[tuple[ObjectKey, TableInfo]]) -> str | None:
         """Why deleting the data at `location` is refused: a protected registration leaving with
-        it, or another registration the plan saw at, inside or around it (apply checks every
-        registration of every backend again)."""
+        it, a location that is itself a symbolic link, or another registration the plan saw at,
+        inside or around it (apply checks every registration of every backend again)."""
         protected = [self._display(*key) for key, info in tables if is_protected(info.properties)]
         if protected:
             return f"registered as {', '.join(protected)}, which is {PROTECTED}"
+        target = link_target(location)
+        if target is not None:  # apply would refuse the delete: the plan says so first
+            return f"{location} is a symbolic link (to {target}); lance-sync never deletes what a link points at"
         leaving = {key for key, _ in tables}
         others = sorted(key for key in self.registrations.overlapping(self.resolve(location)) if key not in leaving)
         if not others:

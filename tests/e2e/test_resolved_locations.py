@@ -126,6 +126,23 @@ def test_apply_guards_resolve_the_location_they_would_delete(tmp_path: Path, mon
     assert rows(tmp_path) == 3
 
 
+def test_a_location_that_is_a_link_is_shown_blocked_in_the_plan_and_never_deleted(tmp_path: Path):
+    """`z` registered at ./lake/zlink.lance, itself a link to data/a.lance, with nothing else
+    registered there: the plan shows its delete blocked (before, only apply refused it, after
+    the plan had promised the delete), and apply deletes nothing."""
+    lake_with_a(tmp_path)
+    lake = DirNamespace(root=str(tmp_path / "lake"))
+    lake.deregister_table({"id": ["hr", "a"]})
+    os.symlink("data/a.lance", tmp_path / "lake" / "zlink.lance")
+    lake.declare_table(DeclareTableRequest(id=["ops", "z"], location="zlink.lance",
+                                           properties={"lance_sync.owner": OWNER, "lance_sync.on_remove": "drop"}))
+    planned = run_cli(write(tmp_path), "plan", env=cli_env())
+    assert "zlink.lance is a symbolic link (to data/a.lance)" in planned.stdout, describe(planned)
+    refused = run_cli(write(tmp_path), "apply", "--auto-approve", "--allow-drop", env=cli_env())
+    assert refused.returncode == 4, describe(refused)
+    assert rows(tmp_path) == 3
+
+
 def test_a_dir_roots_own_folders_are_no_tables_location(tmp_path: Path):
     """The root's catalog table, its lease folder and what lies inside its state folder, also
     through a link to the root, are refused by validate with the file and line of each
