@@ -296,3 +296,16 @@ def test_status_lists_declared_indexes_and_a_stale_one_is_degraded(project: Inde
     assert "stale index: 20 row(s) are not in the index" in status.stdout
     project.cli("apply", "--auto-approve")
     assert "All 6 object(s) Synced and Healthy." in project.cli("status").stdout
+
+
+def test_status_shows_an_index_dropped_out_of_band_as_out_of_sync(project: IndexedProject):
+    """Guards: an index lance-sync built and someone dropped is OutOfSync in `status` (not
+    Missing: an apply made it), with the rebuild as its repair; the others stay Synced."""
+    project.cli("apply", "--auto-approve")
+    project.dataset().drop_index("id_idx")
+    status = run_cli(project.manifest, "status", env=cli_env())
+    assert status.returncode == 2, describe(status)
+    assert "! index ./lake/data/docs.lance#id_idx    OutOfSync" in status.stdout, describe(status)
+    assert "index ./lake/data/docs.lance#emb_idx   Synced" in status.stdout, describe(status)
+    project.cli("apply", "--auto-approve")
+    assert "All 6 object(s) Synced and Healthy." in project.cli("status").stdout
