@@ -185,6 +185,22 @@ def test_an_index_dropped_out_of_band_is_drift_and_the_rollback_undoes_a_drop(pr
     assert project.built()["id_idx"] == "BTree"
 
 
+def test_a_column_add_and_an_index_build_on_one_dataset_run_in_turn(project: IndexedProject):
+    """Guards: each is a commit to the same dataset, and concurrent commits preempt each other:
+    the index build waits for the column add (it ran beside it before)."""
+    project.indexes = project.indexes[:1]
+    project.write(schema=[{"name": "id", "type": "int64"}, {"name": "text", "type": "string"},
+                          {"name": "emb", "type": "fixed_size_list<float32>[8]"}, {"name": "score", "type": "float64"}])
+    actions = json.loads(project.cli("plan", "--format", "json").stdout)["actions"]
+    column = next(a for a in actions if a["kind"] == "column")
+    index = next(a for a in actions if a["kind"] == "index")
+    assert (column["verb"], column["part"], index["part"]) == ("create", "score", "id_idx")
+    assert f"column:{project.location}#score" in index["depends_on"], index
+    project.cli("apply", "--auto-approve")
+    assert project.built() == {"id_idx": "BTree"} and "score" in project.dataset().schema.names
+    project.cli("plan", "--detailed-exitcode")
+
+
 def test_a_vector_index_waits_for_rows_to_train_on(tmp_path: Path):
     """Guards: a vector index on a table with too few rows is a note, not a failed build."""
     project = IndexedProject(tmp_path, rows=10)
