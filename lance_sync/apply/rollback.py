@@ -93,7 +93,8 @@ def rollback_plan(plan: Plan, report: ApplyReport, created_at: str | None = None
         actions.append(inverse)
     return plan.model_copy(update={
         "actions": actions, "left_alone": [], "adopted_unmarked": [], "notes": [], "warnings": notes,
-        "api_calls": {}, "created_at": created_at or now(), "policy_violations": [], "partial": None})
+        "api_calls": {}, "created_at": created_at or now(), "policy_violations": [], "partial": None,
+        "dataset_rows": {}})
 
 
 def write_rollback(plan: Plan, report: ApplyReport, path: Path) -> Path | None:

@@ -54,6 +54,7 @@ from lance_sync.model.actions import (
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.marks import MANAGED_KEYS, OWNER_KEY
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+from lance_sync.model.table_state import refreshes_index
 from lance_sync.plan.changes import changed_scope
 from lance_sync.plan.compare import Conflict
 from lance_sync.plan.html_page import (
@@ -323,7 +324,8 @@ class _Reader:
 def is_upkeep(action: Action) -> bool:
     """Work a policy schedules rather than a difference: an index brought up to date, a
     dataset compacted, old versions cleaned up."""
-    return action.kind == Kind.VERSIONS or (action.verb == Verb.UPDATE and action.kind in (Kind.INDEX, Kind.DATASET))
+    return action.kind == Kind.VERSIONS or refreshes_index(action) or (
+        action.verb == Verb.UPDATE and action.kind == Kind.DATASET)
 
 
 def _subject(action: Action) -> str:

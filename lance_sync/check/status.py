@@ -47,6 +47,7 @@ from lance_sync.model.errors import ExitCode
 from lance_sync.model.locations import shown_path, with_manifest_relative_paths
 from lance_sync.model.secrets import mask
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+from lance_sync.model.table_state import refreshes_index
 from lance_sync.plan.compare import Conflict
 from lance_sync.plan.planner import (
     Observation,
@@ -376,7 +377,7 @@ class _Estate:
     def _stale_indexes(self) -> None:
         """An index the plan would refresh in place is stale: its queries miss newer rows."""
         for action in self.reading.plan.actions:
-            if action.kind == Kind.INDEX and action.verb == Verb.UPDATE:
+            if refreshes_index(action):
                 row = self.rows.get(_object_key(action)) or self._add(_object_key(action), Kind.INDEX.value,
                                                                       action.backend, action.display_id, action.table)
                 row.mark(health=Health.DEGRADED, reason=f"stale index: {action.detail}")

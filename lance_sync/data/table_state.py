@@ -29,6 +29,8 @@ from lance_sync.model.table_state import (
     is_vector,
     live_type,
     read_index_record,
+    refreshes_index,
+    reported_params,
 )
 
 #: tries of a part action whose commit another writer preempted or whose storage request failed
@@ -81,8 +83,9 @@ def _indexes(dataset: lance.LanceDataset, with_stats: bool) -> tuple[dict[str, L
     indexes = {}
     for index in dataset.describe_indices():
         unindexed = dataset.stats.index_stats(index.name).get("num_unindexed_rows") if with_stats else None
-        indexes[index.name] = LiveIndex(index.name, index.field_names[0] if index.field_names else "",
-                                        live_type(index.index_type), unindexed)
+        index_type = live_type(index.index_type)
+        indexes[index.name] = LiveIndex(index.name, index.field_names[0] if index.field_names else "", index_type,
+                                        unindexed, reported_params(index_type, index.details or {}))
     records = {}
     for key, value in dataset.config().items():
         if key.startswith(INDEX_RECORD_PREFIX) and (record := read_index_record(value)) is not None:
@@ -183,10 +186,13 @@ def _change_index(dataset: lance.LanceDataset, action: Action, owner: str) -> No
         if INDEX_RECORD_PREFIX + name in dataset.config():
             dataset.delete_config_keys([INDEX_RECORD_PREFIX + name])
         return
-    if action.verb == Verb.UPDATE:
+    if refreshes_index(action):
         dataset.optimize.optimize_indices(index_names=[name])
         return
     definition = _definition(action)
+    if action.verb == Verb.UPDATE:  # an adoption: built as declared by someone else, recorded as is
+        dataset.update_config({INDEX_RECORD_PREFIX + name: index_record(owner, definition, built=True)})
+        return
     # recorded as unbuilt first: a build cut off is this owner's, and built again by the next apply
     dataset.update_config({INDEX_RECORD_PREFIX + name: index_record(owner, definition, built=False)})
     column, index_type, params = definition["column"], definition["type"], definition.get("params") or {}

@@ -22,10 +22,11 @@ from lance_sync.model.policy import (
     MaxRemovals,
     NamePattern,
     Policy,
+    RequiredIndexes,
     RequiredProperties,
     Rule,
 )
-from lance_sync.model.table_state import INDEX_TYPES, canonical_type
+from lance_sync.model.table_state import INDEX_TYPES, VECTOR_TYPES, canonical_type
 
 
 class Checks(Protocol):
@@ -73,10 +74,12 @@ def _rule(checker: Checks, entry: PolicyRule, path: DataPath, backends: Collecti
     if entry.objects is not None and check not in ("required_properties", "name_pattern"):
         checker.fail(f"objects applies to required_properties and name_pattern rules, not to {check}",
                      (*path, "objects"))
-    for index, written in enumerate(entry.forbidden_index_types or ()):
-        if canonical_type(written) not in INDEX_TYPES:
-            checker.fail(f"unknown index type '{written}'; Lance's types are {', '.join(INDEX_TYPES)}",
-                         (*path, "forbidden_index_types", index))
+    for field, listed in (("forbidden_index_types", entry.forbidden_index_types or ()),
+                          ("required_indexes", (entry.required_indexes and entry.required_indexes.types) or ())):
+        for index, written in enumerate(listed):
+            if canonical_type(written) not in INDEX_TYPES:
+                checker.fail(f"unknown index type '{written}'; Lance's types are {', '.join(INDEX_TYPES)}",
+                             (*path, field, *(("types",) if field == "required_indexes" else ()), index))
     if entry.name_pattern is not None:
         try:
             re.compile(entry.name_pattern)
@@ -102,5 +105,9 @@ def _rule(checker: Checks, entry: PolicyRule, path: DataPath, backends: Collecti
         return AllowedPrincipals(patterns=tuple(entry.allowed_principals), **common)
     if entry.forbidden_index_types is not None:
         return ForbiddenIndexTypes(types=tuple(canonical_type(t) for t in entry.forbidden_index_types), **common)
+    if entry.required_indexes is not None:
+        required = entry.required_indexes
+        types = tuple(dict.fromkeys(canonical_type(t) for t in required.types or VECTOR_TYPES))
+        return RequiredIndexes(min_rows=required.min_rows, types=types, **common)
     assert entry.max_removals is not None  # one check is stated, and it is the last one
     return MaxRemovals(limit=entry.max_removals, **common)

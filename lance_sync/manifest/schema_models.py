@@ -200,13 +200,23 @@ class SparkEntry(_Strict):
 
 #: the keys of which a policy rule states exactly one: what it checks
 RULE_CHECKS = ("allowed_locations", "required_properties", "name_pattern", "forbidden_actions", "max_removals",
-               "forbidden_privileges", "allowed_principals", "forbidden_index_types")
+               "forbidden_privileges", "allowed_principals", "forbidden_index_types", "required_indexes")
+
+
+class RequiredIndexesEntry(_Strict):
+    model_config = ConfigDict(title="RequiredIndexes")
+
+    min_rows: int = Field(0, ge=0, description="Tables whose dataset holds at least this many rows need one "
+                          "(0: every table, checked offline too)")
+    types: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="Lance index types of which one declared index is enough "
+        "(default: any vector type)")
 
 
 class PolicyRule(_Strict):
     """One named check. A rule states exactly one of allowed_locations, required_properties,
-    name_pattern, forbidden_actions, max_removals, forbidden_privileges, allowed_principals and
-    forbidden_index_types."""
+    name_pattern, forbidden_actions, max_removals, forbidden_privileges, allowed_principals,
+    forbidden_index_types and required_indexes."""
 
     name: str = Field(pattern=NAME_PATTERN, description="The rule's name, shown with every violation")
     backends: list[Annotated[str, Field(min_length=1)]] | None = Field(
@@ -236,6 +246,9 @@ class PolicyRule(_Strict):
     forbidden_index_types: list[Annotated[str, Field(min_length=1)]] | None = Field(
         None, min_length=1, description="Lance index types no table registered in these backends may build "
         "(IVF_FLAT, BITMAP, ...)")
+    required_indexes: RequiredIndexesEntry | None = Field(
+        None, description="Every table registered in these backends whose dataset holds at least min_rows "
+        "rows declares an index of one of these types")
 
 
 class PolicyFile(_Strict):

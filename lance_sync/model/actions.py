@@ -566,6 +566,9 @@ class Plan(_Model):
     policy_violations: list[PolicyViolation] = Field(default_factory=list)
     #: set when the plan leaves out some of the changes the manifest needs (optional field, as above)
     partial: Partial | None = None
+    #: location -> the rows of the dataset there as the plan read it, kept only when a policy rule
+    #: needs them (required_indexes with min_rows; optional field, as above)
+    dataset_rows: dict[str, int] = Field(default_factory=dict)
 
     @property
     def has_changes(self) -> bool:

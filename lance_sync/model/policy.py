@@ -12,13 +12,18 @@ names its rule:
   nothing);
 - forbidden_privileges: no grant in these backends gives these privileges;
 - allowed_principals: grants in these backends go only to principals matching these globs;
-- forbidden_index_types: no index of these Lance types is built on a table of these backends.
+- forbidden_index_types: no index of these Lance types is built on a table of these backends;
+- required_indexes: every table of these backends whose dataset holds at least `min_rows` rows
+  declares an index of one of these types (by default, a vector index).
 
 The last two check the grants a manifest declares (`validate`) and each grant a plan holds.
 The first three are about what a manifest declares: they run offline (`validate`) and on
 every plan, against the objects the plan creates or changes and against the declared objects
-already in sync. The last two are about the plan itself. A violation tied to an action
-blocks that action; any violation refuses the plan (exit 4), saved plans included.
+already in sync. The last two are about the plan itself. required_indexes is about declared
+tables and the rows their datasets hold: offline it checks the tables it covers whatever their
+size (`min_rows: 0`), on a plan those whose dataset the plan read holds at least `min_rows`.
+A violation tied to an action blocks that action; any violation refuses the plan (exit 4),
+saved plans included.
 
 `unattended` lists what `lance-sync reconcile` applies without a person: by default creates,
 in-place updates, renames (a rename removes nothing: the table keeps its id, data and
@@ -30,7 +35,7 @@ run unattended, but for a table's retention cleanup when `delete versions` is li
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, ClassVar
@@ -82,6 +87,22 @@ class Subject:
         return f"{self.kind.value} {self.backend}: {self.display_id}"
 
 
+@dataclass(frozen=True)
+class TableFacts:
+    """A declared table as a rule about its dataset sees it."""
+
+    name: str
+    #: the backends that register it, and its first registration as shown
+    backends: tuple[str, ...]
+    display_id: str
+    location: str
+    #: the types of the indexes it declares
+    index_types: tuple[str, ...]
+    #: the rows its dataset holds as the plan read them; None: not known (offline, or no dataset yet)
+    rows: int | None
+    where: str | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Rule:
     """One named check; subclasses say what it looks at."""
@@ -107,6 +128,15 @@ class Rule:
     def plan_problem(self, actions: list[Action]) -> str | None:
         """What is wrong with the plan as a whole, or None."""
         return None
+
+    def table_problem(self, table: TableFacts) -> str | None:
+        """What is wrong with a declared table and its dataset, or None."""
+        return None
+
+    @property
+    def needs_rows(self) -> bool:
+        """The rule reads the rows of the tables' datasets (the plan keeps them then)."""
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,6 +222,28 @@ class ForbiddenIndexTypes(Rule):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RequiredIndexes(Rule):
+    check: ClassVar[str] = "required_indexes"
+    #: the size from which a table needs one; 0: every table (checked offline too)
+    min_rows: int = 0
+    #: index types as lance-sync compares them; one declared index of one of them is enough
+    types: tuple[str, ...]
+
+    def table_problem(self, table: TableFacts) -> str | None:
+        if not any(self.covers(b) for b in table.backends) or any(t in self.types for t in table.index_types):
+            return None
+        if self.min_rows and (table.rows is None or table.rows < self.min_rows):
+            return None
+        size = f" holds {table.rows} rows (at least {self.min_rows}) and" if self.min_rows else ""
+        return (f"table '{table.name}' at {table.location}{size} declares no index of type "
+                f"{' or '.join(self.types)}: declare one under its indexes")
+
+    @property
+    def needs_rows(self) -> bool:
+        return self.min_rows > 0
+
+
+@dataclass(frozen=True, kw_only=True)
 class MaxRemovals(Rule):
     check: ClassVar[str] = "max_removals"
     limit: int
@@ -264,6 +316,11 @@ class Policy:
     def __bool__(self) -> bool:
         return bool(self.rules) or self.unattended is not None
 
+    @property
+    def needs_rows(self) -> bool:
+        """A plan keeps the rows of each dataset it read (`Plan.dataset_rows`) for these rules."""
+        return any(rule.needs_rows for rule in self.rules)
+
 
 def combine(first: Policy, second: Policy) -> Policy:
     """Both policies' rules; `unattended` allows only what both allow. Rule names must differ
@@ -293,6 +350,20 @@ def declared_subjects(state: DesiredState, with_grants: bool = True) -> Iterator
                           table.location, str(table.position) if table.position else None, grants=grants)
 
 
+def declared_tables(state: DesiredState, rows: Mapping[str, int] | None = None) -> Iterator[TableFacts]:
+    """Every table the manifest registers, with the rows of its dataset where `rows` (by
+    location) gives them."""
+    for table in state.tables:
+        if not table.registrations:
+            continue
+        first = table.registrations[0]
+        indexes = (table.table_state or {}).get("indexes") or []
+        yield TableFacts(table.name, tuple(r.backend for r in table.registrations),
+                         state.backends[first.backend].format_id(first.id), table.location,
+                         tuple(index["type"] for index in indexes), (rows or {}).get(table.location),
+                         str(table.position) if table.position else None)
+
+
 def action_subjects(plan: Plan) -> Iterator[Subject]:
     """The namespaces and tables a plan creates or changes, as they will be."""
     for action in plan.actions:
@@ -304,19 +375,22 @@ def action_subjects(plan: Plan) -> Iterator[Subject]:
 
 def check_declared(policy: Policy, state: DesiredState) -> list[PolicyViolation]:
     """The offline rules against what the manifest declares (`validate`)."""
-    return list(_subject_violations(policy, declared_subjects(state)))
+    return [*_subject_violations(policy, declared_subjects(state)), *_table_violations(policy, declared_tables(state))]
 
 
 def check_plan(policy: Policy, plan: Plan, state: DesiredState | None = None) -> list[PolicyViolation]:
     """Every rule against a plan: its actions, the objects it creates or changes, the plan as a
-    whole, and (given the desired state) the declared objects it leaves as they are. Grants are
-    checked as the plan's grant actions (validate checks every declared one)."""
+    whole, and (given the desired state) the declared objects it leaves as they are and the
+    declared tables with the rows the plan read. Grants are checked as the plan's grant actions
+    (validate checks every declared one)."""
     subjects = list(action_subjects(plan))
     if state is not None:
         changed = {a.key for a in plan.actions}
         subjects += [s for s in declared_subjects(state, with_grants=False)
                      if action_key(s.kind, s.backend, s.id) not in changed]
     found = list(_subject_violations(policy, subjects))
+    if state is not None:
+        found += _table_violations(policy, declared_tables(state, plan.dataset_rows))
     for rule in policy.rules:
         for action in plan.actions:
             problem = rule.action_problem(action)
@@ -347,6 +421,14 @@ def _subject_violations(policy: Policy, subjects: Iterable[Subject]) -> Iterator
             problem = rule.subject_problem(subject)
             if problem:
                 yield _violation(rule, problem, subject.backend, subject.display_id, subject.where, subject.action)
+
+
+def _table_violations(policy: Policy, tables: Iterable[TableFacts]) -> Iterator[PolicyViolation]:
+    for table in tables:
+        for rule in policy.rules:
+            problem = rule.table_problem(table)
+            if problem:
+                yield _violation(rule, problem, table.backends[0], table.display_id, table.where)
 
 
 def _violation(rule: Rule, message: str, backend: str | None = None, display_id: str | None = None,

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from lance_sync.model.actions import ObjectState
+from lance_sync.model.actions import Action, Kind, ObjectState, Reason, Verb
 
 #: a scalar index type -> the build parameters `create_scalar_index` takes for it
 SCALAR_TYPES: Final[dict[str, frozenset[str]]] = {
@@ -90,6 +90,38 @@ def rows_to_train(definition: dict[str, Any]) -> int:
     return needed
 
 
+def reported_params(index_type: str, details: dict[str, Any]) -> dict[str, Any]:
+    """The build parameters Lance tells back of a built index (its `describe_indices` details),
+    by the names the manifest declares them with. Not the IVF partitions: Lance trains fewer
+    than asked for on few rows, and its statistics tell those."""
+    if canonical_type(index_type) == "INVERTED":
+        return {key: details[key] for key in sorted(SCALAR_TYPES["INVERTED"]) if key in details}
+    compression, hnsw = details.get("compression") or {}, details.get("hnsw") or {}
+    told = {"ef_construction": hnsw.get("construction_ef"), "m": hnsw.get("max_connections"),
+            "metric": str(details["metric_type"]).lower() if details.get("metric_type") else None,
+            "num_bits": compression.get("num_bits"), "num_sub_vectors": compression.get("num_sub_vectors")}
+    return {key: value for key, value in told.items() if value is not None}
+
+
+def same_definition(declared: dict[str, Any], live: LiveIndex) -> bool:
+    """A built index is as declared: the same column and type, and each declared parameter
+    Lance tells back has the declared value (one it does not tell cannot differ)."""
+    if (declared["column"], canonical_type(declared["type"])) != (live.column, live.type):
+        return False
+    for key, value in (declared.get("params") or {}).items():
+        told = live.params.get(key)
+        if told is not None and (told.lower() if isinstance(told, str) else told) != \
+                (value.lower() if isinstance(value, str) else value):
+            return False
+    return True
+
+
+def refreshes_index(action: Action) -> bool:
+    """The action brings a built index up to date (optimize_indices): not an adoption, which
+    records an index someone else built."""
+    return action.kind == Kind.INDEX and action.verb == Verb.UPDATE and action.reason != Reason.ADOPT
+
+
 def index_definition(column: str, index_type: str, params: dict[str, Any] | None) -> dict[str, Any]:
     """What an index is compared by besides its name: {column, type, params}."""
     return {"column": column, "type": canonical_type(index_type), "params": dict(sorted((params or {}).items()))}
@@ -128,6 +160,8 @@ class LiveIndex:
     #: the declared spelling where one matches (see `live_type`)
     type: str
     unindexed_rows: int | None = None
+    #: the build parameters Lance tells back (see `reported_params`)
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -308,6 +308,8 @@ def assemble_plan(state: DesiredState, observation: Observation, comparison: Com
         warnings=observation.live.warnings + comparison.warnings,
         scope=_scope(state, observation.live),
         api_calls=observation.api_calls,
+        dataset_rows={location: status.row_count for location, status in observation.datasets.items()
+                      if status.row_count is not None} if state.policy.needs_rows else {},
     )
 
 

@@ -17,6 +17,12 @@ pylance's own DirectoryNamespace, or pyiceberg), every location opens with pylan
 declared columns and this owner's record, no intent record or stray directory is left, and a
 plan is empty.
 
+Two more tables hold data before the apply (this owner's datasets) and declare what an apply
+changes inside a dataset: `grown` a new column and an index, `trimmed` a retention cleanup. Their
+seams (Lance's add_columns, create_scalar_index, cleanup_old_versions) are killed at too, and
+after the re-run each has its declared column, its index built and recorded, only its newest
+version, and every row it held.
+
 Sizes: TABLES tables are enough for the data seams to be passed many times in one apply, with
 writes in flight on every worker; a kill at every seam, not 20 random points among 200 tables,
 is what makes each case fail on the code it guards. Checked by taking each rule out of
@@ -38,12 +44,14 @@ from pathlib import Path
 from typing import Any
 
 import lance
+import pyarrow as pa
 import pytest
 import yaml
 from lance.namespace import DirectoryNamespace
 from lance_namespace import DescribeTableRequest, ListTablesRequest
 
 from lance_sync import api
+from lance_sync.model.table_state import INDEX_RECORD_PREFIX
 from tests.servers.base import RunningServer
 from tests.support.catalogs import iceberg_backend, pyiceberg
 from tests.support.cli import cli_env, describe, run_cli_process
@@ -56,6 +64,13 @@ SEED = int(os.environ.get("LANCE_SYNC_TEST_KILL_SEED", "20261125"))
 INTENT_FILE = "_lance_sync_intent.json"
 SCHEMA = [{"name": "id", "type": "int64"}, {"name": "name", "type": "string"}]
 KILL_TIMEOUT_SECONDS = 300
+#: the rows of each version of the datasets that exist before the apply, and `trimmed`'s versions
+PART_ROWS, TRIMMED_VERSIONS = 10, 4
+OWNER_KEY = b"lance_sync.owner"
+#: the seams an apply passes once per table it writes
+PER_TABLE = ("write_intent", "write_dataset", "clear_intent")
+#: a retention cleanup deletes data: every apply here allows it
+APPLY = ("apply", "--auto-approve", "--allow-drop")
 
 #: runs `lance-sync ARGS` with the write seams wrapped; kills itself at LS_KILL_AT ("EVENT#N", the
 #: N-th time EVENT happens; empty: never) and, when it ends normally, writes how often each event
@@ -112,6 +127,9 @@ def half_written(storage, path, intent):
         stream.write(text[: len(text) // 2])
 
 wrap(lance, "write_dataset", before_kill=uncommitted)
+# the changes inside a dataset: an index build, a column add, a retention cleanup
+for name in ("create_scalar_index", "add_columns", "cleanup_old_versions"):
+    wrap(lance.LanceDataset, name)
 wrap(datasets, "write_intent", before_kill=half_written)
 for name in ("clear_intent", "clean_interrupted"):
     wrap(datasets, name)
@@ -132,28 +150,47 @@ lance_sync.cli.app.main()
 def apply_with_kill(manifest: Path, kill_at: str, env: dict[str, str],
                     count_file: Path | None = None) -> subprocess.CompletedProcess[str]:
     extra = {"LS_KILL_AT": kill_at, **({"LS_EVENT_COUNT": str(count_file)} if count_file else {})}
-    return subprocess.run([sys.executable, "-c", KILL_RUNNER, "apply", "-f", str(manifest), "--auto-approve"],
+    return subprocess.run([sys.executable, "-c", KILL_RUNNER, *APPLY, "-f", str(manifest)],
                           capture_output=True, text=True, env={**env, **extra}, cwd=manifest.parent,
                           stdin=subprocess.DEVNULL, timeout=KILL_TIMEOUT_SECONDS)
 
 
 class Estate:
-    """One fresh manifest of TABLES tables with data, in its own folder (and namespace, owner)."""
+    """One fresh manifest of TABLES tables with data, in its own folder (and namespace, owner);
+    with `parts`, also the tables `grown` and `trimmed`, whose datasets exist before the apply."""
 
-    def __init__(self, base: Path, tag: str, backend: dict[str, Any], namespace: list[str]):
+    def __init__(self, base: Path, tag: str, backend: dict[str, Any], namespace: list[str], parts: bool = False):
         self.folder = base / tag
         self.folder.mkdir()
         self.owner = f"kill-{tag}"
         self.namespace = namespace
         self.data = self.folder / "lh" / "data"
-        self.locations = {f"t{i:03d}": self.data / f"t{i:03d}.lance" for i in range(TABLES)}
+        self.written = {f"t{i:03d}": self.data / f"t{i:03d}.lance" for i in range(TABLES)}
+        self.parts = {name: self.data / f"{name}.lance" for name in ("grown", "trimmed")} if parts else {}
+        self.locations = {**self.written, **self.parts}
+        register = [{"backend": "b", "namespace": namespace}]
+        tables = [{"name": name, "location": str(location), "schema": SCHEMA, "register": register}
+                  for name, location in self.written.items()]
+        if parts:
+            self._write_parts()
+            tables += [{"name": "grown", "location": str(self.parts["grown"]), "register": register,
+                        "schema": [*SCHEMA, {"name": "score", "type": "float64"}],
+                        "indexes": [{"name": "id_idx", "column": "id", "type": "BTREE"}]},
+                       {"name": "trimmed", "location": str(self.parts["trimmed"]), "register": register,
+                        "schema": SCHEMA, "retention": {"keep_versions": 1}}]
         manifest = {"version": 1, "owner": self.owner, "backends": {"b": backend},
-                    "namespaces": [{"backend": "b", "id": namespace}],
-                    "tables": [{"name": name, "location": str(location), "schema": SCHEMA,
-                                "register": [{"backend": "b", "namespace": namespace}]}
-                               for name, location in self.locations.items()]}
+                    "namespaces": [{"backend": "b", "id": namespace}], "tables": tables}
         self.manifest = self.folder / "lance-sync.yaml"
         self.manifest.write_text(yaml.safe_dump(manifest, sort_keys=False))
+
+    def _write_parts(self) -> None:
+        """This owner's datasets, as an earlier apply created them: `trimmed` with old versions."""
+        schema = pa.schema([("id", pa.int64()), ("name", pa.string())], metadata={OWNER_KEY: self.owner.encode()})
+        for name, versions in (("grown", 1), ("trimmed", TRIMMED_VERSIONS)):
+            for version in range(versions):
+                rows = pa.table({"id": range(version * PART_ROWS, (version + 1) * PART_ROWS),
+                                 "name": [f"row {i}" for i in range(PART_ROWS)]}, schema=schema)
+                lance.write_dataset(rows, str(self.parts[name]), mode="append" if version else "create")
 
     def check_converged(self, registered: dict[str, list[str]]) -> None:
         """Nothing broken, lost or duplicated: `registered` maps table name -> locations registered."""
@@ -164,13 +201,25 @@ class Estate:
             assert os.path.normpath(registered[name][0].removeprefix("file:").replace("///", "/")) \
                 == str(location), name
             dataset = lance.dataset(str(location))  # raises for a broken one
-            assert dataset.schema.names == [c["name"] for c in SCHEMA], name
-            assert dataset.schema.metadata == {b"lance_sync.owner": self.owner.encode()}, name
+            if name in self.written:
+                assert dataset.schema.names == [c["name"] for c in SCHEMA], name
+            assert dataset.schema.metadata == {OWNER_KEY: self.owner.encode()}, name
             assert not (location / INTENT_FILE).exists(), f"{name}: intent record left"
+        if self.parts:
+            self._check_parts()
         strays = sorted(p.name for p in self.data.iterdir() if p.name not in {f"{n}.lance" for n in self.locations})
         assert not strays, f"directories nobody registers: {strays}"
         plan = api.plan(api.load(self.manifest))
         assert not plan.has_changes, api.render(plan)
+
+    def _check_parts(self) -> None:
+        grown = lance.dataset(str(self.parts["grown"]))
+        assert grown.schema.names == ["id", "name", "score"] and grown.count_rows() == PART_ROWS
+        assert [index.name for index in grown.describe_indices()] == ["id_idx"]
+        assert json.loads(grown.config()[INDEX_RECORD_PREFIX + "id_idx"])["built"] is True
+        trimmed = lance.dataset(str(self.parts["trimmed"]))
+        assert len(trimmed.versions()) == 1 and trimmed.version == TRIMMED_VERSIONS
+        assert trimmed.count_rows() == PART_ROWS * TRIMMED_VERSIONS
 
 
 def kill_points(first: Estate, env: dict[str, str]) -> list[str]:
@@ -180,15 +229,19 @@ def kill_points(first: Estate, env: dict[str, str]) -> list[str]:
     assert counted.returncode == 0, describe(counted)
     events: dict[str, int] = json.loads(count_file.read_text())
     assert events.get("before write_dataset") == TABLES, f"not every table written once: {events}"
+    for seam in ("create_scalar_index", "add_columns", "cleanup_old_versions"):
+        assert events.get(f"before {seam}") == 1, f"the apply passed no {seam}: {events}"
     chance = random.Random(SEED)
     # a Lance write cut off with an empty _versions/ (odd occurrences) and without (even)
     points = [f"before write_dataset#{chance.randrange(1, TABLES, 2)}",
               f"before write_dataset#{chance.randrange(2, TABLES, 2)}"]
     for name, count in sorted(events.items()):
         if name != "before write_dataset":
-            # a seam passed once per table at a seeded table; the others (declares go in units of
-            # the tables written so far, whose number depends on timing) at their first pass
-            points.append(f"{name}#{chance.randint(1, TABLES) if count == TABLES else 1}")
+            # a seam of each table's write at a seeded table; the others at their first pass:
+            # declares go in units of the tables ready so far, whose number depends on timing
+            # (it may come to TABLES too), and a dataset's own changes happen once
+            seeded = count == TABLES and name.split(" ", 1)[1] in PER_TABLE
+            points.append(f"{name}#{chance.randint(1, TABLES) if seeded else 1}")
     return points
 
 
@@ -200,7 +253,7 @@ def converge_after_each_kill(make_estate, registrations, env: dict[str, str]) ->
         estate = make_estate(f"k{index:02d}")
         killed = apply_with_kill(estate.manifest, point, env)
         assert killed.returncode == -signal.SIGKILL, f"{point}: not killed\n{describe(killed)}"
-        rerun = run_cli_process(estate.manifest, "apply", "--auto-approve", env=env)
+        rerun = run_cli_process(estate.manifest, *APPLY, env=env)
         assert rerun.returncode == 0, f"after a kill at {point}:\n{describe(rerun)}"
         estate.check_converged(registrations(estate))
     print(f"\nkilled at {points} (seed {SEED}); each re-run converged")
@@ -208,7 +261,7 @@ def converge_after_each_kill(make_estate, registrations, env: dict[str, str]) ->
 
 def test_kill_points_on_a_dir_root(tmp_path: Path):
     def make_estate(tag: str) -> Estate:
-        return Estate(tmp_path, tag, {"type": "dir", "root": "./lh"}, ["ns"])
+        return Estate(tmp_path, tag, {"type": "dir", "root": "./lh"}, ["ns"], parts=True)
 
     def registrations(estate: Estate) -> dict[str, list[str]]:
         native = DirectoryNamespace(root=str(estate.folder / "lh"))
@@ -227,7 +280,7 @@ def test_kill_points_on_an_iceberg_catalog(iceberg_server: RunningServer, tmp_pa
 
     def make_estate(tag: str) -> Estate:
         return Estate(tmp_path, tag, iceberg_backend(iceberg_server, tmp_path),
-                      [warehouse, f"kill_{tag}_{uuid.uuid4().hex[:6]}"])
+                      [warehouse, f"kill_{tag}_{uuid.uuid4().hex[:6]}"], parts=True)
 
     def registrations(estate: Estate) -> dict[str, list[str]]:
         namespace = estate.namespace[1]

@@ -115,6 +115,55 @@ def test_a_changed_definition_is_a_replace_and_only_lance_syncs_indexes_are_drop
     project.cli("plan", "--detailed-exitcode")
 
 
+def _segments(dataset: lance.LanceDataset) -> dict[str, list[str]]:
+    return {index.name: [segment.uuid for segment in index.segments] for index in dataset.describe_indices()}
+
+
+def test_an_index_made_elsewhere_as_declared_is_adopted_without_a_rebuild(project: IndexedProject):
+    """Guards: an index made outside lance-sync under a declared name and with the declared
+    column, type and parameters is recorded as this owner's, never rebuilt; one with another
+    definition stops the plan naming both; an undeclared one stays, listed."""
+    dataset = project.dataset()
+    dataset.create_scalar_index("id", "BTREE", name="id_idx")
+    dataset.create_index("emb", "IVF_PQ", name="emb_idx", num_partitions=2, num_sub_vectors=2, metric="cosine")
+    dataset.create_scalar_index("id", "BITMAP", name="theirs")
+    dataset.create_scalar_index("text", "INVERTED", name="text_fts", with_position=False)
+    stopped = project.cli("plan", code=1)
+    assert "table 'docs': index 'text_fts' at " in stopped.stderr
+    assert "was made outside lance-sync as INVERTED on text (" in stopped.stderr
+    assert "with_position=False" in stopped.stderr
+    assert "the manifest declares INVERTED on text (with_position=True): drop that index, or give yours another " \
+           "name" in stopped.stderr
+    project.dataset().drop_index("text_fts")
+    built = _segments(project.dataset())
+    plan = project.cli("plan").stdout
+    for name in ("id_idx", "emb_idx"):
+        assert f"  ~ update index     lake: ./lake/data/docs.lance#{name}  (adopt)" in plan, plan
+    assert "made outside lance-sync as declared (IVF_PQ on emb (metric=cosine, num_bits=8, num_sub_vectors=2)): " \
+           "adopt it" in plan
+    assert "+ create index     lake: ./lake/data/docs.lance#text_fts" in plan
+    assert "index lake: ./lake/data/docs.lance#theirs (made outside lance-sync)" in plan
+    project.cli("apply", "--auto-approve")
+    after = _segments(project.dataset())
+    assert {name: after[name] for name in ("id_idx", "emb_idx", "theirs")} == \
+        {name: built[name] for name in ("id_idx", "emb_idx", "theirs")}  # recorded, not rebuilt
+    for name in ("id_idx", "emb_idx", "text_fts"):
+        record = json.loads(project.dataset().config()[INDEX_RECORD_PREFIX + name])
+        assert record["owner"] == "team" and record["built"] is True, record
+    assert INDEX_RECORD_PREFIX + "theirs" not in project.dataset().config()
+    project.cli("plan", "--detailed-exitcode")
+
+
+def test_an_index_made_elsewhere_with_other_parameters_is_a_conflict(project: IndexedProject):
+    """Guards: a vector index under a declared name whose metric Lance tells back differs is
+    neither rebuilt nor adopted: the plan stops."""
+    project.dataset().create_index("emb", "IVF_PQ", name="emb_idx", num_partitions=2, num_sub_vectors=2,
+                                   metric="l2")
+    stopped = project.cli("plan", code=1)
+    assert "index 'emb_idx' at " in stopped.stderr and "as IVF_PQ on emb (metric=l2, " in stopped.stderr
+    assert "the manifest declares IVF_PQ on emb (metric=cosine, num_partitions=2, num_sub_vectors=2)" in stopped.stderr
+
+
 def test_an_index_dropped_out_of_band_is_drift_and_the_rollback_undoes_a_drop(project: IndexedProject):
     """Guards: drift exits 2 naming the dropped index; apply builds it again; the rollback plan of
     an apply that dropped an index builds it back."""
@@ -134,6 +183,22 @@ def test_an_index_dropped_out_of_band_is_drift_and_the_rollback_undoes_a_drop(pr
                                   catch_exceptions=False)
     assert restored.exit_code == 0, restored.output
     assert project.built()["id_idx"] == "BTree"
+
+
+def test_a_column_add_and_an_index_build_on_one_dataset_run_in_turn(project: IndexedProject):
+    """Guards: each is a commit to the same dataset, and concurrent commits preempt each other:
+    the index build waits for the column add (it ran beside it before)."""
+    project.indexes = project.indexes[:1]
+    project.write(schema=[{"name": "id", "type": "int64"}, {"name": "text", "type": "string"},
+                          {"name": "emb", "type": "fixed_size_list<float32>[8]"}, {"name": "score", "type": "float64"}])
+    actions = json.loads(project.cli("plan", "--format", "json").stdout)["actions"]
+    column = next(a for a in actions if a["kind"] == "column")
+    index = next(a for a in actions if a["kind"] == "index")
+    assert (column["verb"], column["part"], index["part"]) == ("create", "score", "id_idx")
+    assert f"column:{project.location}#score" in index["depends_on"], index
+    project.cli("apply", "--auto-approve")
+    assert project.built() == {"id_idx": "BTree"} and "score" in project.dataset().schema.names
+    project.cli("plan", "--detailed-exitcode")
 
 
 def test_a_vector_index_waits_for_rows_to_train_on(tmp_path: Path):
@@ -245,5 +310,18 @@ def test_status_lists_declared_indexes_and_a_stale_one_is_degraded(project: Inde
     for name in ("id_idx  ", "text_fts", "emb_idx "):
         assert f"! index ./lake/data/docs.lance#{name}  Synced     Degraded" in status.stdout, describe(status)
     assert "stale index: 20 row(s) are not in the index" in status.stdout
+    project.cli("apply", "--auto-approve")
+    assert "All 6 object(s) Synced and Healthy." in project.cli("status").stdout
+
+
+def test_status_shows_an_index_dropped_out_of_band_as_out_of_sync(project: IndexedProject):
+    """Guards: an index lance-sync built and someone dropped is OutOfSync in `status` (not
+    Missing: an apply made it), with the rebuild as its repair; the others stay Synced."""
+    project.cli("apply", "--auto-approve")
+    project.dataset().drop_index("id_idx")
+    status = run_cli(project.manifest, "status", env=cli_env())
+    assert status.returncode == 2, describe(status)
+    assert "! index ./lake/data/docs.lance#id_idx    OutOfSync" in status.stdout, describe(status)
+    assert "index ./lake/data/docs.lance#emb_idx   Synced" in status.stdout, describe(status)
     project.cli("apply", "--auto-approve")
     assert "All 6 object(s) Synced and Healthy." in project.cli("status").stdout

@@ -143,3 +143,20 @@ def test_a_declared_tag_without_an_owner_mark_at_its_version_is_adopted(project:
     project.cli("apply", "--auto-approve")
     assert project.tags() == {"stable": (2, "team"), "prod": (3, "team")}
     assert project.dataset().version == version
+
+
+def test_status_shows_a_tag_moved_or_deleted_out_of_band_as_out_of_sync(project: TaggedProject):
+    """Guards: a tag lance-sync made and someone moved, or deleted, is OutOfSync in `status`
+    with apply's repair; the table's other rows stay Synced."""
+    project.cli("apply", "--auto-approve")
+    project.dataset().tags.update("prod", 4)
+    project.dataset().tags.delete("stable")
+    status = run_cli(project.manifest, "status", env=cli_env())
+    assert status.returncode == 2, describe(status)
+    assert "! tag ./lake/events.lance#prod    OutOfSync  Healthy\n      moves from version 4 to version 3\n" \
+           "      repair: ~ update tag lake: ./lake/events.lance#prod" in status.stdout, describe(status)
+    assert "! tag ./lake/events.lance#stable  OutOfSync  Healthy\n      declared, absent: tag version 2\n" \
+           "      repair: + create tag lake: ./lake/events.lance#stable" in status.stdout, describe(status)
+    project.cli("apply", "--auto-approve")
+    assert project.tags() == {"stable": (2, "team"), "prod": (3, "team")}
+    assert "Synced and Healthy." in project.cli("status").stdout

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import lance
+import pyarrow as pa
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -112,6 +114,46 @@ def test_an_object_in_sync_that_breaks_a_rule_refuses_the_plan_too(lake: Lake):
     assert refused.stdout.count("[needs-cost-center]") == 2  # orders and returns
 
 
+def test_required_indexes_names_each_table_over_the_size_without_a_vector_index(lake: Lake):
+    """Guards: the rule counts the rows of the datasets the plan reads: a table at least that
+    large without a declared vector index refuses the plan, named with the rule; a smaller one
+    does not; declaring one passes."""
+    for name, rows in (("orders", 20), ("returns", 2)):
+        lance.write_dataset(pa.table({"id": pa.array(range(rows), pa.int64()), "emb": pa.FixedSizeListArray.from_arrays(
+            pa.array([0.5] * rows * 4, pa.float32()), 4)}), str(lake.root / "lake" / "data" / f"{name}.lance"))
+    lake.rules({"name": "big-tables-are-searchable", "required_indexes": {"min_rows": 10}})
+    refused = lake.run("plan")
+    assert refused.exit_code == 4, refused.output
+    assert "[big-tables-are-searchable] required_indexes: table 'orders' at " in refused.stdout
+    assert "orders.lance holds 20 rows (at least 10) and declares no index of type IVF_FLAT or IVF_SQ or " \
+           "IVF_PQ" in refused.stdout
+    assert "required_indexes: table 'returns'" not in refused.stdout
+    document = json.loads(lake.run("plan", "--format", "json").stdout)
+    assert [(v["rule"], v["display_id"]) for v in document["policy_violations"]] == \
+        [("big-tables-are-searchable", "sales$orders")]
+    assert document["dataset_rows"] == {str(lake.root / "lake" / "data" / f"{name}.lance"): rows
+                                        for name, rows in (("orders", 20), ("returns", 2))}
+    orders = lake.manifest["tables"][0]
+    orders["schema"].append({"name": "emb", "type": "fixed_size_list<float32>[4]"})
+    orders["indexes"] = [{"name": "emb_idx", "column": "emb", "type": "IVF_FLAT", "params": {"num_partitions": 1}}]
+    passing = lake.run("plan")
+    assert passing.exit_code == 0 and "policy violation" not in passing.stdout, passing.output
+
+
+def test_required_indexes_of_every_table_is_checked_offline(lake: Lake):
+    """Guards: with no size (min_rows: 0) validate knows every table it covers needs the index."""
+    lake.rules({"name": "all-indexed", "required_indexes": {"types": ["btree", "bitmap"]}})
+    refused = lake.run("validate")
+    assert refused.exit_code == 4, refused.output
+    for name in ("orders", "returns"):
+        assert f"[all-indexed] required_indexes: table '{name}' at " in refused.stdout
+    assert "declares no index of type BTREE or BITMAP: declare one under its indexes (" in refused.stdout
+    assert "lance-sync.yaml:" in refused.stdout  # the table's file and line
+    for table in lake.manifest["tables"]:
+        table["indexes"] = [{"name": "id_idx", "column": "id", "type": "BITMAP"}]
+    assert lake.run("validate").exit_code == 0
+
+
 def test_a_blocked_action_names_its_rule(lake: Lake):
     lake.rules({"name": "gold-only", "allowed_locations": ["./lake/gold"]})
     document = json.loads(lake.run("plan", "--format", "json").stdout)
@@ -162,6 +204,7 @@ BAD_RULES = [
     ({"name": "objects", "max_removals": 1, "objects": ["table"]}, "objects applies to required_properties"),
     ({"name": "verb", "forbidden_actions": ["drop"]}, "must be 'create' or"),
     ({"name": "bad name!", "max_removals": 1}, "does not match the required pattern"),
+    ({"name": "index-kind", "required_indexes": {"types": ["IVF_NOPE"]}}, "unknown index type 'IVF_NOPE'"),
 ]
 
 

@@ -10,6 +10,7 @@ alone."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 
 from lance_sync.model.actions import Action, Address, DatasetStatus, Kind, dataset_key
@@ -24,9 +25,14 @@ __all__ = ["PartsPlan", "plan_table_state"]
 def plan_table_state(desired: DesiredState, datasets: Mapping[str, DatasetStatus],
                      live: Mapping[str, LiveTableState], planned: list[Action]) -> PartsPlan:
     """The part actions, notes, left-alone parts and conflicts of every table that declares
-    its own state; `planned`: the comparison's actions so far (a dataset written by the plan)."""
+    its own state; `planned`: the comparison's actions so far (a dataset written by the plan,
+    the column changes its part actions follow)."""
     out = PartsPlan()
     writes = {a.key: a for a in planned if a.kind == Kind.DATASET and a.after is not None}
+    columns: dict[str | None, list[Action]] = defaultdict(list)
+    for action in planned:
+        if action.kind == Kind.COLUMN:
+            columns[action.location].append(action)
     for table in desired.tables:
         if not table.table_state or not table.registrations:
             continue
@@ -44,13 +50,14 @@ def plan_table_state(desired: DesiredState, datasets: Mapping[str, DatasetStatus
         indexes.plan(context)
         tags.plan(context)
         retention.plan(context)
-        _one_at_a_time(out.actions[made:])
+        _one_at_a_time([*columns.get(table.location, ()), *out.actions[made:]])
     return out
 
 
 def _one_at_a_time(actions: list[Action]) -> None:
-    """A dataset's part actions run in turn, in phase order: each is a commit to the same
-    dataset, and concurrent ones preempt each other."""
+    """A dataset's column and part actions run in turn, in phase order (the columns' own order
+    is one already): each is a commit to the same dataset, and concurrent ones preempt each
+    other."""
     ordered = sorted(actions, key=lambda action: action.phase)
     for before, after in zip(ordered, ordered[1:], strict=False):
         after.depends_on = sorted({*after.depends_on, before.key})

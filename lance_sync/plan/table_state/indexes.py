@@ -1,6 +1,6 @@
 """A table's declared indexes against the dataset's: build what is absent, rebuild what
-changed (a replace), drop what lance-sync made and the manifest no longer declares, leave
-everything else alone; and the `maintenance:` thresholds that bring indexes up to date
+changed (a replace), drop what lance-sync made and the manifest no longer declares, adopt one
+made elsewhere as declared (a conflict when it is not), leave everything else alone; and the `maintenance:` thresholds that bring indexes up to date
 (optimize_indices) and compact small fragments (compact_files)."""
 
 from __future__ import annotations
@@ -8,7 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from lance_sync.model.actions import Kind, ObjectState, Reason, Verb
-from lance_sync.model.table_state import index_definition_of, is_vector, rows_to_train
+from lance_sync.model.table_state import (
+    LiveIndex,
+    index_definition_of,
+    is_vector,
+    rows_to_train,
+    same_definition,
+)
 from lance_sync.plan.table_state.context import TableContext
 
 
@@ -86,19 +92,38 @@ def _declared(context: TableContext, spec: dict[str, Any]) -> bool:
             context.note(f"index '{name}': {unindexed} row(s) not indexed yet")
         return True
     owner = have.get("owner")
-    if owner is not None and owner != context.owner:
+    if owner is None:
+        _made_elsewhere(context, spec, built, have, want)
+        return False
+    if owner != context.owner:
         context.out.conflicts.append((f"table '{context.table.name}': index '{name}' at {context.location} was "
                                       f"made by lance-sync owner '{owner}', not '{context.owner}'", context.table.name))
         return False
-    context.action(Verb.REPLACE, Kind.INDEX, Reason.ADOPT if owner is None else Reason.CHANGED, name,
-                   before=context.state(have), after=context.state(want),
+    context.action(Verb.REPLACE, Kind.INDEX, Reason.CHANGED, name, before=context.state(have),
+                   after=context.state(want),
                    detail=_replace_detail(have, want, f"{built.type} on {built.column}", rebuilt_elsewhere))
     return False
 
 
+def _made_elsewhere(context: TableContext, spec: dict[str, Any], built: LiveIndex, have: dict[str, Any],
+                    want: dict[str, Any]) -> None:
+    """An index made outside lance-sync under a declared name: adopted as it is (recorded, never
+    rebuilt) when it is as declared; else a conflict, since rebuilding it would take someone
+    else's index away."""
+    told = _shown({"type": built.type, "column": built.column, "params": built.params})
+    if same_definition(spec, built):
+        context.action(Verb.UPDATE, Kind.INDEX, Reason.ADOPT, spec["name"], before=context.state(have),
+                       after=context.state(want),
+                       detail=f"made outside lance-sync as declared ({told}): adopt it (record it as this "
+                       "owner's; no rebuild)")
+        return
+    context.out.conflicts.append((
+        f"table '{context.table.name}': index '{spec['name']}' at {context.location} was made outside lance-sync "
+        f"as {told}; the manifest declares {_shown(spec)}: drop that index, or give yours another name",
+        context.table.name))
+
+
 def _replace_detail(have: dict[str, Any], want: dict[str, Any], built: str, rebuilt_elsewhere: bool) -> str:
-    if have.get("owner") is None:
-        return f"exists as {built}, made outside lance-sync: rebuild it as {_shown(want)} and record it"
     if rebuilt_elsewhere:
         return f"the dataset's index is {built}, not what lance-sync built: rebuild it as {_shown(want)}"
     if not have.get("built"):
