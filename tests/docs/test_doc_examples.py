@@ -226,7 +226,7 @@ def _grant_error(kind: str) -> Callable[[Example], None]:
 
 
 def ci_step_beside_the_quickstart(example: Example) -> None:
-    """README: the CI step run by hand in examples/quickstart of a checkout."""
+    """ci.md: the CI step run by hand in examples/quickstart of a checkout."""
     fresh_repository(example)
     shutil.copytree(QUICKSTART, example.folder / "examples" / "quickstart")
     (example.folder / "scripts").mkdir()
@@ -321,10 +321,10 @@ RECONCILE_LOOP = ("a loop changed by hand while it runs, its metrics read and SI
                   "depends on when the changes land; tests/e2e/test_reconcile.py runs the same loop")
 
 SETUPS: dict[tuple[str, int], Setup] = {
-    ("README.md", 0): Setup(ci_step_beside_the_quickstart, single_command=True),
-    ("README.md", 1): NOT_RUN("pre-commit fetches the hook from its repository at a released tag"),
-    ("README.md", 2): NOT_RUN("shell completion is interactive (<TAB>)"),
     ("docs/changed-since.md", 0): Setup(quickstart_in_git_applied_then_orders_platinum),
+    ("docs/ci.md", 0): Setup(ci_step_beside_the_quickstart, single_command=True),
+    ("docs/ci.md", 1): NOT_RUN("pre-commit fetches the hook from its repository at a released tag"),
+    ("docs/cli.md", 0): NOT_RUN("shell completion is interactive (<TAB>)"),
     ("docs/drift.md", 0): Setup(drift_behind_its_back),
     ("docs/grants.md", 0): Setup(_grant_error("hive3")),
     ("docs/grants.md", 1): Setup(_grant_error("dir")),
