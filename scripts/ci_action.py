@@ -69,7 +69,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-#: lance-sync's exit codes (see the README)
+#: lance-sync's exit codes (see docs/cli.md)
 OK, ERROR, CHANGES, REFUSED = 0, 1, 2, 4
 #: GitHub refuses comments longer than this; lance-sync's markdown stays under 65,000
 COMMENT_LIMIT = 65_536

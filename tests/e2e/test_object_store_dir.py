@@ -1,7 +1,7 @@
 """A `dir` catalog whose root and tables live on S3 (moto's server on 127.0.0.1), through the CLI.
 
 The CLI runs in a subprocess, as a user runs it, with the store configured the two ways users
-do: only through the standard AWS environment (README's object-storage example, which the first
+do: only through the standard AWS environment (docs/object-storage.md's example, which the first
 test runs as shipped), or through the manifest's `storage:` with credentials as ${VAR}. On
 dbc981d the first apply failed (the apply lease needed a namespace the manifest had yet to
 create), and plan failed when the endpoint came from AWS_ENDPOINT_URL (pyarrow ignored it).

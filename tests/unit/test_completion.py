@@ -1,5 +1,5 @@
 """Shell completion through click: `_LANCE_SYNC_COMPLETE=bash_source lance-sync` prints the script
-(README, "Shell completion"), and the script's callback completes commands and options."""
+(docs/cli.md, "Shell completion"), and the script's callback completes commands and options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The package's layout rules (README "Layout"), checked on the source so that they hold."""
+"""The package's layout rules (docs/contributing.md, "Layout"), checked on the source so that they hold."""
 
 from __future__ import annotations
 
