@@ -234,6 +234,14 @@ def ci_step_beside_the_quickstart(example: Example) -> None:
     (example.folder / "lance_sync").symlink_to(REPO / "lance_sync")  # the step reads its masking
 
 
+def readme_quickstart(example: Example) -> None:
+    """README: the quickstart's manifest (its yaml block named `# lance-sync.yaml`), nothing applied."""
+    fresh_repository(example)
+    readme = (REPO / "README.md").read_text()
+    manifest = readme[readme.index("```yaml\n# lance-sync.yaml\n") + len("```yaml\n"):]
+    (example.folder / "lance-sync.yaml").write_text(manifest[:manifest.index("```")])
+
+
 # Unity: a server of this test's own (the doc's catalog `main` and its users must start empty)
 
 def _unity(example: Example) -> str:
@@ -321,6 +329,7 @@ RECONCILE_LOOP = ("a loop changed by hand while it runs, its metrics read and SI
                   "depends on when the changes land; tests/e2e/test_reconcile.py runs the same loop")
 
 SETUPS: dict[tuple[str, int], Setup] = {
+    ("README.md", 0): Setup(readme_quickstart),
     ("docs/changed-since.md", 0): Setup(quickstart_in_git_applied_then_orders_platinum),
     ("docs/ci.md", 0): Setup(ci_step_beside_the_quickstart, single_command=True),
     ("docs/ci.md", 1): NOT_RUN("pre-commit fetches the hook from its repository at a released tag"),
