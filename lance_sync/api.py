@@ -211,7 +211,8 @@ def _read_plan(path: str | Path) -> Plan:
     try:
         document = json.loads(text)
     except ValueError as error:
-        raise LanceSyncError(f"{path}: not a lance-sync plan (not JSON: {error})") from None
+        raise LanceSyncError(f"{path}: not a lance-sync plan ({_what_it_is(path, text) or f'not JSON: {error}'})") \
+            from None
     version = document.get("format_version") if isinstance(document, dict) else None
     if isinstance(version, int) and version != PLAN_FORMAT_VERSION:
         raise LanceSyncError(f"{path}: a plan of format {version}, saved by another lance-sync version; this "
@@ -226,6 +227,21 @@ def _read_plan(path: str | Path) -> Plan:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise LanceSyncError(f"{path}: not a lance-sync plan ({where}: {first['msg']})") from None
+
+
+def _what_it_is(path: str | Path, text: str) -> str | None:
+    """What a file given as a plan is instead, when it is a manifest or an apply's journal."""
+    if Path(path).suffix in (".yaml", ".yml") or text.lstrip().startswith("version:"):
+        return (f"it is a manifest: give a manifest with -f (`lance-sync plan -f {path}`, "
+                f"`lance-sync apply -f {path}`)")
+    try:
+        first = json.loads(text.partition("\n")[0])
+    except ValueError:
+        return None
+    if isinstance(first, dict) and "event" in first:
+        return ("it is an apply's journal, one JSON record a line; the rollback plan beside it "
+                "(.rollback.json) is one")
+    return None
 
 
 @dataclass

@@ -48,10 +48,14 @@ from lance_sync.model.secrets import MaskingFilter, masked_standard_streams, reg
 # tests/unit/test_imports.py checks.
 
 
-def _fail(message: str, code: int = ExitCode.ERROR, as_json: bool = False) -> None:
+def _fail(message: str, code: int = ExitCode.ERROR, output_format: str | None = None) -> None:
+    """The error on stderr; with --format json or markdown on stdout too, in that format (the
+    one JSON document; a PR comment made from the markdown shows it)."""
     click.echo(f"Error: {message}", err=True)
-    if as_json:
+    if output_format == "json":
         click.echo(json.dumps({"error": message, "exit_code": int(code)}, indent=2))
+    elif output_format == "markdown":
+        click.echo(f"### lance-sync failed (exit {int(code)})\n\n```\n{message}\n```")
     sys.exit(code)
 
 
@@ -59,25 +63,27 @@ def handle_errors(command: click.Command) -> click.Command:
     """Turn every failure of `command` into a message and an exit code; a traceback only with
     LANCE_SYNC_DEBUG.
 
-    With --format json, the error is also the one JSON document on stdout.
+    With --format json, the error is also the one JSON document on stdout; with markdown, a
+    markdown block on stdout.
     """
     run = command.callback
     assert run is not None, command.name
 
     @functools.wraps(run)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        as_json = kwargs.get("output_format") == "json"
+        output_format = kwargs.get("output_format")
         try:
             return run(*args, **kwargs)
         except LanceSyncError as error:
-            _fail(str(error), error.exit_code, as_json)
+            _fail(str(error), error.exit_code, output_format)
         except KeyboardInterrupt:
-            _fail("interrupted", ExitCode.ERROR, as_json)
+            _fail("interrupted", ExitCode.ERROR, output_format)
         except Exception as error:  # noqa: BLE001 - the user gets a message, not a traceback
-            if os.environ.get("LANCE_SYNC_DEBUG"):
+            debug = bool(os.environ.get("LANCE_SYNC_DEBUG"))
+            if debug:
                 traceback.print_exc()
-            _fail(f"{type(error).__name__}: {error} (set LANCE_SYNC_DEBUG=1 for a traceback)",
-                  ExitCode.ERROR, as_json)
+            hint = "" if debug else " (set LANCE_SYNC_DEBUG=1 for a traceback)"
+            _fail(f"{type(error).__name__}: {error}{hint}", ExitCode.ERROR, output_format)
 
     command.callback = wrapper
     return command

@@ -124,5 +124,6 @@ def load_changed(paths: list[str], policy_file: str | None,
 
 def target_option(command: Callable) -> Callable:
     return click.option("--target", "targets", multiple=True, metavar="BACKEND:ID",
-                        help="Only this object and what it depends on; repeatable, globs allowed "
-                        "(e.g. 'lake:sales$*'). The plan says it is partial.")(command)
+                        help="Only this object and what it depends on; repeatable, globs allowed: "
+                        "BACKEND:ID (e.g. lake:sales/orders, or quoted 'lake:sales$*') or a manifest "
+                        "table's name. The plan says it is partial.")(command)

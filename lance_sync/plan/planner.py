@@ -174,7 +174,7 @@ def build_plan(state: DesiredState, drivers: Drivers,
     """The plan of a manifest; with `targets` (BACKEND:ID globs) only what they need; with a
     `baseline` only what changed since it (lance_sync.plan.changes); checked against the
     manifest's policy unless `enforce_policy` is False (reconcile checks the part it runs)."""
-    chosen = parse_targets(targets, state.backends)
+    chosen = parse_targets(targets, state)
     if chosen and baseline is not None:
         raise LanceSyncError("give --target or --changed-since, not both")
     if state.unbuilt is not None and baseline is None:
@@ -185,10 +185,22 @@ def build_plan(state: DesiredState, drivers: Drivers,
         plan = _made(state, read_state(state, drivers, parallelism, progress, scan_all), drivers, parallelism)
     if chosen:
         declared = [(s.backend, s.display_id) for s in declared_subjects(state)]
-        plan = select_targets(plan, chosen, declared)
+        plan = select_targets(plan, chosen, declared, namespace_contents(state))
     if enforce_policy and state.policy:
         enforce(state.policy, plan, state)
     return plan
+
+
+def namespace_contents(state: DesiredState) -> dict[tuple[str, str], list[str]]:
+    """Per declared namespace (backend, display id), the display ids of the tables declared in it."""
+    contents: dict[tuple[str, str], list[str]] = {
+        (n.backend, state.backends[n.backend].format_id(n.id)): [] for n in state.namespaces}
+    for table in state.tables:
+        for r in table.registrations:
+            namespace = (r.backend, state.backends[r.backend].format_id(r.id[:-1]))
+            if namespace in contents:
+                contents[namespace].append(state.backends[r.backend].format_id(r.id))
+    return contents
 
 
 def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAULT_PARALLELISM,
