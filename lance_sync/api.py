@@ -34,7 +34,7 @@ import contextlib
 import functools
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.manifest import load_manifest
-from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
+from lance_sync.model.actions import PLAN_FORMAT_VERSION, Destruction, Plan
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, LanceSyncError
 from lance_sync.model.secrets import mask, mask_exception
@@ -168,16 +168,18 @@ def load_baseline(ref: str, files: Sequence[str], policy_file: str | None = None
     return at_revision(ref, files, policy_file)
 
 
-def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str:
-    """The plan as `lance-sync plan --format text|json|markdown|html` prints it (masked)."""
+def render(plan: Plan, output_format: str = "text", colour: bool = False,
+           allowed: Collection[Destruction] = ()) -> str:
+    """The plan as `lance-sync plan --format text|json|markdown|html` prints it (masked); `allowed`:
+    the destructions an apply was allowed (`--allow-drop`, ...), which its summary says."""
     from lance_sync.plan.render import render_json, render_markdown, render_text
 
     if output_format == "json":
         return mask(render_json(plan))
     if output_format == "markdown":
-        return mask(render_markdown(plan))
+        return mask(render_markdown(plan, allowed=allowed))
     if output_format == "text":
-        return mask(render_text(plan, colour=colour))
+        return mask(render_text(plan, colour=colour, allowed=allowed))
     if output_format == "html":
         from lance_sync.plan.render_html import render_html
 

@@ -39,6 +39,7 @@ from lance_sync.cli.manifest import schema, validate
 from lance_sync.cli.plan import plan
 from lance_sync.cli.reconcile import reconcile
 from lance_sync.cli.unlock import unlock
+from lance_sync.manifest import DEFAULT_MANIFEST
 from lance_sync.model.errors import ExitCode, LanceSyncError
 from lance_sync.model.secrets import MaskingFilter, masked_standard_streams, register_environment
 
@@ -75,7 +76,7 @@ def handle_errors(command: click.Command) -> click.Command:
         try:
             return run(*args, **kwargs)
         except LanceSyncError as error:
-            _fail(str(error), error.exit_code, output_format)
+            _fail(_relative(str(error), kwargs), error.exit_code, output_format)
         except KeyboardInterrupt:
             _fail("interrupted", ExitCode.ERROR, output_format)
         except Exception as error:  # noqa: BLE001 - the user gets a message, not a traceback
@@ -83,10 +84,29 @@ def handle_errors(command: click.Command) -> click.Command:
             if debug:
                 traceback.print_exc()
             hint = "" if debug else " (set LANCE_SYNC_DEBUG=1 for a traceback)"
-            _fail(f"{type(error).__name__}: {error}{hint}", ExitCode.ERROR, output_format)
+            _fail(f"{type(error).__name__}: {_relative(str(error), kwargs)}{hint}", ExitCode.ERROR, output_format)
 
     command.callback = wrapper
     return command
+
+
+def _relative(message: str, options: dict[str, Any]) -> str:
+    """`message` with the paths below the manifest's folder relative to it, as a plan shows them;
+    the manifest files stay as they were given (a position names the file as typed)."""
+    from lance_sync.model.locations import with_manifest_relative_paths
+
+    given = options.get("files")
+    default = "files" in options and not options.get("plan_file") and os.path.exists(DEFAULT_MANIFEST)
+    files = list(given or ([DEFAULT_MANIFEST] if default else []))
+    if not files:  # a saved plan, or no manifest: paths as they are
+        return message
+    kept = {f"\0{index}\0": name for index, name in enumerate(sorted(files, key=len, reverse=True))}
+    for mark, name in kept.items():
+        message = message.replace(name, mark)
+    message = with_manifest_relative_paths(message, os.path.dirname(os.path.abspath(files[0])))
+    for mark, name in kept.items():
+        message = message.replace(mark, name)
+    return message
 
 
 class _Group(click.Group):

@@ -8,7 +8,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from lance_sync.api import ApplyHooks, ApplyResult
     from lance_sync.apply.report import ApplyReport, Outcome
-    from lance_sync.model.actions import Plan
+    from lance_sync.model.actions import Destruction, Plan
 
 #: seconds between two progress lines of an apply that is not on a terminal
 PROGRESS_EVERY = 5.0
@@ -33,9 +33,11 @@ class ApplyDisplay:
     """One `lance-sync apply`: `lance_sync.api.apply`, with the plan, confirmation, progress and
     report shown as it goes."""
 
-    def __init__(self, output_format: str, auto_approve: bool):
+    def __init__(self, output_format: str, auto_approve: bool, allowed: Collection[Destruction] = ()):
         self.output_format = output_format
         self.auto_approve = auto_approve
+        #: what the apply was allowed to destroy (--allow-drop, ...): the plan's summary says so
+        self.allowed = allowed
         #: with --format json, the one document printed at the end
         self.document: dict[str, Any] = {}
         self.progress = ApplyProgress()
@@ -79,7 +81,7 @@ class ApplyDisplay:
         end_progress()
         self.document["plan"] = json.loads(plan.model_dump_json())
         if not self.as_json:
-            click.echo(render(plan, self.output_format), nl=False)
+            click.echo(render(plan, self.output_format, self.allowed), nl=False)
 
     def _confirm(self, plan: Plan) -> bool:
         _confirm(self.auto_approve)

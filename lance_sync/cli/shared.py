@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from lance_sync.model.shared import DEFAULT_PARALLELISM
 
 if TYPE_CHECKING:
     from lance_sync.manifest.history import Baseline
-    from lance_sync.model.actions import Plan
+    from lance_sync.model.actions import Destruction, Plan
     from lance_sync.model.desired import DesiredState
 
 FORMATS = ("text", "json", "markdown")
@@ -62,10 +62,11 @@ def _warn(state: DesiredState) -> None:
         click.echo(f"Warning: {notice}", err=True)
 
 
-def render(plan: Plan, output_format: str) -> str:
+def render(plan: Plan, output_format: str, allowed: Collection[Destruction] = ()) -> str:
     from lance_sync import api
 
-    return api.render(plan, output_format, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    return api.render(plan, output_format, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"),
+                      allowed=allowed)
 
 
 def manifest_option(command: Callable) -> Callable:

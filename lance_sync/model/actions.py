@@ -534,6 +534,9 @@ class Scope(_Model):
     namespaces: list[str] = Field(default_factory=list)
     #: every namespace of the backend was listed (plan --scan-all)
     complete: bool = False
+    #: tables of this owner seen outside those namespaces (a backend read in one snapshot shows
+    #: them): a plan with --scan-all would plan them
+    owned_elsewhere: list[str] = Field(default_factory=list)
 
 
 class Plan(_Model):
@@ -569,6 +572,8 @@ class Plan(_Model):
     #: location -> the rows of the dataset there as the plan read it, kept only when a policy rule
     #: needs them (required_indexes with min_rows; optional field, as above)
     dataset_rows: dict[str, int] = Field(default_factory=dict)
+    #: the plan undoes an apply: a rollback plan (optional field, as above)
+    rollback: bool = False
 
     @property
     def has_changes(self) -> bool:

@@ -27,6 +27,7 @@ from lance_sync.model.actions import (
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import LanceSyncError, PlanConflicts
 from lance_sync.model.locations import shown_path
+from lance_sync.model.marks import owner_of
 from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.model.table_state import LiveTableState
@@ -218,6 +219,9 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     plan = plan.model_copy(update={"partial": partial})
     if scope.whole:
         return plan
+    # read by id, a backend kept in one place shows the owner's unchanged tables beside the
+    # changed ones: they are not "outside the scope" a full plan would widen
+    plan.scope = [s.model_copy(update={"owned_elsewhere": []}) for s in plan.scope]
     return leave_out(plan, lambda action: None if _asked_for(action, scope) else
                      f"not changed since {scope.baseline.shown} (a full plan removes it)")
 
@@ -326,8 +330,15 @@ def assemble_plan(state: DesiredState, observation: Observation, comparison: Com
 
 
 def _scope(state: DesiredState, live: LiveState) -> list[Scope]:
-    """Per backend, the namespaces whose tables the plan listed."""
+    """Per backend, the namespaces whose tables the plan listed, and the tables of this owner
+    the manifest does not declare seen outside them (what --scan-all would plan)."""
     scanned: dict[str, list[str]] = {name: [] for name in state.backends}
     for backend, id in sorted(live.scanned):
         scanned[backend].append(state.backends[backend].format_id(id) or "(root)")
-    return [Scope(backend=name, namespaces=ids, complete=live.complete) for name, ids in scanned.items()]
+    elsewhere: dict[str, list[str]] = {name: [] for name in state.backends}
+    declared = state.ids_by_backend()
+    for (backend, id), info in sorted(live.beyond_scope.items()):
+        if backend in elsewhere and id not in declared[backend] and owner_of(info.properties) == state.owner:
+            elsewhere[backend].append(state.backends[backend].format_id(id))
+    return [Scope(backend=name, namespaces=ids, complete=live.complete, owned_elsewhere=elsewhere[name])
+            for name, ids in scanned.items()]
