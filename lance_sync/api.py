@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.manifest import load_manifest
-from lance_sync.model.actions import PLAN_FORMAT_VERSION, Destruction, Plan
+from lance_sync.model.actions import PLAN_FORMAT_VERSION, Action, Destruction, Plan
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, LanceSyncError
 from lance_sync.model.secrets import mask, mask_exception
@@ -260,6 +260,8 @@ class ApplyHooks:
     on_outcome: Callable[[Outcome], None] | None = None
     #: another apply holds a lease and this one waits (with a lock timeout)
     on_wait: Progress | None = None
+    #: an action's long step starts (a Spark start, a write from a source): what it waits for
+    on_step: Callable[[Action, str], None] | None = None
 
 
 @dataclass
@@ -300,7 +302,7 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     hooks = hooks or ApplyHooks()
     default_dir = Path(target.base_dir) if isinstance(target, DesiredState) else Path.cwd()
     options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke,
-                           parallelism=parallelism,
+                           parallelism=parallelism, on_step=hooks.on_step,
                            spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / STATE_DIRECTORY)
     if isinstance(target, DesiredState):
         def planned(drivers: Drivers) -> Plan:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from lance_sync.api import ApplyHooks, ApplyResult
     from lance_sync.apply.report import ApplyReport, Outcome
-    from lance_sync.model.actions import Destruction, Plan
+    from lance_sync.model.actions import Action, Destruction, Plan
 
 #: seconds between two progress lines of an apply that is not on a terminal
 PROGRESS_EVERY = 5.0
@@ -51,7 +51,7 @@ class ApplyDisplay:
         from lance_sync.api import ApplyHooks
 
         hooks = ApplyHooks(on_progress=progress, on_plan=self._show_plan, confirm=self._confirm,
-                           on_outcome=self.progress.update, on_wait=_waiting)
+                           on_outcome=self.progress.update, on_wait=_waiting, on_step=self.progress.step)
         try:
             result = apply(hooks)
         except PlanConflicts as conflicts:
@@ -129,6 +129,8 @@ class ApplyProgress:
         self.base_dir: str | None = None
         self.bar: ProgressBar[int] | None = None
         self.ticker: threading.Thread | None = None
+        #: the long step running (a Spark start, a write from a source), and its action's key
+        self.running: tuple[str, str] | None = None
 
     def start(self, total: int, base_dir: str | None) -> None:
         """The actions start running; paths below `base_dir` (the manifest's folder) are shown
@@ -142,10 +144,22 @@ class ApplyProgress:
             self.ticker = threading.Thread(target=self._tick, name="apply-progress", daemon=True)
             self.ticker.start()
 
+    def step(self, action: Action, message: str) -> None:
+        """An action's long step starts: the progress line names it until the action ends."""
+        shown = with_manifest_relative_paths(message, self.base_dir)
+        with self.lock:
+            self.running = (action.key, shown)
+        if self.bar is not None:
+            self.bar.label = f"Applying ({shown})"
+        else:
+            self._print_counts()
+
     def update(self, outcome: Outcome) -> None:
         with self.lock:
             self.done += 1
             self.unsuccessful += outcome.status != "succeeded"
+            if self.running is not None and self.running[0] == outcome.action.key:
+                self.running = None
         if outcome.status != "succeeded":
             _print_outcome(outcome, self.base_dir)
         if self.bar is not None:
@@ -166,10 +180,11 @@ class ApplyProgress:
 
     def _print_counts(self) -> None:
         with self.lock:
-            done, unsuccessful = self.done, self.unsuccessful
+            done, unsuccessful, running = self.done, self.unsuccessful, self.running
         trouble = f", {unsuccessful} failed or skipped" if unsuccessful else ""
+        now = f"; {running[1]}" if running else ""
         click.echo(f"Applying: {done} of {self.total} actions done{trouble} "
-                   f"({time.monotonic() - self.started:.0f} s)", err=True)
+                   f"({time.monotonic() - self.started:.0f} s){now}", err=True)
 
 
 def _confirm(auto_approve: bool) -> None:

@@ -282,7 +282,7 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
     reads count with the plan's calls."""
     comparison = compare(state, observation.live, observation.capabilities, observation.datasets, strict,
                          observation.table_states)
-    _block_writes_without_engine(comparison, state)
+    _warn_of_writes_without_engine(comparison, state)
     live = observation.live
 
     def found(backend: str, kind: Kind, id: Identifier) -> bool:
@@ -292,10 +292,11 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
     return comparison
 
 
-def _block_writes_without_engine(comparison: Comparison, state: DesiredState) -> None:
+def _warn_of_writes_without_engine(comparison: Comparison, state: DesiredState) -> None:
     """A dataset to write from a source needs Spark: where it cannot start here (pyspark or
-    Java missing), the write is blocked with what to install, so apply refuses before anything
-    changes (the manifest's spark.master decides classic or Spark Connect)."""
+    Java missing), the plan names each such table and what to install. Apply still runs the
+    rest; that write fails with the same words and what depends on it waits (the manifest's
+    spark.master decides classic or Spark Connect)."""
     writes = [a for a in comparison.actions if a.kind == Kind.DATASET and a.after is not None and a.after.source]
     if not writes:
         return
@@ -303,8 +304,10 @@ def _block_writes_without_engine(comparison: Comparison, state: DesiredState) ->
 
     problem = missing_engine((state.spark or {}).get("master"))
     for action in writes if problem else []:
-        reason = f"it is written from its source by Spark: {problem}"
-        action.blocked = f"{action.blocked}; {reason}" if action.blocked else reason
+        comparison.warnings.append(
+            f"table '{action.table or action.shown_id}' is written from its source by Spark, "
+            f"which cannot start here: {problem}. Apply runs the rest; this write fails and what depends on "
+            "it waits.")
 
 
 def assemble_plan(state: DesiredState, observation: Observation, comparison: Comparison) -> Plan:
