@@ -202,6 +202,8 @@ class DatasetStatus(_Model):
     owner: str | None = None
     #: an intent record at the location: an interrupted write's, or a finished one's not cleared
     intent: WriteIntent | None = None
+    #: bytes its latest version takes, where the plan asks (a location a table moves away from)
+    bytes: int | None = None
 
 
 # A plan holds an action and its states for each object to change (a million on a large first
@@ -252,6 +254,9 @@ class Action:
     after: ObjectState | None = None
     #: what the action destroys; derived from kind and verb
     destroys: Destruction | None = None
+    #: a replaced table's backend keeps grants on it: they are lost with its id (optional field:
+    #: plans of format 2 without it load)
+    drops_grants: bool = False
     #: property keys the plan compared; the fingerprint covers exactly these
     compared_keys: list[str] = Field(default_factory=list)
     #: hash of the compared live state (or of absence); apply refuses when it no longer matches

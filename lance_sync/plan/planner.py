@@ -65,14 +65,30 @@ def inspect_declared_datasets(state: DesiredState, drivers: Drivers,
 
 def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Drivers,
                               known: dict[str, DatasetStatus]) -> dict[str, DatasetStatus]:
-    """What each location of an owned table that left the manifest holds (unless known)."""
+    """What each location of an owned table that left the manifest holds, and each location a
+    declared table moves away from, with its size: what the move leaves there (unless known)."""
     options_of = _storage_options(drivers)
-    leaving = removal_locations(state, live) - known.keys()
+    moved = _moved_from(state, live)
+    leaving = (removal_locations(state, live) | moved.keys()) - known.keys()
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for (backend, _id), info in live.tables.items():
         if info.location is not None and info.location in leaving:
             by_options.setdefault(options_of[backend], set()).add(info.location)
-    return _inspect(by_options, None)
+    statuses = _inspect(by_options, None)
+    from lance_sync.data.inspection import dataset_bytes
+
+    for location in moved.keys() & statuses.keys():
+        if statuses[location].status == "valid":
+            size = dataset_bytes(location, dict(options_of[moved[location]]) or None)
+            statuses[location] = statuses[location].model_copy(update={"bytes": size})
+    return statuses
+
+
+def _moved_from(state: DesiredState, live: LiveState) -> dict[str, str]:
+    """Live locations of declared registrations the manifest points elsewhere -> their backend."""
+    declared = {(r.backend, r.id): t.location for t in state.tables for r in t.registrations}
+    return {info.location: key[0] for key, info in live.tables.items()
+            if info.location and key in declared and declared[key] != info.location}
 
 
 def _storage_options(drivers: Drivers) -> dict[str, tuple[tuple[str, str], ...]]:

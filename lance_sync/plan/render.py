@@ -152,6 +152,8 @@ def action_label(action: Action) -> str:
         label += "  (adopt)"
     if action.kind == Kind.NAMESPACE and action.destroys is not None:
         label += f"  {NAMESPACE_DELETION_TAG}"
+    elif action.destroys == Destruction.IDENTITY and not action.drops_grants:
+        label += "  [new table id]"  # a backend without grants has none to lose
     elif action.destroys is not None:
         label += f"  {DESTRUCTION_TAGS[action.destroys]}"
     return label
