@@ -126,6 +126,7 @@ class _Group(click.Group):
         if "--no-color" in args:  # taken anywhere, as `terraform plan -no-color` is
             args.remove("--no-color")
             os.environ["NO_COLOR"] = "1"
+        args = _chdir_first(args)
         try:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
@@ -138,6 +139,17 @@ class _Group(click.Group):
         except click.exceptions.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(ExitCode.ERROR)
+
+
+def _chdir_first(args: list[str]) -> list[str]:
+    """`--chdir DIR` (or `--chdir=DIR`) moved before the command, so that it is taken after the
+    command too, as --no-color is."""
+    for index, arg in enumerate(args):
+        if arg == "--chdir" and index + 1 < len(args):
+            return ["--chdir", args[index + 1], *args[:index], *args[index + 2:]]
+        if arg.startswith("--chdir="):
+            return [arg, *args[:index], *args[index + 1:]]
+    return args
 
 
 def _asks_for_json(args: Sequence[str]) -> bool:
@@ -155,7 +167,8 @@ REST_CLIENT = "lance_namespace_urllib3_client"
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lance-sync")
 @click.option("--chdir", type=click.Path(exists=True, file_okay=False), metavar="DIR",
-              help="Run in DIR, as if started there (manifests, plans and .lance-sync are found from it).")
+              help="Run in DIR, as if started there (manifests, plans and .lance-sync are found from it); "
+                   "also after a command.")
 @click.option("--no-color", is_flag=True, help="No colour in the output (as NO_COLOR=1 does); also after a command.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), envvar="LANCE_SYNC_LOG",
               show_envvar=True, metavar="LEVEL",

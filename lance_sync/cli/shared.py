@@ -6,11 +6,12 @@ must start fast (tests/unit/test_imports.py checks).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -73,6 +74,22 @@ def manifest_option(command: Callable) -> Callable:
     return click.option("-f", "--file", "files", multiple=True, type=click.Path(dir_okay=False),
                         help=f"Manifest file; repeat to lay overlays over a base (default: {DEFAULT_MANIFEST})."
                         )(command)
+
+
+def out_option(help_text: str) -> Callable[[Callable], Callable]:
+    """`-o/--out FILE`, spelled so on every command; `--output`, the spelling `import` had, is
+    still taken (hidden)."""
+
+    def decorate(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def merged(*args: Any, out: str | None = None, output_alias: str | None = None, **kwargs: Any) -> Any:
+            return command(*args, out=out or output_alias, **kwargs)
+
+        merged = click.option("--output", "output_alias", type=click.Path(dir_okay=False), hidden=True)(merged)
+        return click.option("-o", "--out", "out", type=click.Path(dir_okay=False), metavar="FILE",
+                            help=help_text)(merged)
+
+    return decorate
 
 
 def key_value_pairs(context: click.Context, parameter: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
