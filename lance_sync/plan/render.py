@@ -150,13 +150,25 @@ def action_label(action: Action) -> str:
     label = f"{action.name:<16} {action.backend}: {action.shown_id}"
     if action.reason == Reason.ADOPT:
         label += "  (adopt)"
-    if action.kind == Kind.NAMESPACE and action.destroys is not None:
-        label += f"  {NAMESPACE_DELETION_TAG}"
-    elif action.destroys == Destruction.IDENTITY and not action.drops_grants:
-        label += "  [new table id]"  # a backend without grants has none to lose
-    elif action.destroys is not None:
-        label += f"  {DESTRUCTION_TAGS[action.destroys]}"
-    return label
+    tag = destruction_tag(action)
+    return f"{label}  {tag}" if tag else label
+
+
+def replaced(plan: Plan) -> str:
+    """What the plan's replaces lose: grants only where a backend keeps them."""
+    grants = any(a.drops_grants for a in plan.destroying(Destruction.IDENTITY))
+    return "new table id, grants are lost" if grants else "new table id"
+
+
+def destruction_tag(action: Action) -> str | None:
+    """'[destroys data]', '[new table id, grants are lost]', ... or None."""
+    if action.destroys is None:
+        return None
+    if action.kind == Kind.NAMESPACE:
+        return NAMESPACE_DELETION_TAG
+    if action.destroys == Destruction.IDENTITY and not action.drops_grants:
+        return "[new table id]"  # a backend without grants has none to lose
+    return DESTRUCTION_TAGS[action.destroys]
 
 
 def action_head(action: Action) -> str:
@@ -342,8 +354,8 @@ def _markdown_head(plan: Plan, allowed: Collection[Destruction]) -> list[str]:
         head.append(f"> **{len(plan.destroying(Destruction.DATA))} action(s) destroy data**: "
                     f"{needs[Destruction.DATA]} `--allow-drop`.")
     if plan.destroying(Destruction.IDENTITY):
-        head.append(f"> **{len(plan.destroying(Destruction.IDENTITY))} table(s) replaced** (new table id, grants "
-                    f"are lost): {needs[Destruction.IDENTITY]} `--allow-replace`.")
+        head.append(f"> **{len(plan.destroying(Destruction.IDENTITY))} table(s) replaced** ({replaced(plan)}): "
+                    f"{needs[Destruction.IDENTITY]} `--allow-replace`.")
     if plan.destroying(Destruction.ACCESS):
         head.append(f"> **{len(plan.destroying(Destruction.ACCESS))} revoke(s)**: principals lose privileges; "
                     f"{needs[Destruction.ACCESS]} `--allow-revoke`.")

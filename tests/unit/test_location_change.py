@@ -43,3 +43,7 @@ def test_a_moved_table_names_the_data_it_leaves_and_no_grants_on_dir(tmp_path: P
             "nothing is copied to ./lake/data/orders_v2.lance") in plan.stdout, plan.stdout
     assert "-/+ replace table    lake: sales$orders  [new table id]\n" in plan.stdout
     assert "grants" not in plan.stdout
+    markdown = run_cli(manifest, "plan", "--format", "markdown", env=cli_env()).stdout
+    assert "**1 table(s) replaced** (new table id): apply needs `--allow-replace`." in markdown
+    page = run_cli(manifest, "plan", "--format", "html", env=cli_env()).stdout
+    assert '<span class="badge danger">new table id</span>' in page and "grants are lost" not in page

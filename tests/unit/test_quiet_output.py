@@ -79,6 +79,8 @@ def test_show_heads_a_rollback_plan_as_one(tmp_path: Path):
                                 ("markdown", "### lance-sync rollback plan")):
         shown = CliRunner(env={"NO_COLOR": "1"}).invoke(main, ["show", str(rollback), "--format", output_format])
         assert shown.exit_code == 0 and shown.stdout.startswith(head), shown.stdout
+    page = CliRunner().invoke(main, ["show", str(rollback), "--format", "html"]).stdout
+    assert "<h1>lance-sync rollback plan</h1>" in page and "<title>lance-sync rollback plan: quiet" in page
 
 
 def test_verify_before_the_first_apply_reports_nothing_ok(tmp_path: Path):
