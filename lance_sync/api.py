@@ -34,7 +34,7 @@ import contextlib
 import functools
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from lance_sync.drivers import connect_backends, connect_templates
 from lance_sync.manifest import load_manifest
-from lance_sync.model.actions import PLAN_FORMAT_VERSION, Plan
+from lance_sync.model.actions import PLAN_FORMAT_VERSION, Action, Destruction, Plan
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, LanceSyncError
 from lance_sync.model.secrets import mask, mask_exception
@@ -168,16 +168,18 @@ def load_baseline(ref: str, files: Sequence[str], policy_file: str | None = None
     return at_revision(ref, files, policy_file)
 
 
-def render(plan: Plan, output_format: str = "text", colour: bool = False) -> str:
-    """The plan as `lance-sync plan --format text|json|markdown|html` prints it (masked)."""
+def render(plan: Plan, output_format: str = "text", colour: bool = False,
+           allowed: Collection[Destruction] = ()) -> str:
+    """The plan as `lance-sync plan --format text|json|markdown|html` prints it (masked); `allowed`:
+    the destructions an apply was allowed (`--allow-drop`, ...), which its summary says."""
     from lance_sync.plan.render import render_json, render_markdown, render_text
 
     if output_format == "json":
         return mask(render_json(plan))
     if output_format == "markdown":
-        return mask(render_markdown(plan))
+        return mask(render_markdown(plan, allowed=allowed))
     if output_format == "text":
-        return mask(render_text(plan, colour=colour))
+        return mask(render_text(plan, colour=colour, allowed=allowed))
     if output_format == "html":
         from lance_sync.plan.render_html import render_html
 
@@ -211,7 +213,8 @@ def _read_plan(path: str | Path) -> Plan:
     try:
         document = json.loads(text)
     except ValueError as error:
-        raise LanceSyncError(f"{path}: not a lance-sync plan (not JSON: {error})") from None
+        raise LanceSyncError(f"{path}: not a lance-sync plan ({_what_it_is(path, text) or f'not JSON: {error}'})") \
+            from None
     version = document.get("format_version") if isinstance(document, dict) else None
     if isinstance(version, int) and version != PLAN_FORMAT_VERSION:
         raise LanceSyncError(f"{path}: a plan of format {version}, saved by another lance-sync version; this "
@@ -228,6 +231,21 @@ def _read_plan(path: str | Path) -> Plan:
         raise LanceSyncError(f"{path}: not a lance-sync plan ({where}: {first['msg']})") from None
 
 
+def _what_it_is(path: str | Path, text: str) -> str | None:
+    """What a file given as a plan is instead, when it is a manifest or an apply's journal."""
+    if Path(path).suffix in (".yaml", ".yml") or text.lstrip().startswith("version:"):
+        return (f"it is a manifest: give a manifest with -f (`lance-sync plan -f {path}`, "
+                f"`lance-sync apply -f {path}`)")
+    try:
+        first = json.loads(text.partition("\n")[0])
+    except ValueError:
+        return None
+    if isinstance(first, dict) and "event" in first:
+        return ("it is an apply's journal, one JSON record a line; the rollback plan beside it "
+                "(.rollback.json) is one")
+    return None
+
+
 @dataclass
 class ApplyHooks:
     """What a caller hears while `apply` runs; each is optional."""
@@ -242,6 +260,8 @@ class ApplyHooks:
     on_outcome: Callable[[Outcome], None] | None = None
     #: another apply holds a lease and this one waits (with a lock timeout)
     on_wait: Progress | None = None
+    #: an action's long step starts (a Spark start, a write from a source): what it waits for
+    on_step: Callable[[Action, str], None] | None = None
 
 
 @dataclass
@@ -282,7 +302,7 @@ def apply(target: DesiredState | Plan, *, allow_drop: bool = False, allow_replac
     hooks = hooks or ApplyHooks()
     default_dir = Path(target.base_dir) if isinstance(target, DesiredState) else Path.cwd()
     options = ApplyOptions(allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke,
-                           parallelism=parallelism,
+                           parallelism=parallelism, on_step=hooks.on_step,
                            spark=spark, state_dir=Path(state_dir) if state_dir else default_dir / STATE_DIRECTORY)
     if isinstance(target, DesiredState):
         def planned(drivers: Drivers) -> Plan:

@@ -67,7 +67,7 @@ def check_flags(plan: Plan, options: ApplyOptions) -> None:
     replacing = plan.destroying(Destruction.IDENTITY)
     if replacing and not options.allow_replace:
         raise GuardRefusal("refusing to apply: these tables would be replaced (deregistered and declared "
-                           "again: a new table id, and their grants are lost); rerun with --allow-replace "
+                           "again: a new table id, and any grants on them are lost); rerun with --allow-replace "
                            "to allow it\n" + _listed([(a, None) for a in replacing]))
     revoking = plan.destroying(Destruction.ACCESS)
     if revoking and not options.allow_revoke:

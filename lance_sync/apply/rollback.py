@@ -94,7 +94,7 @@ def rollback_plan(plan: Plan, report: ApplyReport, created_at: str | None = None
     return plan.model_copy(update={
         "actions": actions, "left_alone": [], "adopted_unmarked": [], "notes": [], "warnings": notes,
         "api_calls": {}, "created_at": created_at or now(), "policy_violations": [], "partial": None,
-        "dataset_rows": {}})
+        "dataset_rows": {}, "rollback": True})
 
 
 def write_rollback(plan: Plan, report: ApplyReport, path: Path) -> Path | None:

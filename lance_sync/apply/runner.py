@@ -40,6 +40,8 @@ from lance_sync.model.marks import TABLE_TYPE_KEY, owner_of
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from lance_sync.data.spark_session import SparkSettings
+
 #: declares sent in one request to a backend that takes them in bulk
 DECLARE_BATCH_SIZE = 1000
 
@@ -285,10 +287,8 @@ class ActionRunner:
         def write(at: str, write_mode: Literal["create", "overwrite"], target: pa.Schema | None) -> None:
             if source:
                 from lance_sync.data.materialize import materialize
-                from lance_sync.data.spark_session import SPARK_LOG, resolve_spark_settings
 
-                settings = resolve_spark_settings(self.options.spark, self.plan.spark,
-                                                  log_file=self.options.state_dir / SPARK_LOG)
+                settings = self._spark_for(action, source)
                 materialize(source, at, target, write_mode, settings, storage_options=options, owner=self.plan.owner)
             else:
                 import lance
@@ -305,6 +305,30 @@ class ActionRunner:
         from lance_sync.data.table_state import change_part
 
         return change_part(action, self.plan.owner, driver.storage_options() or None)
+
+    def _spark_for(self, action: Action, source: dict) -> SparkSettings:
+        """The Spark settings of a write from `source`, once it is known Spark can start here;
+        the step it waits for is told (`ApplyOptions.on_step`)."""
+        from lance_sync.data.spark_session import (
+            SPARK_LOG,
+            SparkUnavailableError,
+            resolve_spark_settings,
+            spark_started,
+        )
+        from lance_sync.model.engines import missing_engine
+
+        settings = resolve_spark_settings(self.options.spark, self.plan.spark,
+                                          log_file=self.options.state_dir / SPARK_LOG)
+        problem = missing_engine(settings.effective_master)
+        if problem:
+            raise SparkUnavailableError(problem)
+        if self.options.on_step is not None:
+            name = action.table or action.shown_id
+            writing = f"writing {name} from {source.get('format')} {source.get('path')} with Spark"
+            engine = "Spark Connect" if settings.is_connect else f"Spark {settings.effective_master}"
+            self.options.on_step(action, writing if spark_started(settings) else
+                                 f"starting {engine} for {name} (first start takes ~20 s)")
+        return settings
 
     def _delete_data(self, action: Action, driver: SyncNamespace) -> None:
         from lance_sync.data.datasets import delete_dataset

@@ -52,6 +52,7 @@ from lance_sync.model.actions import (
     action_key,
 )
 from lance_sync.model.desired import DesiredState
+from lance_sync.model.locations import with_manifest_relative_paths
 from lance_sync.model.marks import MANAGED_KEYS, OWNER_KEY
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.model.table_state import refreshes_index
@@ -118,6 +119,9 @@ class DriftReport(_Model):
     created_at: str
     owner: str
     manifest_files: list[str]
+    #: the first manifest's folder: text and markdown show the paths below it relative to it, as
+    #: a plan does (JSON keeps them absolute)
+    base_dir: str | None = None
     items: list[DriftItem] = Field(default_factory=list)
     #: objects seen in scope that this owner does not own: never drift, never removed
     left_alone: int = 0
@@ -156,7 +160,8 @@ def report_drift(state: DesiredState, observation: Observation, drivers: Drivers
     return DriftReport(
         tool_version=__version__,
         created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        owner=state.owner, manifest_files=[os.path.relpath(f) for f in state.files], items=items,
+        owner=state.owner, manifest_files=[os.path.relpath(f) for f in state.files], base_dir=state.base_dir,
+        items=items,
         left_alone=len(plan.left_alone), notes=plan.notes, warnings=plan.warnings, scope=plan.scope,
         api_calls=plan.api_calls)
 
@@ -379,15 +384,15 @@ def summary_line(report: DriftReport) -> str:
 def render_drift(report: DriftReport, output_format: str) -> str:
     if output_format == "json":
         return report.model_dump_json(indent=2) + "\n"
-    if output_format == "markdown":
-        return render_markdown(report)
     if output_format == "html":
         return render_html(report)
-    return render_text(report)
+    text = render_markdown(report) if output_format == "markdown" else render_text(report)
+    return with_manifest_relative_paths(text, report.base_dir)
 
 
 def render_text(report: DriftReport) -> str:
-    lines = [f"lance-sync drift for owner '{report.owner}' ({', '.join(report.manifest_files)})", ""]
+    folder = "; ./ is the manifest's folder" if report.base_dir else ""
+    lines = [f"lance-sync drift for owner '{report.owner}' ({', '.join(report.manifest_files)}{folder})", ""]
     for item in report.items:
         lines += [f"! {item.kind.value.replace('_', ' ')}: {item.subject}", f"      {item.detail}",
                   f"      repair: {item.repair or 'none by apply: a person must act'}", ""]

@@ -169,10 +169,14 @@ def spark_log_file(state: DesiredState) -> Path:
 
 
 def render_verify(report: VerifyReport) -> str:
+    """Each location and its state; a manifest table's location with no dataset and no
+    registration yet (before its first apply) is neither broken nor ok: not written yet."""
     lines = [f"lance-sync verify: {len(report.findings)} location(s), engine {report.engine}", ""]
+    unwritten = [item for item in report.findings if not item.problems and item.status == "missing"]
     for item in report.findings:
-        mark = "BROKEN" if item.problems else "ok"
-        detail = f"version {item.version}, {item.row_count:,} rows" if item.status == "valid" else item.status
+        mark = "BROKEN" if item.problems else "absent" if item in unwritten else "ok"
+        detail = f"version {item.version}, {item.row_count:,} rows" if item.status == "valid" else \
+            "no dataset yet: apply writes it" if item in unwritten else item.status
         lines.append(f"{mark:>6}  {item.location}  ({detail})")
         for name in item.tables:
             lines.append(f"          manifest table: {name}")
@@ -181,5 +185,7 @@ def render_verify(report: VerifyReport) -> str:
                          + ("" if registration.in_manifest else " (not in the manifest)"))
         lines.extend(f"          ! {problem}" for problem in item.problems)
         lines.extend(f"          note: {note}" for note in item.notes)
-    lines += ["", f"{len(report.broken)} broken, {len(report.findings) - len(report.broken)} ok."]
+    ok = len(report.findings) - len(report.broken) - len(unwritten)
+    not_yet = f", {len(unwritten)} not written yet (lance-sync apply writes them)" if unwritten else ""
+    lines += ["", f"{len(report.broken)} broken, {ok} ok{not_yet}."]
     return "\n".join(lines) + "\n"

@@ -39,6 +39,7 @@ from lance_sync.cli.manifest import schema, validate
 from lance_sync.cli.plan import plan
 from lance_sync.cli.reconcile import reconcile
 from lance_sync.cli.unlock import unlock
+from lance_sync.manifest import DEFAULT_MANIFEST
 from lance_sync.model.errors import ExitCode, LanceSyncError
 from lance_sync.model.secrets import MaskingFilter, masked_standard_streams, register_environment
 
@@ -48,10 +49,14 @@ from lance_sync.model.secrets import MaskingFilter, masked_standard_streams, reg
 # tests/unit/test_imports.py checks.
 
 
-def _fail(message: str, code: int = ExitCode.ERROR, as_json: bool = False) -> None:
+def _fail(message: str, code: int = ExitCode.ERROR, output_format: str | None = None) -> None:
+    """The error on stderr; with --format json or markdown on stdout too, in that format (the
+    one JSON document; a PR comment made from the markdown shows it)."""
     click.echo(f"Error: {message}", err=True)
-    if as_json:
+    if output_format == "json":
         click.echo(json.dumps({"error": message, "exit_code": int(code)}, indent=2))
+    elif output_format == "markdown":
+        click.echo(f"### lance-sync failed (exit {int(code)})\n\n```\n{message}\n```")
     sys.exit(code)
 
 
@@ -59,28 +64,49 @@ def handle_errors(command: click.Command) -> click.Command:
     """Turn every failure of `command` into a message and an exit code; a traceback only with
     LANCE_SYNC_DEBUG.
 
-    With --format json, the error is also the one JSON document on stdout.
+    With --format json, the error is also the one JSON document on stdout; with markdown, a
+    markdown block on stdout.
     """
     run = command.callback
     assert run is not None, command.name
 
     @functools.wraps(run)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        as_json = kwargs.get("output_format") == "json"
+        output_format = kwargs.get("output_format")
         try:
             return run(*args, **kwargs)
         except LanceSyncError as error:
-            _fail(str(error), error.exit_code, as_json)
+            _fail(_relative(str(error), kwargs), error.exit_code, output_format)
         except KeyboardInterrupt:
-            _fail("interrupted", ExitCode.ERROR, as_json)
+            _fail("interrupted", ExitCode.ERROR, output_format)
         except Exception as error:  # noqa: BLE001 - the user gets a message, not a traceback
-            if os.environ.get("LANCE_SYNC_DEBUG"):
+            debug = bool(os.environ.get("LANCE_SYNC_DEBUG"))
+            if debug:
                 traceback.print_exc()
-            _fail(f"{type(error).__name__}: {error} (set LANCE_SYNC_DEBUG=1 for a traceback)",
-                  ExitCode.ERROR, as_json)
+            hint = "" if debug else " (set LANCE_SYNC_DEBUG=1 for a traceback)"
+            _fail(f"{type(error).__name__}: {_relative(str(error), kwargs)}{hint}", ExitCode.ERROR, output_format)
 
     command.callback = wrapper
     return command
+
+
+def _relative(message: str, options: dict[str, Any]) -> str:
+    """`message` with the paths below the manifest's folder relative to it, as a plan shows them;
+    the manifest files stay as they were given (a position names the file as typed)."""
+    from lance_sync.model.locations import with_manifest_relative_paths
+
+    given = options.get("files")
+    default = "files" in options and not options.get("plan_file") and os.path.exists(DEFAULT_MANIFEST)
+    files = list(given or ([DEFAULT_MANIFEST] if default else []))
+    if not files:  # a saved plan, or no manifest: paths as they are
+        return message
+    kept = {f"\0{index}\0": name for index, name in enumerate(sorted(files, key=len, reverse=True))}
+    for mark, name in kept.items():
+        message = message.replace(name, mark)
+    message = with_manifest_relative_paths(message, os.path.dirname(os.path.abspath(files[0])))
+    for mark, name in kept.items():
+        message = message.replace(mark, name)
+    return message
 
 
 class _Group(click.Group):
@@ -100,6 +126,7 @@ class _Group(click.Group):
         if "--no-color" in args:  # taken anywhere, as `terraform plan -no-color` is
             args.remove("--no-color")
             os.environ["NO_COLOR"] = "1"
+        args = _chdir_first(args)
         try:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as done:
@@ -112,6 +139,17 @@ class _Group(click.Group):
         except click.exceptions.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(ExitCode.ERROR)
+
+
+def _chdir_first(args: list[str]) -> list[str]:
+    """`--chdir DIR` (or `--chdir=DIR`) moved before the command, so that it is taken after the
+    command too, as --no-color is."""
+    for index, arg in enumerate(args):
+        if arg == "--chdir" and index + 1 < len(args):
+            return ["--chdir", args[index + 1], *args[:index], *args[index + 2:]]
+        if arg.startswith("--chdir="):
+            return [arg, *args[:index], *args[index + 1:]]
+    return args
 
 
 def _asks_for_json(args: Sequence[str]) -> bool:
@@ -129,7 +167,8 @@ REST_CLIENT = "lance_namespace_urllib3_client"
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lance-sync")
 @click.option("--chdir", type=click.Path(exists=True, file_okay=False), metavar="DIR",
-              help="Run in DIR, as if started there (manifests, plans and .lance-sync are found from it).")
+              help="Run in DIR, as if started there (manifests, plans and .lance-sync are found from it); "
+                   "also after a command.")
 @click.option("--no-color", is_flag=True, help="No colour in the output (as NO_COLOR=1 does); also after a command.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), envvar="LANCE_SYNC_LOG",
               show_envvar=True, metavar="LEVEL",

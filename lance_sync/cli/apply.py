@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +21,9 @@ from lance_sync.cli.shared import (
 )
 from lance_sync.model.errors import LanceSyncError
 from lance_sync.model.shared import STATE_DIRECTORY
+
+if TYPE_CHECKING:
+    from lance_sync.model.actions import Destruction
 
 
 @click.command()
@@ -67,9 +71,16 @@ def apply(files: tuple[str, ...], plan_file: str | None, auto_approve: bool, dry
     target, baseline = (api.load_plan(plan_file, policy_file), None) if plan_file \
         else load_changed(manifest_files(files), policy_file, changed_since)
     directory = Path(state_dir) if state_dir else state_dir_beside(anchor)
-    ApplyDisplay(output_format, auto_approve).run(lambda hooks: api.apply(
+    ApplyDisplay(output_format, auto_approve, allowed_destructions(allow_drop, allow_replace, allow_revoke)).run(lambda hooks: api.apply(
         target, allow_drop=allow_drop, allow_replace=allow_replace, allow_revoke=allow_revoke, baseline=baseline, dry_run=dry_run, lock_timeout=lock_timeout,
         targets=targets, scan_all=scan_all, parallelism=parallelism, spark=spark, state_dir=directory, hooks=hooks))
+
+
+def allowed_destructions(allow_drop: bool, allow_replace: bool, allow_revoke: bool) -> set[Destruction]:
+    from lance_sync.model.actions import Destruction
+
+    flags = {Destruction.DATA: allow_drop, Destruction.IDENTITY: allow_replace, Destruction.ACCESS: allow_revoke}
+    return {what for what, given in flags.items() if given}
 
 
 def state_dir_beside(manifest_or_plan: Path) -> Path:

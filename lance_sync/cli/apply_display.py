@@ -8,7 +8,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from lance_sync.api import ApplyHooks, ApplyResult
     from lance_sync.apply.report import ApplyReport, Outcome
-    from lance_sync.model.actions import Plan
+    from lance_sync.model.actions import Action, Destruction, Plan
 
 #: seconds between two progress lines of an apply that is not on a terminal
 PROGRESS_EVERY = 5.0
@@ -33,9 +33,11 @@ class ApplyDisplay:
     """One `lance-sync apply`: `lance_sync.api.apply`, with the plan, confirmation, progress and
     report shown as it goes."""
 
-    def __init__(self, output_format: str, auto_approve: bool):
+    def __init__(self, output_format: str, auto_approve: bool, allowed: Collection[Destruction] = ()):
         self.output_format = output_format
         self.auto_approve = auto_approve
+        #: what the apply was allowed to destroy (--allow-drop, ...): the plan's summary says so
+        self.allowed = allowed
         #: with --format json, the one document printed at the end
         self.document: dict[str, Any] = {}
         self.progress = ApplyProgress()
@@ -49,7 +51,7 @@ class ApplyDisplay:
         from lance_sync.api import ApplyHooks
 
         hooks = ApplyHooks(on_progress=progress, on_plan=self._show_plan, confirm=self._confirm,
-                           on_outcome=self.progress.update, on_wait=_waiting)
+                           on_outcome=self.progress.update, on_wait=_waiting, on_step=self.progress.step)
         try:
             result = apply(hooks)
         except PlanConflicts as conflicts:
@@ -79,7 +81,7 @@ class ApplyDisplay:
         end_progress()
         self.document["plan"] = json.loads(plan.model_dump_json())
         if not self.as_json:
-            click.echo(render(plan, self.output_format), nl=False)
+            click.echo(render(plan, self.output_format, self.allowed), nl=False)
 
     def _confirm(self, plan: Plan) -> bool:
         _confirm(self.auto_approve)
@@ -127,6 +129,8 @@ class ApplyProgress:
         self.base_dir: str | None = None
         self.bar: ProgressBar[int] | None = None
         self.ticker: threading.Thread | None = None
+        #: the long step running (a Spark start, a write from a source), and its action's key
+        self.running: tuple[str, str] | None = None
 
     def start(self, total: int, base_dir: str | None) -> None:
         """The actions start running; paths below `base_dir` (the manifest's folder) are shown
@@ -140,10 +144,22 @@ class ApplyProgress:
             self.ticker = threading.Thread(target=self._tick, name="apply-progress", daemon=True)
             self.ticker.start()
 
+    def step(self, action: Action, message: str) -> None:
+        """An action's long step starts: the progress line names it until the action ends."""
+        shown = with_manifest_relative_paths(message, self.base_dir)
+        with self.lock:
+            self.running = (action.key, shown)
+        if self.bar is not None:
+            self.bar.label = f"Applying ({shown})"
+        else:
+            self._print_counts()
+
     def update(self, outcome: Outcome) -> None:
         with self.lock:
             self.done += 1
             self.unsuccessful += outcome.status != "succeeded"
+            if self.running is not None and self.running[0] == outcome.action.key:
+                self.running = None
         if outcome.status != "succeeded":
             _print_outcome(outcome, self.base_dir)
         if self.bar is not None:
@@ -164,10 +180,11 @@ class ApplyProgress:
 
     def _print_counts(self) -> None:
         with self.lock:
-            done, unsuccessful = self.done, self.unsuccessful
+            done, unsuccessful, running = self.done, self.unsuccessful, self.running
         trouble = f", {unsuccessful} failed or skipped" if unsuccessful else ""
+        now = f"; {running[1]}" if running else ""
         click.echo(f"Applying: {done} of {self.total} actions done{trouble} "
-                   f"({time.monotonic() - self.started:.0f} s)", err=True)
+                   f"({time.monotonic() - self.started:.0f} s){now}", err=True)
 
 
 def _confirm(auto_approve: bool) -> None:

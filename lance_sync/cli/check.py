@@ -62,7 +62,8 @@ def drift(files: tuple[str, ...], output_format: str, changed_since: str | None,
 
 @click.command()
 @manifest_option
-@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="markdown: a pull-request or issue comment; json: every object as one document.")
 @click.option("--state-dir", type=click.Path(file_okay=False),
               help="Where the applies' journals are (default: .lance-sync next to the manifest).")
 @scan_all_option
@@ -92,7 +93,8 @@ def status(files: tuple[str, ...], output_format: str, state_dir: str | None, sc
 @click.option("--engine", type=click.Choice(["auto", "threads", "spark"]), default="auto", show_default=True,
               help="Thread pool, Spark, or Spark above 2,000 locations.")
 @click.option("--spark", "spark", help="Spark master or sc:// URL (default: embedded local[*]).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: every location and its findings as one document.")
 @parallelism_option
 def verify(files: tuple[str, ...], engine: Engine, spark: str | None, output_format: str, parallelism: int) -> None:
     """Check that every table location in scope holds a valid Lance dataset.

@@ -13,6 +13,7 @@ from lance_sync.cli.shared import (
     load,
     manifest_files,
     manifest_option,
+    out_option,
     progress,
 )
 from lance_sync.model.errors import LanceSyncError
@@ -30,11 +31,11 @@ from lance_sync.model.secrets import mask
               "default: the backend's root.")
 @click.option("--owner", help="Owner of the written manifest (default: the -f manifest's owner; "
               "required with --type).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@out_option("Write the manifest here instead of stdout.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: the manifest; json: the manifest's text and what was left out.")
 def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None, settings: dict[str, str],
-            namespaces: tuple[str, ...], owner: str | None, output: str | None, output_format: str) -> None:
+            namespaces: tuple[str, ...], owner: str | None, out: str | None, output_format: str) -> None:
     """Write a manifest from what a backend holds, to adopt an existing catalog."""
     from lance_sync import api
     from lance_sync.manifest.importer import OWNER_NEEDED
@@ -44,14 +45,14 @@ def import_(files: tuple[str, ...], backend_name: str, backend_type: str | None,
     imported = api.import_manifest(
         backend_name, None if backend_type else load(manifest_files(files)), backend_type=backend_type or None,
         properties=settings, owner=owner, namespaces=namespaces,
-        base_dir=Path(output).resolve().parent if output else None, on_progress=progress)
+        base_dir=Path(out).resolve().parent if out else None, on_progress=progress)
     end_progress()
     for item in imported.left_out:
         click.echo(f"Left out: {item}", err=True)
-    if output:
-        Path(output).write_text(mask(imported.text), encoding="utf-8")
-        click.echo(f"Wrote {output}", err=True)
+    if out:
+        Path(out).write_text(mask(imported.text), encoding="utf-8")
+        click.echo(f"Wrote {out}", err=True)
     if output_format == "json":
-        click.echo(json.dumps({"manifest": imported.text, "left_out": imported.left_out, "output": output}, indent=2))
-    elif not output:
+        click.echo(json.dumps({"manifest": imported.text, "left_out": imported.left_out, "output": out}, indent=2))
+    elif not out:
         click.echo(imported.text, nl=False)

@@ -18,7 +18,8 @@ COMPONENTS = ("pylance", "lance-namespace", "pyarrow", "pyspark", "botocore", "p
 
 
 @click.command()
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: the versions as one document.")
 def version(output_format: str) -> None:
     """Print lance-sync's version and those of the libraries and drivers it runs with."""
     from lance_sync.drivers import available_drivers

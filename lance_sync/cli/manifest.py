@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 @click.command()
 @manifest_option
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one document with the result, warnings and unset variables.")
 @policy_option
 def validate(files: tuple[str, ...], output_format: str, policy_file: str | None) -> None:
     """Check manifests offline: YAML, schema and semantic checks, and the policy's rules about

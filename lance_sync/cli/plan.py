@@ -14,6 +14,7 @@ from lance_sync.cli.shared import (
     load_changed,
     manifest_files,
     manifest_option,
+    out_option,
     parallelism_option,
     policy_option,
     progress,
@@ -26,7 +27,7 @@ from lance_sync.model.errors import ExitCode, PlanConflicts
 
 @click.command()
 @manifest_option
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `apply FILE`.")
+@out_option("Save the plan for `apply FILE`.")
 @click.option("--format", "output_format", type=click.Choice(REPORT_FORMATS), default="text", show_default=True,
               help=REPORT_FORMAT_HELP)
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes, 0 when none.")

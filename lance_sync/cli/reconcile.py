@@ -58,8 +58,9 @@ def _duration(context: click.Context, parameter: click.Parameter, value: str) ->
 def reconcile(files: tuple[str, ...], interval: float, max_backoff: float, metrics_port: int | None,
               metrics_host: str, once: bool, lock_timeout: float, state_dir: str | None, spark: str | None,
               policy_file: str | None, scan_all: bool, parallelism: int) -> None:
-    """Plan on a schedule and apply what the policy lets run unattended (by default creates and
-    in-place updates, never removals); report the rest as pending approval.
+    """Plan on a schedule and apply what the policy lets run unattended (`policy.unattended`;
+    by default create, update, rename and grant: never a replace, a removal or a revoke); report
+    the rest as pending approval.
 
     Each cycle takes the apply leases, plans, passes the same guards as apply and keeps a
     journal. One JSON line per cycle on stdout. SIGTERM (or Ctrl-C) ends the current cycle

@@ -6,11 +6,12 @@ must start fast (tests/unit/test_imports.py checks).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,7 +21,7 @@ from lance_sync.model.shared import DEFAULT_PARALLELISM
 
 if TYPE_CHECKING:
     from lance_sync.manifest.history import Baseline
-    from lance_sync.model.actions import Plan
+    from lance_sync.model.actions import Destruction, Plan
     from lance_sync.model.desired import DesiredState
 
 FORMATS = ("text", "json", "markdown")
@@ -62,16 +63,33 @@ def _warn(state: DesiredState) -> None:
         click.echo(f"Warning: {notice}", err=True)
 
 
-def render(plan: Plan, output_format: str) -> str:
+def render(plan: Plan, output_format: str, allowed: Collection[Destruction] = ()) -> str:
     from lance_sync import api
 
-    return api.render(plan, output_format, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    return api.render(plan, output_format, colour=sys.stdout.isatty() and not os.environ.get("NO_COLOR"),
+                      allowed=allowed)
 
 
 def manifest_option(command: Callable) -> Callable:
     return click.option("-f", "--file", "files", multiple=True, type=click.Path(dir_okay=False),
                         help=f"Manifest file; repeat to lay overlays over a base (default: {DEFAULT_MANIFEST})."
                         )(command)
+
+
+def out_option(help_text: str) -> Callable[[Callable], Callable]:
+    """`-o/--out FILE`, spelled so on every command; `--output`, the spelling `import` had, is
+    still taken (hidden)."""
+
+    def decorate(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def merged(*args: Any, out: str | None = None, output_alias: str | None = None, **kwargs: Any) -> Any:
+            return command(*args, out=out or output_alias, **kwargs)
+
+        merged = click.option("--output", "output_alias", type=click.Path(dir_okay=False), hidden=True)(merged)
+        return click.option("-o", "--out", "out", type=click.Path(dir_okay=False), metavar="FILE",
+                            help=help_text)(merged)
+
+    return decorate
 
 
 def key_value_pairs(context: click.Context, parameter: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
@@ -124,5 +142,6 @@ def load_changed(paths: list[str], policy_file: str | None,
 
 def target_option(command: Callable) -> Callable:
     return click.option("--target", "targets", multiple=True, metavar="BACKEND:ID",
-                        help="Only this object and what it depends on; repeatable, globs allowed "
-                        "(e.g. 'lake:sales$*'). The plan says it is partial.")(command)
+                        help="Only this object and what it depends on; repeatable, globs allowed: "
+                        "BACKEND:ID (e.g. lake:sales/orders, or quoted 'lake:sales$*') or a manifest "
+                        "table's name. The plan says it is partial.")(command)

@@ -13,7 +13,8 @@ from lance_sync.cli.shared import load, manifest_files, manifest_option
 @click.command()
 @manifest_option
 @click.argument("lease_id", required=False)
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: the leases (or the one removed) as one document.")
 def unlock(files: tuple[str, ...], lease_id: str | None, output_format: str) -> None:
     """Remove the apply lease LEASE_ID of an apply that is gone; without LEASE_ID, list leases.
 

@@ -31,7 +31,6 @@ import ipaddress
 import logging
 import os
 import re
-import shutil
 import sys
 import threading
 import time
@@ -42,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lance_sync.model.engines import CONNECT_SCHEME, DEFAULT_MASTER
+from lance_sync.model.engines import CONNECT_SCHEME, DEFAULT_MASTER, missing_java
 from lance_sync.model.secrets import SECRET_KEY, copy_masked, mask
 from lance_sync.model.shared import STATE_DIRECTORY
 
@@ -195,6 +194,11 @@ def get_spark(settings: SparkSettings | None = None) -> SparkSession:
     return session
 
 
+def spark_started(settings: SparkSettings) -> bool:
+    """This process has the session for these settings already (no start to wait for)."""
+    return settings.key() in _sessions
+
+
 def activate_in_this_thread(session: SparkSession) -> None:
     """Make the session the JVM thread's active one.
 
@@ -233,11 +237,9 @@ def _start_classic(settings: SparkSettings) -> SparkSession:
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        raise SparkUnavailableError(
-            "Spark needs Java 17 or newer: install a JRE (for example the Debian package "
-            "openjdk-17-jre-headless) or set JAVA_HOME"
-        )
+    problem = missing_java()
+    if problem:
+        raise SparkUnavailableError(problem)
     conf = session_conf(settings)
     _prepare_environment(settings, conf)
     log_path = settings.log_path

@@ -162,7 +162,8 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
     except yaml.YAMLError as error:
         raise ManifestError(f"invalid YAML: {error}", Position(name, 1, 1)) from None
     if root is None:
-        raise ManifestError("the file is empty; a manifest needs at least 'version: 1'", Position(name, 1, 1))
+        raise ManifestError("the file is empty; a manifest needs at least 'version: 1', an 'owner' and its "
+                            "'backends' (lance-sync schema manifest prints the whole schema)", Position(name, 1, 1))
     builder = _Builder(name, os.environ if environ is None else environ, allow_unset, node_limit(text))
     data = builder.build(root, ())
     return Document(data, builder.positions, builder.key_positions, builder.templates, [name], builder.unset,
@@ -275,7 +276,7 @@ def read_raw(path: Path, name: str) -> bytes:
         raise ManifestError(f"the file is {large.size} bytes; manifests are limited to {MAX_FILE_BYTES}",
                             Position(name, 1, 1)) from None
     except FileNotFoundError:
-        raise ManifestError("no such file", Position(name, 1, 1)) from None
+        raise ManifestError(f"no such file: {name}") from None
     except IsADirectoryError:
         raise ManifestError("is a directory, not a manifest file", Position(name, 1, 1)) from None
     except OSError as error:

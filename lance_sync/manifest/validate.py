@@ -35,6 +35,8 @@ from pydantic_core import ErrorDetails
 from lance_sync.drivers import available_drivers
 from lance_sync.manifest.loader import DataPath, Document, format_path
 from lance_sync.manifest.schema_models import (
+    NAME_PATTERN,
+    OWNER_PATTERN,
     PolicyFile,
     Table,
     ValidatedManifest,
@@ -87,6 +89,12 @@ def _policy_validator() -> Draft202012Validator:
 
     return Draft202012Validator(policy_json_schema())
 
+
+#: the manifest's name patterns in words: a regular expression is no message
+_PATTERN_WORDS = {
+    OWNER_PATTERN: "(ASCII letters, digits and . _ @ / -, starting with a letter or digit)",
+    NAME_PATTERN: "(ASCII letters, digits, _ and -, starting with a letter)",
+}
 
 def validate_structure(document: Document) -> ValidatedManifest:
     """The manifest model for a document, or ManifestErrors listing every problem found."""
@@ -249,7 +257,8 @@ def _explain(error: SchemaError, document: Document) -> list[ManifestError]:
         return [problem(f"must be {' or '.join(repr(o) for o in options)}{got}{hint}")]
     if error.validator == "pattern":
         got = "this value" if templated else repr(instance)
-        return [problem(f"{got} does not match the required pattern {error.validator_value}")]
+        pattern = _PATTERN_WORDS.get(error.validator_value, error.validator_value)
+        return [problem(f"{got} does not match the required pattern {pattern}")]
     if error.validator in ("minItems", "minLength", "minProperties"):
         return [problem("must not be empty")]
     if error.validator == "anyOf":

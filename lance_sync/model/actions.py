@@ -202,6 +202,8 @@ class DatasetStatus(_Model):
     owner: str | None = None
     #: an intent record at the location: an interrupted write's, or a finished one's not cleared
     intent: WriteIntent | None = None
+    #: bytes its latest version takes, where the plan asks (a location a table moves away from)
+    bytes: int | None = None
 
 
 # A plan holds an action and its states for each object to change (a million on a large first
@@ -252,6 +254,9 @@ class Action:
     after: ObjectState | None = None
     #: what the action destroys; derived from kind and verb
     destroys: Destruction | None = None
+    #: a replaced table's backend keeps grants on it: they are lost with its id (optional field:
+    #: plans of format 2 without it load)
+    drops_grants: bool = False
     #: property keys the plan compared; the fingerprint covers exactly these
     compared_keys: list[str] = Field(default_factory=list)
     #: hash of the compared live state (or of absence); apply refuses when it no longer matches
@@ -534,6 +539,9 @@ class Scope(_Model):
     namespaces: list[str] = Field(default_factory=list)
     #: every namespace of the backend was listed (plan --scan-all)
     complete: bool = False
+    #: tables of this owner seen outside those namespaces (a backend read in one snapshot shows
+    #: them): a plan with --scan-all would plan them
+    owned_elsewhere: list[str] = Field(default_factory=list)
 
 
 class Plan(_Model):
@@ -569,6 +577,8 @@ class Plan(_Model):
     #: location -> the rows of the dataset there as the plan read it, kept only when a policy rule
     #: needs them (required_indexes with min_rows; optional field, as above)
     dataset_rows: dict[str, int] = Field(default_factory=dict)
+    #: the plan undoes an apply: a rollback plan (optional field, as above)
+    rollback: bool = False
 
     @property
     def has_changes(self) -> bool:

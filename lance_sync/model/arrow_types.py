@@ -18,6 +18,7 @@ columns are Spark types).
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -60,6 +61,18 @@ _TIME_UNITS = ("s", "ms", "us", "ns")
 _TOKEN = re.compile(r"\s*(?:([A-Za-z_][A-Za-z0-9_]*)|(\d+)|(.))")
 
 
+_LARGEST = 2**31 - 1
+#: names other schema languages (SQL, Spark, Java) give Arrow's types
+_OTHER_NAMES = {"integer": "int64", "int": "int32", "long": "int64", "bigint": "int64", "smallint": "int16",
+                "tinyint": "int8", "short": "int16", "byte": "int8", "real": "float32", "str": "string",
+                "text": "string", "varchar": "string", "char": "string", "bytes": "binary", "datetime": "timestamp[us]"}
+
+
+def _suggestion(name: str, known: list[str]) -> str:
+    close = _OTHER_NAMES.get(name) or next(iter(difflib.get_close_matches(name, known, n=1)), None)
+    return f" (did you mean {close}?)" if close else ""
+
+
 class TypeSyntaxError(ValueError):
     """Raised for a type name outside the grammar; the message says what was expected."""
 
@@ -89,6 +102,8 @@ class _Parser:
         token = self.take()
         if not token.isdigit():
             raise self.error(f"expected a number, found '{token}'")
+        if int(token) > _LARGEST:  # Arrow keeps sizes and scales in 32 bits
+            raise self.error(f"{token} is too large (at most {_LARGEST})")
         return int(token)
 
     def error(self, detail: str) -> TypeSyntaxError:
@@ -118,7 +133,7 @@ class _Parser:
             "map": self.map,
         }
         if name not in builders:
-            raise self.error(f"unknown type '{name}'")
+            raise self.error(f"unknown type '{name}'{_suggestion(name, [*_PRIMITIVES, *builders])}")
         return builders[name]()
 
     def unit(self, allowed: tuple[str, ...]) -> str:

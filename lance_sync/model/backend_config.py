@@ -116,9 +116,9 @@ class HttpTimeoutsConfig(BackendConfig):
     connect_timeout: float
     read_timeout: float
     connect_timeout_seconds: PositiveFloat | None = Field(
-        None, description="Connect timeout, seconds, on every backend (default: the spec's connect_timeout)")
+        None, description="Connect timeout, seconds, on every REST backend (default: the spec's connect_timeout)")
     read_timeout_seconds: PositiveFloat | None = Field(
-        None, description="Read timeout, seconds, on every backend (default: the spec's read_timeout)")
+        None, description="Read timeout, seconds, on every REST backend (default: the spec's read_timeout)")
 
     @model_validator(mode="after")
     def _one_key_per_timeout(self) -> HttpTimeoutsConfig:

@@ -68,6 +68,7 @@ from lance_sync.model.marks import (
     owner_of,
 )
 from lance_sync.model.table_state import LiveTableState
+from lance_sync.plan.moves import left_behind
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.order import sort_actions
 from lance_sync.plan.renames import Pairing, pair_renames, rename_hints
@@ -419,6 +420,7 @@ class Comparer:
                 reason="declared and in sync; the backend cannot stamp an owner mark in place, so removing "
                        "it from the manifest will leave it registered"))
             return
+        common = {**common, "warnings": common["warnings"] + left_behind(have, want, self.datasets)}
         if in_place:
             adopting = owner is None
             self._action(Verb.UPDATE, Kind.TABLE, Reason.ADOPT if adopting else Reason.CHANGED, backend, id,
@@ -432,9 +434,15 @@ class Comparer:
         blocked = PROTECTED if _stays_protected(live.properties, want) else None
         if have.location != want.location:
             blocked = blocked or overlap
+        grants = self._keeps_grants(backend, id)
         self._action(Verb.REPLACE, Kind.TABLE, Reason.CHANGED, backend, id, before=have, after=want,
-                     detail=f"{_diff_detail(have, want)}; {why}: deregister and declare again "
-                     "(data untouched; the table gets a new id and loses its grants)", blocked=blocked, **common)
+                     detail=f"{_diff_detail(have, want)}; {why}: deregister and declare again (data untouched; "
+                     f"the table gets a new id{' and loses its grants' if grants else ''})",
+                     blocked=blocked, drops_grants=grants, **common)
+
+    def _keeps_grants(self, backend: str, id: Identifier) -> bool:
+        """The backend keeps grants on this table (a replace loses them)."""
+        return bool((spec := self.desired.backends[backend]).rules.grant_privileges("table", id, spec.config))
 
     def _rename(self, key: ObjectKey, pairing: Pairing, want: ObjectState, common: dict[str, Any]) -> None:
         """Rename the registration found under a former id in place; where the backend cannot
@@ -460,12 +468,14 @@ class Comparer:
                                            "table id, data and grants)", *changes]), renamed_from=old, **common)
             return
         spec = self.desired.backends[backend]
+        grants = self._keeps_grants(backend, id)
         self._action(Verb.REPLACE, Kind.TABLE, Reason.RENAMED, backend, id, before=have, after=want,
                      detail="; ".join([f"renamed_from: registered as {old.display_id}", *changes,
                                        f"{spec.name} ({spec.type}) {cannot}: the table is declared again under "
-                                       "the new name (new table id, grants are lost; data untouched)"]),
+                                       f"the new name (new table id{', grants are lost' if grants else ''}; "
+                                       "data untouched)"]),
                      blocked=PROTECTED if _stays_protected(pairing.info.properties, want) else None,
-                     renamed_from=old, **common)
+                     renamed_from=old, drops_grants=grants, **common)
 
     # --- removals --------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from lance_sync.model.actions import (
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import LanceSyncError, PlanConflicts
 from lance_sync.model.locations import shown_path
+from lance_sync.model.marks import owner_of
 from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.model.table_state import LiveTableState
@@ -64,14 +65,30 @@ def inspect_declared_datasets(state: DesiredState, drivers: Drivers,
 
 def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Drivers,
                               known: dict[str, DatasetStatus]) -> dict[str, DatasetStatus]:
-    """What each location of an owned table that left the manifest holds (unless known)."""
+    """What each location of an owned table that left the manifest holds, and each location a
+    declared table moves away from, with its size: what the move leaves there (unless known)."""
     options_of = _storage_options(drivers)
-    leaving = removal_locations(state, live) - known.keys()
+    moved = _moved_from(state, live)
+    leaving = (removal_locations(state, live) | moved.keys()) - known.keys()
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for (backend, _id), info in live.tables.items():
         if info.location is not None and info.location in leaving:
             by_options.setdefault(options_of[backend], set()).add(info.location)
-    return _inspect(by_options, None)
+    statuses = _inspect(by_options, None)
+    from lance_sync.data.inspection import dataset_bytes
+
+    for location in moved.keys() & statuses.keys():
+        if statuses[location].status == "valid":
+            size = dataset_bytes(location, dict(options_of[moved[location]]) or None)
+            statuses[location] = statuses[location].model_copy(update={"bytes": size})
+    return statuses
+
+
+def _moved_from(state: DesiredState, live: LiveState) -> dict[str, str]:
+    """Live locations of declared registrations the manifest points elsewhere -> their backend."""
+    declared = {(r.backend, r.id): t.location for t in state.tables for r in t.registrations}
+    return {info.location: key[0] for key, info in live.tables.items()
+            if info.location and key in declared and declared[key] != info.location}
 
 
 def _storage_options(drivers: Drivers) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -174,7 +191,7 @@ def build_plan(state: DesiredState, drivers: Drivers,
     """The plan of a manifest; with `targets` (BACKEND:ID globs) only what they need; with a
     `baseline` only what changed since it (lance_sync.plan.changes); checked against the
     manifest's policy unless `enforce_policy` is False (reconcile checks the part it runs)."""
-    chosen = parse_targets(targets, state.backends)
+    chosen = parse_targets(targets, state)
     if chosen and baseline is not None:
         raise LanceSyncError("give --target or --changed-since, not both")
     if state.unbuilt is not None and baseline is None:
@@ -185,10 +202,22 @@ def build_plan(state: DesiredState, drivers: Drivers,
         plan = _made(state, read_state(state, drivers, parallelism, progress, scan_all), drivers, parallelism)
     if chosen:
         declared = [(s.backend, s.display_id) for s in declared_subjects(state)]
-        plan = select_targets(plan, chosen, declared)
+        plan = select_targets(plan, chosen, declared, namespace_contents(state))
     if enforce_policy and state.policy:
         enforce(state.policy, plan, state)
     return plan
+
+
+def namespace_contents(state: DesiredState) -> dict[tuple[str, str], list[str]]:
+    """Per declared namespace (backend, display id), the display ids of the tables declared in it."""
+    contents: dict[tuple[str, str], list[str]] = {
+        (n.backend, state.backends[n.backend].format_id(n.id)): [] for n in state.namespaces}
+    for table in state.tables:
+        for r in table.registrations:
+            namespace = (r.backend, state.backends[r.backend].format_id(r.id[:-1]))
+            if namespace in contents:
+                contents[namespace].append(state.backends[r.backend].format_id(r.id))
+    return contents
 
 
 def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAULT_PARALLELISM,
@@ -206,6 +235,9 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     plan = plan.model_copy(update={"partial": partial})
     if scope.whole:
         return plan
+    # read by id, a backend kept in one place shows the owner's unchanged tables beside the
+    # changed ones: they are not "outside the scope" a full plan would widen
+    plan.scope = [s.model_copy(update={"owned_elsewhere": []}) for s in plan.scope]
     return leave_out(plan, lambda action: None if _asked_for(action, scope) else
                      f"not changed since {scope.baseline.shown} (a full plan removes it)")
 
@@ -266,7 +298,7 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
     reads count with the plan's calls."""
     comparison = compare(state, observation.live, observation.capabilities, observation.datasets, strict,
                          observation.table_states)
-    _block_writes_without_engine(comparison, state)
+    _warn_of_writes_without_engine(comparison, state)
     live = observation.live
 
     def found(backend: str, kind: Kind, id: Identifier) -> bool:
@@ -276,10 +308,11 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
     return comparison
 
 
-def _block_writes_without_engine(comparison: Comparison, state: DesiredState) -> None:
+def _warn_of_writes_without_engine(comparison: Comparison, state: DesiredState) -> None:
     """A dataset to write from a source needs Spark: where it cannot start here (pyspark or
-    Java missing), the write is blocked with what to install, so apply refuses before anything
-    changes (the manifest's spark.master decides classic or Spark Connect)."""
+    Java missing), the plan names each such table and what to install. Apply still runs the
+    rest; that write fails with the same words and what depends on it waits (the manifest's
+    spark.master decides classic or Spark Connect)."""
     writes = [a for a in comparison.actions if a.kind == Kind.DATASET and a.after is not None and a.after.source]
     if not writes:
         return
@@ -287,8 +320,10 @@ def _block_writes_without_engine(comparison: Comparison, state: DesiredState) ->
 
     problem = missing_engine((state.spark or {}).get("master"))
     for action in writes if problem else []:
-        reason = f"it is written from its source by Spark: {problem}"
-        action.blocked = f"{action.blocked}; {reason}" if action.blocked else reason
+        comparison.warnings.append(
+            f"table '{action.table or action.shown_id}' is written from its source by Spark, "
+            f"which cannot start here: {problem}. Apply runs the rest; this write fails and what depends on "
+            "it waits.")
 
 
 def assemble_plan(state: DesiredState, observation: Observation, comparison: Comparison) -> Plan:
@@ -314,8 +349,15 @@ def assemble_plan(state: DesiredState, observation: Observation, comparison: Com
 
 
 def _scope(state: DesiredState, live: LiveState) -> list[Scope]:
-    """Per backend, the namespaces whose tables the plan listed."""
+    """Per backend, the namespaces whose tables the plan listed, and the tables of this owner
+    the manifest does not declare seen outside them (what --scan-all would plan)."""
     scanned: dict[str, list[str]] = {name: [] for name in state.backends}
     for backend, id in sorted(live.scanned):
         scanned[backend].append(state.backends[backend].format_id(id) or "(root)")
-    return [Scope(backend=name, namespaces=ids, complete=live.complete) for name, ids in scanned.items()]
+    elsewhere: dict[str, list[str]] = {name: [] for name in state.backends}
+    declared = state.ids_by_backend()
+    for (backend, id), info in sorted(live.beyond_scope.items()):
+        if backend in elsewhere and id not in declared[backend] and owner_of(info.properties) == state.owner:
+            elsewhere[backend].append(state.backends[backend].format_id(id))
+    return [Scope(backend=name, namespaces=ids, complete=live.complete, owned_elsewhere=elsewhere[name])
+            for name, ids in scanned.items()]

@@ -7,7 +7,7 @@ machine; JSON keeps every location absolute, with the folder in `base_dir`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import click
 
@@ -53,7 +53,14 @@ def summary_counts(plan: Plan) -> dict[str, int]:
     return groups
 
 
-def summary_line(plan: Plan) -> str:
+#: the apply flag each destruction needs
+ALLOW_FLAGS = {Destruction.DATA: "--allow-drop", Destruction.IDENTITY: "--allow-replace",
+               Destruction.ACCESS: "--allow-revoke"}
+
+
+def summary_line(plan: Plan, allowed: Collection[Destruction] = ()) -> str:
+    """The plan's counts in a line; a destruction the `allowed` flags were given for says so
+    instead of what it needs."""
     if not plan.actions:
         text = summary_line_of_nothing(plan)
         if plan.policy_violations:
@@ -66,15 +73,11 @@ def summary_line(plan: Plan) -> str:
     grants = "".join(f", {counts[verb]} to {verb}" for verb in ("grant", "revoke") if counts[verb])
     text = (f"Plan: {counts['create']} to create, {counts['update']} to update, {counts['adopt']} to adopt, "
             f"{renames}{counts['replace']} to replace, {counts['remove']} to remove{grants}.")
-    losing = len(plan.destroying(Destruction.DATA))
-    if losing:
-        text += f" {losing} destroy data (needs --allow-drop)."
-    replacing = len(plan.destroying(Destruction.IDENTITY))
-    if replacing:
-        text += f" {replacing} replace tables (needs --allow-replace)."
-    revoking = len(plan.destroying(Destruction.ACCESS))
-    if revoking:
-        text += f" {revoking} revoke privileges (needs --allow-revoke)."
+    for what, words in ((Destruction.DATA, "destroy data"), (Destruction.IDENTITY, "replace tables"),
+                        (Destruction.ACCESS, "revoke privileges")):
+        if plan.destroying(what):
+            needs = "allowed by" if what in allowed else "needs"
+            text += f" {len(plan.destroying(what))} {words} ({needs} {ALLOW_FLAGS[what]})."
     blocked = len(plan.blocked())
     if blocked:
         text += f" {blocked} blocked."
@@ -147,11 +150,25 @@ def action_label(action: Action) -> str:
     label = f"{action.name:<16} {action.backend}: {action.shown_id}"
     if action.reason == Reason.ADOPT:
         label += "  (adopt)"
-    if action.kind == Kind.NAMESPACE and action.destroys is not None:
-        label += f"  {NAMESPACE_DELETION_TAG}"
-    elif action.destroys is not None:
-        label += f"  {DESTRUCTION_TAGS[action.destroys]}"
-    return label
+    tag = destruction_tag(action)
+    return f"{label}  {tag}" if tag else label
+
+
+def replaced(plan: Plan) -> str:
+    """What the plan's replaces lose: grants only where a backend keeps them."""
+    grants = any(a.drops_grants for a in plan.destroying(Destruction.IDENTITY))
+    return "new table id, grants are lost" if grants else "new table id"
+
+
+def destruction_tag(action: Action) -> str | None:
+    """'[destroys data]', '[new table id, grants are lost]', ... or None."""
+    if action.destroys is None:
+        return None
+    if action.kind == Kind.NAMESPACE:
+        return NAMESPACE_DELETION_TAG
+    if action.destroys == Destruction.IDENTITY and not action.drops_grants:
+        return "[new table id]"  # a backend without grants has none to lose
+    return DESTRUCTION_TAGS[action.destroys]
 
 
 def action_head(action: Action) -> str:
@@ -159,6 +176,8 @@ def action_head(action: Action) -> str:
 
 
 def scope_lines(plan: Plan) -> list[str]:
+    """What the plan read, shown where it explains the plan: with --scan-all, or where a table of
+    this owner was seen outside the namespaces it read."""
     lines = []
     for scope in plan.scope:
         if scope.complete:
@@ -167,16 +186,22 @@ def scope_lines(plan: Plan) -> list[str]:
         shown = ", ".join(scope.namespaces[:SCOPE_SHOWN]) or "(nothing)"
         more = f" and {len(scope.namespaces) - SCOPE_SHOWN} more" if len(scope.namespaces) > SCOPE_SHOWN else ""
         lines.append(f"    {scope.backend}: {shown}{more}")
+        if scope.owned_elsewhere:
+            elsewhere = ", ".join(scope.owned_elsewhere[:SCOPE_SHOWN])
+            more = f" and {len(scope.owned_elsewhere) - SCOPE_SHOWN} more" \
+                if len(scope.owned_elsewhere) > SCOPE_SHOWN else ""
+            lines.append(f"      owned by '{plan.owner}' outside them, not planned: {elsewhere}{more}")
     return lines
 
 
 # --- text ------------------------------------------------------------------------------------------
 
-def render_text(plan: Plan, colour: bool = False) -> str:
+def render_text(plan: Plan, colour: bool = False, allowed: Collection[Destruction] = ()) -> str:
+    """The plan as text; `allowed`: the destructions the apply that shows it was allowed."""
     def paint(text: str, symbol: str, bold: bool = False) -> str:
         return click.style(text, fg=COLOURS[symbol], bold=bold) if colour else text
 
-    lines = [f"lance-sync plan for owner '{plan.owner}' ({header_files(plan)})", ""]
+    lines = [f"lance-sync {title(plan)} for owner '{plan.owner}' ({header_files(plan)})", ""]
     if plan.partial is not None:
         lines += [*partial_lines(plan), ""]
     for action in plan.actions:
@@ -197,7 +222,7 @@ def render_text(plan: Plan, colour: bool = False) -> str:
                      "not name there (grants_mode: named)")
         lines.extend(f"    {o.kind.value} {o.backend}: {o.display_id}: {o.reason}" for o in plan.grants_left_alone)
         lines.append("")
-    if plan.scope:
+    if any(scope.complete or scope.owned_elsewhere for scope in plan.scope):
         lines.append("Scanned (owned objects outside these namespaces are not seen; plan --scan-all lists "
                      "every namespace):")
         lines.extend(scope_lines(plan))
@@ -210,8 +235,12 @@ def render_text(plan: Plan, colour: bool = False) -> str:
     lines += [f"Warning: {warning}" for warning in plan.warnings]
     if plan.notes or plan.warnings:
         lines.append("")
-    lines.append(summary_line(plan))
+    lines.append(summary_line(plan, allowed))
     return with_manifest_relative_paths("\n".join(lines) + "\n", plan.base_dir)
+
+
+def title(plan: Plan) -> str:
+    return "rollback plan" if plan.rollback else "plan"
 
 
 def header_files(plan: Plan) -> str:
@@ -303,32 +332,33 @@ def render_json(plan: Plan) -> str:
 
 # --- markdown --------------------------------------------------------------------------------------
 
-def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT) -> str:
+def render_markdown(plan: Plan, limit: int = MARKDOWN_LIMIT, allowed: Collection[Destruction] = ()) -> str:
     """A pull-request comment: summary table first, details collapsed, always under `limit`."""
-    text = with_manifest_relative_paths("\n".join(_markdown_head(plan)) + "\n", plan.base_dir)
+    text = with_manifest_relative_paths("\n".join(_markdown_head(plan, allowed)) + "\n", plan.base_dir)
     if not plan.actions and not plan.left_alone:
         return text
     return text + _markdown_details(plan, limit, taken=len(text))
 
 
-def _markdown_head(plan: Plan) -> list[str]:
+def _markdown_head(plan: Plan, allowed: Collection[Destruction]) -> list[str]:
     """The comment's visible part: the summary, the count of each change, and what needs attention."""
     counts = summary_counts(plan)
-    head = ["### lance-sync plan", "", f"Owner `{plan.owner}` · {summary_line(plan)}", "",
+    head = [f"### lance-sync {title(plan)}", "", f"Owner `{plan.owner}` · {summary_line(plan, allowed)}", "",
             f"<sub>{header_files(plan)}</sub>", ""]
     if plan.actions:
         head += ["| change | count |", "| --- | ---: |"]
         head += [f"| {name} | {count} |" for name, count in counts.items() if count]
         head.append("")
+    needs = {what: "allowed by" if what in allowed else "apply needs" for what in ALLOW_FLAGS}
     if plan.destroying(Destruction.DATA):
-        head.append(f"> **{len(plan.destroying(Destruction.DATA))} action(s) destroy data**: apply needs "
-                    "`--allow-drop`.")
+        head.append(f"> **{len(plan.destroying(Destruction.DATA))} action(s) destroy data**: "
+                    f"{needs[Destruction.DATA]} `--allow-drop`.")
     if plan.destroying(Destruction.IDENTITY):
-        head.append(f"> **{len(plan.destroying(Destruction.IDENTITY))} table(s) replaced** (new table id, grants "
-                    "are lost): apply needs `--allow-replace`.")
+        head.append(f"> **{len(plan.destroying(Destruction.IDENTITY))} table(s) replaced** ({replaced(plan)}): "
+                    f"{needs[Destruction.IDENTITY]} `--allow-replace`.")
     if plan.destroying(Destruction.ACCESS):
-        head.append(f"> **{len(plan.destroying(Destruction.ACCESS))} revoke(s)**: principals lose privileges; apply "
-                    "needs `--allow-revoke`.")
+        head.append(f"> **{len(plan.destroying(Destruction.ACCESS))} revoke(s)**: principals lose privileges; "
+                    f"{needs[Destruction.ACCESS]} `--allow-revoke`.")
     if plan.blocked():
         head.append(f"> **{len(plan.blocked())} blocked action(s)**: apply will refuse this plan.")
     if plan.policy_violations:

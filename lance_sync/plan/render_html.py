@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from lance_sync.model.actions import Action, Destruction, Kind, ObjectState, Plan, Reason
+from lance_sync.model.actions import Action, Destruction, ObjectState, Plan, Reason
 from lance_sync.plan.html_page import (
     attention,
     collapsed_list,
@@ -27,15 +27,16 @@ from lance_sync.plan.html_page import (
     toolbar,
 )
 from lance_sync.plan.render import (
-    DESTRUCTION_TAGS,
-    NAMESPACE_DELETION_TAG,
     SYMBOLS,
     describe_dataset,
+    destruction_tag,
     header_files,
     partial_lines,
+    replaced,
     scope_lines,
     summary_counts,
     summary_line,
+    title,
     violation_line,
 )
 
@@ -53,11 +54,11 @@ def render_html(plan: Plan) -> str:
         body += [group_section(backend, [_action(a, escape) for a in actions], "actions")
                  for backend, actions in _by_backend(plan.actions).items()]
     body.append(_left_alone(plan, escape))
-    return html_page(f"lance-sync plan: {plan.owner}", "".join(body))
+    return html_page(f"lance-sync {title(plan)}: {plan.owner}", "".join(body))
 
 
 def _head(plan: Plan, escape: Escape) -> str:
-    return (report_head("plan", plan.owner, header_files(plan), plan.created_at, plan.tool_version,
+    return (report_head(title(plan), plan.owner, header_files(plan), plan.created_at, plan.tool_version,
                         summary_line(plan), escape)
             + counts_list(summary_counts(plan)))
 
@@ -66,8 +67,7 @@ def _attention(plan: Plan, escape: Escape) -> str:
     """What a reviewer must not miss: destruction, refusals, a partial plan, warnings and notes."""
     danger = []
     for what, words in ((Destruction.DATA, "action(s) destroy data: apply needs --allow-drop"),
-                        (Destruction.IDENTITY, "table(s) replaced (new table id, grants are lost): apply needs "
-                                               "--allow-replace"),
+                        (Destruction.IDENTITY, f"table(s) replaced ({replaced(plan)}): apply needs --allow-replace"),
                         (Destruction.ACCESS, "revoke(s): principals lose privileges; apply needs --allow-revoke")):
         if plan.destroying(what):
             danger.append(f"<b>{len(plan.destroying(what)):,}</b> {escape(words)}")
@@ -108,8 +108,8 @@ def _badges(action: Action) -> str:
     badges = []
     if action.reason == Reason.ADOPT:
         badges.append(("adopt", False))
-    if action.destroys is not None:
-        tag = NAMESPACE_DELETION_TAG if action.kind == Kind.NAMESPACE else DESTRUCTION_TAGS[action.destroys]
+    tag = destruction_tag(action)
+    if tag is not None:
         badges.append((tag.strip("[]"), True))
     if action.blocked:
         badges.append(("blocked", True))

@@ -10,12 +10,16 @@ The plan records what it left out and why (`Plan.partial`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
 from lance_sync.model.actions import DATASET_PARTS, Action, Kind, OmittedAction, Partial, Plan, Verb
 from lance_sync.model.errors import LanceSyncError
+
+if TYPE_CHECKING:
+    from lance_sync.model.desired import DesiredState
 
 
 @dataclass(frozen=True)
@@ -30,25 +34,54 @@ class Target:
         return fnmatchcase(backend, self.backend) and fnmatchcase(display_id, self.id)
 
 
-def parse_targets(texts: Iterable[str], backends: Collection[str]) -> list[Target]:
-    targets = []
+def parse_targets(texts: Iterable[str], state: DesiredState) -> list[Target]:
+    """Each --target as the addresses it names: `BACKEND:ID` (ID in the backend's own syntax, or
+    its levels joined by `/`, which no shell expands as it does `$`), or the name of a manifest
+    table (every registration of it)."""
+    targets: list[Target] = []
     for text in texts:
         backend, sep, id = text.partition(":")
-        if not sep or not backend or not id:
-            raise LanceSyncError(f"--target takes BACKEND:ID, the id in the backend's own syntax "
-                                 f"(e.g. lake:sales$orders; globs allowed), not '{text}'")
-        if not any(fnmatchcase(name, backend) for name in backends):
+        if not sep:
+            targets += _table_targets(text, state)
+            continue
+        if not backend or not id:
+            raise LanceSyncError(f"--target takes BACKEND:ID or a table's name, not '{text}' "
+                                 f"(e.g. lake:sales/orders or 'lake:sales$orders'; globs allowed)")
+        matched = [name for name in state.backends if fnmatchcase(name, backend)]
+        if not matched:
             raise LanceSyncError(f"--target {text}: '{backend}' names no backend of the manifest "
-                                 f"(defined: {', '.join(sorted(backends))})")
-        targets.append(Target(text, backend, id))
+                                 f"(defined: {', '.join(sorted(state.backends))})")
+        if "/" not in id:
+            targets.append(Target(text, backend, id))
+            continue
+        targets += [Target(text, name, state.backends[name].format_id(tuple(id.split("/")))) for name in matched]
     return targets
 
 
-def select_targets(plan: Plan, targets: list[Target], declared: Iterable[tuple[str, str]] = ()) -> Plan:
+def _table_targets(text: str, state: DesiredState) -> list[Target]:
+    """Every registration of the manifest tables named `text` (a glob)."""
+    found = [Target(text, r.backend, _literal(state.backends[r.backend].format_id(r.id)))
+             for table in state.tables if fnmatchcase(table.name, text) for r in table.registrations]
+    if not found:
+        raise LanceSyncError(f"--target takes BACKEND:ID or the name of a manifest table, not '{text}' "
+                             f"(e.g. lake:sales/orders or 'lake:sales$orders'; globs allowed)")
+    return found
+
+
+def _literal(text: str) -> str:
+    """`text` as a glob that matches only itself."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def select_targets(plan: Plan, targets: list[Target], declared: Iterable[tuple[str, str]] = (),
+                   contents: Mapping[tuple[str, str], list[str]] | None = None) -> Plan:
     """The plan limited to the actions on targeted objects and what they depend on.
 
     `declared`: (backend, display id) of every object the manifest declares, so that a target
-    that names nothing at all is told apart from one whose objects are in sync.
+    that names nothing at all is told apart from one whose objects are in sync. `contents`:
+    per declared namespace (backend, display id), the display ids of the tables declared in it,
+    so that a target that names a namespace whose tables are left out says so (an unquoted
+    `lake:sales$orders` reaches lance-sync as `lake:sales`).
     """
     chosen = {a.key for a in plan.actions if any(t.matches(*address) for t in targets for address in _addresses(a))}
     keep = _with_dependencies(plan.actions, chosen)
@@ -56,9 +89,24 @@ def select_targets(plan: Plan, targets: list[Target], declared: Iterable[tuple[s
     warnings = [f"--target {t.text} matches nothing the manifest declares or the plan changes"
                 for t in targets if not any(t.matches(*pair) for pair in known)]
     omitted = [_omitted(a, "not targeted") for a in plan.actions if a.key not in keep]
+    warnings += _namespace_warnings(targets, contents or {}, {(o.backend, o.display_id) for o in omitted})
     return plan.model_copy(update={
         "actions": [a for a in plan.actions if a.key in keep], "warnings": plan.warnings + warnings,
         "partial": Partial(by="target", targets=[t.text for t in targets], omitted=omitted)})
+
+
+def _namespace_warnings(targets: list[Target], contents: Mapping[tuple[str, str], list[str]],
+                        omitted: set[tuple[str, str]]) -> list[str]:
+    warnings = []
+    for (backend, namespace), tables in contents.items():
+        named = next((t for t in targets if t.matches(backend, namespace)), None)
+        left = [table for table in tables if (backend, table) in omitted]
+        if named is not None and left:
+            warnings.append(
+                f"--target {named.text} names the namespace {backend}:{namespace}, not its tables; left out: "
+                f"{', '.join(left)}. To plan a table, name it: --target {backend}:{namespace}/TABLE, or quote "
+                f"a '$', which the shell otherwise expands: --target '{backend}:{left[0]}'")
+    return warnings
 
 
 def leave_out(plan: Plan, why: Callable[[Action], str | None]) -> Plan:

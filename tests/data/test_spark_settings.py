@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -71,7 +72,7 @@ def test_importing_the_data_package_does_not_import_pyspark(subprocesses: None):
 def test_missing_java_is_explained(monkeypatch):
     pytest.importorskip("pyspark")
     monkeypatch.setattr(spark_module, "_sessions", {})
-    monkeypatch.setattr(spark_module.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.delenv("JAVA_HOME", raising=False)
     with pytest.raises(SparkUnavailableError, match="Java 17"):
         get_spark(SparkSettings("local[1]"))

@@ -86,7 +86,7 @@ def test_a_second_table_through_a_symlink_is_refused_by_validate_plan_and_apply(
         assert refused.returncode == 1, describe(refused)
         assert (location_line(manifest, "z") in refused.stderr
                 and "table 'z' has the same location as table 'a'" in refused.stderr
-                and f"{tmp_path}/lake/alias/a.lance is {tmp_path}/lake/data/a.lance" in refused.stderr), \
+                and "./lake/alias/a.lance is ./lake/data/a.lance" in refused.stderr), \
             describe(refused)
     assert DirNamespace(root=str(tmp_path / "lake")).get_table_info(("ops", "z")) is None
     assert rows(tmp_path) == 3
@@ -156,8 +156,8 @@ def test_a_dir_roots_own_folders_are_no_tables_location(tmp_path: Path):
         assert refused.returncode == 1, describe(refused)
         for name, what in (("m", "is the catalog table of backend 'lake'"),
                            ("l", "is the apply lease folder of backend 'lake'"),
-                           ("s", f"lies inside {tmp_path}/lake/.lance-sync, the state folder"),
-                           ("n", f"({tmp_path}/lake/again/__manifest is {tmp_path}/lake/__manifest) is the "
-                                 "catalog table of backend 'lake'")):
+                           ("s", "lies inside ./lake/.lance-sync, the state folder"),
+                           ("n", "(./lake/again/__manifest is ./lake/__manifest) is the catalog table of backend "
+                                 "'lake'")):
             assert location_line(manifest, name) in refused.stderr and f"table '{name}': its location" in refused.stderr \
                 and what in refused.stderr, describe(refused)

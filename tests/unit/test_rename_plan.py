@@ -259,7 +259,7 @@ def test_a_plan_without_renames_keeps_its_summary_line():
 @pytest.mark.parametrize("target", ["b:ns$orders_v2", "b:ns$orders", "*:ns$order*"])
 def test_a_target_selects_a_rename_by_its_new_or_its_old_id(target):
     plan = planned(compared(OLD))
-    selected = select_targets(plan, parse_targets([target], ["b"]))
+    selected = select_targets(plan, parse_targets([target], desired()))
     assert [a.verb for a in selected.actions] == [Verb.RENAME] and not selected.warnings
 
 

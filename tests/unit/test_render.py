@@ -78,11 +78,13 @@ def test_every_action_has_an_inverse_except_data_loss():
 
 
 def test_replace_and_destruction_are_said_in_the_head():
-    replace = dataclasses.replace(declare(1), verb=Verb.REPLACE, before=declare(1).after)
+    replace = dataclasses.replace(declare(1), verb=Verb.REPLACE, before=declare(1).after, drops_grants=True)
     replace = ACTION.validate_python(ACTION.dump_python(replace))
     text = render_text(plan_of([replace]))
     assert "-/+ replace table" in text and "[new table id, grants are lost]" in text
     assert "needs --allow-replace" in text
+    without_grants = ACTION.validate_python({**ACTION.dump_python(replace), "drops_grants": False})
+    assert "[new table id]\n" in render_text(plan_of([without_grants]))  # a backend without grants loses none
 
 
 def test_adopt_is_an_update_with_its_reason_never_a_replace():

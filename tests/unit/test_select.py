@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from lance_sync.drivers.dir.config import DirConfig
+from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.actions import (
     Action,
     Address,
@@ -15,6 +17,13 @@ from lance_sync.model.actions import (
     action_key,
     dataset_key,
     fingerprint,
+)
+from lance_sync.model.desired import (
+    BackendSpec,
+    DesiredNamespace,
+    DesiredState,
+    DesiredTable,
+    Registration,
 )
 from lance_sync.model.errors import LanceSyncError
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
@@ -59,12 +68,25 @@ def example() -> Plan:
     )
 
 
+def state_of(*backends: str, tables: tuple[DesiredTable, ...] = ()) -> DesiredState:
+    specs = {name: BackendSpec(name=name, type="dir", config=DirConfig(root="/d"), scope=(), template={},
+                               rules=DirNamespace) for name in backends}
+    return DesiredState(owner="o", files=[], base_dir="/", backends=specs, tables=list(tables),
+                        namespaces=[DesiredNamespace("b", ("sales",), {})])
+
+
+ORDERS = DesiredTable(name="orders", location="/d/orders.lance", properties={},
+                      registrations=(Registration("b", ("sales", "orders")),))
+RETURNS = DesiredTable(name="returns", location="/d/returns.lance", properties={},
+                       registrations=(Registration("b", ("sales", "returns")),))
+
+
 def names(plan: Plan) -> list[str]:
     return [f"{a.name} {a.backend}:{a.display_id}" for a in plan.actions]
 
 
 def test_a_target_keeps_what_it_depends_on_and_says_what_it_left_out():
-    plan = select_targets(example(), parse_targets(["b:sales$orders"], {"b", "c"}))
+    plan = select_targets(example(), parse_targets(["b:sales$orders"], state_of("b", "c")))
     assert names(plan) == ["create namespace b:sales", "create dataset b:/d/orders.lance",
                            "create table b:sales$orders"]
     assert plan.partial is not None and plan.partial.by == "target" and plan.partial.targets == ["b:sales$orders"]
@@ -73,24 +95,48 @@ def test_a_target_keeps_what_it_depends_on_and_says_what_it_left_out():
 
 
 def test_globs_match_backends_and_ids():
-    assert len(select_targets(example(), parse_targets(["b:sales$*"], {"b"})).actions) == 4
-    assert names(select_targets(example(), parse_targets(["?:sales"], {"b"}))) == ["create namespace b:sales"]
+    assert len(select_targets(example(), parse_targets(["b:sales$*"], state_of("b"))).actions) == 4
+    assert names(select_targets(example(), parse_targets(["?:sales"], state_of("b")))) == ["create namespace b:sales"]
 
 
 def test_deleting_data_comes_with_forgetting_every_registration_of_it():
-    plan = select_targets(example(), parse_targets(["c:old$t"], {"b", "c"}))
+    plan = select_targets(example(), parse_targets(["c:old$t"], state_of("b", "c")))
     assert names(plan) == ["delete dataset b:/d/old.lance", "forget table b:old$t", "forget table c:old$t"]
 
 
 def test_a_target_that_names_nothing_is_a_warning_and_a_bad_one_an_error():
-    plan = select_targets(example(), parse_targets(["b:nothing$here"], {"b"}), declared=[("b", "sales$x")])
+    plan = select_targets(example(), parse_targets(["b:nothing$here"], state_of("b")), declared=[("b", "sales$x")])
     assert plan.actions == [] and "--target b:nothing$here matches nothing" in plan.warnings[0]
-    in_sync = select_targets(example(), parse_targets(["b:sales$x"], {"b"}), declared=[("b", "sales$x")])
+    in_sync = select_targets(example(), parse_targets(["b:sales$x"], state_of("b")), declared=[("b", "sales$x")])
     assert in_sync.warnings == []
     with pytest.raises(LanceSyncError, match="takes BACKEND:ID"):
-        parse_targets(["sales$orders"], {"b"})
+        parse_targets(["sales$orders"], state_of("b"))
     with pytest.raises(LanceSyncError, match="'prod' names no backend"):
-        parse_targets(["prod:x"], {"b"})
+        parse_targets(["prod:x"], state_of("b"))
+
+
+def test_a_target_may_be_a_table_name_or_an_id_joined_by_a_slash():
+    """`$` is a shell's: `lake:sales/orders` and the manifest's table name need no quotes."""
+    state = state_of("b", "c", tables=(ORDERS, RETURNS))
+    expected = ["create namespace b:sales", "create dataset b:/d/orders.lance", "create table b:sales$orders"]
+    for target in ("b:sales/orders", "orders", "ord*"):
+        plan = select_targets(example(), parse_targets([target], state))
+        assert names(plan) == expected and plan.partial is not None and plan.partial.targets == [target], target
+    with pytest.raises(LanceSyncError, match="or the name of a manifest table, not 'nothing'"):
+        parse_targets(["nothing"], state)
+
+
+def test_a_target_that_names_a_namespace_whose_tables_are_left_out_warns():
+    """Unquoted, `lake:sales$orders` reaches lance-sync as `lake:sales`: the plan says so."""
+    state = state_of("b", tables=(ORDERS, RETURNS))
+    contents = {("b", "sales"): ["sales$orders", "sales$returns"]}
+    plan = select_targets(example(), parse_targets(["b:sales"], state), contents=contents)
+    assert names(plan) == ["create namespace b:sales"]
+    assert len(plan.warnings) == 1 and plan.warnings[0].startswith(
+        "--target b:sales names the namespace b:sales, not its tables; left out: sales$orders, sales$returns.")
+    assert "--target b:sales/TABLE" in plan.warnings[0] and "'b:sales$orders'" in plan.warnings[0]
+    whole = select_targets(example(), parse_targets(["b:sales", "b:sales$*"], state), contents=contents)
+    assert whole.warnings == []
 
 
 def test_leaving_an_action_out_takes_what_depends_on_it_along():
