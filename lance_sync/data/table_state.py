@@ -56,6 +56,14 @@ def read_table_state(location: str, options: dict[str, str] | None, declared: di
     plans nothing of that table's own state)."""
     try:
         dataset = lance.dataset(location, storage_options=options)
+    except (OSError, ValueError, RuntimeError) as error:
+        return LiveTableState(version=0, row_count=0, error=f"{type(error).__name__}: {error}")
+    return read_opened_state(dataset, declared)
+
+
+def read_opened_state(dataset: lance.LanceDataset, declared: dict[str, Any]) -> LiveTableState:
+    """read_table_state of a dataset opened already (by the plan's inspection of its location)."""
+    try:
         state = LiveTableState(version=dataset.version, row_count=dataset.count_rows())
     except (OSError, ValueError, RuntimeError) as error:
         return LiveTableState(version=0, row_count=0, error=f"{type(error).__name__}: {error}")

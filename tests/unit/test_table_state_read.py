@@ -52,3 +52,20 @@ def test_a_retention_lists_the_versions_once(tagged: tuple[str, list[int]]):
                                               "retention": {"keep_versions": 1, "older_than": None}})
     assert state.versions == (1, 2, 3) and len(calls) == 1
     assert state.cleanup is not None and state.cleanup.versions == (1,)  # 2 is tagged, 3 the latest
+
+
+def test_a_plan_opens_a_dataset_that_declares_state_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The state is read from the dataset as the plan's inspection of its location opened it."""
+    from lance_sync import api
+
+    lance.write_dataset(pa.table({"id": [1, 2]}), str(tmp_path / "lake" / "t.lance"))
+    manifest = tmp_path / "lance-sync.yaml"
+    manifest.write_text("version: 1\nowner: team\nbackends:\n  lake: {type: dir, root: ./lake}\n"
+                        "namespaces: [{backend: lake, id: ns}]\ntables:\n  - name: t\n    location: ./lake/t.lance\n"
+                        "    register: [{backend: lake, namespace: ns}]\n    tags: {stable: 1}\n")
+    opened: list[str] = []
+    open_dataset = lance.dataset
+    monkeypatch.setattr(lance, "dataset", lambda uri, *a, **k: opened.append(str(uri)) or open_dataset(uri, *a, **k))
+    plan = api.plan(api.load(str(manifest)))
+    assert [a.name for a in plan.actions if a.part == "stable"] == ["create tag"]
+    assert sum(uri.endswith("t.lance") for uri in opened) == 1
