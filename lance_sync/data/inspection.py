@@ -33,7 +33,7 @@ import json
 import logging
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -57,6 +57,9 @@ logger = logging.getLogger(__name__)
 
 Status = Literal["valid", "missing", "not_lance", "corrupt", "interrupted", "unreachable"]
 Engine = Literal["auto", "threads", "spark"]
+
+#: called with a location and the dataset an inspection found valid there, in the inspecting thread
+OnOpen = Callable[[str, "lance.LanceDataset"], None]
 
 DEFAULT_SPARK_THRESHOLD = 2000
 DEFAULT_MAX_WORKERS = 16
@@ -82,12 +85,14 @@ class LocationReport:
 
 
 def inspect_location(
-    uri: str, storage_options: dict | None = None, *, listed_as: pafs.FileType | None = None
+    uri: str, storage_options: dict | None = None, *, listed_as: pafs.FileType | None = None,
+    on_open: OnOpen | None = None,
 ) -> LocationReport:
     """Classify one location and, for a valid dataset, read its version, rows and columns.
 
     `listed_as`: the location's type in a listing of its parent made just before, which spares
-    asking for it.
+    asking for it. `on_open`: given a valid dataset as opened, so that a caller reads more of it
+    without opening it again.
     """
     try:
         location = normalize_location(uri)
@@ -97,8 +102,10 @@ def inspect_location(
         return LocationReport(uri, "unreachable", error=_describe(e))
     if status is not None:
         return LocationReport(uri, status, error=reason, intent=intent)
-    report = _open_dataset(uri, location, storage, storage_options)
+    report, dataset = _open_dataset(uri, location, storage, storage_options)
     report.intent = intent
+    if on_open is not None and dataset is not None:
+        on_open(uri, dataset)
     return report
 
 
@@ -138,7 +145,8 @@ def has_committed_version(storage: Storage, path: str) -> bool:
 
 def _open_dataset(
     uri: str, location: str, storage: Storage, storage_options: dict | None
-) -> LocationReport:
+) -> tuple[LocationReport, lance.LanceDataset | None]:
+    """The report of a location Lance must judge, and the dataset if it is valid."""
     import lance  # only where a dataset is opened: a plan of locations that hold none does without
 
     try:
@@ -148,7 +156,7 @@ def _open_dataset(
             more = f" and {len(missing_files) - 1} more" if len(missing_files) > 1 else ""
             return LocationReport(
                 uri, "corrupt", error=f"data file missing: data/{missing_files[0]}{more}"
-            )
+            ), None
         return LocationReport(
             uri,
             "valid",
@@ -156,9 +164,9 @@ def _open_dataset(
             row_count=dataset.count_rows(),
             columns=columns_from_schema(dataset.schema),
             owner=dataset_owner(dataset.schema.metadata),
-        )
+        ), dataset
     except Exception as e:
-        return LocationReport(uri, "corrupt", error=_describe(e))
+        return LocationReport(uri, "corrupt", error=_describe(e)), None
 
 
 def dataset_bytes(location: str, storage_options: dict | None = None) -> int | None:
@@ -201,14 +209,17 @@ def inspect_locations(
     spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
     spark_settings: SparkSettings | None = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
+    on_open: OnOpen | None = None,
 ) -> list[LocationReport]:
     """inspect_location for many locations; results in the order of `uris`.
 
     engine "auto" uses a thread pool below `spark_threshold` locations and Spark from there on.
+    `on_open` (see inspect_location) is called on the thread pool only: Spark's executors keep
+    their datasets.
     """
     uris = list(uris)
     if choose_engine(engine, len(uris), spark_threshold) == "threads":
-        return _inspect_with_threads(uris, storage_options, max_workers)
+        return _inspect_with_threads(uris, storage_options, max_workers, on_open)
     return _inspect_with_spark(uris, storage_options, spark_settings, max_workers)
 
 
@@ -223,7 +234,7 @@ def choose_engine(engine: Engine, work_items: int, spark_threshold: int) -> Lite
 
 
 def _inspect_with_threads(
-    uris: list[str], storage_options: dict | None, max_workers: int
+    uris: list[str], storage_options: dict | None, max_workers: int, on_open: OnOpen | None = None
 ) -> list[LocationReport]:
     if not uris:
         return []
@@ -232,7 +243,8 @@ def _inspect_with_threads(
         present = [uri for uri in uris if listed.get(uri) != pafs.FileType.NotFound]
 
         def inspect(uri: str) -> LocationReport:
-            return inspect_location(uri, storage_options=storage_options, listed_as=listed.get(uri))
+            return inspect_location(uri, storage_options=storage_options, listed_as=listed.get(uri),
+                                    on_open=on_open)
 
         inspected = dict(zip(present, pool.map(inspect, present), strict=True))
     return [inspected[uri] if uri in inspected else LocationReport(uri, "missing") for uri in uris]

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import lance
+from lance.dataset import Version
 
 from lance_sync.drivers.support.retry import backoff_seconds
 from lance_sync.model.actions import Action, Kind, ObjectState, Verb
@@ -57,6 +58,14 @@ def read_table_state(location: str, options: dict[str, str] | None, declared: di
     plans nothing of that table's own state)."""
     try:
         dataset = lance.dataset(location, storage_options=options)
+    except (OSError, ValueError, RuntimeError) as error:
+        return LiveTableState(version=0, row_count=0, error=f"{type(error).__name__}: {error}")
+    return read_opened_state(dataset, declared)
+
+
+def read_opened_state(dataset: lance.LanceDataset, declared: dict[str, Any]) -> LiveTableState:
+    """read_table_state of a dataset opened already (by the plan's inspection of its location)."""
+    try:
         state = LiveTableState(version=dataset.version, row_count=dataset.count_rows())
     except (OSError, ValueError, RuntimeError) as error:
         return LiveTableState(version=0, row_count=0, error=f"{type(error).__name__}: {error}")
@@ -68,10 +77,13 @@ def read_table_state(location: str, options: dict[str, str] | None, declared: di
             state.small_fragments = sum(1 for f in dataset.get_fragments() if f.metadata.num_rows < target)
         if "tags" in declared or "retention" in declared:
             state.tags = _tags(dataset)
-            state.versions = tuple(v["version"] for v in dataset.versions())
+        # listing the versions reads every version's manifest: only for a retention, or a tag to create or move
+        if "retention" in declared or _tag_to_set(declared.get("tags") or {}, state.tags):
+            versions = dataset.versions()
+            state.versions = tuple(v["version"] for v in versions)
         if "retention" in declared:
             kept = {tag.version for tag in state.tags.values()} | set((declared.get("tags") or {}).values())
-            state.cleanup = _cleanup(dataset, declared["retention"], kept)
+            state.cleanup = _cleanup(dataset, versions, declared["retention"], kept)
     except (OSError, ValueError, RuntimeError) as error:
         state.error = f"{type(error).__name__}: {error}"
     return state
@@ -98,12 +110,20 @@ def _tags(dataset: lance.LanceDataset) -> dict[str, LiveTag]:
             for name, tag in dataset.tags.list().items()}
 
 
-def _cleanup(dataset: lance.LanceDataset, retention: dict[str, Any], kept: set[int]) -> Cleanup:
+def _tag_to_set(declared: dict[str, int], tags: dict[str, LiveTag]) -> bool:
+    """Whether a declared tag is absent or names another version: the plan then checks that the
+    declared version exists."""
+    return any(name not in tags or tags[name].version != version for name, version in declared.items())
+
+
+def _cleanup(dataset: lance.LanceDataset, versions: list[Version], retention: dict[str, Any],
+             kept: set[int]) -> Cleanup:
     """The versions the policy removes now (beyond the newest `keep_versions` and older than
     `older_than`; never one in `kept`, the tagged and the declared tags' versions, nor the
-    latest), and what Lance says removing exactly those deletes: apply removes these, no more."""
+    latest), and what Lance says removing exactly those deletes: apply removes these, no more.
+    `versions`: the dataset's, oldest first."""
     older_than, keep = _policy(retention)
-    candidates = dataset.versions()[:-max(keep or 1, 1)]
+    candidates = versions[:-max(keep or 1, 1)]
     if older_than is not None:
         cutoff = datetime.datetime.now() - older_than
         candidates = [v for v in candidates if _naive(v["timestamp"]) < cutoff]  # type: ignore[arg-type]

@@ -192,7 +192,8 @@ class LiveTableState:
     #: index name -> the record lance-sync keeps of it (see `read_index_record`)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     tags: dict[str, LiveTag] = field(default_factory=dict)
-    #: every version the dataset has, oldest first
+    #: every version the dataset has, oldest first; read only where the plan needs them (a
+    #: retention is declared, or a declared tag is absent or names another version), else empty
     versions: tuple[int, ...] = ()
     #: fragments with fewer rows than the table's maintenance target
     small_fragments: int = 0

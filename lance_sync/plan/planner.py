@@ -38,7 +38,9 @@ from lance_sync.plan.observe import LiveState, PointObserver, merge_live, observ
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
 
 if TYPE_CHECKING:
-    from lance_sync.data.inspection import LocationReport
+    import lance
+
+    from lance_sync.data.inspection import LocationReport, OnOpen
 
 
 
@@ -51,16 +53,30 @@ def inspect_datasets(state: DesiredState, live: LiveState, drivers: Drivers,
     return statuses
 
 
-def inspect_declared_datasets(state: DesiredState, drivers: Drivers,
-                              progress: Progress | None = None) -> dict[str, DatasetStatus]:
+def inspect_declared_datasets(state: DesiredState, drivers: Drivers, progress: Progress | None = None,
+                              table_states: dict[str, LiveTableState] | None = None) -> dict[str, DatasetStatus]:
     """What each table location of the manifest holds. It needs no live state, so a plan looks
-    at the locations while it reads the catalogs (`read_state`)."""
+    at the locations while it reads the catalogs (`read_state`). With `table_states`, the own
+    state of each dataset whose table declares some is read into it from the dataset as the
+    inspection opened it (one open each; see `read_table_states`)."""
     options_of = _storage_options(drivers)
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for table in state.tables:
         options = options_of[table.registrations[0].backend] if table.registrations else ()
         by_options.setdefault(options, set()).add(table.location)
-    return _inspect(by_options, progress)
+    on_open = None
+    if table_states is not None and (declared := _declared_states(state)):
+        from lance_sync.data.table_state import read_opened_state
+
+        def on_open(location: str, dataset: lance.LanceDataset) -> None:
+            if location in declared:
+                table_states[location] = read_opened_state(dataset, declared[location])
+    return _inspect(by_options, progress, on_open)
+
+
+def _declared_states(state: DesiredState) -> dict[str, dict]:
+    """Each location whose table declares its own state (indexes, tags, retention): what it declares."""
+    return {t.location: t.table_state for t in state.tables if t.table_state and t.registrations}
 
 
 def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Drivers,
@@ -95,8 +111,8 @@ def _storage_options(drivers: Drivers) -> dict[str, tuple[tuple[str, str], ...]]
     return {name: tuple(sorted(driver.storage_options().items())) for name, driver in drivers.items()}
 
 
-def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]],
-             progress: Progress | None) -> dict[str, DatasetStatus]:
+def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]], progress: Progress | None,
+             on_open: OnOpen | None = None) -> dict[str, DatasetStatus]:
     from lance_sync.data.inspection import inspect_locations
 
     statuses = {}
@@ -106,7 +122,8 @@ def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]],
         if progress:
             progress(f"inspecting {len(location_set)} table location(s)")
         locations = sorted(location_set)
-        reports = inspect_locations(locations, storage_options=dict(option_items) or None, engine="threads")
+        reports = inspect_locations(locations, storage_options=dict(option_items) or None, engine="threads",
+                                    on_open=on_open)
         for location, report in zip(locations, reports, strict=True):
             if report.status != "valid" and report.intent is None:
                 key = (report.status, report.error)
@@ -141,29 +158,35 @@ def read_state(state: DesiredState, drivers: Drivers,
                parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None,
                scan_all: bool = False) -> Observation:
     calls_before = {name: driver.api_calls for name, driver in drivers.items()}
+    read_as_inspected: dict[str, LiveTableState] = {}
     with ThreadPoolExecutor(1, thread_name_prefix="inspect") as beside:
-        declared = beside.submit(inspect_declared_datasets, state, drivers, progress)
+        declared = beside.submit(inspect_declared_datasets, state, drivers, progress, read_as_inspected)
         live = observe(state, drivers, parallelism, progress, scan_all)
         datasets = declared.result()
     datasets.update(_inspect_leaving_datasets(state, live, drivers, datasets))
     api_calls = {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()}
     return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls,
-                       read_table_states(state, datasets, drivers, parallelism))
+                       read_table_states(state, datasets, drivers, parallelism, read_as_inspected))
 
 
 def read_table_states(state: DesiredState, datasets: dict[str, DatasetStatus], drivers: Drivers,
-                      parallelism: int = DEFAULT_PARALLELISM) -> dict[str, LiveTableState]:
-    """The own state of each dataset whose table declares some (indexes, tags, retention):
-    one open per dataset, with its first registration's storage options; no other is opened."""
+                      parallelism: int = DEFAULT_PARALLELISM,
+                      known: dict[str, LiveTableState] | None = None) -> dict[str, LiveTableState]:
+    """The own state of each valid dataset whose table declares some (indexes, tags, retention),
+    with its first registration's storage options; no other is opened. `known`: states read as
+    the inspection opened the datasets (`inspect_declared_datasets`), not read again."""
+    known = known or {}
     options_of = _storage_options(drivers)
-    wanted = [(t.location, dict(options_of[t.registrations[0].backend]) or None, t.table_state)
-              for t in state.tables if t.table_state and t.registrations
-              and (status := datasets.get(t.location)) is not None and status.status == "valid"]
-    if not wanted:
-        return {}
-    from lance_sync.data.table_state import read_table_states as read
+    valid = [t for t in state.tables if t.table_state and t.registrations
+             and (status := datasets.get(t.location)) is not None and status.status == "valid"]
+    wanted = [(t.location, dict(options_of[t.registrations[0].backend]) or None, t.table_state or {})
+              for t in valid if t.location not in known]
+    states = {t.location: known[t.location] for t in valid if t.location in known}
+    if wanted:
+        from lance_sync.data.table_state import read_table_states as read
 
-    return read(wanted, parallelism)
+        states.update(read(wanted, parallelism))
+    return states
 
 
 class _CapabilitiesOnDemand(dict[str, Capabilities]):
