@@ -346,7 +346,9 @@ class Hms(Backend):
         self.server = hms.start(self.workdir)
 
     def backend_entry(self) -> str:
-        return f"{{type: hive3, uri: '{self.server.endpoint}', root: '{self.data}'}}"
+        # one connection per worker, as the raw loops have: with the default pool of 3, 16 apply
+        # workers queue for 3 connections, and the lease's heartbeat queues behind them
+        return f"{{type: hive3, uri: '{self.server.endpoint}', root: '{self.data}', 'client.pool-size': {THREADS}}}"
 
     def namespace_id(self, namespace: str) -> str:
         return f"hive${namespace}"
