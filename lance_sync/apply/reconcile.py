@@ -37,7 +37,6 @@ import contextlib
 import dataclasses
 import datetime
 import hmac
-import ipaddress
 import logging
 import random
 import re
@@ -65,7 +64,7 @@ from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, PlanConflicts
 from lance_sync.model.policy import RETENTION_CLEANUP, enforce
 from lance_sync.model.secrets import mask
-from lance_sync.model.shared import STATE_DIRECTORY
+from lance_sync.model.shared import STATE_DIRECTORY, is_loopback
 from lance_sync.plan.planner import assemble_plan, compare_all, read_state
 from lance_sync.plan.select import leave_out
 
@@ -443,15 +442,6 @@ class MetricsServer:
 
 class _IPv6Server(ThreadingHTTPServer):
     address_family = socket.AF_INET6
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def exposure_warning(host: str, with_token: bool = False) -> str | None:
