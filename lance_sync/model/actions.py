@@ -326,6 +326,11 @@ class Action:
         return self.verb in (Verb.GRANT, Verb.REVOKE)
 
     @property
+    def about_grants(self) -> bool:
+        """A grant, a revoke or a record: who may use the object, not the object itself."""
+        return self.verb in (Verb.GRANT, Verb.REVOKE, Verb.RECORD)
+
+    @property
     def location(self) -> str | None:
         state = self.after or self.before
         return state.location if state else None
