@@ -59,7 +59,15 @@ from lance_sync.check.status import LastApplied, Reading, StatusReport, after_ap
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.manifest.revision import manifest_revision
-from lance_sync.model.actions import Action, Destruction, Kind, OmittedAction, Plan, PolicyViolation
+from lance_sync.model.actions import (
+    Action,
+    Destruction,
+    Kind,
+    OmittedAction,
+    Plan,
+    PolicyViolation,
+    Verb,
+)
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, PlanConflicts
 from lance_sync.model.policy import RETENTION_CLEANUP, enforce
@@ -272,6 +280,8 @@ def needs_person(action: Action, allowed: tuple[str, ...]) -> str | None:
             f"needs approval: {RETENTION_CLEANUP} is not in policy.unattended ({', '.join(allowed)})"
     if action.destroys == Destruction.DATA:
         return "destroys data or a namespace: never run unattended"
+    if action.verb == Verb.RECORD:
+        return None  # bookkeeping of which principals lance-sync manages: no privilege changes
     if action.verb.value not in allowed:
         return f"needs approval: {action.verb.value} is not in policy.unattended ({', '.join(allowed)})"
     return None

@@ -68,6 +68,9 @@ class ActionRunner:
         #: request: HMS 2.3 answers list_privileges with an internal error); objects in parallel
         self._grant_locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock] = defaultdict(threading.Lock)
         self._grant_locks_lock = threading.Lock()
+        #: one lock per place that holds grants records: records of several objects may share one
+        #: (Unity keeps a table's on its schema), written read-modify-write
+        self._record_locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock] = defaultdict(threading.Lock)
         #: one lock per dataset whose parts change: Lance takes one schema change of a dataset at
         #: a time (two at once fail with a commit conflict); datasets in parallel
         self._dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
@@ -87,6 +90,8 @@ class ActionRunner:
             (Kind.NAMESPACE, Verb.REVOKE): self._change_grants,
             (Kind.TABLE, Verb.GRANT): self._change_grants,
             (Kind.TABLE, Verb.REVOKE): self._change_grants,
+            (Kind.NAMESPACE, Verb.RECORD): self._record_grants,
+            (Kind.TABLE, Verb.RECORD): self._record_grants,
             (Kind.COLUMN, Verb.CREATE): self._add_column,
             (Kind.COLUMN, Verb.UPDATE): self._alter_column,
             (Kind.COLUMN, Verb.DELETE): self._drop_column,
@@ -249,10 +254,36 @@ class ActionRunner:
         fails the action instead of passing for done. Sent again, it sends only what is left."""
         kind: Securable = "namespace" if action.kind == Kind.NAMESPACE else "table"
         id, principal, privileges = tuple(action.id), action.principal or "", frozenset(action.privileges)
-        with self._grant_locks_lock:
-            lock = self._grant_locks[(action.backend, kind, id)]
-        with lock:
+        with self._grant_lock(action.backend, kind, id):
             self._change_grants_now(action, driver, kind, id, principal, privileges)
+
+    def _record_grants(self, action: Action, driver: SyncNamespace) -> None:
+        """Record the action's principals as the ones lance-sync manages on the object, and keep
+        any recorded one that still holds privileges (its revoke was not run or failed: it is
+        revoked by a later apply). Idempotent: sent again, it writes the same record."""
+        kind: Securable = "namespace" if action.kind == Kind.NAMESPACE else "table"
+        id = tuple(action.id)
+        wanted = action.after.principals if action.after is not None else None
+        place = driver.grants_record_place(kind, id)
+        with self._grant_lock(action.backend, kind, id), \
+                self._lock(self._record_locks, (action.backend, place.kind, place.id)):
+            recorded = driver.grants_record(kind, id)
+            if wanted is None:
+                if recorded is not None:
+                    driver.write_grants_record(kind, id, None)
+                return
+            held = driver.list_grants(kind, id)
+            keep = frozenset(wanted) | {p for p in (recorded or frozenset()) - set(wanted) if held.get(p)}
+            if keep != recorded:
+                driver.write_grants_record(kind, id, keep)
+
+    def _grant_lock(self, backend: str, kind: Securable, id: tuple[str, ...]) -> threading.Lock:
+        return self._lock(self._grant_locks, (backend, kind, id))
+
+    def _lock(self, locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock],
+              key: tuple[str, str, tuple[str, ...]]) -> threading.Lock:
+        with self._grant_locks_lock:
+            return locks[key]
 
     def _change_grants_now(self, action: Action, driver: SyncNamespace, kind: Securable, id: tuple[str, ...],
                            principal: str, privileges: frozenset[str]) -> None:
