@@ -285,25 +285,27 @@ class HiveViewLeaseRegister(ClaimLeaseRegister):
 
     @translated
     def _create_at(self, id: Identifier, record: LeaseRecord) -> bool:
-        for first in (True, False):
-            try:
-                self.client.send("create_table", _lease_view(id, record))
-                return True
-            except AlreadyExistsException:
-                return False
-            except (InvalidObjectException, NoSuchObjectException):  # no lease database (HMS 2 / 3)?
-                if not first:
-                    raise
-                # the first lease of this owner here; sent again while it is absent
-                request = CreateNamespaceRequest(id=list(self.database), mode="ExistOk")
-                with_retries(functools.partial(self.driver.create_namespace, request),
-                             self.driver.config.client_max_retries)
-            except MetaException:
-                holder = self._record_at(id)
-                if holder is None:
-                    raise
-                return holder.id == record.id
-        raise AssertionError("unreachable: the second try returns or raises")
+        try:
+            return self._create_view(id, record)
+        except (InvalidObjectException, NoSuchObjectException):  # no lease database (HMS 2, HMS 3)
+            # the first lease of this owner here: create it, then the view once more
+            request = CreateNamespaceRequest(id=list(self.database), mode="ExistOk")
+            with_retries(functools.partial(self.driver.create_namespace, request),
+                         self.driver.config.client_max_retries)
+            return self._create_view(id, record)
+
+    def _create_view(self, id: Identifier, record: LeaseRecord) -> bool:
+        """create_table of the view holding `record`; False when it exists."""
+        try:
+            self.client.send("create_table", _lease_view(id, record))
+        except AlreadyExistsException:
+            return False
+        except MetaException:  # two creates raced past HMS's check, and TBLS' unique index failed one
+            holder = self._claim_of(id)
+            if holder is None:
+                raise
+            return holder.id == record.id
+        return True
 
     @translated
     def _properties_at(self, id: Identifier) -> dict[str, str] | None:
@@ -322,10 +324,6 @@ class HiveViewLeaseRegister(ClaimLeaseRegister):
         catalog, database, name = id
         with contextlib.suppress(NoSuchObjectException):  # gone already
             self.client.send("drop_table", database_ref(catalog, database), name, False)
-
-    def _record_at(self, id: Identifier) -> LeaseRecord | None:
-        properties = self._properties_at(id)
-        return LeaseRecord.from_properties(properties) if properties is not None else None
 
 
 def _lease_view(id: Identifier, record: LeaseRecord) -> Table:
