@@ -26,6 +26,7 @@ from lance_namespace.errors import (
     InternalError,
     InvalidInputError,
     NamespaceNotFoundError,
+    ServiceUnavailableError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
@@ -178,6 +179,20 @@ def test_a_rename_whose_commit_fails_leaves_the_table_as_it_was(driver: DirNames
 
     monkeypatch.setattr(MergeInsertBuilder, "execute", failing_execute)
     with pytest.raises(InternalError, match="rename table ns\\$t to ns\\$new"):
+        rename(driver, ["ns", "t"], "new")
+    assert set(table_rows(root)) == {"ns$t"}
+
+
+def test_a_commit_the_store_failed_on_the_way_is_worth_trying_again(driver: DirNamespace, root: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    """A request that object_store gave up on (a reset, a 5xx) is ServiceUnavailable, which apply
+    retries after reading back what it finds; the table is as it was."""
+    def failing_execute(self, data, *args, **kwargs):
+        raise OSError("LanceError(IO): Generic S3 error: Error performing PUT http://127.0.0.1:1/b/x in "
+                      "1ms - HTTP error: error sending request, /rust/lance/src/io.rs:1:1")
+
+    monkeypatch.setattr(MergeInsertBuilder, "execute", failing_execute)
+    with pytest.raises(ServiceUnavailableError, match="rename table ns\\$t to ns\\$new in .*: the store failed"):
         rename(driver, ["ns", "t"], "new")
     assert set(table_rows(root)) == {"ns$t"}
 
