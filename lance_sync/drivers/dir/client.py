@@ -256,6 +256,33 @@ class DirClient:
                                 f"row(s) for {new_id} and deleted {result['num_deleted_rows']} for "
                                 f"{row['object_id']}, where one of each was asked")
 
+    def replace_location(self, id: list[str], relative: str) -> None:
+        """Point the table row of `id` at `relative` (a location relative to the root), in one
+        commit made only if the row still holds the location that was read (another writer's
+        change in between makes it match nothing, and it is tried again from a fresh read).
+        Nothing else in the row changes; a row already there is left alone."""
+
+        def attempt() -> lance.LanceDataset | None:
+            dataset = self.writable_manifest()
+            rows = [] if dataset is None else dataset.to_table(
+                columns=["location"], filter=row_filter("table", id)).to_pylist()
+            if dataset is None or not rows:
+                raise missing_error("table", id)
+            current = rows[0]["location"]
+            if current is not None and join_location(self.root, current) == join_location(self.root, relative):
+                return None
+            where = row_filter("table", id) + (" AND location IS NULL" if current is None
+                                               else f" AND location = {sql_string(current)}")
+            self._count_call()
+            result = dataset.update({"location": sql_string(relative)}, where=where, conflict_retries=0)
+            if result["num_rows_updated"] != 1:
+                raise Raced(f"the table {id_text(id)} changed since it was read")
+            return dataset
+
+        written = self.committed(f"update table location of {id_text(id)}", attempt)
+        if written is not None:
+            self.compact_if_fragmented(written)
+
     def patch_metadata(self, object_type: str, id: list[str],
                         patch: Callable[[dict[str, str]], dict[str, str]]) -> None:
         """Read the row's properties, `patch` them, and write them back only if they are still

@@ -13,6 +13,8 @@ adds to pylance's DirectoryNamespace", sets each pylance behaviour beside the dr
   ignores them);
 - namespace and table properties can be updated, by updating the manifest row;
 - a table can be renamed (also into another namespace), by giving its row another object id;
+- a table can be pointed at another location under the root in place, by rewriting its row's
+  location (`update_table_location`);
 - bulk reads scan the manifest once instead of describing every table.
 
 Several processes may write to one root at once (two applies of different owners). The
@@ -153,7 +155,7 @@ class DirNamespace(DirRules, SyncNamespace):
         return {join_location(self.root, MANIFEST_TABLE)}
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(update_table_location=False, rename_table=True, move_table=True,
+        return Capabilities(update_table_location=True, rename_table=True, move_table=True,
                             move_fixed_levels=0, bulk_declare=True)
 
     def lease_parents(self, touched: list[Identifier]) -> list[Identifier]:
@@ -357,6 +359,26 @@ class DirNamespace(DirRules, SyncNamespace):
 
         self.client.compact_if_fragmented(self.client.committed(f"rename table {id_text(source)} to {new_id}", attempt))
         return RenameTableResponse()
+
+    def update_table_location(self, id: Identifier, location: str) -> None:
+        """Point the table's manifest row at another location under the root (taken from the root
+        when relative), in one commit that rewrites the row's location and nothing else
+        (`client.DirClient.replace_location`): the table keeps its id and properties, owner mark
+        included, and no dataset is moved, written or deleted, at either location. A row that
+        points there already is left alone.
+
+        TableNotFound for a missing table, InvalidInput for a location outside the root, and
+        UnsupportedOperation for a table at the root level (pylance finds those by their
+        directory, not by their row), all before any change."""
+        table_id = checked_id(id)
+        if len(table_id) < 2:
+            raise UnsupportedOperationError(
+                f"dir: {id_text(table_id)} cannot be moved in place: pylance finds a table at the root "
+                "level by its directory name, not by its manifest row")
+        relative = relative_to(join_location(self.root, location), self.root)
+        if relative is None:
+            raise InvalidInputError(f"dir: location {location} is outside the root {self.root}")
+        self.client.replace_location(table_id, relative)
 
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
         return self.client.committed(f"drop table {id_text(request.id)}", lambda: self._native.drop_table(request))
