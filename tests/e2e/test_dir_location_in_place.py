@@ -93,6 +93,11 @@ def test_a_moved_table_is_updated_in_place(tmp_path: Path):
     assert drift.returncode == 2 and kinds["location"]["repair"] == "~ update table lake: sales$orders"
     saved = tmp_path / "move.json"
     assert run_cli(manifest, "plan", "--out", str(saved), env=cli_env()).returncode == 0
+    driver = DirNamespace(root=str(root))
+    driver.update_table_location(tuple(ID), str(root / "data" / "elsewhere.lance"))  # moved meanwhile
+    stale = CliRunner(env=cli_env()).invoke(main, ["apply", str(saved), "--auto-approve"])
+    assert stale.exit_code == 4 and "stale" in stale.output, stale.output
+    driver.update_table_location(tuple(ID), str(old))
     apply_saved(saved)
     assert registered_at(root) == normalize_location(str(new))
     assert run_cli(manifest, "plan", "--detailed-exitcode", env=cli_env()).returncode == 0
