@@ -30,7 +30,12 @@ from lance_sync.apply.live import live_state, read_object
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.report import Outcome
 from lance_sync.drivers.base import Drivers, SyncNamespace
-from lance_sync.drivers.support.retry import backoff_seconds, is_transient, log_retry
+from lance_sync.drivers.support.retry import (
+    backoff_seconds,
+    is_transient,
+    is_transient_store_error,
+    log_retry,
+)
 from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Verb, project
 from lance_sync.model.arrow_types import schema_from_columns
 from lance_sync.model.errors import LanceSyncError, PlanError
@@ -117,7 +122,7 @@ class ActionRunner:
             try:
                 return self._attempt(action, driver)
             except Exception as error:  # noqa: BLE001 - reported per action; the run goes on
-                if not is_transient(error) or attempt >= self.options.action_retries:
+                if not _worth_retrying(error) or attempt >= self.options.action_retries:
                     return _failed(action, error)
                 wait = backoff_seconds(attempt)
                 log_retry(action.backend, action.headline, attempt + 1, self.options.action_retries, error, wait)
@@ -167,7 +172,7 @@ class ActionRunner:
             errors: list[Exception | None] = list(self.drivers[actions[0].backend].declare_tables(requests))
         except Exception as error:  # noqa: BLE001 - reported per action
             errors = [error] * len(actions)
-        return [Outcome(a, "succeeded") if e is None else (self.run(a) if is_transient(e) else _failed(a, e))
+        return [Outcome(a, "succeeded") if e is None else (self.run(a) if _worth_retrying(e) else _failed(a, e))
                 for a, e in zip(actions, errors, strict=True)]
 
     def _bulk(self, backend: str) -> bool:
@@ -427,7 +432,13 @@ def state_before(action: Action) -> ObjectState:
     return action.before
 
 
+def _worth_retrying(error: BaseException) -> bool:
+    """A catalog's transient failure, or a store's (a dataset write or read whose request
+    failed on the way: retried by the store client first, then here)."""
+    return is_transient(error) or is_transient_store_error(error)
+
+
 def _failed(action: Action, error: Exception) -> Outcome:
-    transient = is_transient(error) or isinstance(error, ConnectionError | TimeoutError)
+    transient = _worth_retrying(error)
     return Outcome(action, "failed", f"{type(error).__name__}: {error}", transient=transient)
 
