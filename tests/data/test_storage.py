@@ -64,7 +64,7 @@ def test_lance_storage_options_map_to_pyarrow_s3_arguments():
         "connect_timeout": 5.0,
         "request_timeout": 60.0,
     }
-    assert isinstance(retries, AwsDefaultS3RetryStrategy) and retries.max_attempts == 11
+    assert isinstance(retries, AwsDefaultS3RetryStrategy) and retries.max_attempts == 7
 
 
 def test_the_store_retry_defaults_reach_pyarrow_and_the_user_overrides_them():
