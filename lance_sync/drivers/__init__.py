@@ -154,7 +154,7 @@ class ConfiguredBackend(Protocol):
 
 def connect_drivers(source: DesiredState | Plan) -> Drivers:
     """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
-    from the environment)."""
+    from the environment); the plan's model is imported here, as this module stays light."""
     from lance_sync.model.actions import Plan
 
     if isinstance(source, Plan):

@@ -134,7 +134,7 @@ class DirNamespace(DirRules, SyncNamespace):
         # pylance reads the root's manifest table when its namespace opens: the store is reached
         # at once. A local root that does not exist yet holds nothing to read (`snapshot`), so
         # pylance (with pyarrow's datasets and pandas, a third of a plan's start-up) is imported
-        # at the first write instead.
+        # at the namespace's first use instead (a write, for a plan's apply).
         self._opened: _Counted | None = None if self._root_absent() else self._open_native()
 
     @property
