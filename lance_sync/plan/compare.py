@@ -426,7 +426,7 @@ class Comparer:
             self._action(Verb.UPDATE, Kind.TABLE, Reason.ADOPT if adopting else Reason.CHANGED, backend, id,
                          before=have, after=want,
                          detail=("exists without an owner mark: adopt it (stamp the mark in place); "
-                                 if adopting else "") + _diff_detail(have, want),
+                                 if adopting else "") + _diff_detail(have, want) + _moved_in_place(have, want),
                          blocked=overlap if adopting or have.location != want.location else None, **common)
             return
         why = ("its location differs and the backend cannot move a table in place"
@@ -658,6 +658,14 @@ def _diff_detail(have: ObjectState, want: ObjectState) -> str:
     if changed:
         parts.append("properties " + ", ".join(changed))
     return "changed: " + "; ".join(parts) if parts else "changed"
+
+
+def _moved_in_place(have: ObjectState, want: ObjectState) -> str:
+    """What an in-place location change does and does not do, for its detail."""
+    if have.location == want.location:
+        return ""
+    return ("; the registration is pointed at the new location in place (same table id, properties and "
+            "grants); the dataset at the old location is neither moved nor deleted")
 
 
 def _not_created_here(location: str, status: DatasetStatus, owner: str) -> str:

@@ -327,7 +327,12 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
     def found(backend: str, kind: Kind, id: Identifier) -> bool:
         return (backend, id) in (live.namespaces if kind == Kind.NAMESPACE else live.tables)
 
-    plan_grants(state, comparison, drivers, observation.capabilities, parallelism, found, observation.api_calls)
+    def observed(backend: str, kind: Kind, id: Identifier) -> dict[str, str] | None:
+        info = (live.namespaces if kind == Kind.NAMESPACE else live.tables).get((backend, id))
+        return info.properties if info is not None else None
+
+    plan_grants(state, comparison, drivers, observation.capabilities, parallelism, found, observation.api_calls,
+                observed)
     return comparison
 
 
