@@ -18,9 +18,8 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import lance
 import pyarrow as pa
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -37,6 +36,9 @@ from lance_namespace.errors import (
 from lance_sync.drivers.dir.config import DELIMITER, MANIFEST_TABLE
 from lance_sync.drivers.support.retry import backoff_seconds, is_transient_store_error
 from lance_sync.model.locations import join_location
+
+if TYPE_CHECKING:
+    import lance
 
 ROW_COLUMNS = ("object_id", "object_type", "location", "metadata")
 MANIFEST_COLUMNS = frozenset(ROW_COLUMNS)
@@ -209,7 +211,7 @@ class DirClient:
         self._count_call()
         uri = join_location(self.root, MANIFEST_TABLE)
         try:
-            dataset = lance.dataset(uri, storage_options=self._storage_options)
+            dataset = self._open(uri)
         except (ValueError, OSError) as error:
             if "not found" in str(error).lower():
                 return None
@@ -388,11 +390,17 @@ class DirClient:
         """The manifest table for a bulk read; None when there is none the scan can use."""
         self._count_call()
         try:
-            dataset = lance.dataset(join_location(self.root, MANIFEST_TABLE),
-                                    storage_options=self._storage_options)
+            dataset = self._open(join_location(self.root, MANIFEST_TABLE))
         except (ValueError, OSError):
             return None
         return dataset if MANIFEST_COLUMNS.issubset(dataset.schema.names) else None
+
+    def _open(self, uri: str) -> lance.LanceDataset:
+        """The dataset at `uri`, by pylance, imported here: a driver that never opens a dataset
+        (a plan of a root that does not exist yet) does without it."""
+        import lance
+
+        return lance.dataset(uri, storage_options=self._storage_options)
 
     def manifest_rows(self, *object_types: str, within: str | None = None) -> Rows | None:
         """The manifest rows of these object types (whose object id starts with `within`, filtered

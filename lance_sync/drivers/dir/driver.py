@@ -41,12 +41,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lance
-from lance.namespace import DirectoryNamespace
 from lance_namespace import (
     CreateNamespaceRequest,
     DeclareTableRequest,
@@ -115,6 +115,10 @@ from lance_sync.drivers.support.retry import is_transient_store_error
 from lance_sync.model.locations import is_local, join_location, normalize_location, relative_to
 from lance_sync.model.storage_options import with_store_defaults
 
+if TYPE_CHECKING:
+    import lance
+    from lance.namespace import DirectoryNamespace
+
 ROOT = "root"
 
 
@@ -128,18 +132,41 @@ class DirNamespace(DirRules, SyncNamespace):
         super().__init__(config, **properties)
         # the root is created by the first write (pylance creates it), not here: plan reads only
         self.root = normalize_location(self.config.root)
-        native_properties = {ROOT: self.root}
-        native_properties.update({f"storage.{k}": v for k, v in self.storage_options().items()})
-        try:
-            # pylance reads the root's manifest table here: the store is reached at once
-            native = DirectoryNamespace(**native_properties)
-        except (OSError, RuntimeError, ValueError) as error:
-            raise ServiceUnavailableError(f"dir: cannot open the catalog at {self.root}: {short_message(error)}") from error
-        self._native = _Counted(native, self.count_call, self.root)
         self.client = DirClient(self.root, self.storage_options() or None, self.count_call)
         #: apply leases as files (a local root) or as manifest rows (an object store); tests of
         #: the row register set this on a local root
         self.leases_as_files = is_local(self.root)
+        self._native_lock = threading.Lock()
+        # pylance reads the root's manifest table when its namespace opens: the store is reached
+        # at once. A local root that does not exist yet holds nothing to read (`snapshot`), so
+        # pylance (with pyarrow's datasets and pandas, a third of a plan's start-up) is imported
+        # at the namespace's first use instead (a write, for a plan's apply).
+        self._opened: _Counted | None = None if self._root_absent() else self._open_native()
+
+    @property
+    def _native(self) -> _Counted:
+        """pylance's DirectoryNamespace of the root, every call to it counted."""
+        opened = self._opened
+        if opened is None:
+            with self._native_lock:
+                if self._opened is None:
+                    self._opened = self._open_native()
+                opened = self._opened
+        return opened
+
+    def _open_native(self) -> _Counted:
+        from lance.namespace import DirectoryNamespace
+
+        properties = {ROOT: self.root, **{f"storage.{k}": v for k, v in self.storage_options().items()}}
+        try:
+            native = DirectoryNamespace(**properties)
+        except (OSError, RuntimeError, ValueError) as error:
+            raise ServiceUnavailableError(f"dir: cannot open the catalog at {self.root}: {short_message(error)}") from error
+        return _Counted(native, self.count_call, self.root)
+
+    def _root_absent(self) -> bool:
+        """A local root that does not exist (yet): no catalog there."""
+        return is_local(self.root) and not os.path.lexists(self.root)
 
     def storage_options(self) -> dict[str, str]:
         """The configured storage options, over lance-sync's store retry defaults for a root on
@@ -416,7 +443,11 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def snapshot(self) -> CatalogSnapshot | None:
         """Every namespace and table row in one scan of one manifest version, read a batch of
-        rows at a time (a million rows as Python text would double the plan's peak memory)."""
+        rows at a time (a million rows as Python text would double the plan's peak memory).
+        A local root that does not exist holds nothing: one look at it, and no pylance."""
+        if self._root_absent():
+            self.count_call()
+            return CatalogSnapshot({}, {})
         batches = self.client.manifest_batches("namespace", "table")
         if batches is None:
             return None
