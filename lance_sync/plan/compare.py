@@ -78,6 +78,8 @@ from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 #: what a location may hold for a table to be registered there
 _NOT_A_DATASET = ("not_lance", "corrupt", "interrupted")
+#: the pairs of properties' dicts whose comparison a comparer remembers (`Comparer._holds`)
+_IN_SYNC_PAIRS = 10_000
 
 
 @dataclass(frozen=True)
@@ -110,14 +112,6 @@ class Comparison:
     conflicts: list[Conflict] = field(default_factory=list)
 
 
-def removal_locations(desired: DesiredState, live: LiveState) -> set[str]:
-    """Locations of owned tables that left the manifest: their datasets are inspected too,
-    so that a removal's fingerprint covers the data it would leave or delete."""
-    wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
-    return {info.location for key, info in live.tables.items()
-            if key not in wanted and info.location and owner_of(info.properties) == desired.owner}
-
-
 class Comparer:
     def __init__(self, desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
                  datasets: dict[str, DatasetStatus], table_states: dict[str, LiveTableState] | None = None):
@@ -130,15 +124,24 @@ class Comparer:
         self.result = Comparison()
         self.renames = pair_renames(desired, live)
         self.created_namespaces: set[ObjectKey] = set()
+        #: the properties a table should have, one dict for each of its declared properties' dicts
+        #: and marks (tables with equal properties share one dict: lance_sync.manifest)
+        self._wanted_properties: dict[tuple[int, bool, str], dict[str, str]] = {}
+        #: (id of the wanted properties, id of the live ones) -> whether the live ones are in sync;
+        #: the live state too shares equal properties' dicts, so an unchanged table of a large plan
+        #: is compared once for all the tables like it (the dicts live as long as this comparer)
+        self._in_sync: dict[tuple[int, int], bool] = {}
         #: every registration the manifest declares
         self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
+        #: the live registrations the manifest does not declare (few, in a large plan)
+        self.undeclared = [key for key in live.tables if key not in self.wanted]
         #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
         self.resolve = LocationResolver()
         #: registrations that stay after this plan and are not the manifest's, by resolved
         #: location: a manifest table's location may not overlap theirs (usually there are none)
         self.foreign = LocationIndex(itertools.chain(
-            ((self.resolve(info.location), key) for key, info in live.tables.items()
-             if key not in self.wanted and info.location and owner_of(info.properties) != desired.owner),
+            ((self.resolve(info.location), key) for key in self.undeclared
+             if (info := live.tables[key]).location and owner_of(info.properties) != desired.owner),
             ((self.resolve(info.location), key) for key, info in live.beyond_scope.items()
              if info.location and key not in self.wanted)))
 
@@ -283,12 +286,9 @@ class Comparer:
         """Write the table's data when it is missing (or this owner's write of it was cut off),
         or rewrite it when on_mismatch says so."""
         writer = table.registrations[0].backend if table.registrations else None
-        if writer is None:
-            return None
-        data = bool(table.columns or table.source)
-        missing = status is None or status.status == "missing"
-        if missing and not data:
+        if writer is None or not (table.columns or table.source):
             return None  # declared without data: nothing to write (most tables of a large plan)
+        missing = status is None or status.status == "missing"
         declared = _declared_columns(table)
         registrations = [Address(backend=r.backend, id=list(r.id), display_id=self._display(r.backend, r.id))
                          for r in table.registrations]
@@ -305,11 +305,11 @@ class Comparer:
             before = ObjectState(location=table.location, version=status.version) if status.version else None
             return self._action(Verb.CREATE, Kind.DATASET, Reason.ABSENT, writer, (), before=before, after=after,
                                 detail=unfinished, **common)
-        if status.status == "unreachable" and data:
+        if status.status == "unreachable":
             self.result.conflicts.append(Conflict(
                 f"table '{table.name}': cannot tell whether {table.location} holds data: {status.error}",
                 "storage", table.name))
-        if status.status in _NOT_A_DATASET and data:
+        if status.status in _NOT_A_DATASET:
             self.result.conflicts.append(self._not_a_dataset(table, status))
         if status.status != "valid" or declared is None:
             return None
@@ -366,14 +366,11 @@ class Comparer:
     def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool,
                overlap: str | None) -> None:
         backend, id = key
-        want_properties = {**table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
+        want_properties = self._wanted(table)
         live = self.live.tables.get(key)
         if live is not None and live.is_lance and live.location == table.location and \
-                want_properties.items() <= live.properties.items() and \
-                live.properties.keys() & MANAGED_KEYS <= want_properties.keys():
-            # in sync, as most tables of a large plan are: every wanted property there, and no
-            # mark beyond the wanted ones (checked with set operations, without building states)
-            return
+                self._holds(want_properties, live.properties):
+            return  # in sync, as most tables of a large plan are
         keys = sorted(set(table.properties) | set(MANAGED_KEYS))
         want = ObjectState(location=table.location, properties=want_properties)
         common: dict[str, Any] = {"keys": keys, "table": table.name, "dataset": status,
@@ -397,6 +394,25 @@ class Comparer:
                 "lance-sync will not replace it", "not_lance", table.name, backend, id))
             return
         self._change_table(key, live, want, common, overlap)
+
+    def _wanted(self, table: DesiredTable) -> dict[str, str]:
+        """The properties `table` should have: its own and lance-sync's marks (shared: read only)."""
+        cache_key = (id(table.properties), table.protect, table.on_remove)
+        wanted = self._wanted_properties.get(cache_key)
+        if wanted is None:
+            wanted = self._wanted_properties[cache_key] = {
+                **table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
+        return wanted
+
+    def _holds(self, want: dict[str, str], live: dict[str, str]) -> bool:
+        """Every wanted property there, and no mark beyond the wanted ones."""
+        pair = (id(want), id(live))
+        known = self._in_sync.get(pair)
+        if known is None:
+            known = want.items() <= live.items() and live.keys() & MANAGED_KEYS <= want.keys()
+            if len(self._in_sync) < _IN_SYNC_PAIRS:  # a backend whose tables share no dicts: no memo
+                self._in_sync[pair] = known
+        return known
 
     def _change_table(self, key: ObjectKey, live: TableInfo, want: ObjectState, common: dict[str, Any],
                       overlap: str | None) -> None:
@@ -482,9 +498,9 @@ class Comparer:
     def _table_removals(self) -> None:
         leaving: dict[str | None, list[tuple[ObjectKey, TableInfo]]] = defaultdict(list)
         vacated = self.renames.vacated
-        for key in sorted(self.live.tables):
+        for key in sorted(key for key in self.undeclared if key not in vacated):
             info = self.live.tables[key]
-            if key in self.wanted or key in vacated or not info.is_lance:
+            if not info.is_lance:
                 continue
             owner = owner_of(info.properties)
             if owner != self.desired.owner:
