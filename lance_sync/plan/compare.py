@@ -78,6 +78,9 @@ from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 #: what a location may hold for a table to be registered there
 _NOT_A_DATASET = ("not_lance", "corrupt", "interrupted")
+#: a declared table's warning while its location holds nothing: one text for every such table of
+#: a large first plan (the action shows its location beside it)
+_NO_DATASET_YET = "no Lance dataset at its location yet (declare only: the table is registered before its data exists)"
 #: the pairs of properties' dicts whose comparison a comparer remembers (`Comparer._holds`)
 _IN_SYNC_PAIRS = 10_000
 
@@ -133,8 +136,8 @@ class Comparer:
         self._in_sync: dict[tuple[int, int], bool] = {}
         #: every registration the manifest declares
         self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
-        #: the live registrations the manifest does not declare (few, in a large plan)
-        self.undeclared = [key for key in live.tables if key not in self.wanted]
+        #: the live registrations the manifest does not declare, in order (few, in a large plan)
+        self.undeclared = sorted(live.tables.keys() - self.wanted)
         #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
         self.resolve = LocationResolver()
         #: registrations that stay after this plan and are not the manifest's, by resolved
@@ -256,6 +259,8 @@ class Comparer:
 
     def _tables(self) -> None:
         for table in self.desired.tables:
+            if not self.foreign and self._unchanged(table):
+                continue
             status = self.datasets.get(table.location)
             overlap = self._location_conflict(table)
             made_before = len(self.result.actions)
@@ -272,6 +277,22 @@ class Comparer:
                 self._table(table, key, status, writes, overlap)
             if overlap and len(self.result.actions) == made_before:
                 self.result.warnings.append(f"table '{table.name}': {overlap}")
+
+    def _unchanged(self, table: DesiredTable) -> bool:
+        """Declared without data and every registration in sync, in a namespace that is there: what
+        most tables of a large plan are, told without looking at their locations (`_table` and
+        `_dataset` plan nothing for them)."""
+        if table.columns or table.source:
+            return False
+        want, location, live_tables = self._wanted(table), table.location, self.live.tables
+        for registration in table.registrations:
+            key = (registration.backend, registration.id)
+            live = live_tables.get(key)
+            if live is None or not live.is_lance or live.location != location \
+                    or not self._holds(want, live.properties) \
+                    or (registration.backend, registration.id[:-1]) not in self.live.namespaces:
+                return False
+        return True
 
     def _table_states(self) -> None:
         """The datasets' own state (lance_sync.plan.table_state), after their data is planned."""
@@ -498,9 +519,9 @@ class Comparer:
     def _table_removals(self) -> None:
         leaving: dict[str | None, list[tuple[ObjectKey, TableInfo]]] = defaultdict(list)
         vacated = self.renames.vacated
-        for key in sorted(key for key in self.undeclared if key not in vacated):
+        for key in self.undeclared:
             info = self.live.tables[key]
-            if not info.is_lance:
+            if key in vacated or not info.is_lance:
                 continue
             owner = owner_of(info.properties)
             if owner != self.desired.owner:
@@ -707,8 +728,7 @@ def _dataset_warnings(table: DesiredTable, status: DatasetStatus | None) -> list
     if status is None or status.status == "valid":
         return []
     if status.status == "missing":
-        return [f"no Lance dataset at {table.location} yet (declare only: the table is registered "
-                "before its data exists)"]
+        return [_NO_DATASET_YET]
     if status.status in _NOT_A_DATASET:
         return []  # a registration is never made there (a conflict says why)
     if status.status == "unreachable":
