@@ -134,6 +134,8 @@ class Comparer:
         #: the live state too shares equal properties' dicts, so an unchanged table of a large plan
         #: is compared once for all the tables like it (the dicts live as long as this comparer)
         self._in_sync: dict[tuple[int, int], bool] = {}
+        #: compared keys -> the one sorted list of them the actions share (`_sorted`)
+        self._keys: dict[tuple[str, ...], list[str]] = {}
         #: every registration the manifest declares
         self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
         #: the live registrations the manifest does not declare, in order (few, in a large plan)
@@ -174,9 +176,17 @@ class Comparer:
         display = _dataset_location(after, before) if kind == Kind.DATASET else self._display(backend, id)
         action = Action(verb=verb, kind=kind, reason=reason, backend=backend, id=list(id),
                         display_id=display, detail=detail, before=before, after=after,
-                        compared_keys=sorted(keys), fingerprint=fingerprint(before, list(keys)), **extra)
+                        compared_keys=self._sorted(keys), fingerprint=fingerprint(before, list(keys)), **extra)
         self.result.actions.append(action)
         return action
+
+    def _sorted(self, keys: Sequence[str]) -> list[str]:
+        """`keys` sorted, one list for all the actions that compare the same keys (read only)."""
+        known = tuple(keys)
+        found = self._keys.get(known)
+        if found is None:
+            found = self._keys[known] = sorted(known)
+        return found
 
     def _left_alone(self, kind: Kind, backend: str, id: Identifier, reason: str) -> None:
         self.result.left_alone.append(LeftAlone(kind=kind, backend=backend, id=list(id),

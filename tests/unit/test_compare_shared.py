@@ -4,10 +4,13 @@ be planned by its own live state."""
 
 from __future__ import annotations
 
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
 from lance_sync.drivers.dir.config import DirConfig
 from lance_sync.drivers.dir.driver import DirNamespace
-from lance_sync.model.actions import DatasetStatus
+from lance_sync.model.actions import DatasetStatus, ObjectState
 from lance_sync.model.desired import (
     BackendSpec,
     DesiredNamespace,
@@ -70,3 +73,22 @@ def test_the_tables_of_a_first_plan_share_one_warning_text() -> None:
     result = compare(_state(names), _live({}), {"b": Capabilities()}, {f"/data/{n}.lance": missing for n in names})
     first, second = (a.warnings for a in result.actions if a.kind.value == "table")
     assert first == second and first[0].startswith("no Lance dataset at its location yet")
+
+
+def test_the_creates_of_a_first_plan_share_their_properties_and_keys() -> None:
+    """Fails on the code before: each action held a copy of both."""
+    names = ["t0", "t1"]
+    missing = DatasetStatus(status="missing")
+    result = compare(_state(names), _live({}), {"b": Capabilities()}, {f"/data/{n}.lance": missing for n in names})
+    first, second = (a for a in result.actions if a.kind.value == "table")
+    assert first.after is not None and second.after is not None
+    assert first.after.properties is second.after.properties
+    assert first.compared_keys is second.compared_keys
+
+
+def test_a_saved_state_is_still_validated() -> None:
+    with pytest.raises(ValidationError):
+        ObjectState(properties={"tier": 1})  # type: ignore[dict-item]
+    with pytest.raises(ValidationError):
+        TypeAdapter(ObjectState).validate_json('{"properties": {"tier": ["gold"]}}')
+    assert TypeAdapter(ObjectState).validate_json('{"properties": {"tier": "gold"}}').properties == {"tier": "gold"}
