@@ -19,9 +19,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 PLAN_FORMAT_VERSION: Final = 2
@@ -212,6 +219,25 @@ class DatasetStatus(_Model):
     bytes: int | None = None
 
 
+def _kept_when_valid(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A dict or list of texts as it is, not a copy: the actions of a large plan share them (the
+    comparer builds one properties' dict and one list of compared keys for each distinct
+    declaration), and a million creates then hold one of each, not a million; anything else is
+    validated (and copied) as usual."""
+    if type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items()):
+        return value
+    if type(value) is list and all(type(item) is str for item in value):
+        return value
+    return handler(value)
+
+
+# never changed in place: the dict or list an action holds may be another's too
+#: a state's properties
+Properties = Annotated[dict[str, str], WrapValidator(_kept_when_valid)]
+#: an action's compared keys
+Keys = Annotated[list[str], WrapValidator(_kept_when_valid)]
+
+
 # A plan holds an action and its states for each object to change (a million on a large first
 # plan): slotted, validated dataclasses take a fifth of a model's memory (no instance dict, no
 # set of the fields given); they validate, serialize and describe themselves in the schema as
@@ -221,7 +247,7 @@ class ObjectState:
     """The compared part of an object: properties and location; for a dataset its version,
     and for a dataset to write its schema and where the data comes from."""
 
-    properties: dict[str, str] = Field(default_factory=dict)
+    properties: Properties = Field(default_factory=dict)
     location: str | None = None
     columns: list[dict[str, Any]] | None = None
     source: dict[str, Any] | None = None
@@ -267,7 +293,7 @@ class Action:
     #: plans of format 2 without it load)
     drops_grants: bool = False
     #: property keys the plan compared; the fingerprint covers exactly these
-    compared_keys: list[str] = Field(default_factory=list)
+    compared_keys: Keys = Field(default_factory=list)
     #: hash of the compared live state (or of absence); apply refuses when it no longer matches
     fingerprint: str
     #: keys of actions that must finish first

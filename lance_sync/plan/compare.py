@@ -78,6 +78,11 @@ from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 #: what a location may hold for a table to be registered there
 _NOT_A_DATASET = ("not_lance", "corrupt", "interrupted")
+#: a declared table's warning while its location holds nothing: one text for every such table of
+#: a large first plan (the action shows its location beside it)
+_NO_DATASET_YET = "no Lance dataset at its location yet (declare only: the table is registered before its data exists)"
+#: the pairs of properties' dicts whose comparison a comparer remembers (`Comparer._holds`)
+_IN_SYNC_PAIRS = 10_000
 
 
 @dataclass(frozen=True)
@@ -110,14 +115,6 @@ class Comparison:
     conflicts: list[Conflict] = field(default_factory=list)
 
 
-def removal_locations(desired: DesiredState, live: LiveState) -> set[str]:
-    """Locations of owned tables that left the manifest: their datasets are inspected too,
-    so that a removal's fingerprint covers the data it would leave or delete."""
-    wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
-    return {info.location for key, info in live.tables.items()
-            if key not in wanted and info.location and owner_of(info.properties) == desired.owner}
-
-
 class Comparer:
     def __init__(self, desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
                  datasets: dict[str, DatasetStatus], table_states: dict[str, LiveTableState] | None = None):
@@ -130,15 +127,26 @@ class Comparer:
         self.result = Comparison()
         self.renames = pair_renames(desired, live)
         self.created_namespaces: set[ObjectKey] = set()
+        #: the properties a table should have, one dict for each of its declared properties' dicts
+        #: and marks (tables with equal properties share one dict: lance_sync.manifest)
+        self._wanted_properties: dict[tuple[int, bool, str], dict[str, str]] = {}
+        #: (id of the wanted properties, id of the live ones) -> whether the live ones are in sync;
+        #: the live state too shares equal properties' dicts, so an unchanged table of a large plan
+        #: is compared once for all the tables like it (the dicts live as long as this comparer)
+        self._in_sync: dict[tuple[int, int], bool] = {}
+        #: compared keys -> the one sorted list of them the actions share (`_sorted`)
+        self._keys: dict[tuple[str, ...], list[str]] = {}
         #: every registration the manifest declares
         self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
+        #: the live registrations the manifest does not declare, in order (few, in a large plan)
+        self.undeclared = sorted(live.tables.keys() - self.wanted)
         #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
         self.resolve = LocationResolver()
         #: registrations that stay after this plan and are not the manifest's, by resolved
         #: location: a manifest table's location may not overlap theirs (usually there are none)
         self.foreign = LocationIndex(itertools.chain(
-            ((self.resolve(info.location), key) for key, info in live.tables.items()
-             if key not in self.wanted and info.location and owner_of(info.properties) != desired.owner),
+            ((self.resolve(info.location), key) for key in self.undeclared
+             if (info := live.tables[key]).location and owner_of(info.properties) != desired.owner),
             ((self.resolve(info.location), key) for key, info in live.beyond_scope.items()
              if info.location and key not in self.wanted)))
 
@@ -168,9 +176,17 @@ class Comparer:
         display = _dataset_location(after, before) if kind == Kind.DATASET else self._display(backend, id)
         action = Action(verb=verb, kind=kind, reason=reason, backend=backend, id=list(id),
                         display_id=display, detail=detail, before=before, after=after,
-                        compared_keys=sorted(keys), fingerprint=fingerprint(before, list(keys)), **extra)
+                        compared_keys=self._sorted(keys), fingerprint=fingerprint(before, list(keys)), **extra)
         self.result.actions.append(action)
         return action
+
+    def _sorted(self, keys: Sequence[str]) -> list[str]:
+        """`keys` sorted, one list for all the actions that compare the same keys (read only)."""
+        known = tuple(keys)
+        found = self._keys.get(known)
+        if found is None:
+            found = self._keys[known] = sorted(known)
+        return found
 
     def _left_alone(self, kind: Kind, backend: str, id: Identifier, reason: str) -> None:
         self.result.left_alone.append(LeftAlone(kind=kind, backend=backend, id=list(id),
@@ -253,6 +269,8 @@ class Comparer:
 
     def _tables(self) -> None:
         for table in self.desired.tables:
+            if not self.foreign and self._unchanged(table):
+                continue
             status = self.datasets.get(table.location)
             overlap = self._location_conflict(table)
             made_before = len(self.result.actions)
@@ -270,6 +288,22 @@ class Comparer:
             if overlap and len(self.result.actions) == made_before:
                 self.result.warnings.append(f"table '{table.name}': {overlap}")
 
+    def _unchanged(self, table: DesiredTable) -> bool:
+        """Declared without data and every registration in sync, in a namespace that is there: what
+        most tables of a large plan are, told without looking at their locations (`_table` and
+        `_dataset` plan nothing for them)."""
+        if table.columns or table.source:
+            return False
+        want, location, live_tables = self._wanted(table), table.location, self.live.tables
+        for registration in table.registrations:
+            key = (registration.backend, registration.id)
+            live = live_tables.get(key)
+            if live is None or not live.is_lance or live.location != location \
+                    or not self._holds(want, live.properties) \
+                    or (registration.backend, registration.id[:-1]) not in self.live.namespaces:
+                return False
+        return True
+
     def _table_states(self) -> None:
         """The datasets' own state (lance_sync.plan.table_state), after their data is planned."""
         parts = plan_table_state(self.desired, self.datasets, self.table_states, self.result.actions)
@@ -283,12 +317,9 @@ class Comparer:
         """Write the table's data when it is missing (or this owner's write of it was cut off),
         or rewrite it when on_mismatch says so."""
         writer = table.registrations[0].backend if table.registrations else None
-        if writer is None:
-            return None
-        data = bool(table.columns or table.source)
-        missing = status is None or status.status == "missing"
-        if missing and not data:
+        if writer is None or not (table.columns or table.source):
             return None  # declared without data: nothing to write (most tables of a large plan)
+        missing = status is None or status.status == "missing"
         declared = _declared_columns(table)
         registrations = [Address(backend=r.backend, id=list(r.id), display_id=self._display(r.backend, r.id))
                          for r in table.registrations]
@@ -305,11 +336,11 @@ class Comparer:
             before = ObjectState(location=table.location, version=status.version) if status.version else None
             return self._action(Verb.CREATE, Kind.DATASET, Reason.ABSENT, writer, (), before=before, after=after,
                                 detail=unfinished, **common)
-        if status.status == "unreachable" and data:
+        if status.status == "unreachable":
             self.result.conflicts.append(Conflict(
                 f"table '{table.name}': cannot tell whether {table.location} holds data: {status.error}",
                 "storage", table.name))
-        if status.status in _NOT_A_DATASET and data:
+        if status.status in _NOT_A_DATASET:
             self.result.conflicts.append(self._not_a_dataset(table, status))
         if status.status != "valid" or declared is None:
             return None
@@ -366,14 +397,11 @@ class Comparer:
     def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool,
                overlap: str | None) -> None:
         backend, id = key
-        want_properties = {**table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
+        want_properties = self._wanted(table)
         live = self.live.tables.get(key)
         if live is not None and live.is_lance and live.location == table.location and \
-                want_properties.items() <= live.properties.items() and \
-                live.properties.keys() & MANAGED_KEYS <= want_properties.keys():
-            # in sync, as most tables of a large plan are: every wanted property there, and no
-            # mark beyond the wanted ones (checked with set operations, without building states)
-            return
+                self._holds(want_properties, live.properties):
+            return  # in sync, as most tables of a large plan are
         keys = sorted(set(table.properties) | set(MANAGED_KEYS))
         want = ObjectState(location=table.location, properties=want_properties)
         common: dict[str, Any] = {"keys": keys, "table": table.name, "dataset": status,
@@ -397,6 +425,25 @@ class Comparer:
                 "lance-sync will not replace it", "not_lance", table.name, backend, id))
             return
         self._change_table(key, live, want, common, overlap)
+
+    def _wanted(self, table: DesiredTable) -> dict[str, str]:
+        """The properties `table` should have: its own and lance-sync's marks (shared: read only)."""
+        cache_key = (id(table.properties), table.protect, table.on_remove)
+        wanted = self._wanted_properties.get(cache_key)
+        if wanted is None:
+            wanted = self._wanted_properties[cache_key] = {
+                **table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
+        return wanted
+
+    def _holds(self, want: dict[str, str], live: dict[str, str]) -> bool:
+        """Every wanted property there, and no mark beyond the wanted ones."""
+        pair = (id(want), id(live))
+        known = self._in_sync.get(pair)
+        if known is None:
+            known = want.items() <= live.items() and live.keys() & MANAGED_KEYS <= want.keys()
+            if len(self._in_sync) < _IN_SYNC_PAIRS:  # a backend whose tables share no dicts: no memo
+                self._in_sync[pair] = known
+        return known
 
     def _change_table(self, key: ObjectKey, live: TableInfo, want: ObjectState, common: dict[str, Any],
                       overlap: str | None) -> None:
@@ -482,9 +529,9 @@ class Comparer:
     def _table_removals(self) -> None:
         leaving: dict[str | None, list[tuple[ObjectKey, TableInfo]]] = defaultdict(list)
         vacated = self.renames.vacated
-        for key in sorted(self.live.tables):
+        for key in self.undeclared:
             info = self.live.tables[key]
-            if key in self.wanted or key in vacated or not info.is_lance:
+            if key in vacated or not info.is_lance:
                 continue
             owner = owner_of(info.properties)
             if owner != self.desired.owner:
@@ -699,8 +746,7 @@ def _dataset_warnings(table: DesiredTable, status: DatasetStatus | None) -> list
     if status is None or status.status == "valid":
         return []
     if status.status == "missing":
-        return [f"no Lance dataset at {table.location} yet (declare only: the table is registered "
-                "before its data exists)"]
+        return [_NO_DATASET_YET]
     if status.status in _NOT_A_DATASET:
         return []  # a registration is never made there (a conflict says why)
     if status.status == "unreachable":
