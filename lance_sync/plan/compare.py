@@ -48,7 +48,7 @@ from lance_sync.model.actions import (
     fingerprint,
     project,
 )
-from lance_sync.model.arrow_types import columns_from_schema, describe_columns, schema_from_columns
+from lance_sync.model.arrow_types import describe_columns
 from lance_sync.model.desired import DesiredState, DesiredTable
 from lance_sync.model.errors import PlanConflicts
 from lance_sync.model.locations import (
@@ -61,14 +61,21 @@ from lance_sync.model.locations import (
 from lance_sync.model.marks import (
     MANAGED_KEYS,
     OWNER_KEY,
-    describe_dataset_owner,
     drops_data,
     is_protected,
     marks,
     owner_of,
 )
 from lance_sync.model.table_state import LiveTableState
-from lance_sync.plan.moves import left_behind
+from lance_sync.plan.dataset_notes import (
+    NOT_A_DATASET,
+    dataset_warnings,
+    declared_columns,
+    not_created_here,
+    source_origin,
+)
+from lance_sync.plan.differences import change_detail, same_but_marks, stays_protected
+from lance_sync.plan.moves import left_behind, moved_in_place_note
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.order import sort_actions
 from lance_sync.plan.renames import Pairing, pair_renames, rename_hints
@@ -76,11 +83,6 @@ from lance_sync.plan.table_state import plan_table_state
 from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
-#: what a location may hold for a table to be registered there
-_NOT_A_DATASET = ("not_lance", "corrupt", "interrupted")
-#: a declared table's warning while its location holds nothing: one text for every such table of
-#: a large first plan (the action shows its location beside it)
-_NO_DATASET_YET = "no Lance dataset at its location yet (declare only: the table is registered before its data exists)"
 #: the pairs of properties' dicts whose comparison a comparer remembers (`Comparer._holds`)
 _IN_SYNC_PAIRS = 10_000
 
@@ -253,7 +255,7 @@ class Comparer:
                     Verb.UPDATE, Kind.NAMESPACE, Reason.ADOPT if adopting else Reason.CHANGED, ns.backend,
                     ns.id, before=have, after=want, keys=keys,
                     detail="exists without an owner mark: adopt it (stamp the mark in place)" if adopting
-                    else _diff_detail(have, want),
+                    else change_detail(have, want),
                     blocked=None if can_update else "the backend cannot update namespace properties")
 
     def _create_namespace(self, backend: str, id: Identifier, want: ObjectState, keys: list[str]) -> None:
@@ -320,7 +322,7 @@ class Comparer:
         if writer is None or not (table.columns or table.source):
             return None  # declared without data: nothing to write (most tables of a large plan)
         missing = status is None or status.status == "missing"
-        declared = _declared_columns(table)
+        declared = declared_columns(table)
         registrations = [Address(backend=r.backend, id=list(r.id), display_id=self._display(r.backend, r.id))
                          for r in table.registrations]
         after = ObjectState(location=table.location, columns=declared, source=table.source)
@@ -328,7 +330,7 @@ class Comparer:
                                   "blocked": overlap}
         if missing:
             return self._action(Verb.CREATE, Kind.DATASET, Reason.ABSENT, writer, (), before=None,
-                                after=after, detail=f"no dataset at the location: write it {_origin(table)}",
+                                after=after, detail=f"no dataset at the location: write it {source_origin(table)}",
                                 **common)
         assert status is not None
         unfinished = self._unfinished_write(table, status)
@@ -340,7 +342,7 @@ class Comparer:
             self.result.conflicts.append(Conflict(
                 f"table '{table.name}': cannot tell whether {table.location} holds data: {status.error}",
                 "storage", table.name))
-        if status.status in _NOT_A_DATASET:
+        if status.status in NOT_A_DATASET:
             self.result.conflicts.append(self._not_a_dataset(table, status))
         if status.status != "valid" or declared is None:
             return None
@@ -357,9 +359,9 @@ class Comparer:
             if protected:
                 common["blocked"] = PROTECTED
             elif status.owner != self.desired.owner:
-                common["blocked"] = _not_created_here(table.location, status, self.desired.owner)
+                common["blocked"] = not_created_here(table.location, status, self.desired.owner)
             return self._action(Verb.REPLACE, Kind.DATASET, Reason.SCHEMA_MISMATCH, writer, (), before=before,
-                                after=after, detail=f"{'; '.join(evolution.problems)}: rewrite it {_origin(table)} "
+                                after=after, detail=f"{'; '.join(evolution.problems)}: rewrite it {source_origin(table)} "
                                 "(on_mismatch: overwrite; the current data is lost)", **common)
         self.result.conflicts.extend(
             Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name, detail=problem)
@@ -379,7 +381,7 @@ class Comparer:
             return None
         if status.status == "interrupted":
             return (f"apply {intent.apply} of this owner did not finish writing the dataset: remove what it "
-                    f"left and write it {_origin(table)}")
+                    f"left and write it {source_origin(table)}")
         if status.status == "valid" and status.owner == self.desired.owner:
             return (f"apply {intent.apply} of this owner committed the dataset but did not finish: check it "
                     "and clear its intent record")
@@ -405,9 +407,9 @@ class Comparer:
         keys = sorted(set(table.properties) | set(MANAGED_KEYS))
         want = ObjectState(location=table.location, properties=want_properties)
         common: dict[str, Any] = {"keys": keys, "table": table.name, "dataset": status,
-                  "warnings": [] if writes else _dataset_warnings(table, status)}
+                  "warnings": [] if writes else dataset_warnings(table, status)}
         moves = live is None or live.location != table.location
-        if moves and not writes and status is not None and status.status in _NOT_A_DATASET:
+        if moves and not writes and status is not None and status.status in NOT_A_DATASET:
             conflict = self._not_a_dataset(table, status)
             if conflict.message not in {c.message for c in self.result.conflicts}:
                 self.result.conflicts.append(conflict)
@@ -460,7 +462,7 @@ class Comparer:
         capabilities = self.capabilities[backend]
         in_place = capabilities.update_table_properties and (
             have.location == want.location or capabilities.update_table_location)
-        if owner is None and not in_place and _same_but_marks(have, want):
+        if owner is None and not in_place and same_but_marks(have, want):
             # adopting never replaces: take the table over as it is
             self.result.adopted_unmarked.append(LeftAlone(
                 kind=Kind.TABLE, backend=backend, id=list(id), display_id=self._display(backend, id),
@@ -473,17 +475,17 @@ class Comparer:
             self._action(Verb.UPDATE, Kind.TABLE, Reason.ADOPT if adopting else Reason.CHANGED, backend, id,
                          before=have, after=want,
                          detail=("exists without an owner mark: adopt it (stamp the mark in place); "
-                                 if adopting else "") + _diff_detail(have, want) + _moved_in_place(have, want),
+                                 if adopting else "") + change_detail(have, want) + moved_in_place_note(have, want),
                          blocked=overlap if adopting or have.location != want.location else None, **common)
             return
         why = ("its location differs and the backend cannot move a table in place"
                if have.location != want.location else "the backend cannot update table properties in place")
-        blocked = PROTECTED if _stays_protected(live.properties, want) else None
+        blocked = PROTECTED if stays_protected(live.properties, want) else None
         if have.location != want.location:
             blocked = blocked or overlap
         grants = self._keeps_grants(backend, id)
         self._action(Verb.REPLACE, Kind.TABLE, Reason.CHANGED, backend, id, before=have, after=want,
-                     detail=f"{_diff_detail(have, want)}; {why}: deregister and declare again (data untouched; "
+                     detail=f"{change_detail(have, want)}; {why}: deregister and declare again (data untouched; "
                      f"the table gets a new id{' and loses its grants' if grants else ''})",
                      blocked=blocked, drops_grants=grants, **common)
 
@@ -499,7 +501,7 @@ class Comparer:
         old = Address(backend=backend, id=list(pairing.former), display_id=self._display(backend, pairing.former))
         capabilities = self.capabilities[backend]
         moves = pairing.former[:-1] != id[:-1]
-        changes = [] if have == want else [_diff_detail(have, want)]
+        changes = [] if have == want else [change_detail(have, want)]
         cannot = None
         fixed = capabilities.move_fixed_levels
         if not (capabilities.move_table if moves else capabilities.rename_table):
@@ -521,7 +523,7 @@ class Comparer:
                                        f"{spec.name} ({spec.type}) {cannot}: the table is declared again under "
                                        f"the new name (new table id{', grants are lost' if grants else ''}; "
                                        "data untouched)"]),
-                     blocked=PROTECTED if _stays_protected(pairing.info.properties, want) else None,
+                     blocked=PROTECTED if stays_protected(pairing.info.properties, want) else None,
                      renamed_from=old, drops_grants=grants, **common)
 
     # --- removals --------------------------------------------------------------------------------
@@ -583,7 +585,7 @@ class Comparer:
         if status.owner != self.desired.owner:
             self.result.warnings.append(f"{location}: data kept although on_remove is drop: lance-sync did not "
                                         f"create it for '{self.desired.owner}'")
-            return _not_created_here(location, status, self.desired.owner)
+            return not_created_here(location, status, self.desired.owner)
         return None
 
     def _deletion_blocked(self, location: str, tables: list[tuple[ObjectKey, TableInfo]]) -> str | None:
@@ -685,70 +687,9 @@ def compare(desired: DesiredState, live: LiveState, capabilities: dict[str, Capa
     return Comparer(desired, live, capabilities, datasets, table_states).compare(strict)
 
 
-def _stays_protected(live: dict[str, str], want: ObjectState) -> bool:
-    """A protected table is replaced only by the change that lifts its protection."""
-    return is_protected(live) and is_protected(want.properties)
-
-
-def _same_but_marks(have: ObjectState, want: ObjectState) -> bool:
-    """Equal apart from lance-sync's marks, which the live object lacks."""
-    strip = lambda props: {k: v for k, v in props.items() if k not in MANAGED_KEYS}  # noqa: E731
-    return have.location == want.location and strip(have.properties) == strip(want.properties)
-
-
-def _diff_detail(have: ObjectState, want: ObjectState) -> str:
-    changed = sorted(k for k in set(have.properties) | set(want.properties)
-                     if have.properties.get(k) != want.properties.get(k))
-    parts = []
-    if have.location != want.location:
-        parts.append("location")
-    if changed:
-        parts.append("properties " + ", ".join(changed))
-    return "changed: " + "; ".join(parts) if parts else "changed"
-
-
-def _moved_in_place(have: ObjectState, want: ObjectState) -> str:
-    """What an in-place location change does and does not do, for its detail."""
-    if have.location == want.location:
-        return ""
-    return ("; the registration is pointed at the new location in place (same table id, properties and "
-            "grants); the dataset at the old location is neither moved nor deleted")
-
-
-def _not_created_here(location: str, status: DatasetStatus, owner: str) -> str:
-    """Why a dataset is not this owner's to delete or rewrite."""
-    return (f"the dataset at {location} {describe_dataset_owner(status.owner)}, so lance-sync did not create "
-            f"it for '{owner}' (lance-sync deletes and rewrites only the datasets it created)")
-
-
-def _declared_columns(table: DesiredTable) -> list[dict] | None:
-    """The declared schema in its canonical spelling, or None when the manifest declares none."""
-    if table.columns:
-        return columns_from_schema(schema_from_columns(table.columns))
-    return None
-
-
 def _dataset_location(*states: ObjectState | None) -> str:
     """A dataset action's address: the location of the first state that has one."""
     for state in states:
         if state is not None and state.location is not None:
             return state.location
     raise ValueError("a dataset action needs a location")
-
-
-def _origin(table: DesiredTable) -> str:
-    if table.source:
-        return f"from {table.source['format']} source {table.source['path']}"
-    return "empty, with the declared schema"
-
-
-def _dataset_warnings(table: DesiredTable, status: DatasetStatus | None) -> list[str]:
-    if status is None or status.status == "valid":
-        return []
-    if status.status == "missing":
-        return [_NO_DATASET_YET]
-    if status.status in _NOT_A_DATASET:
-        return []  # a registration is never made there (a conflict says why)
-    if status.status == "unreachable":
-        return [f"could not look at {table.location}: {status.error}"]
-    return [f"the Lance dataset at {table.location} looks corrupt: {status.error or 'unreadable'}"]
