@@ -30,7 +30,7 @@ from lance_sync.model.errors import ExitCode, LanceSyncError
 from tests.servers.base import RunningServer
 from tests.servers.hive_support import hive_client
 from tests.support.cli import cli_env, run_cli
-from tests.support.processes import dead_pid
+from tests.support.processes import dead_pid, run_together
 
 #: takers of one lease at once in the races below
 TAKERS = 8
@@ -183,23 +183,14 @@ def race(server: RunningServer, tmp_path: Path, owner: str, step: str) -> tuple[
         setattr(store.register, step, together)
         takers.append(Leases([store], owner, sleep=lambda _: None))
     refusals: list[str] = []
-    errors: list[BaseException] = []
 
     def take(leases: Leases) -> None:
         try:
             leases.acquire(timeout=0)
         except LeaseHeld as refused:
             refusals.append(str(refused))
-        except BaseException as error:  # noqa: BLE001 - raised in the test thread below
-            errors.append(error)
 
-    threads = [threading.Thread(target=take, args=(leases,)) for leases in takers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+    run_together(take, takers)
     return [leases for leases in takers if leases.held], refusals
 
 
