@@ -6,7 +6,9 @@
 Runs `python -m lance_sync ...` from this checkout (it goes first on PYTHONPATH) and prints
 the median, fastest and slowest wall time per command, next to its goal where there is one.
 Start-up is mostly imports, so this is where a heavy import creeping into a light command
-shows up. `plan` runs on a copy of the quickstart (the `dir` backend, nothing written).
+shows up. `plan` runs on a copy of the quickstart (the `dir` backend, nothing written), as a
+new user's first plan finds it (no root yet), and on a copy applied once without its Spark
+source table (a root with its manifest table, which pylance reads).
 CPU time (user+sys of the process) is printed beside the wall time: on a shared machine it
 moves much less.
 
@@ -28,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "examples" / "quickstart" / "lance-sync.yaml"
 
@@ -37,7 +41,8 @@ COMMANDS: list[tuple[str, list[str], float | None]] = [
     ("lance-sync plan --help", ["plan", "--help"], 0.3),
     ("completion script (bash)", [], 0.3),
     ("validate quickstart", ["validate", "-f", str(QUICKSTART)], 0.8),
-    ("plan quickstart (dir)", ["plan", "-f", "{copy}"], None),
+    ("plan quickstart (dir), before its first apply", ["plan", "-f", "{copy}"], 0.6),
+    ("plan quickstart (dir), applied", ["plan", "-f", "{applied}"], None),
 ]
 
 
@@ -65,6 +70,23 @@ def measure(arguments: list[str], runs: int, environ: dict[str, str]) -> tuple[l
     return times, cpus
 
 
+def quickstart_copies(tmp: Path, environ: dict[str, str]) -> dict[str, Path]:
+    """The quickstart's manifest as a new user finds it (`copy`), and one applied (`applied`):
+    without its table written from a source, whose write would start Spark."""
+    copies = {}
+    for name in ("copy", "applied"):
+        shutil.copytree(QUICKSTART.parent, tmp / name, ignore=shutil.ignore_patterns("lakehouse", ".lance-sync"))
+        copies[name] = tmp / name / "lance-sync.yaml"
+    manifest = yaml.safe_load(copies["applied"].read_text())
+    manifest["tables"] = [table for table in manifest["tables"] if "source" not in table]
+    copies["applied"].write_text(yaml.safe_dump(manifest, sort_keys=False))
+    done = subprocess.run([sys.executable, "-m", "lance_sync", "apply", "-f", str(copies["applied"]), "--auto-approve"],
+                          env=environ, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"apply of the quickstart failed ({done.returncode}):\n{done.stderr}")
+    return copies
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
@@ -73,13 +95,13 @@ def main() -> None:
     base_environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "quickstart"
-        shutil.copytree(QUICKSTART.parent, copy, ignore=shutil.ignore_patterns("lakehouse", ".lance-sync"))
+        copies = quickstart_copies(Path(tmp), base_environ)
         for label, arguments, goal in COMMANDS:
             environ = dict(base_environ)
             if not arguments:  # click's completion: the script printed by _LANCE_SYNC_COMPLETE
                 environ["_LANCE_SYNC_COMPLETE"] = "bash_source"
-            arguments = [a.replace("{copy}", str(copy / "lance-sync.yaml")) for a in arguments]
+            for name, path in copies.items():
+                arguments = [a.replace(f"{{{name}}}", str(path)) for a in arguments]
             times, cpus = measure(arguments, runs, environ)
             rows.append((label, statistics.median(times), min(times), max(times), statistics.median(cpus), goal))
     print(f"{runs} runs each, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "

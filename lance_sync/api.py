@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from lance_sync.drivers import connect_backends, connect_templates
+from lance_sync.drivers import close_drivers, connect_backends, connect_drivers, connect_templates
 from lance_sync.manifest import load_manifest
 from lance_sync.model.actions import PLAN_FORMAT_VERSION, Action, Destruction, Plan
 from lance_sync.model.desired import DesiredState
@@ -120,8 +120,6 @@ def json_schema(document: SchemaDocument = "manifest") -> dict[str, Any]:
 def connect(source: DesiredState | Plan) -> Drivers:
     """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
     from the environment)."""
-    from lance_sync.apply.session import connect_drivers
-
     return connect_drivers(source)
 
 
@@ -432,8 +430,6 @@ def _lease_stores_of(state: DesiredState, drivers: Drivers) -> list[LeaseStore]:
 def _connected(source: DesiredState, given: Drivers | None) -> Iterator[Drivers]:
     """The drivers a caller gave (theirs to close), else ones built for `source` and closed when
     the call ends."""
-    from lance_sync.apply.session import close_drivers
-
     if given:
         yield given
         return
@@ -478,8 +474,6 @@ def import_manifest(backend: str, state: DesiredState | None = None, *, backend_
         build = functools.partial(connect_backends, {backend: spec})
         owner = owner or state.owner
     folder = os.path.abspath(base_dir) if base_dir is not None else os.getcwd()
-    from lance_sync.apply.session import close_drivers
-
     connected = drivers or build()
     try:
         return run_import(backend, connected[backend], template, namespaces, owner, folder, on_progress)

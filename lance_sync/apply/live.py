@@ -38,6 +38,8 @@ def live_state(action: Action, driver: SyncNamespace) -> ObjectState | None:
         return live_column_state(action, driver)
     if action.is_grant:
         return live_privileges(action, driver)
+    if action.verb == Verb.RECORD:
+        return live_record(action, driver)
     live = read_object(action, driver)
     if live is None:
         return None
@@ -79,6 +81,18 @@ def live_privileges(action: Action, driver: SyncNamespace) -> ObjectState | None
     except (NamespaceNotFoundError, TableNotFoundError):
         return None
     return ObjectState(privileges=sorted(grants.get(action.principal or "", frozenset())))
+
+
+def live_record(action: Action, driver: SyncNamespace) -> ObjectState | None:
+    """A record's object: the principals recorded on it (none: no record); None when it is absent."""
+    kind: Securable = "namespace" if action.kind == Kind.NAMESPACE else "table"
+    if read_object(action, driver, action.id) is None:
+        return None
+    try:
+        recorded = driver.grants_record(kind, tuple(action.id))
+    except (NamespaceNotFoundError, TableNotFoundError):
+        return None
+    return ObjectState(principals=None if recorded is None else sorted(recorded))
 
 
 def read_object(action: Action, driver: SyncNamespace,

@@ -37,7 +37,6 @@ import contextlib
 import dataclasses
 import datetime
 import hmac
-import ipaddress
 import logging
 import random
 import re
@@ -60,12 +59,20 @@ from lance_sync.check.status import LastApplied, Reading, StatusReport, after_ap
 from lance_sync.drivers.base import Drivers
 from lance_sync.manifest import load_manifest
 from lance_sync.manifest.revision import manifest_revision
-from lance_sync.model.actions import Action, Destruction, Kind, OmittedAction, Plan, PolicyViolation
+from lance_sync.model.actions import (
+    Action,
+    Destruction,
+    Kind,
+    OmittedAction,
+    Plan,
+    PolicyViolation,
+    Verb,
+)
 from lance_sync.model.desired import DesiredState
 from lance_sync.model.errors import ExitCode, GuardRefusal, LanceSyncError, PlanConflicts
 from lance_sync.model.policy import RETENTION_CLEANUP, enforce
 from lance_sync.model.secrets import mask
-from lance_sync.model.shared import STATE_DIRECTORY
+from lance_sync.model.shared import STATE_DIRECTORY, is_loopback
 from lance_sync.plan.planner import assemble_plan, compare_all, read_state
 from lance_sync.plan.select import leave_out
 
@@ -273,6 +280,8 @@ def needs_person(action: Action, allowed: tuple[str, ...]) -> str | None:
             f"needs approval: {RETENTION_CLEANUP} is not in policy.unattended ({', '.join(allowed)})"
     if action.destroys == Destruction.DATA:
         return "destroys data or a namespace: never run unattended"
+    if action.verb == Verb.RECORD:
+        return None  # bookkeeping of which principals lance-sync manages: no privilege changes
     if action.verb.value not in allowed:
         return f"needs approval: {action.verb.value} is not in policy.unattended ({', '.join(allowed)})"
     return None
@@ -443,15 +452,6 @@ class MetricsServer:
 
 class _IPv6Server(ThreadingHTTPServer):
     address_family = socket.AF_INET6
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def exposure_warning(host: str, with_token: bool = False) -> str | None:

@@ -30,7 +30,12 @@ from lance_sync.apply.live import live_state, read_object
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.report import Outcome
 from lance_sync.drivers.base import Drivers, SyncNamespace
-from lance_sync.drivers.support.retry import backoff_seconds, is_transient, log_retry
+from lance_sync.drivers.support.retry import (
+    backoff_seconds,
+    is_transient,
+    is_transient_store_error,
+    log_retry,
+)
 from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Verb, project
 from lance_sync.model.arrow_types import schema_from_columns
 from lance_sync.model.errors import LanceSyncError, PlanError
@@ -68,6 +73,9 @@ class ActionRunner:
         #: request: HMS 2.3 answers list_privileges with an internal error); objects in parallel
         self._grant_locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock] = defaultdict(threading.Lock)
         self._grant_locks_lock = threading.Lock()
+        #: one lock per place that holds grants records: records of several objects may share one
+        #: (Unity keeps a table's on its schema), written read-modify-write
+        self._record_locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock] = defaultdict(threading.Lock)
         #: one lock per dataset whose parts change: Lance takes one schema change of a dataset at
         #: a time (two at once fail with a commit conflict); datasets in parallel
         self._dataset_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
@@ -87,6 +95,8 @@ class ActionRunner:
             (Kind.NAMESPACE, Verb.REVOKE): self._change_grants,
             (Kind.TABLE, Verb.GRANT): self._change_grants,
             (Kind.TABLE, Verb.REVOKE): self._change_grants,
+            (Kind.NAMESPACE, Verb.RECORD): self._record_grants,
+            (Kind.TABLE, Verb.RECORD): self._record_grants,
             (Kind.COLUMN, Verb.CREATE): self._add_column,
             (Kind.COLUMN, Verb.UPDATE): self._alter_column,
             (Kind.COLUMN, Verb.DELETE): self._drop_column,
@@ -112,7 +122,7 @@ class ActionRunner:
             try:
                 return self._attempt(action, driver)
             except Exception as error:  # noqa: BLE001 - reported per action; the run goes on
-                if not is_transient(error) or attempt >= self.options.action_retries:
+                if not _worth_retrying(error) or attempt >= self.options.action_retries:
                     return _failed(action, error)
                 wait = backoff_seconds(attempt)
                 log_retry(action.backend, action.headline, attempt + 1, self.options.action_retries, error, wait)
@@ -162,7 +172,7 @@ class ActionRunner:
             errors: list[Exception | None] = list(self.drivers[actions[0].backend].declare_tables(requests))
         except Exception as error:  # noqa: BLE001 - reported per action
             errors = [error] * len(actions)
-        return [Outcome(a, "succeeded") if e is None else (self.run(a) if is_transient(e) else _failed(a, e))
+        return [Outcome(a, "succeeded") if e is None else (self.run(a) if _worth_retrying(e) else _failed(a, e))
                 for a, e in zip(actions, errors, strict=True)]
 
     def _bulk(self, backend: str) -> bool:
@@ -249,10 +259,36 @@ class ActionRunner:
         fails the action instead of passing for done. Sent again, it sends only what is left."""
         kind: Securable = "namespace" if action.kind == Kind.NAMESPACE else "table"
         id, principal, privileges = tuple(action.id), action.principal or "", frozenset(action.privileges)
-        with self._grant_locks_lock:
-            lock = self._grant_locks[(action.backend, kind, id)]
-        with lock:
+        with self._grant_lock(action.backend, kind, id):
             self._change_grants_now(action, driver, kind, id, principal, privileges)
+
+    def _record_grants(self, action: Action, driver: SyncNamespace) -> None:
+        """Record the action's principals as the ones lance-sync manages on the object, and keep
+        any recorded one that still holds privileges (its revoke was not run or failed: it is
+        revoked by a later apply). Idempotent: sent again, it writes the same record."""
+        kind: Securable = "namespace" if action.kind == Kind.NAMESPACE else "table"
+        id = tuple(action.id)
+        wanted = action.after.principals if action.after is not None else None
+        place = driver.grants_record_place(kind, id)
+        with self._grant_lock(action.backend, kind, id), \
+                self._lock(self._record_locks, (action.backend, place.kind, place.id)):
+            recorded = driver.grants_record(kind, id)
+            if wanted is None:
+                if recorded is not None:
+                    driver.write_grants_record(kind, id, None)
+                return
+            held = driver.list_grants(kind, id)
+            keep = frozenset(wanted) | {p for p in (recorded or frozenset()) - set(wanted) if held.get(p)}
+            if keep != recorded:
+                driver.write_grants_record(kind, id, keep)
+
+    def _grant_lock(self, backend: str, kind: Securable, id: tuple[str, ...]) -> threading.Lock:
+        return self._lock(self._grant_locks, (backend, kind, id))
+
+    def _lock(self, locks: defaultdict[tuple[str, str, tuple[str, ...]], threading.Lock],
+              key: tuple[str, str, tuple[str, ...]]) -> threading.Lock:
+        with self._grant_locks_lock:
+            return locks[key]
 
     def _change_grants_now(self, action: Action, driver: SyncNamespace, kind: Securable, id: tuple[str, ...],
                            principal: str, privileges: frozenset[str]) -> None:
@@ -396,7 +432,13 @@ def state_before(action: Action) -> ObjectState:
     return action.before
 
 
+def _worth_retrying(error: BaseException) -> bool:
+    """A catalog's transient failure, or a store's (a dataset write or read whose request
+    failed on the way: retried by the store client first, then here)."""
+    return is_transient(error) or is_transient_store_error(error)
+
+
 def _failed(action: Action, error: Exception) -> Outcome:
-    transient = is_transient(error) or isinstance(error, ConnectionError | TimeoutError)
+    transient = _worth_retrying(error)
     return Outcome(action, "failed", f"{type(error).__name__}: {error}", transient=transient)
 

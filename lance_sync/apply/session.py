@@ -29,7 +29,7 @@ from lance_sync.apply.lease import Leases, lease_stores, touched_ids
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.apply.report import ApplyReport, Outcome
 from lance_sync.apply.scheduler import StopSignal
-from lance_sync.drivers import connect_backends, connect_templates
+from lance_sync.drivers import close_drivers, connect_drivers
 from lance_sync.drivers.base import Drivers, Identifier
 from lance_sync.model.actions import Plan
 from lance_sync.model.desired import DesiredState
@@ -38,19 +38,6 @@ from lance_sync.model.shared import Progress
 
 #: how far a session went: nothing to apply, the guards passed (a dry run), or carried out
 Stage = Literal["nothing_to_apply", "checked", "executed"]
-
-
-def connect_drivers(source: DesiredState | Plan) -> Drivers:
-    """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
-    from the environment)."""
-    if isinstance(source, Plan):
-        return connect_templates(source.backends)
-    return connect_backends(source.backends)
-
-
-def close_drivers(drivers: Drivers) -> None:
-    for driver in drivers.values():
-        driver.close()
 
 
 class Fresh:

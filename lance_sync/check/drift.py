@@ -235,7 +235,7 @@ class _Reader:
         elif action.is_grant:
             if not self._on_new_object(action):
                 yield item(DriftKind.GRANTS, _grant_drift(action))
-        elif is_upkeep(action):
+        elif is_upkeep(action) or action.verb == Verb.RECORD:  # a record is lance-sync's bookkeeping
             return
         elif action.kind in (Kind.INDEX, Kind.TAG):
             yield item(DriftKind.DATASET_STATE, action.detail)
@@ -469,6 +469,9 @@ def _grant_drift(action: Action) -> str:
     if action.verb == Verb.GRANT:
         return (f"{action.principal} holds {held}, without {', '.join(action.privileges)} that the manifest "
                 "declares (revoked out of band, or never granted)")
+    if action.reason == Reason.LEFT_GRANTS:
+        return (f"{action.principal} holds {', '.join(action.privileges)}, and left the manifest; lance-sync "
+                "granted it")
     if action.reason == Reason.UNDECLARED:
         return (f"{action.principal} holds {', '.join(action.privileges)}, and the manifest declares no grants for "
                 "them (grants_mode: authoritative)")

@@ -405,8 +405,8 @@ class _Estate:
 
 
 def _object_key(action: Action) -> str:
-    """The key of the object an action changes: a grant's is its namespace's or table's."""
-    return action_key(action.kind, action.backend, action.id) if action.is_grant else action.key
+    """The key of the object an action changes: a grant's or record's is its namespace's or table's."""
+    return action_key(action.kind, action.backend, action.id) if action.about_grants else action.key
 
 
 def _dataset_health(status: DatasetStatus) -> tuple[Health, str | None]:

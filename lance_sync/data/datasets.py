@@ -132,8 +132,12 @@ def _prepare(location: str, owner: str, storage_options: dict[str, str] | None) 
         except IntentError as error:
             raise DatasetWriteError(str(error)) from None
         return None
-    if report.status == "valid" and ours and report.owner == owner:
+    if report.status == "valid" and report.owner == owner and (ours or report.intent is None):
+        # this owner's write, finished: by an apply cut off before it cleared its record, or
+        # by this one before a store failure hid the answer (the record cleared or not)
         return report.version
+    if report.status == "unreachable":  # the store failed: nothing is known about the location
+        raise OSError(f"cannot create a dataset at {location}: the store did not say what is there: {report.error}")
     held = f"{report.status}" + (f": {report.error}" if report.error else "")
     raise DatasetWriteError(f"cannot create a dataset at {location}: the location is not empty ({held}); "
                             "lance-sync writes only where nothing is")

@@ -27,7 +27,6 @@ how executors import it (IMPORT_CONF). docs/spark.md says what executors need in
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import os
 import re
@@ -43,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from lance_sync.model.engines import CONNECT_SCHEME, DEFAULT_MASTER, missing_java
 from lance_sync.model.secrets import SECRET_KEY, copy_masked, mask
-from lance_sync.model.shared import STATE_DIRECTORY
+from lance_sync.model.shared import STATE_DIRECTORY, is_loopback
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -307,16 +306,7 @@ def is_loopback_master(master: str) -> bool:
     if not master.startswith("spark://"):
         return False
     hosts = [address.rsplit(":", 1)[0].strip("[]") for address in master[len("spark://"):].split(",")]
-    return all(_is_loopback(host) for host in hosts)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return all(is_loopback(host) for host in hosts)
 
 
 def package_zip(target: Path) -> Path:

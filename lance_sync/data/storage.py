@@ -9,21 +9,25 @@ filesystem here, Spark executors that do not share this process's environment) s
 pylance sees. Credentials neither give (profiles, instance roles) are left to each client's own
 AWS credential chain.
 
-The options are translated for pyarrow's S3 filesystem; other schemes use pyarrow's defaults
-(`FileSystem.from_uri` and the environment's credentials).
+The options are translated for pyarrow's S3 filesystem, over lance-sync's store retry defaults
+(`model.storage_options.STORE_DEFAULTS`: pylance's keys, so that both clients retry alike);
+other schemes use pyarrow's defaults (`FileSystem.from_uri` and the environment's credentials).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from pyarrow import fs as pafs
 
 from lance_sync.model.locations import is_local, normalize_location
-from lance_sync.model.storage_options import layered
+from lance_sync.model.storage_options import layered, with_store_defaults
 
 #: Lance storage option -> pyarrow S3FileSystem argument (keys compared lower-case).
 _S3_OPTIONS = {
@@ -140,8 +144,17 @@ def _s3_storage(option_items: tuple[tuple[str, str], ...]) -> Storage:
 
 
 def _s3_arguments(storage_options: dict) -> dict:
-    options = {str(k).lower(): str(v) for k, v in storage_options.items()}
-    arguments: dict[str, str | bool] = {_S3_OPTIONS[k]: v for k, v in options.items() if k in _S3_OPTIONS}
+    options = {str(k).lower(): str(v) for k, v in with_store_defaults(storage_options).items()}
+    arguments: dict[str, Any] = {_S3_OPTIONS[k]: v for k, v in options.items() if k in _S3_OPTIONS}
+    with contextlib.suppress(ValueError):  # a value pylance would refuse: pyarrow keeps its default
+        # the SDK's "default" strategy: its "standard" one stops retrying once a shared quota of
+        # retries is spent, which a store failing often spends within one plan
+        arguments["retry_strategy"] = pafs.AwsDefaultS3RetryStrategy(
+            max_attempts=int(options["client_max_retries"]) + 1)
+    for key, argument in (("connect_timeout", "connect_timeout"), ("timeout", "request_timeout")):
+        seconds = _seconds(options[key])
+        if seconds is not None:
+            arguments[argument] = seconds
     endpoint = str(arguments.get("endpoint_override", ""))
     if "://" in endpoint:
         scheme, arguments["endpoint_override"] = endpoint.split("://", 1)
@@ -153,3 +166,12 @@ def _s3_arguments(storage_options: dict) -> dict:
     if options.get("aws_virtual_hosted_style_request", "").lower() in _TRUE:
         arguments["force_virtual_addressing"] = True
     return arguments
+
+
+def _seconds(duration: str) -> float | None:
+    """A duration as object_store spells it ("5s", "500ms", "2m", "1h") in seconds; None when
+    it is not one."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", duration)
+    if match is None:
+        return None
+    return float(match[1]) * {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "h": 3600.0}[match[2]]

@@ -32,7 +32,6 @@ import functools
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lance_sync.model.errors import BackendUnavailable, ConfigError
@@ -40,7 +39,9 @@ from lance_sync.model.variables import resolve_references
 
 if TYPE_CHECKING:
     from lance_sync.drivers.base import Drivers, SyncNamespace
+    from lance_sync.model.actions import Plan
     from lance_sync.model.backend_config import BackendConfig, BackendRules
+    from lance_sync.model.desired import DesiredState
 
 ENTRY_POINT_GROUP = "lance_namespace.impls"
 #: what a backend type is prefixed with in `lance_namespace.connect` and in the entry points
@@ -68,7 +69,10 @@ BUILTIN_RULES: dict[str, str] = {
 @functools.cache
 def available_drivers() -> dict[str, str]:
     """Backend type -> "module:Class": the builtins, plus the types installed packages add
-    through `lance-sync-<type>` entry points."""
+    through `lance-sync-<type>` entry points (read here only: a scan of every installed
+    package, which a builtin type spares)."""
+    from importlib.metadata import entry_points
+
     drivers = {}
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         if entry.name.startswith(IMPL_PREFIX):
@@ -117,7 +121,8 @@ def driver_export(package: str, class_name: str) -> Callable[[str], Any]:
 
 
 def _target(backend_type: str) -> str:
-    target = available_drivers().get(backend_type)
+    """A builtin type's driver without reading the entry points (no entry point replaces one)."""
+    target = BUILTIN_DRIVERS.get(backend_type) or available_drivers().get(backend_type)
     if target is None:
         known = ", ".join(sorted(available_drivers()))
         raise ConfigError(f"unknown backend type '{backend_type}' (known: {known})")
@@ -145,6 +150,21 @@ class ConfiguredBackend(Protocol):
 
     @property
     def config(self) -> BackendConfig: ...
+
+
+def connect_drivers(source: DesiredState | Plan) -> Drivers:
+    """A driver per backend of a loaded manifest, or of a saved plan (its `${VAR}` secrets read
+    from the environment); the plan's model is imported here, as this module stays light."""
+    from lance_sync.model.actions import Plan
+
+    if isinstance(source, Plan):
+        return connect_templates(source.backends)
+    return connect_backends(source.backends)
+
+
+def close_drivers(drivers: Drivers) -> None:
+    for driver in drivers.values():
+        driver.close()
 
 
 def connect_backends(backends: Mapping[str, ConfiguredBackend]) -> Drivers:

@@ -64,7 +64,9 @@ sends only what differs from what the backend holds (re-read first; some backend
 whole request that grants a privilege held or revokes one not held) and leaves other
 principals and the object itself alone. Whether the backend stored the change is the
 caller's to check by listing again (a Unity server with authorization off accepts grants
-and keeps none).
+and keeps none). `grants_record` and `write_grants_record` read and write which principals
+lance-sync manages on an object, a property of the object by default (`grants_record_place`
+says where a backend keeps it otherwise).
 
 Configuration: each driver has a pydantic `config_model` (a `BackendConfig`) whose field
 names are the spec's property names. A driver is built from a configuration validated
@@ -128,7 +130,8 @@ from lance_sync.model.backend_config import (  # noqa: F401 - re-exported
     Identifier,
     default_root,
 )
-from lance_sync.model.grants import GrantMap, Securable
+from lance_sync.model.grants import GrantMap, RecordPlace, Securable
+from lance_sync.model.marks import GRANTS_KEY, grants_record, grants_record_value
 
 #: Lance request modes as `request_mode` spells them; the first of each is the default
 CREATE_MODES = ("create", "existok", "overwrite")
@@ -452,6 +455,32 @@ class SyncNamespace(BackendRules, TableOperations, LanceNamespace):
                       grant: frozenset[str], revoke: frozenset[str]) -> None:
         """Grant `grant` and revoke `revoke` of `principal` on the object (see the module docstring)."""
         raise UnsupportedOperationError(f"{self.backend_type}: grants are not supported")
+
+    def grants_record_place(self, kind: Securable, id: Identifier) -> RecordPlace:
+        """Where the record of the principals lance-sync manages on the object lives: by
+        default the object's own property `lance_sync.grants`."""
+        return RecordPlace(kind, id, GRANTS_KEY)
+
+    def grants_record(self, kind: Securable, id: Identifier) -> frozenset[str] | None:
+        """The principals recorded as managed on the object; None where there is no record.
+        NamespaceNotFound or TableNotFound when the record's place is missing."""
+        place = self.grants_record_place(kind, id)
+        info = self.get_namespace_info(place.id) if place.kind == "namespace" else self.get_table_info(place.id)
+        if info is None:
+            missing = NamespaceNotFoundError if place.kind == "namespace" else TableNotFoundError
+            raise missing(f"{self.backend_type}: {place.kind} {self.format_identifier(place.id)} not found")
+        return grants_record(info.properties.get(place.key))
+
+    def write_grants_record(self, kind: Securable, id: Identifier, principals: frozenset[str] | None) -> None:
+        """Record `principals` as managed on the object (None: remove the record), leaving every
+        other property of its place alone."""
+        place = self.grants_record_place(kind, id)
+        updates = {} if principals is None else {place.key: grants_record_value(principals)}
+        removals = [place.key] if principals is None else []
+        if place.kind == "namespace":
+            self.update_namespace_properties(place.id, updates, removals)
+        else:
+            self.update_table_properties(place.id, updates, removals)
 
     def update_table_location(self, id: Identifier, location: str) -> None:
         """Point a registered Lance table at another location in place, keeping the table itself

@@ -256,17 +256,20 @@ class TableLeaseRegister(LeaseRegister):
         return created
 
 
-class NamespaceLeaseRegister(LeaseRegister):
-    """A lease as a namespace whose properties are the record, for backends without any
-    conditional write (Unity Catalog OSS; the default of every driver).
+class ClaimLeaseRegister(LeaseRegister):
+    """A lease as one object of a backend without any conditional write, its properties the
+    record: the object's create is exclusive, but nothing can be replaced or removed on a
+    condition. Subclasses give the object's four calls (`_create_at`, `_properties_at`,
+    `_write_at`, `_drop_at`) for an object and its claims alike: namespaces
+    (`NamespaceLeaseRegister`, the default of every driver), Hive views (lance_sync.drivers.hive3.leases).
 
-    The version of a record is its fingerprint. Creating the namespace is exclusive. A swap
-    or removal of record R first takes a claim on R: it creates the claim namespace
-    `<name>_claim_<version of R>` (exclusive: of all applies replacing R, one gets it; its
-    properties are the claimant's record), reads the lease again, writes only if it is still R,
-    and drops the claim. Every write of the lease happens under a claim on the record it
-    replaces, so two applies never both pass their check. A write whose outcome is unknown (no
-    answer) keeps its claim, since it may still land; its apply tries again under it.
+    The version of a record is its fingerprint. Creating the lease object is exclusive. A swap
+    or removal of record R first takes a claim on R: it creates the claim object
+    `<name>_claim_<version of R>` beside the lease (exclusive: of all applies replacing R, one
+    gets it; its properties are the claimant's record), reads the lease again, writes only if it
+    is still R, and drops the claim. Every write of the lease happens under a claim on the
+    record it replaces, so two applies never both pass their check. A write whose outcome is
+    unknown (no answer) keeps its claim, since it may still land; its apply tries again under it.
 
     A claim whose claimant is dead (its process gone on this host, or the claim older than
     CLAIM_SECONDS) is superseded by the next generation, `<name>_claim_<version>_<n>`, created
@@ -281,19 +284,36 @@ class NamespaceLeaseRegister(LeaseRegister):
 
     atomic = False
 
-    def __init__(self, driver: SyncNamespace, id: Identifier):
-        super().__init__(f"{driver.namespace_id()} {list(id)}", driver.format_identifier(id))
-        self.driver = driver
+    def __init__(self, id: Identifier, where: str, label: str):
+        super().__init__(where, label)
+        #: the lease object; its claims are its siblings
         self.id = id
 
+    @abstractmethod
+    def _create_at(self, id: Identifier, record: LeaseRecord) -> bool:
+        """Create the object `id` holding `record`; False when it exists (of any number of
+        creates of one id, one returns True)."""
+
+    @abstractmethod
+    def _properties_at(self, id: Identifier) -> Mapping[str, str] | None:
+        """The properties of the object `id`; None when there is none."""
+
+    @abstractmethod
+    def _write_at(self, id: Identifier, record: LeaseRecord) -> None:
+        """Replace the properties of the object `id` by `record`'s (sent again, it changes nothing more)."""
+
+    @abstractmethod
+    def _drop_at(self, id: Identifier) -> None:
+        """Drop the object `id`; nothing when it is gone."""
+
     def create(self, record: LeaseRecord) -> StoredLease | None:
-        return _stored(record) if self._create_namespace(self.id, record) else None
+        return _stored(record) if self._create_exclusive(self.id, record) else None
 
     def read(self) -> StoredLease | None:
-        info = self.driver.get_namespace_info(self.id)
-        if info is None:
+        properties = self._properties_at(self.id)
+        if properties is None:
             return None
-        record = LeaseRecord.from_properties(info.properties)
+        record = LeaseRecord.from_properties(properties)
         if record is None:
             raise not_a_lease(self.label)
         return _stored(record)
@@ -301,16 +321,12 @@ class NamespaceLeaseRegister(LeaseRegister):
     def swap(self, expected: StoredLease, record: LeaseRecord) -> StoredLease | None:
         def write() -> None:
             # a whole replacement: sending it again while the claim is held changes nothing more
-            with_retries(lambda: self.driver.replace_namespace_properties(self.id, record.to_properties()),
-                         STEP_RETRIES)
+            with_retries(lambda: self._write_at(self.id, record), STEP_RETRIES)
 
         return _stored(record) if self._under_claim(expected, record, write) else None
 
     def remove(self, expected: StoredLease) -> bool:
-        def write() -> None:
-            self.driver.drop_namespace(DropNamespaceRequest(id=list(self.id), mode="Skip", behavior="Restrict"))
-
-        return self._under_claim(expected, expected.record.renewed(CLAIM_SECONDS), write)
+        return self._under_claim(expected, expected.record.renewed(CLAIM_SECONDS), lambda: self._drop_at(self.id))
 
     def claimant(self, expected: StoredLease) -> LeaseRecord | None:
         """The claimant of the newest claim on `expected`."""
@@ -319,7 +335,7 @@ class NamespaceLeaseRegister(LeaseRegister):
 
     def clear_claim(self, expected: StoredLease) -> None:
         for claim, _ in self._claims(expected):
-            self._drop(claim)
+            self._drop_at(claim)
 
     def _under_claim(self, expected: StoredLease, claimant: LeaseRecord, write: Callable[[], None]) -> bool:
         """`write()` while holding a claim on `expected`, if the lease is still `expected`;
@@ -350,7 +366,7 @@ class NamespaceLeaseRegister(LeaseRegister):
         generation = 0
         while True:
             claim = self._claim_id(expected, generation)
-            if self._create_namespace(claim, claimant):
+            if self._create_exclusive(claim, claimant):
                 return generation
             held = self._claim_of(claim)
             if held is None:
@@ -375,24 +391,20 @@ class NamespaceLeaseRegister(LeaseRegister):
     def _drop_claims(self, expected: StoredLease, generation: int) -> None:
         """Drop this apply's claim, newest first, then the dead ones it superseded."""
         for superseded in range(generation, -1, -1):
-            self._drop(self._claim_id(expected, superseded))
+            self._drop_at(self._claim_id(expected, superseded))
 
     def _claim_of(self, claim: Identifier) -> LeaseRecord | None:
-        info = self.driver.get_namespace_info(claim)
-        return LeaseRecord.from_properties(info.properties) if info is not None else None
+        properties = self._properties_at(claim)
+        return LeaseRecord.from_properties(properties) if properties is not None else None
 
-    def _create_namespace(self, id: Identifier, record: LeaseRecord) -> bool:
-        """Create the namespace holding `record`, exclusively: False when it exists. A create that
-        got no answer may have landed, so the namespace is read back (ours: created), and sent
+    def _create_exclusive(self, id: Identifier, record: LeaseRecord) -> bool:
+        """Create the object holding `record`, exclusively: False when it exists. A create that
+        got no answer may have landed, so the object is read back (ours: created), and sent
         again while it is absent; each step of a swap gets its retries, as each request does."""
         attempt = 0
         while True:
             try:
-                self.driver.create_namespace(CreateNamespaceRequest(id=list(id), mode="Create",
-                                                                    properties=record.to_properties()))
-                return True
-            except NamespaceAlreadyExistsError:
-                return False
+                return self._create_at(id, record)
             except LanceNamespaceError as error:
                 if not is_transient(error) or attempt >= STEP_RETRIES:
                     raise
@@ -402,12 +414,37 @@ class NamespaceLeaseRegister(LeaseRegister):
             time.sleep(backoff_seconds(attempt))
             attempt += 1
 
-    def _drop(self, id: Identifier) -> None:
-        self.driver.drop_namespace(DropNamespaceRequest(id=list(id), mode="Skip", behavior="Restrict"))
-
     def _claim_id(self, expected: StoredLease, generation: int) -> Identifier:
         suffix = f"_{generation}" if generation else ""
         return (*self.id[:-1], f"{self.id[-1]}{CLAIM_INFIX}{expected.version}{suffix}")
+
+
+class NamespaceLeaseRegister(ClaimLeaseRegister):
+    """A lease as a namespace whose properties are the record, its claims namespaces beside it
+    (`ClaimLeaseRegister`), for backends without any conditional write (Unity Catalog OSS; the
+    default of every driver)."""
+
+    def __init__(self, driver: SyncNamespace, id: Identifier):
+        super().__init__(id, f"{driver.namespace_id()} {list(id)}", driver.format_identifier(id))
+        self.driver = driver
+
+    def _create_at(self, id: Identifier, record: LeaseRecord) -> bool:
+        try:
+            self.driver.create_namespace(CreateNamespaceRequest(id=list(id), mode="Create",
+                                                                properties=record.to_properties()))
+        except NamespaceAlreadyExistsError:
+            return False
+        return True
+
+    def _properties_at(self, id: Identifier) -> Mapping[str, str] | None:
+        info = self.driver.get_namespace_info(id)
+        return info.properties if info is not None else None
+
+    def _write_at(self, id: Identifier, record: LeaseRecord) -> None:
+        self.driver.replace_namespace_properties(id, record.to_properties())
+
+    def _drop_at(self, id: Identifier) -> None:
+        self.driver.drop_namespace(DropNamespaceRequest(id=list(id), mode="Skip", behavior="Restrict"))
 
 
 def _stored(record: LeaseRecord) -> StoredLease:

@@ -2,7 +2,7 @@
 
 Like Terraform's plans package, an action says three things apart: the *verb* (create,
 update, rename, replace, forget, delete; grant and revoke for one principal's privileges on a
-namespace or table), the *address* of the object (its kind, backend and id; a rename's also
+namespace or table, record for the principals whose grants lance-sync manages there), the *address* of the object (its kind, backend and id; a rename's also
 the id it had, like Terraform's `moved`; a grant's also its principal),
 and the *reason* it is planned (absent, changed, adopt, ...). Everything else follows from
 those: the symbol a renderer prints, whether the action destroys data or an object's
@@ -19,9 +19,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 PLAN_FORMAT_VERSION: Final = 2
@@ -43,6 +50,9 @@ class Verb(str, Enum):
     GRANT = "grant"
     #: take privileges away from one principal (destructive: --allow-revoke)
     REVOKE = "revoke"
+    #: write on a namespace or table which principals lance-sync manages there, so that one
+    #: leaving the manifest is revoked (neither the object nor any privilege changes)
+    RECORD = "record"
 
 
 class Kind(str, Enum):
@@ -68,6 +78,7 @@ class Reason(str, Enum):
     CHANGED = "changed"                # declared values differ from the live ones
     ADOPT = "adopt"                    # exists without an owner mark: take ownership
     UNDECLARED = "undeclared"          # a grant the manifest does not declare (grants_mode: authoritative)
+    LEFT_GRANTS = "left_grants"        # a principal lance-sync granted, no longer in the object's grants:
     RENAMED = "renamed"                # registered under a name the manifest's renamed_from gives
     SCHEMA_MISMATCH = "schema_mismatch"  # the dataset's columns differ and on_mismatch: overwrite
     LEFT_MANIFEST = "left_manifest"    # owned, no longer declared
@@ -84,8 +95,8 @@ class Destruction(str, Enum):
 
 #: the action types a policy rule can name: a verb (every kind), or a verb and a kind
 ActionType = Literal[
-    "create", "update", "rename", "replace", "forget", "delete", "grant", "revoke",
-    "create namespace", "update namespace", "delete namespace", "grant namespace", "revoke namespace",
+    "create", "update", "rename", "replace", "forget", "delete", "grant", "revoke", "record",
+    "record namespace", "record table", "create namespace", "update namespace", "delete namespace", "grant namespace", "revoke namespace",
     "create dataset", "replace dataset", "delete dataset",
     "create table", "update table", "rename table", "replace table", "forget table", "grant table",
     "revoke table", "update dataset",
@@ -129,6 +140,7 @@ _OPERATIONS: dict[tuple[Kind, Verb], _Operation] = {
     (Kind.NAMESPACE, Verb.UPDATE): _Operation(1, Verb.UPDATE),
     (Kind.NAMESPACE, Verb.GRANT): _Operation(1, Verb.REVOKE),
     (Kind.NAMESPACE, Verb.REVOKE): _Operation(1, Verb.GRANT),
+    (Kind.NAMESPACE, Verb.RECORD): _Operation(1, Verb.RECORD),
     (Kind.DATASET, Verb.CREATE): _Operation(2, Verb.DELETE),
     (Kind.DATASET, Verb.REPLACE): _Operation(2, None),
     (Kind.TABLE, Verb.CREATE): _Operation(3, Verb.FORGET),
@@ -137,6 +149,7 @@ _OPERATIONS: dict[tuple[Kind, Verb], _Operation] = {
     (Kind.TABLE, Verb.REPLACE): _Operation(4, Verb.REPLACE),
     (Kind.TABLE, Verb.GRANT): _Operation(4, Verb.REVOKE),
     (Kind.TABLE, Verb.REVOKE): _Operation(4, Verb.GRANT),
+    (Kind.TABLE, Verb.RECORD): _Operation(4, Verb.RECORD),
     (Kind.DATASET, Verb.DELETE): _Operation(5, None),
     (Kind.TABLE, Verb.FORGET): _Operation(6, Verb.CREATE),
     (Kind.NAMESPACE, Verb.DELETE): _Operation(7, Verb.CREATE),
@@ -206,6 +219,25 @@ class DatasetStatus(_Model):
     bytes: int | None = None
 
 
+def _kept_when_valid(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A dict or list of texts as it is, not a copy: the actions of a large plan share them (the
+    comparer builds one properties' dict and one list of compared keys for each distinct
+    declaration), and a million creates then hold one of each, not a million; anything else is
+    validated (and copied) as usual."""
+    if type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items()):
+        return value
+    if type(value) is list and all(type(item) is str for item in value):
+        return value
+    return handler(value)
+
+
+# never changed in place: the dict or list an action holds may be another's too
+#: a state's properties
+Properties = Annotated[dict[str, str], WrapValidator(_kept_when_valid)]
+#: an action's compared keys
+Keys = Annotated[list[str], WrapValidator(_kept_when_valid)]
+
+
 # A plan holds an action and its states for each object to change (a million on a large first
 # plan): slotted, validated dataclasses take a fifth of a model's memory (no instance dict, no
 # set of the fields given); they validate, serialize and describe themselves in the schema as
@@ -215,7 +247,7 @@ class ObjectState:
     """The compared part of an object: properties and location; for a dataset its version,
     and for a dataset to write its schema and where the data comes from."""
 
-    properties: dict[str, str] = Field(default_factory=dict)
+    properties: Properties = Field(default_factory=dict)
     location: str | None = None
     columns: list[dict[str, Any]] | None = None
     source: dict[str, Any] | None = None
@@ -223,6 +255,9 @@ class ObjectState:
     version: int | None = None
     #: a grant or revoke: the principal's privileges on the object (None: not a grant's state)
     privileges: list[str] | None = None
+    #: a record: the principals lance-sync records as managing the object's grants (None: no
+    #: record, or not a record's state)
+    principals: list[str] | None = None
     #: a dataset's part: what the manifest declares of it and what was read back (a column's
     #: {name, type, nullable}, an index's {column, type, params}, a tag's {version}, ...)
     definition: dict[str, Any] | None = None
@@ -258,7 +293,7 @@ class Action:
     #: plans of format 2 without it load)
     drops_grants: bool = False
     #: property keys the plan compared; the fingerprint covers exactly these
-    compared_keys: list[str] = Field(default_factory=list)
+    compared_keys: Keys = Field(default_factory=list)
     #: hash of the compared live state (or of absence); apply refuses when it no longer matches
     fingerprint: str
     #: keys of actions that must finish first
@@ -307,12 +342,19 @@ class Action:
             return part_key(self.kind, self.location or "", self.part)
         if self.is_grant:
             return grant_key(self.verb, self.kind, self.backend, self.id, self.principal or "")
+        if self.verb == Verb.RECORD:  # beside the object's own action
+            return f"{self.verb.value}:{action_key(self.kind, self.backend, self.id)}"
         return action_key(self.kind, self.backend, self.id)
 
     @property
     def is_grant(self) -> bool:
         """A grant or a revoke: one principal's privileges on the object, not the object."""
         return self.verb in (Verb.GRANT, Verb.REVOKE)
+
+    @property
+    def about_grants(self) -> bool:
+        """A grant, a revoke or a record: who may use the object, not the object itself."""
+        return self.verb in (Verb.GRANT, Verb.REVOKE, Verb.RECORD)
 
     @property
     def location(self) -> str | None:
@@ -404,6 +446,8 @@ def _undo_state(state: ObjectState | None, kind: Kind) -> ObjectState | None:
         return ObjectState(location=state.location, version=state.version, definition=state.definition)
     if state.privileges is not None:
         return ObjectState(privileges=state.privileges)
+    if state.principals is not None:
+        return ObjectState(principals=state.principals)
     return ObjectState(properties=state.properties, location=state.location)
 
 
@@ -451,6 +495,8 @@ def fingerprint(state: ObjectState | None, keys: list[str]) -> str:
         return _ABSENT  # every create's: one string for all of them
     if state.privileges is not None:
         return _digest({"privileges": sorted(state.privileges)})
+    if state.principals is not None:
+        return _digest({"principals": sorted(state.principals)})
     payload: dict[str, Any] = {"location": state.location, "version": state.version,
                                "properties": {k: state.properties.get(k) for k in keys}}
     if state.definition is not None:  # a dataset part's; other states hash as they always have

@@ -7,7 +7,8 @@ goes with it when it leaves the manifest.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Collection, Mapping
 
 OWNER_KEY = "lance_sync.owner"
 #: the same key in a Lance dataset's schema metadata: the owner whose apply created the dataset,
@@ -18,6 +19,11 @@ DATASET_OWNER_KEY = OWNER_KEY
 PROTECT_KEY = "lance_sync.protect"
 ON_REMOVE_KEY = "lance_sync.on_remove"
 MANAGED_KEYS = (OWNER_KEY, PROTECT_KEY, ON_REMOVE_KEY)
+#: the principals whose grants lance-sync manages on an object (a JSON list): a principal that
+#: leaves the manifest is revoked only where this records it. Never compared as a property: the
+#: grants planner keeps it (lance_sync.plan.grants); a backend may keep it elsewhere than on the
+#: object itself (`SyncNamespace.grants_record_place`), under this key and a suffix
+GRANTS_KEY = "lance_sync.grants"
 #: every key under this prefix is lance-sync's; manifests cannot set them
 RESERVED_PREFIX = "lance_sync."
 
@@ -41,6 +47,24 @@ def marks(owner: str, protect: bool = False, on_remove: str | None = None) -> di
 
 def owner_of(properties: Mapping[str, str]) -> str | None:
     return properties.get(OWNER_KEY)
+
+
+def grants_record(value: str | None) -> frozenset[str] | None:
+    """The principals a `GRANTS_KEY` value records; None for no record (or one that cannot be
+    read: an object without a record keeps the behaviour from before records)."""
+    if value is None:
+        return None
+    try:
+        principals = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(principals, list) or not all(isinstance(p, str) for p in principals):
+        return None
+    return frozenset(principals)
+
+
+def grants_record_value(principals: Collection[str]) -> str:
+    return json.dumps(sorted(principals), ensure_ascii=False, separators=(",", ":"))
 
 
 def is_protected(properties: Mapping[str, str]) -> bool:
@@ -73,8 +97,10 @@ def lance_table_properties(properties: Mapping[str, str] | None) -> dict[str, st
 
 
 def unmanaged(properties: Mapping[str, str]) -> dict[str, str]:
-    """Properties without lance-sync's marks and the table-type marker: what a user declared."""
-    return {k: v for k, v in properties.items() if k not in MANAGED_KEYS and k != TABLE_TYPE_KEY}
+    """Properties without lance-sync's marks, grants records and the table-type marker: what a
+    user declared."""
+    return {k: v for k, v in properties.items()
+            if k not in MANAGED_KEYS and k != TABLE_TYPE_KEY and not k.startswith(GRANTS_KEY)}
 
 
 def is_lease_namespace(id: tuple[str, ...]) -> bool:

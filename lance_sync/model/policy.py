@@ -367,7 +367,7 @@ def declared_tables(state: DesiredState, rows: Mapping[str, int] | None = None) 
 def action_subjects(plan: Plan) -> Iterator[Subject]:
     """The namespaces and tables a plan creates or changes, as they will be."""
     for action in plan.actions:
-        if action.kind == Kind.DATASET or action.kind in DATASET_PARTS or action.after is None or action.is_grant:
+        if action.kind == Kind.DATASET or action.kind in DATASET_PARTS or action.after is None or action.about_grants:
             continue
         yield Subject(action.kind, action.backend, tuple(action.id), action.display_id, action.after.properties,
                       action.after.location, action=action.key)

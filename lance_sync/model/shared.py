@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 
 #: catalog calls (and location checks) one command has in flight at once, unless told otherwise
@@ -10,3 +11,13 @@ DEFAULT_PARALLELISM = 16
 STATE_DIRECTORY = ".lance-sync"
 #: where a long-running step reports what it is doing, one line at a time
 Progress = Callable[[str], None]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address is this machine only (localhost, 127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -37,3 +37,26 @@ def layered(*layers: Mapping[str, str] | None) -> dict[str, str]:
                 del result[other]
             result[str(key)] = str(value)
     return result
+
+
+#: lance-sync's defaults for the store clients' own retries and timeouts, under every layer the
+#: user sets (docs/object-storage.md, "Retries"): pylance's object_store keys, also given to the
+#: pyarrow S3 filesystem of lance-sync's location checks (lance_sync.data.storage). A request
+#: that failed transiently (a 5xx, a reset or refused connection, a timeout) is sent again up
+#: to `client_max_retries` times within `client_retry_timeout` seconds; a download cut off is
+#: read again `download_retry_count` times. pylance 14's own defaults (3 retries, 3 downloads)
+#: give up on a store that fails one request in three; 6, with object_store's backoff from
+#: 0.1 s doubling, is about 6 s of waiting, as the catalogs' retries (drivers.support.retry), so
+#: a store that cannot be reached at all is still reported in seconds.
+STORE_DEFAULTS: dict[str, str] = {
+    "client_max_retries": "6",
+    "client_retry_timeout": "30",
+    "download_retry_count": "6",
+    "connect_timeout": "5s",
+    "timeout": "60s",
+}
+
+
+def with_store_defaults(options: Mapping[str, str] | None) -> dict[str, str]:
+    """`options` over STORE_DEFAULTS: a default applies only where `options` leave it unset."""
+    return layered(STORE_DEFAULTS, options)

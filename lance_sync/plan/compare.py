@@ -48,7 +48,7 @@ from lance_sync.model.actions import (
     fingerprint,
     project,
 )
-from lance_sync.model.arrow_types import columns_from_schema, describe_columns, schema_from_columns
+from lance_sync.model.arrow_types import describe_columns
 from lance_sync.model.desired import DesiredState, DesiredTable
 from lance_sync.model.errors import PlanConflicts
 from lance_sync.model.locations import (
@@ -61,14 +61,21 @@ from lance_sync.model.locations import (
 from lance_sync.model.marks import (
     MANAGED_KEYS,
     OWNER_KEY,
-    describe_dataset_owner,
     drops_data,
     is_protected,
     marks,
     owner_of,
 )
 from lance_sync.model.table_state import LiveTableState
-from lance_sync.plan.moves import left_behind
+from lance_sync.plan.dataset_notes import (
+    NOT_A_DATASET,
+    dataset_warnings,
+    declared_columns,
+    not_created_here,
+    source_origin,
+)
+from lance_sync.plan.differences import change_detail, same_but_marks, stays_protected
+from lance_sync.plan.moves import left_behind, moved_in_place_note
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.order import sort_actions
 from lance_sync.plan.renames import Pairing, pair_renames, rename_hints
@@ -76,8 +83,8 @@ from lance_sync.plan.table_state import plan_table_state
 from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
-#: what a location may hold for a table to be registered there
-_NOT_A_DATASET = ("not_lance", "corrupt", "interrupted")
+#: the pairs of properties' dicts whose comparison a comparer remembers (`Comparer._holds`)
+_IN_SYNC_PAIRS = 10_000
 
 
 @dataclass(frozen=True)
@@ -110,14 +117,6 @@ class Comparison:
     conflicts: list[Conflict] = field(default_factory=list)
 
 
-def removal_locations(desired: DesiredState, live: LiveState) -> set[str]:
-    """Locations of owned tables that left the manifest: their datasets are inspected too,
-    so that a removal's fingerprint covers the data it would leave or delete."""
-    wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
-    return {info.location for key, info in live.tables.items()
-            if key not in wanted and info.location and owner_of(info.properties) == desired.owner}
-
-
 class Comparer:
     def __init__(self, desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
                  datasets: dict[str, DatasetStatus], table_states: dict[str, LiveTableState] | None = None):
@@ -130,15 +129,26 @@ class Comparer:
         self.result = Comparison()
         self.renames = pair_renames(desired, live)
         self.created_namespaces: set[ObjectKey] = set()
+        #: the properties a table should have, one dict for each of its declared properties' dicts
+        #: and marks (tables with equal properties share one dict: lance_sync.manifest)
+        self._wanted_properties: dict[tuple[int, bool, str], dict[str, str]] = {}
+        #: (id of the wanted properties, id of the live ones) -> whether the live ones are in sync;
+        #: the live state too shares equal properties' dicts, so an unchanged table of a large plan
+        #: is compared once for all the tables like it (the dicts live as long as this comparer)
+        self._in_sync: dict[tuple[int, int], bool] = {}
+        #: compared keys -> the one sorted list of them the actions share (`_sorted`)
+        self._keys: dict[tuple[str, ...], list[str]] = {}
         #: every registration the manifest declares
         self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
+        #: the live registrations the manifest does not declare, in order (few, in a large plan)
+        self.undeclared = sorted(live.tables.keys() - self.wanted)
         #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
         self.resolve = LocationResolver()
         #: registrations that stay after this plan and are not the manifest's, by resolved
         #: location: a manifest table's location may not overlap theirs (usually there are none)
         self.foreign = LocationIndex(itertools.chain(
-            ((self.resolve(info.location), key) for key, info in live.tables.items()
-             if key not in self.wanted and info.location and owner_of(info.properties) != desired.owner),
+            ((self.resolve(info.location), key) for key in self.undeclared
+             if (info := live.tables[key]).location and owner_of(info.properties) != desired.owner),
             ((self.resolve(info.location), key) for key, info in live.beyond_scope.items()
              if info.location and key not in self.wanted)))
 
@@ -168,9 +178,17 @@ class Comparer:
         display = _dataset_location(after, before) if kind == Kind.DATASET else self._display(backend, id)
         action = Action(verb=verb, kind=kind, reason=reason, backend=backend, id=list(id),
                         display_id=display, detail=detail, before=before, after=after,
-                        compared_keys=sorted(keys), fingerprint=fingerprint(before, list(keys)), **extra)
+                        compared_keys=self._sorted(keys), fingerprint=fingerprint(before, list(keys)), **extra)
         self.result.actions.append(action)
         return action
+
+    def _sorted(self, keys: Sequence[str]) -> list[str]:
+        """`keys` sorted, one list for all the actions that compare the same keys (read only)."""
+        known = tuple(keys)
+        found = self._keys.get(known)
+        if found is None:
+            found = self._keys[known] = sorted(known)
+        return found
 
     def _left_alone(self, kind: Kind, backend: str, id: Identifier, reason: str) -> None:
         self.result.left_alone.append(LeftAlone(kind=kind, backend=backend, id=list(id),
@@ -237,7 +255,7 @@ class Comparer:
                     Verb.UPDATE, Kind.NAMESPACE, Reason.ADOPT if adopting else Reason.CHANGED, ns.backend,
                     ns.id, before=have, after=want, keys=keys,
                     detail="exists without an owner mark: adopt it (stamp the mark in place)" if adopting
-                    else _diff_detail(have, want),
+                    else change_detail(have, want),
                     blocked=None if can_update else "the backend cannot update namespace properties")
 
     def _create_namespace(self, backend: str, id: Identifier, want: ObjectState, keys: list[str]) -> None:
@@ -253,6 +271,8 @@ class Comparer:
 
     def _tables(self) -> None:
         for table in self.desired.tables:
+            if not self.foreign and self._unchanged(table):
+                continue
             status = self.datasets.get(table.location)
             overlap = self._location_conflict(table)
             made_before = len(self.result.actions)
@@ -270,6 +290,22 @@ class Comparer:
             if overlap and len(self.result.actions) == made_before:
                 self.result.warnings.append(f"table '{table.name}': {overlap}")
 
+    def _unchanged(self, table: DesiredTable) -> bool:
+        """Declared without data and every registration in sync, in a namespace that is there: what
+        most tables of a large plan are, told without looking at their locations (`_table` and
+        `_dataset` plan nothing for them)."""
+        if table.columns or table.source:
+            return False
+        want, location, live_tables = self._wanted(table), table.location, self.live.tables
+        for registration in table.registrations:
+            key = (registration.backend, registration.id)
+            live = live_tables.get(key)
+            if live is None or not live.is_lance or live.location != location \
+                    or not self._holds(want, live.properties) \
+                    or (registration.backend, registration.id[:-1]) not in self.live.namespaces:
+                return False
+        return True
+
     def _table_states(self) -> None:
         """The datasets' own state (lance_sync.plan.table_state), after their data is planned."""
         parts = plan_table_state(self.desired, self.datasets, self.table_states, self.result.actions)
@@ -283,13 +319,10 @@ class Comparer:
         """Write the table's data when it is missing (or this owner's write of it was cut off),
         or rewrite it when on_mismatch says so."""
         writer = table.registrations[0].backend if table.registrations else None
-        if writer is None:
-            return None
-        data = bool(table.columns or table.source)
-        missing = status is None or status.status == "missing"
-        if missing and not data:
+        if writer is None or not (table.columns or table.source):
             return None  # declared without data: nothing to write (most tables of a large plan)
-        declared = _declared_columns(table)
+        missing = status is None or status.status == "missing"
+        declared = declared_columns(table)
         registrations = [Address(backend=r.backend, id=list(r.id), display_id=self._display(r.backend, r.id))
                          for r in table.registrations]
         after = ObjectState(location=table.location, columns=declared, source=table.source)
@@ -297,7 +330,7 @@ class Comparer:
                                   "blocked": overlap}
         if missing:
             return self._action(Verb.CREATE, Kind.DATASET, Reason.ABSENT, writer, (), before=None,
-                                after=after, detail=f"no dataset at the location: write it {_origin(table)}",
+                                after=after, detail=f"no dataset at the location: write it {source_origin(table)}",
                                 **common)
         assert status is not None
         unfinished = self._unfinished_write(table, status)
@@ -305,11 +338,11 @@ class Comparer:
             before = ObjectState(location=table.location, version=status.version) if status.version else None
             return self._action(Verb.CREATE, Kind.DATASET, Reason.ABSENT, writer, (), before=before, after=after,
                                 detail=unfinished, **common)
-        if status.status == "unreachable" and data:
+        if status.status == "unreachable":
             self.result.conflicts.append(Conflict(
                 f"table '{table.name}': cannot tell whether {table.location} holds data: {status.error}",
                 "storage", table.name))
-        if status.status in _NOT_A_DATASET and data:
+        if status.status in NOT_A_DATASET:
             self.result.conflicts.append(self._not_a_dataset(table, status))
         if status.status != "valid" or declared is None:
             return None
@@ -326,9 +359,9 @@ class Comparer:
             if protected:
                 common["blocked"] = PROTECTED
             elif status.owner != self.desired.owner:
-                common["blocked"] = _not_created_here(table.location, status, self.desired.owner)
+                common["blocked"] = not_created_here(table.location, status, self.desired.owner)
             return self._action(Verb.REPLACE, Kind.DATASET, Reason.SCHEMA_MISMATCH, writer, (), before=before,
-                                after=after, detail=f"{'; '.join(evolution.problems)}: rewrite it {_origin(table)} "
+                                after=after, detail=f"{'; '.join(evolution.problems)}: rewrite it {source_origin(table)} "
                                 "(on_mismatch: overwrite; the current data is lost)", **common)
         self.result.conflicts.extend(
             Conflict(f"table '{table.name}' at {table.location}: {problem}", "schema", table.name, detail=problem)
@@ -348,7 +381,7 @@ class Comparer:
             return None
         if status.status == "interrupted":
             return (f"apply {intent.apply} of this owner did not finish writing the dataset: remove what it "
-                    f"left and write it {_origin(table)}")
+                    f"left and write it {source_origin(table)}")
         if status.status == "valid" and status.owner == self.desired.owner:
             return (f"apply {intent.apply} of this owner committed the dataset but did not finish: check it "
                     "and clear its intent record")
@@ -366,20 +399,17 @@ class Comparer:
     def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool,
                overlap: str | None) -> None:
         backend, id = key
-        want_properties = {**table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
+        want_properties = self._wanted(table)
         live = self.live.tables.get(key)
         if live is not None and live.is_lance and live.location == table.location and \
-                want_properties.items() <= live.properties.items() and \
-                live.properties.keys() & MANAGED_KEYS <= want_properties.keys():
-            # in sync, as most tables of a large plan are: every wanted property there, and no
-            # mark beyond the wanted ones (checked with set operations, without building states)
-            return
+                self._holds(want_properties, live.properties):
+            return  # in sync, as most tables of a large plan are
         keys = sorted(set(table.properties) | set(MANAGED_KEYS))
         want = ObjectState(location=table.location, properties=want_properties)
         common: dict[str, Any] = {"keys": keys, "table": table.name, "dataset": status,
-                  "warnings": [] if writes else _dataset_warnings(table, status)}
+                  "warnings": [] if writes else dataset_warnings(table, status)}
         moves = live is None or live.location != table.location
-        if moves and not writes and status is not None and status.status in _NOT_A_DATASET:
+        if moves and not writes and status is not None and status.status in NOT_A_DATASET:
             conflict = self._not_a_dataset(table, status)
             if conflict.message not in {c.message for c in self.result.conflicts}:
                 self.result.conflicts.append(conflict)
@@ -398,6 +428,25 @@ class Comparer:
             return
         self._change_table(key, live, want, common, overlap)
 
+    def _wanted(self, table: DesiredTable) -> dict[str, str]:
+        """The properties `table` should have: its own and lance-sync's marks (shared: read only)."""
+        cache_key = (id(table.properties), table.protect, table.on_remove)
+        wanted = self._wanted_properties.get(cache_key)
+        if wanted is None:
+            wanted = self._wanted_properties[cache_key] = {
+                **table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
+        return wanted
+
+    def _holds(self, want: dict[str, str], live: dict[str, str]) -> bool:
+        """Every wanted property there, and no mark beyond the wanted ones."""
+        pair = (id(want), id(live))
+        known = self._in_sync.get(pair)
+        if known is None:
+            known = want.items() <= live.items() and live.keys() & MANAGED_KEYS <= want.keys()
+            if len(self._in_sync) < _IN_SYNC_PAIRS:  # a backend whose tables share no dicts: no memo
+                self._in_sync[pair] = known
+        return known
+
     def _change_table(self, key: ObjectKey, live: TableInfo, want: ObjectState, common: dict[str, Any],
                       overlap: str | None) -> None:
         """Bring a registered Lance table to `want`: adopt or update it in place where the backend
@@ -413,7 +462,7 @@ class Comparer:
         capabilities = self.capabilities[backend]
         in_place = capabilities.update_table_properties and (
             have.location == want.location or capabilities.update_table_location)
-        if owner is None and not in_place and _same_but_marks(have, want):
+        if owner is None and not in_place and same_but_marks(have, want):
             # adopting never replaces: take the table over as it is
             self.result.adopted_unmarked.append(LeftAlone(
                 kind=Kind.TABLE, backend=backend, id=list(id), display_id=self._display(backend, id),
@@ -426,17 +475,17 @@ class Comparer:
             self._action(Verb.UPDATE, Kind.TABLE, Reason.ADOPT if adopting else Reason.CHANGED, backend, id,
                          before=have, after=want,
                          detail=("exists without an owner mark: adopt it (stamp the mark in place); "
-                                 if adopting else "") + _diff_detail(have, want),
+                                 if adopting else "") + change_detail(have, want) + moved_in_place_note(have, want),
                          blocked=overlap if adopting or have.location != want.location else None, **common)
             return
         why = ("its location differs and the backend cannot move a table in place"
                if have.location != want.location else "the backend cannot update table properties in place")
-        blocked = PROTECTED if _stays_protected(live.properties, want) else None
+        blocked = PROTECTED if stays_protected(live.properties, want) else None
         if have.location != want.location:
             blocked = blocked or overlap
         grants = self._keeps_grants(backend, id)
         self._action(Verb.REPLACE, Kind.TABLE, Reason.CHANGED, backend, id, before=have, after=want,
-                     detail=f"{_diff_detail(have, want)}; {why}: deregister and declare again (data untouched; "
+                     detail=f"{change_detail(have, want)}; {why}: deregister and declare again (data untouched; "
                      f"the table gets a new id{' and loses its grants' if grants else ''})",
                      blocked=blocked, drops_grants=grants, **common)
 
@@ -452,7 +501,7 @@ class Comparer:
         old = Address(backend=backend, id=list(pairing.former), display_id=self._display(backend, pairing.former))
         capabilities = self.capabilities[backend]
         moves = pairing.former[:-1] != id[:-1]
-        changes = [] if have == want else [_diff_detail(have, want)]
+        changes = [] if have == want else [change_detail(have, want)]
         cannot = None
         fixed = capabilities.move_fixed_levels
         if not (capabilities.move_table if moves else capabilities.rename_table):
@@ -474,7 +523,7 @@ class Comparer:
                                        f"{spec.name} ({spec.type}) {cannot}: the table is declared again under "
                                        f"the new name (new table id{', grants are lost' if grants else ''}; "
                                        "data untouched)"]),
-                     blocked=PROTECTED if _stays_protected(pairing.info.properties, want) else None,
+                     blocked=PROTECTED if stays_protected(pairing.info.properties, want) else None,
                      renamed_from=old, drops_grants=grants, **common)
 
     # --- removals --------------------------------------------------------------------------------
@@ -482,9 +531,9 @@ class Comparer:
     def _table_removals(self) -> None:
         leaving: dict[str | None, list[tuple[ObjectKey, TableInfo]]] = defaultdict(list)
         vacated = self.renames.vacated
-        for key in sorted(self.live.tables):
+        for key in self.undeclared:
             info = self.live.tables[key]
-            if key in self.wanted or key in vacated or not info.is_lance:
+            if key in vacated or not info.is_lance:
                 continue
             owner = owner_of(info.properties)
             if owner != self.desired.owner:
@@ -536,7 +585,7 @@ class Comparer:
         if status.owner != self.desired.owner:
             self.result.warnings.append(f"{location}: data kept although on_remove is drop: lance-sync did not "
                                         f"create it for '{self.desired.owner}'")
-            return _not_created_here(location, status, self.desired.owner)
+            return not_created_here(location, status, self.desired.owner)
         return None
 
     def _deletion_blocked(self, location: str, tables: list[tuple[ObjectKey, TableInfo]]) -> str | None:
@@ -638,63 +687,9 @@ def compare(desired: DesiredState, live: LiveState, capabilities: dict[str, Capa
     return Comparer(desired, live, capabilities, datasets, table_states).compare(strict)
 
 
-def _stays_protected(live: dict[str, str], want: ObjectState) -> bool:
-    """A protected table is replaced only by the change that lifts its protection."""
-    return is_protected(live) and is_protected(want.properties)
-
-
-def _same_but_marks(have: ObjectState, want: ObjectState) -> bool:
-    """Equal apart from lance-sync's marks, which the live object lacks."""
-    strip = lambda props: {k: v for k, v in props.items() if k not in MANAGED_KEYS}  # noqa: E731
-    return have.location == want.location and strip(have.properties) == strip(want.properties)
-
-
-def _diff_detail(have: ObjectState, want: ObjectState) -> str:
-    changed = sorted(k for k in set(have.properties) | set(want.properties)
-                     if have.properties.get(k) != want.properties.get(k))
-    parts = []
-    if have.location != want.location:
-        parts.append("location")
-    if changed:
-        parts.append("properties " + ", ".join(changed))
-    return "changed: " + "; ".join(parts) if parts else "changed"
-
-
-def _not_created_here(location: str, status: DatasetStatus, owner: str) -> str:
-    """Why a dataset is not this owner's to delete or rewrite."""
-    return (f"the dataset at {location} {describe_dataset_owner(status.owner)}, so lance-sync did not create "
-            f"it for '{owner}' (lance-sync deletes and rewrites only the datasets it created)")
-
-
-def _declared_columns(table: DesiredTable) -> list[dict] | None:
-    """The declared schema in its canonical spelling, or None when the manifest declares none."""
-    if table.columns:
-        return columns_from_schema(schema_from_columns(table.columns))
-    return None
-
-
 def _dataset_location(*states: ObjectState | None) -> str:
     """A dataset action's address: the location of the first state that has one."""
     for state in states:
         if state is not None and state.location is not None:
             return state.location
     raise ValueError("a dataset action needs a location")
-
-
-def _origin(table: DesiredTable) -> str:
-    if table.source:
-        return f"from {table.source['format']} source {table.source['path']}"
-    return "empty, with the declared schema"
-
-
-def _dataset_warnings(table: DesiredTable, status: DatasetStatus | None) -> list[str]:
-    if status is None or status.status == "valid":
-        return []
-    if status.status == "missing":
-        return [f"no Lance dataset at {table.location} yet (declare only: the table is registered "
-                "before its data exists)"]
-    if status.status in _NOT_A_DATASET:
-        return []  # a registration is never made there (a conflict says why)
-    if status.status == "unreachable":
-        return [f"could not look at {table.location}: {status.error}"]
-    return [f"the Lance dataset at {table.location} looks corrupt: {status.error or 'unreadable'}"]

@@ -35,3 +35,11 @@ def shown_bytes(size: int) -> str:
             break
         value, unit = value / 1000, larger
     return f"{size:,} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+
+
+def moved_in_place_note(have: ObjectState, want: ObjectState) -> str:
+    """What an in-place location change does and does not do, for its detail."""
+    if have.location == want.location:
+        return ""
+    return ("; the registration is pointed at the new location in place (same table id, properties and "
+            "grants); the dataset at the old location is neither moved nor deleted")

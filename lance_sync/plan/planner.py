@@ -32,7 +32,7 @@ from lance_sync.model.policy import declared_subjects, enforce
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
 from lance_sync.model.table_state import LiveTableState
 from lance_sync.plan.changes import ChangeScope, changed_scope, with_declared
-from lance_sync.plan.compare import Comparison, compare, removal_locations
+from lance_sync.plan.compare import Comparison, compare
 from lance_sync.plan.grants import plan_grants
 from lance_sync.plan.observe import LiveState, PointObserver, merge_live, observe
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
@@ -84,8 +84,8 @@ def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Dri
     """What each location of an owned table that left the manifest holds, and each location a
     declared table moves away from, with its size: what the move leaves there (unless known)."""
     options_of = _storage_options(drivers)
-    moved = _moved_from(state, live)
-    leaving = (removal_locations(state, live) | moved.keys()) - known.keys()
+    removed, moved = _leaving_locations(state, live)
+    leaving = (removed | moved.keys()) - known.keys()
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for (backend, _id), info in live.tables.items():
         if info.location is not None and info.location in leaving:
@@ -100,11 +100,25 @@ def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Dri
     return statuses
 
 
-def _moved_from(state: DesiredState, live: LiveState) -> dict[str, str]:
-    """Live locations of declared registrations the manifest points elsewhere -> their backend."""
+def _leaving_locations(state: DesiredState, live: LiveState) -> tuple[set[str], dict[str, str]]:
+    """The live locations a plan may leave, in one pass over the live tables: those of owned
+    tables that left the manifest (their datasets are inspected too, so that a removal's
+    fingerprint covers the data it would leave or delete), and those of declared registrations
+    the manifest points elsewhere, each with its backend."""
     declared = {(r.backend, r.id): t.location for t in state.tables for r in t.registrations}
-    return {info.location: key[0] for key, info in live.tables.items()
-            if info.location and key in declared and declared[key] != info.location}
+    removed: set[str] = set()
+    moved: dict[str, str] = {}
+    for key, info in live.tables.items():
+        location = info.location
+        if not location:
+            continue
+        wanted = declared.get(key)
+        if wanted is None:
+            if owner_of(info.properties) == state.owner:
+                removed.add(location)
+        elif wanted != location:
+            moved[location] = key[0]
+    return removed, moved
 
 
 def _storage_options(drivers: Drivers) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -327,7 +341,12 @@ def compare_all(state: DesiredState, observation: Observation, drivers: Drivers,
     def found(backend: str, kind: Kind, id: Identifier) -> bool:
         return (backend, id) in (live.namespaces if kind == Kind.NAMESPACE else live.tables)
 
-    plan_grants(state, comparison, drivers, observation.capabilities, parallelism, found, observation.api_calls)
+    def observed(backend: str, kind: Kind, id: Identifier) -> dict[str, str] | None:
+        info = (live.namespaces if kind == Kind.NAMESPACE else live.tables).get((backend, id))
+        return info.properties if info is not None else None
+
+    plan_grants(state, comparison, drivers, observation.capabilities, parallelism, found, observation.api_calls,
+                observed)
     return comparison
 
 
@@ -378,7 +397,7 @@ def _scope(state: DesiredState, live: LiveState) -> list[Scope]:
     for backend, id in sorted(live.scanned):
         scanned[backend].append(state.backends[backend].format_id(id) or "(root)")
     elsewhere: dict[str, list[str]] = {name: [] for name in state.backends}
-    declared = state.ids_by_backend()
+    declared = state.ids_by_backend() if live.beyond_scope else {}
     for (backend, id), info in sorted(live.beyond_scope.items()):
         if backend in elsewhere and id not in declared[backend] and owner_of(info.properties) == state.owner:
             elsewhere[backend].append(state.backends[backend].format_id(id))

@@ -32,7 +32,7 @@ SCOPE_SHOWN = 10
 OMITTED_SHOWN = 10
 
 SYMBOLS = {Verb.CREATE: "+", Verb.UPDATE: "~", Verb.RENAME: "~>", Verb.REPLACE: "-/+", Verb.FORGET: "-",
-           Verb.DELETE: "-", Verb.GRANT: "+", Verb.REVOKE: "-"}
+           Verb.DELETE: "-", Verb.GRANT: "+", Verb.REVOKE: "-", Verb.RECORD: "~"}
 COLOURS = {"+": "green", "~": "yellow", "~>": "cyan", "-": "red", "-/+": "magenta"}
 DESTRUCTION_TAGS = {Destruction.DATA: "[destroys data]", Destruction.IDENTITY: "[new table id, grants are lost]",
                     Destruction.ACCESS: "[revokes access]"}
@@ -42,7 +42,7 @@ NAMESPACE_DELETION_TAG = "[deletes the namespace]"
 def summary_counts(plan: Plan) -> dict[str, int]:
     """Actions grouped the way the summary line reads them."""
     groups = {"create": 0, "update": 0, "adopt": 0, "rename": 0, "replace": 0, "remove": 0, "grant": 0,
-              "revoke": 0}
+              "revoke": 0, "record": 0}
     for action in plan.actions:
         if action.reason == Reason.ADOPT:
             groups["adopt"] += 1
@@ -70,7 +70,7 @@ def summary_line(plan: Plan, allowed: Collection[Destruction] = ()) -> str:
     # renames are counted when there are some, as Terraform counts imports
     renames = f"{counts['rename']} to rename, " if counts["rename"] else ""
     # grants too, when there are some
-    grants = "".join(f", {counts[verb]} to {verb}" for verb in ("grant", "revoke") if counts[verb])
+    grants = "".join(f", {counts[verb]} to {verb}" for verb in ("grant", "revoke", "record") if counts[verb])
     text = (f"Plan: {counts['create']} to create, {counts['update']} to update, {counts['adopt']} to adopt, "
             f"{renames}{counts['replace']} to replace, {counts['remove']} to remove{grants}.")
     for what, words in ((Destruction.DATA, "destroy data"), (Destruction.IDENTITY, "replace tables"),
@@ -273,6 +273,8 @@ def _details(action: Action) -> Iterator[str]:
 def _state(state: ObjectState, sign: str) -> Iterator[str]:
     if state.privileges is not None:
         yield f"{sign} privileges = {', '.join(state.privileges) or '(none)'}"
+    if state.principals is not None:
+        yield f"{sign} managed principals = {', '.join(state.principals) or '(none)'}"
     if state.location:
         yield f"{sign} location = {state.location}"
     if state.version is not None:
@@ -291,6 +293,9 @@ def _state(state: ObjectState, sign: str) -> Iterator[str]:
 def _changes(before: ObjectState, after: ObjectState) -> Iterator[str]:
     if before.privileges != after.privileges:
         yield f"~ privileges = {', '.join(before.privileges or []) or '(none)'} -> {', '.join(after.privileges or []) or '(none)'}"
+    if before.principals != after.principals:
+        yield (f"~ managed principals = {', '.join(before.principals or []) or '(no record)'} -> "
+               f"{', '.join(after.principals or []) or '(none)'}")
     if before.location != after.location:
         yield f"~ location = {before.location} -> {after.location}"
     had = before.definition or {}

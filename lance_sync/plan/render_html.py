@@ -3,7 +3,7 @@
 The summary and the count of each change come first, then what needs attention (data
 destroyed, blocked actions, policy violations, a partial plan), then every action grouped by
 backend, each collapsed, with a before/after table of what it changes: properties, location,
-version, privileges, columns, the source of a dataset to write and the definition of a
+version, privileges, managed principals, columns, the source of a dataset to write and the definition of a
 dataset's part (a column, an index, a tag). Left-alone objects and the scanned namespaces
 close the page. The shell, the style and the escaping are lance_sync.plan.html_page's.
 """
@@ -172,6 +172,8 @@ def state_fields(state: ObjectState | None) -> dict[str, str]:
     fields: dict[str, str] = {}
     if state.privileges is not None:
         fields["privileges"] = ", ".join(state.privileges) or "(none)"
+    if state.principals is not None:
+        fields["managed principals"] = ", ".join(state.principals) or "(none)"
     if state.location:
         fields["location"] = state.location
     if state.version is not None:

@@ -8,6 +8,7 @@ import lance
 import pyarrow as pa
 
 from lance_sync.drivers.base import Identifier
+from lance_sync.model.locations import join_location, normalize_location
 from tests.conformance.harness import Harness, SpecBehaviour
 
 
@@ -27,16 +28,19 @@ class DirHarness(Harness):
         raise NotImplementedError("every table of a directory namespace is a Lance table")
 
     def check_lance_table(self, table_id: Identifier, location: str, properties: dict[str, str]) -> None:
-        """pylance itself opens the manifest and finds the row."""
+        """pylance itself opens the manifest and finds the row, pointing at `location`."""
         rows = lance.dataset(str(self.data_root / "__manifest")).to_table(
             filter=pa.compute.field("object_id") == "$".join(table_id)).to_pylist()
         assert len(rows) == 1 and rows[0]["object_type"] == "table"
+        found = join_location(normalize_location(str(self.data_root)), rows[0]["location"])
+        assert found == normalize_location(location), (found, location)
 
     def table_identity(self, table_id: Identifier) -> Any:
-        """The manifest row but its id: where the table lies and its properties."""
+        """The manifest row but its id and location: its properties (a directory catalog keeps
+        no table id; a rename rewrites the row's id, a location change its location)."""
         rows = lance.dataset(str(self.data_root / "__manifest")).to_table(
             filter=pa.compute.field("object_id") == "$".join(table_id)).to_pylist()
-        return {k: v for k, v in rows[0].items() if k != "object_id"} if rows else None
+        return {k: v for k, v in rows[0].items() if k not in ("object_id", "location")} if rows else None
 
     def requests_served(self) -> int:
         raise NotImplementedError("the dir backend has no server")

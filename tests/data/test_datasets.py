@@ -203,3 +203,39 @@ def test_a_metadata_folder_holding_anything_else_is_data(tmp_path: Path, other: 
     assert inspect_location(str(location)).status == "not_lance"
     with pytest.raises(DatasetWriteError, match="the location is not empty"):
         create(location)
+
+
+def test_a_create_whose_answers_the_store_lost_is_taken_as_done_when_tried_again(tmp_path):
+    """A create tried again after a store failure finds this owner's finished dataset, with its
+    intent record cleared or not: done, never 'the location is not empty'."""
+    location = str(tmp_path / "t.lance")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    written = write_dataset(location, mode="create", owner="o", apply="a1", schema=schema, write=_empty)
+    again = write_dataset(location, mode="create", owner="o", apply="a1", schema=schema, write=_refused)
+    assert again == written
+    with pytest.raises(DatasetWriteError, match="not empty"):
+        write_dataset(location, mode="create", owner="someone-else", apply="a2", schema=schema, write=_refused)
+
+
+def test_a_store_that_does_not_answer_is_no_reason_to_refuse_a_create(tmp_path, monkeypatch):
+    """An unreachable location is an OSError (apply retries a transient one), not 'not empty'."""
+    import lance_sync.data.datasets as datasets
+    from lance_sync.data.inspection import LocationReport
+    from lance_sync.drivers.support.retry import is_transient_store_error
+
+    location = str(tmp_path / "t.lance")
+    monkeypatch.setattr(datasets, "inspect_location", lambda *_: LocationReport(
+        location, "unreachable", error="AWS Error SERVICE_UNAVAILABLE during ListObjectsV2 operation"))
+    with pytest.raises(OSError, match="the store did not say what is there") as raised:
+        write_dataset(location, mode="create", owner="o", apply="a", schema=pa.schema([("id", pa.int64())]),
+                      write=_refused)
+    assert is_transient_store_error(raised.value)
+
+
+def _empty(at: str, mode: str, target: pa.Schema | None) -> None:
+    assert target is not None
+    lance.write_dataset(target.empty_table(), at, mode=mode)
+
+
+def _refused(at: str, mode: str, target: pa.Schema | None) -> None:
+    raise AssertionError("nothing is written")

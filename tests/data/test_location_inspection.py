@@ -75,6 +75,9 @@ def test_storage_failure_is_unreachable_not_missing():
         "aws_region": "us-east-1",
         "aws_access_key_id": "x",
         "aws_secret_access_key": "y",
+        # no store retries: what is checked is how a refused store is reported, not how long
+        # the defaults (model.storage_options.STORE_DEFAULTS) keep trying
+        "client_max_retries": "0",
     }
     report = inspect_location("s3://bucket/table.lance", options)
     assert report.status == "unreachable"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from pyarrow.fs import AwsDefaultS3RetryStrategy
 
 from lance_sync.data.storage import _s3_arguments
 from lance_sync.model.locations import normalize_location
@@ -52,6 +53,7 @@ def test_lance_storage_options_map_to_pyarrow_s3_arguments():
             "aws_virtual_hosted_style_request": "true",
         }
     )
+    retries = arguments.pop("retry_strategy")
     assert arguments == {
         "access_key": "key",
         "secret_key": "secret",
@@ -59,5 +61,16 @@ def test_lance_storage_options_map_to_pyarrow_s3_arguments():
         "endpoint_override": "127.0.0.1:9000",
         "scheme": "http",
         "force_virtual_addressing": True,
+        "connect_timeout": 5.0,
+        "request_timeout": 60.0,
     }
+    assert isinstance(retries, AwsDefaultS3RetryStrategy) and retries.max_attempts == 7
+
+
+def test_the_store_retry_defaults_reach_pyarrow_and_the_user_overrides_them():
+    """pylance's keys (STORE_DEFAULTS) set pyarrow's retries and timeouts too, whoever sets them."""
+    arguments = _s3_arguments({"CLIENT_MAX_RETRIES": "2", "timeout": "500ms", "connect_timeout": "1m"})
+    assert arguments["retry_strategy"].max_attempts == 3
+    assert (arguments["request_timeout"], arguments["connect_timeout"]) == (0.5, 60.0)
+    assert "request_timeout" not in _s3_arguments({"timeout": "soon"})  # not a duration: pyarrow's default
     assert _s3_arguments({"endpoint": "minio:9000", "allow_http": "true"})["scheme"] == "http"

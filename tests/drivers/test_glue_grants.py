@@ -7,6 +7,7 @@ boto3's `lakeformation` client is the independent client that sets up and checks
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -241,3 +242,21 @@ def test_lakeformation_endpoint_routes_lake_formation_calls_only(glue_proxy: Fau
     driver = driver_for(glue_server, lakeformation_endpoint=glue_proxy.endpoint)
     driver.change_grants("namespace", (ACCOUNT, database), ANALYSTS, frozenset({"DESCRIBE"}), frozenset())
     assert {event.operation for event in glue_proxy.events()} == {"ListPermissions", "GrantPermissions"}
+
+
+def test_the_record_of_managed_principals_is_a_glue_parameter_and_no_permission(glue_server, database, table):
+    """Lake Formation keeps the permissions; the record of the principals lance-sync manages is
+    a parameter of the Glue table (database), read back with boto3, every other parameter kept
+    and no permission changed. Fails on the code before records (602d6a3)."""
+    driver = driver_for(glue_server)
+    id = (ACCOUNT, database, table)
+    driver.write_grants_record("table", id, frozenset({ANALYSTS, AUDITOR}))
+    driver.write_grants_record("namespace", id[:2], frozenset({ANALYSTS}))
+    glue = glue_client(glue_server)
+    assert glue.get_table(DatabaseName=database, Name=table)["Table"]["Parameters"] == {
+        "table_type": "lance", "lance_sync.grants": json.dumps(sorted([ANALYSTS, AUDITOR]), separators=(",", ":"))}
+    assert glue.get_database(Name=database)["Database"]["Parameters"] == {
+        "lance_sync.grants": json.dumps([ANALYSTS], separators=(",", ":"))}
+    resource = {"Table": {"CatalogId": ACCOUNT, "DatabaseName": database, "Name": table}}
+    assert read_back(glue_server, resource) == [] and read_back(glue_server, database_resource(database)) == []
+    assert driver.grants_record("table", id) == {ANALYSTS, AUDITOR}

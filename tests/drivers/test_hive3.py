@@ -160,7 +160,8 @@ def test_config_defaults_and_string_properties():
 
 @pytest.mark.parametrize("properties", [{}, {"uri": "http://127.0.0.1:9083"}, {"uri": "thrift://host"},
                                         {"uri": "thrift://h:1", "client.pool-size": "0"},
-                                        {"uri": "thrift://h:1", "client.socket-timeout-sec": "-1"}])
+                                        {"uri": "thrift://h:1", "client.socket-timeout-sec": "-1"},
+                                        {"uri": "thrift://h:1", "lease": "row"}])
 def test_bad_config_is_a_config_error(properties: dict[str, str]):
     with pytest.raises(ConfigError):
         Hive3Namespace(**properties)

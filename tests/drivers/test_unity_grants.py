@@ -18,7 +18,7 @@ from lance_namespace.errors import (
     NamespaceNotFoundError,
     TableNotFoundError,
 )
-from unitycatalog.client import GrantsApi, SecurableType
+from unitycatalog.client import GrantsApi, SchemasApi, SecurableType, TablesApi
 
 from lance_sync.drivers.support.http import HttpFailure
 from lance_sync.drivers.support.retry import BadAnswerError, is_transient
@@ -232,3 +232,23 @@ def test_grants_answer_checked_on_a_patch_too(scripted, tmp_path: Path):
         driver.change_grants("namespace", ("main", "s"), "a@example.com", frozenset({"SELECT"}), frozenset())
     assert json.loads(server.bodies[-1]) == {
         "changes": [{"principal": "a@example.com", "add": ["SELECT"], "remove": []}]}
+
+
+def test_a_tables_record_of_managed_principals_is_a_property_of_its_schema(
+        driver: UnityNamespace, schema: tuple[str, str], local: RunningServer, tmp_path: Path):
+    """UC tables cannot change in place: the record of the principals lance-sync manages on a
+    table is its schema's property `lance_sync.grants.<table>`, beside the schema's own record;
+    read back with the official client, the table itself untouched. Fails on the code before
+    records (602d6a3)."""
+    alice = new_user(local)
+    table = (*schema, unique("t"))
+    declare(driver, table, tmp_path / "t.lance")
+    before = run_sdk(local, lambda client: TablesApi(client).get_table(".".join(table)))
+    driver.write_grants_record("table", table, frozenset({alice}))
+    driver.write_grants_record("namespace", schema, frozenset())
+    properties = run_sdk(local, lambda client: SchemasApi(client).get_schema(".".join(schema))).properties
+    assert properties == {"lance_sync.grants": "[]", f"lance_sync.grants.{table[-1]}": json.dumps([alice])}
+    after = run_sdk(local, lambda client: TablesApi(client).get_table(".".join(table)))
+    assert after.properties == before.properties and after.table_id == before.table_id
+    assert driver.grants_record("table", table) == {alice}
+    assert driver.grants_record("namespace", schema) == frozenset()

@@ -14,28 +14,19 @@ principal the manifest does not name is left alone until grants_mode is authorit
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import lance
 import pyarrow as pa
 import pytest
 
-from tests.conformance.conftest import harness_class
 from tests.conformance.harness import Harness
-from tests.support.cli import LANCE_SYNC, describe, run_cli
-from tests.support.grants import Lifecycle
+from tests.support.cli import describe, run_cli
+from tests.support.grants import Lifecycle, apply_plan, harness_fixture
 
 pytestmark = pytest.mark.servers
 
-BACKENDS = ["unity", "hive3", "hms", "glue"]
-
-
-@pytest.fixture(params=BACKENDS)
-def harness(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Harness:
-    cls = harness_class(request.param)
-    server = request.getfixturevalue(cls.server_fixture)
-    return cls(server, tmp_path_factory.mktemp(f"grants_{request.param}"))
+harness = harness_fixture()
 
 
 def test_grants_are_applied_changed_revoked_drift_reported_and_restored(harness: Harness, tmp_path: Path):
@@ -188,15 +179,6 @@ def test_a_saved_plan_whose_grants_changed_since_is_refused_and_a_rollback_undoe
     rollback = sorted((tmp_path / ".lance-sync" / "journal").glob("*.rollback.json"))[-1]
     apply_plan(life, rollback, "--allow-revoke")
     assert life.table_grants(principals) == {alice: {read}, bob: {write}}
-
-
-def apply_plan(life: Lifecycle, plan: Path, *flags: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
-    """`lance-sync apply PLAN` (no manifest): a saved or rollback plan."""
-    result = subprocess.run([LANCE_SYNC, "apply", str(plan), "--auto-approve", *flags], capture_output=True,
-                            text=True, env=life.env, cwd=life.path.parent, timeout=300)
-    assert result.returncode == expect, describe(result)
-    assert "Traceback" not in result.stdout + result.stderr, describe(result)
-    return result
 
 
 def test_target_limits_the_plan_to_one_objects_grants(harness: Harness, tmp_path: Path):

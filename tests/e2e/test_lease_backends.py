@@ -167,7 +167,7 @@ def test_claims_name_a_live_claimant_are_superseded_when_it_is_gone_and_unlock_c
 
     # a live apply is taking it over: named, and listed by `lance-sync unlock`
     claimant = LeaseRecord.new(owner, 120)  # alive: this process
-    register._create_namespace(register._claim_id(dead, 0), claimant)
+    register._create_exclusive(register._claim_id(dead, 0), claimant)
     with pytest.raises(LeaseHeld, match=f"another apply is taking over .*lease {claimant.id}"):
         leases_of(harness.driver(), harness, owner).acquire(timeout=0)
     assert [record.id for _, record in current_leases([store])] == [dead.record.id, claimant.id]
@@ -176,7 +176,7 @@ def test_claims_name_a_live_claimant_are_superseded_when_it_is_gone_and_unlock_c
 
     # a takeover that stopped midway (its claimant is gone): the next one supersedes its claim
     dead = register.create(dataclasses.replace(LeaseRecord.new(owner, 120), pid=dead_pid()))
-    register._create_namespace(register._claim_id(dead, 0), dataclasses.replace(claimant, pid=dead_pid()))
+    register._create_exclusive(register._claim_id(dead, 0), dataclasses.replace(claimant, pid=dead_pid()))
     taker = leases_of(harness.driver(), harness, owner)
     taker.acquire(timeout=0)
     assert register.read().record.id == taker.record.id

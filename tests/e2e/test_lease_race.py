@@ -36,7 +36,7 @@ from lance_sync.drivers.base import Identifier, SyncNamespace
 from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.drivers.leases import LeaseRecord, LeaseRegister, StoredLease
 from tests.conformance.conftest import harness_class
-from tests.support.processes import dead_pid
+from tests.support.processes import dead_pid, run_together
 
 #: every test here starts Python processes: the slow lane (tests/support/lanes.py)
 pytestmark = pytest.mark.usefixtures("subprocesses")
@@ -147,24 +147,6 @@ def race(site: Site, owner: str) -> list[Taker]:
 
     run_together(take, takers)
     return takers
-
-
-def run_together(work: Callable[[Any], None], items: list[Any]) -> None:
-    errors: list[BaseException] = []
-
-    def run(item: Any) -> None:
-        try:
-            work(item)
-        except BaseException as error:  # noqa: BLE001 - raised in the test thread below
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(item,)) for item in items]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
 
 
 def test_fifty_takeovers_of_a_dead_lease_leave_one_holder_whose_writes_alone_land(site: Site):

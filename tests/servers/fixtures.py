@@ -18,6 +18,7 @@ from tests.servers.spark_cluster import start as start_spark_cluster
 #: fixture name -> (server module under tests/servers, environment variable for an external server)
 SERVERS = {
     "hms_server": ("hms", "LANCE_SYNC_TEST_HMS_URI"),
+    "hms_server_without_txn": ("hms", "LANCE_SYNC_TEST_HMS_WITHOUT_TXN_URI"),
     "hive3_server": ("hive3", "LANCE_SYNC_TEST_HIVE3_URI"),
     "iceberg_server": ("iceberg_rest", "LANCE_SYNC_TEST_ICEBERG_ENDPOINT"),
     "iceberg_s3_server": ("iceberg_rest", "LANCE_SYNC_TEST_ICEBERG_ENDPOINT"),
@@ -27,7 +28,8 @@ SERVERS = {
 }
 
 
-def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory, **options: str | None) -> Iterator[RunningServer]:
+def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory,
+           **options: str | bool | None) -> Iterator[RunningServer]:
     module_name, variable = SERVERS[fixture_name]
     endpoint = external_endpoint(variable)
     if endpoint:
@@ -46,6 +48,14 @@ def _serve(fixture_name: str, tmp_path_factory: pytest.TempPathFactory, **option
 def hms_server(tmp_path_factory: pytest.TempPathFactory, s3_server: RunningServer) -> Iterator[RunningServer]:
     """Real Hive Metastore 2.3 from the pyspark jars; its s3:// locations are on `s3_server`."""
     yield from _serve("hms_server", tmp_path_factory, s3_endpoint=s3_server.endpoint)
+
+
+@pytest.fixture(scope="session")
+def hms_server_without_txn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """A second real Hive Metastore 2.3 whose schema DataNucleus' autoCreateAll alone made, as in
+    many quick set-ups: no transaction tables, so every call of its lock API fails. Started only
+    by the tests that take it."""
+    yield from _serve("hms_server_without_txn", tmp_path_factory, transaction_tables=False)
 
 
 @pytest.fixture(scope="session")

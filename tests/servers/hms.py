@@ -25,6 +25,8 @@ from tests.servers.hive_support import launch
 
 LAUNCHER_SOURCE = Path(__file__).parent / "java" / "LoopbackMetastore.java"
 LAUNCHER_CLASS = "LoopbackMetastore"
+#: the launcher's flag that leaves out the transaction tables (see LoopbackMetastore.java)
+WITHOUT_TRANSACTION_TABLES = "--without-transaction-tables"
 #: the metastore's Hadoop file system for s3:// and s3a:// (in place of hadoop-aws's S3A), and
 #: the S3 client it shares with the Iceberg REST server
 S3_FILE_SYSTEM_SOURCE = Path(__file__).parent / "java" / "LoopbackS3FileSystem.java"
@@ -57,8 +59,10 @@ rootLogger.appenderRef.console.ref = console
 """
 
 
-def start(workdir: Path, s3_endpoint: str | None = None) -> RunningServer:
-    """Start the metastore; with `s3_endpoint`, its S3 table locations are on that store."""
+def start(workdir: Path, s3_endpoint: str | None = None, transaction_tables: bool = True) -> RunningServer:
+    """Start the metastore; with `s3_endpoint`, its S3 table locations are on that store. Without
+    `transaction_tables` its schema is DataNucleus' autoCreateAll alone, as quick set-ups make
+    it: every call of the lock API fails."""
     java, javac = jdk_tools()
     jars = pyspark_jars()
     classes = compiled_launcher(javac, jars)
@@ -71,7 +75,7 @@ def start(workdir: Path, s3_endpoint: str | None = None) -> RunningServer:
         f"-Dderby.stream.error.file={workdir / 'derby.log'}",
         f"-Dlog4j2.configurationFile={conf / 'log4j2.properties'}",
         "-cp", os.pathsep.join([str(conf), str(classes), str(jars / "*")]),
-        LAUNCHER_CLASS, str(ports_file),
+        LAUNCHER_CLASS, str(ports_file), *([] if transaction_tables else [WITHOUT_TRANSACTION_TABLES]),
     ]
     env = {name: value for name, value in os.environ.items() if name not in FOREIGN_CONFIGURATION}
     return launch("hms", argv, workdir, ports_file, STARTUP_TIMEOUT_SECONDS, env)

@@ -1,20 +1,39 @@
 """The grants life cycle through the CLI on a backend with grants: shared by the life cycle
-itself (tests/e2e/test_grants_cli.py) and the same cycle under faults (test_grant_faults.py)."""
+itself (tests/e2e/test_grants_cli.py), the same cycle under faults (test_grant_faults.py) and
+principals leaving the manifest (test_grants_left_manifest.py)."""
 
 from __future__ import annotations
 
+import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import lance
 import pyarrow as pa
+import pytest
 import yaml
 
 from lance_sync.model.grants import GrantMap
+from tests.conformance.conftest import harness_class
 from tests.conformance.harness import Harness
 from tests.support.catalogs import GLUE_KEY_VARIABLE, GLUE_SECRET_VARIABLE, glue_env
-from tests.support.cli import cli_env, describe, run_cli
+from tests.support.cli import LANCE_SYNC, cli_env, describe, run_cli
+
+#: every backend with grants
+BACKENDS = ["unity", "hive3", "hms", "glue"]
+
+
+def harness_fixture() -> Callable[..., Harness]:
+    """A `harness` fixture for a test module: one harness per backend with grants."""
+    @pytest.fixture(params=BACKENDS)
+    def harness(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Harness:
+        cls = harness_class(request.param)
+        server = request.getfixturevalue(cls.server_fixture)
+        return cls(server, tmp_path_factory.mktemp(f"grants_{request.param}"))
+
+    return harness
 
 
 def ours(grants: GrantMap, principals: list[str]) -> dict[str, set[str]]:
@@ -64,3 +83,12 @@ class Lifecycle:
 
     def namespace_grants(self, principals: list[str]) -> dict[str, set[str]]:
         return ours(self.harness.read_grants("namespace", tuple(self.namespace)), principals)
+
+
+def apply_plan(life: Lifecycle, plan: Path, *flags: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
+    """`lance-sync apply PLAN` (no manifest): a saved or rollback plan."""
+    result = subprocess.run([LANCE_SYNC, "apply", str(plan), "--auto-approve", *flags], capture_output=True,
+                            text=True, env=life.env, cwd=life.path.parent, timeout=300)
+    assert result.returncode == expect, describe(result)
+    assert "Traceback" not in result.stdout + result.stderr, describe(result)
+    return result

@@ -26,6 +26,7 @@ from lance_namespace.errors import (
     InternalError,
     InvalidInputError,
     NamespaceNotFoundError,
+    ServiceUnavailableError,
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
@@ -182,7 +183,57 @@ def test_a_rename_whose_commit_fails_leaves_the_table_as_it_was(driver: DirNames
     assert set(table_rows(root)) == {"ns$t"}
 
 
+def test_a_commit_the_store_failed_on_the_way_is_worth_trying_again(driver: DirNamespace, root: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    """A request that object_store gave up on (a reset, a 5xx) is ServiceUnavailable, which apply
+    retries after reading back what it finds; the table is as it was."""
+    def failing_execute(self, data, *args, **kwargs):
+        raise OSError("LanceError(IO): Generic S3 error: Error performing PUT http://127.0.0.1:1/b/x in "
+                      "1ms - HTTP error: error sending request, /rust/lance/src/io.rs:1:1")
+
+    monkeypatch.setattr(MergeInsertBuilder, "execute", failing_execute)
+    with pytest.raises(ServiceUnavailableError, match="rename table ns\\$t to ns\\$new in .*: the store failed"):
+        rename(driver, ["ns", "t"], "new")
+    assert set(table_rows(root)) == {"ns$t"}
+
+
 def test_capabilities(driver: DirNamespace):
     capabilities = driver.capabilities()
     assert (capabilities.rename_table, capabilities.move_table, capabilities.move_fixed_levels) == (True, True, 0)
-    assert not capabilities.update_table_location
+    assert capabilities.update_table_location
+
+
+def test_a_location_change_rewrites_the_row_location_only(driver: DirNamespace, root: Path):
+    """One commit; the id, properties and both datasets stay; a row there already is left alone."""
+    before = {k: v for k, v in table_rows(root)["ns$t"][0].items() if k != "location"}
+    version = manifest(root).version
+    driver.update_table_location(("ns", "t"), str(root / "data" / "moved.lance"))
+    assert table_rows(root)["ns$t"][0]["location"] == "data/moved.lance"
+    assert {k: v for k, v in table_rows(root)["ns$t"][0].items() if k != "location"} == before
+    assert manifest(root).version == version + 1
+    assert lance.dataset(str(root / "data" / "t.lance")).count_rows() == 3
+    assert not (root / "data" / "moved.lance").exists()
+    driver.update_table_location(("ns", "t"), "data/moved.lance")  # relative: from the root; there already
+    assert manifest(root).version == version + 1
+
+
+def test_location_change_errors_come_before_any_change(driver: DirNamespace, root: Path, tmp_path: Path):
+    version = manifest(root).version
+    with pytest.raises(TableNotFoundError):
+        driver.update_table_location(("ns", "absent"), str(root / "data" / "x.lance"))
+    with pytest.raises(InvalidInputError, match="outside the root"):
+        driver.update_table_location(("ns", "t"), str(tmp_path / "elsewhere.lance"))
+    with pytest.raises(UnsupportedOperationError, match="root level"):
+        driver.update_table_location(("t",), str(root / "data" / "x.lance"))
+    assert manifest(root).version == version
+
+
+def test_a_location_change_that_lost_to_another_writer_is_tried_again(driver: DirNamespace, root: Path):
+    """Another writer moved the row between the read and the commit: the conditional update
+    matches nothing, and the change is made again on a fresh read."""
+    stale = manifest(root)
+    other = connect(root)
+    other.update_table_location(("ns", "t"), str(root / "data" / "theirs.lance"))
+    hand_stale_manifest(driver, stale)
+    driver.update_table_location(("ns", "t"), str(root / "data" / "mine.lance"))
+    assert table_rows(root)["ns$t"][0]["location"] == "data/mine.lance"

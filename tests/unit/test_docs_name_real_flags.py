@@ -35,6 +35,8 @@ def mentions(text: str) -> list[tuple[str, list[str]]]:
 def line_mentions(line: str) -> list[tuple[str, list[str]]]:
     """(command, the words after it) of each command `lance-sync COMMAND ...` of a code line."""
     found = []
+    if line.lstrip().startswith("#"):  # a comment (a plan's detail line) runs nothing
+        return found
     line = re.sub(r"\$\([^)]*\)", "VALUE", line)  # a command substitution is one value
     for match in re.finditer(r"(?:^|&&|;)\s*(?:\$\s+)?(?:\.venv/bin/)?lance-sync\s+(.*)", line):
         words = match.group(1).replace("\\|", "|").split()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,11 @@ HEAVY = ["lance_namespace", "lance", "pyarrow", "pyspark", "pydantic", "jsonsche
          "thrift", "pandas", "numpy"]
 #: never imported by `validate` (the JSON Schema, pydantic and pyarrow's type names are its work)
 NOT_FOR_VALIDATE = ["lance_namespace", "lance", "pyspark", "requests", "boto3", "thrift", "pandas"]
+#: never imported by a plan of the quickstart before its first apply: its `dir` root does not exist
+#: yet, so there is no manifest table for pylance to read (nor pyarrow's datasets and pandas, which
+#: pylance imports), Spark only writes a source at apply, and the other backends' clients are not used
+NOT_FOR_A_FIRST_PLAN = ["lance", "lance.namespace", "pyarrow.dataset", "pandas", "pyspark", "py4j", "pyiceberg",
+                        "boto3", "botocore", "thrift", "pymetastore", "requests", "jsonschema"]
 
 
 def imported_after(code: str) -> set[str]:
@@ -83,6 +89,21 @@ def test_a_plan_loads_the_rest_client_s_models_and_not_its_api_classes(tmp_path)
                       "assert 'lance_namespace' in sys.modules\n"
                       "api = [m for m in sys.modules if m.startswith('lance_namespace_urllib3_client.api')]\n"
                       "assert not api, api", cwd=tmp_path)
+
+
+def test_a_first_plan_of_the_quickstart_imports_neither_pylance_nor_spark(tmp_path):
+    """The start-up of `lance-sync plan` (issue 50: the quickstart's within 0.6 s) is mostly
+    imports; pylance's alone, with pyarrow's datasets and pandas, was a third of it. At its end the
+    process leaves the garbage collector paused: resumed, it scanned every imported object again.
+    Fails on the code before (602d6a3): the dir driver imported pylance to open a root that does
+    not exist."""
+    shutil.copytree(QUICKSTART.parent, tmp_path / "quickstart", ignore=shutil.ignore_patterns("lakehouse", ".lance-sync"))
+    after_the_command(["plan", "-f", str(tmp_path / "quickstart" / "lance-sync.yaml")],
+                      f"held = sorted(set({NOT_FOR_A_FIRST_PLAN!r}) & set(sys.modules))\n"
+                      "assert not held, held\n"
+                      "assert 'lance_sync.plan.planner' in sys.modules  # it did plan\n"
+                      "import gc\n"
+                      "assert not gc.isenabled()", cwd=tmp_path)
 
 
 def test_the_deferred_rest_client_still_answers_every_name(tmp_path):

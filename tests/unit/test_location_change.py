@@ -1,5 +1,6 @@
 """A location change says what it leaves behind (issue 49): the rows and bytes at the old
-location, and that nothing is copied; a backend with no grants (dir) warns of none lost."""
+location, and that nothing is copied; on dir it is an in-place update (issue 50), which costs
+no table id and no grants."""
 
 from __future__ import annotations
 
@@ -41,9 +42,9 @@ def test_a_moved_table_names_the_data_it_leaves_and_no_grants_on_dir(tmp_path: P
     shown = f"{size:,} bytes" if size < 1000 else f"{size / 1000:.1f} kB"
     assert (f"! warning: the old location ./lake/data/orders.lance keeps its Lance dataset (1,500 rows, {shown}): "
             "nothing is copied to ./lake/data/orders_v2.lance") in plan.stdout, plan.stdout
-    assert "-/+ replace table    lake: sales$orders  [new table id]\n" in plan.stdout
-    assert "grants" not in plan.stdout
+    assert "~ update table     lake: sales$orders\n" in plan.stdout
+    assert "grants are lost" not in plan.stdout and "new table id" not in plan.stdout
     markdown = run_cli(manifest, "plan", "--format", "markdown", env=cli_env()).stdout
-    assert "**1 table(s) replaced** (new table id): apply needs `--allow-replace`." in markdown
+    assert "replaced" not in markdown and "--allow-replace" not in markdown
     page = run_cli(manifest, "plan", "--format", "html", env=cli_env()).stdout
-    assert '<span class="badge danger">new table id</span>' in page and "grants are lost" not in page
+    assert "new table id" not in page and "grants are lost" not in page

@@ -18,9 +18,8 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import lance
 import pyarrow as pa
 from lance_namespace.errors import (
     ConcurrentModificationError,
@@ -29,13 +28,17 @@ from lance_namespace.errors import (
     InvalidInputError,
     LanceNamespaceError,
     NamespaceNotFoundError,
+    ServiceUnavailableError,
     TableNotFoundError,
     UnsupportedOperationError,
 )
 
 from lance_sync.drivers.dir.config import DELIMITER, MANIFEST_TABLE
-from lance_sync.drivers.support.retry import backoff_seconds
+from lance_sync.drivers.support.retry import backoff_seconds, is_transient_store_error
 from lance_sync.model.locations import join_location
+
+if TYPE_CHECKING:
+    import lance
 
 ROW_COLUMNS = ("object_id", "object_type", "location", "metadata")
 MANIFEST_COLUMNS = frozenset(ROW_COLUMNS)
@@ -89,6 +92,12 @@ def short_message(error: BaseException | None) -> str:
     """An error's message on one line, without the Rust source locations Lance appends."""
     text = _SOURCE_LOCATION.sub("", str(error)) if error is not None else ""
     return " ".join(text.split()) or type(error).__name__
+
+
+def store_unavailable(what: str, error: BaseException) -> ServiceUnavailableError:
+    """A transient store failure (`retry.is_transient_store_error`) of `what`, as the runner and
+    the lease retry it."""
+    return ServiceUnavailableError(f"dir: {what}: the store failed, worth trying again: {short_message(error)}")
 
 
 def missing_error(object_type: str, id: list[str]) -> LanceNamespaceError:
@@ -165,7 +174,7 @@ class DirClient:
         conflicts with another writer's; ConcurrentModificationError when that persists.
 
         Each attempt reads what it needs and writes at most one commit, so trying it again
-        is safe. Other errors from Lance become InternalError naming the operation.
+        is safe. Other errors are final (`final_error`).
         """
         last: Exception | None = None
         for tried in range(max(self.commit_attempts, 1)):
@@ -174,24 +183,35 @@ class DirClient:
             try:
                 with self._write_lock:
                     return attempt()
-            except LanceNamespaceError as error:
-                if not is_commit_conflict(error):
+            except (LanceNamespaceError, Raced, OSError, RuntimeError, ValueError) as error:
+                if is_commit_conflict(error):
+                    last = error
+                    continue
+                final = self.final_error(operation, error)
+                if final is error:
                     raise
-                last = error
-            except (Raced, OSError, RuntimeError, ValueError) as error:
-                if not is_commit_conflict(error):
-                    raise InternalError(f"dir: {operation} in {self.root} failed: {short_message(error)}") from error
-                last = error
+                raise final from error
         raise ConcurrentModificationError(
             f"dir: {operation} in {self.root}: other writers kept changing the manifest table; "
             f"gave up after {max(self.commit_attempts, 1)} attempts (last: {short_message(last)})") from last
+
+    def final_error(self, operation: str, error: BaseException) -> BaseException:
+        """What a failed `operation` raises: a store failure worth trying again as
+        ServiceUnavailable (a write among them may have been carried out: the runner reads back
+        before it tries again), the catalog's own answers as they are, anything else from Lance
+        as InternalError naming the operation."""
+        if is_transient_store_error(error):
+            return store_unavailable(f"{operation} in {self.root}", error)
+        if isinstance(error, LanceNamespaceError):
+            return error
+        return InternalError(f"dir: {operation} in {self.root} failed: {short_message(error)}")
 
     def writable_manifest(self) -> lance.LanceDataset | None:
         """The manifest table at its latest version; None when the root has none yet."""
         self._count_call()
         uri = join_location(self.root, MANIFEST_TABLE)
         try:
-            dataset = lance.dataset(uri, storage_options=self._storage_options)
+            dataset = self._open(uri)
         except (ValueError, OSError) as error:
             if "not found" in str(error).lower():
                 return None
@@ -237,6 +257,33 @@ class DirClient:
             raise InternalError(f"dir: the manifest of {self.root} took {result['num_inserted_rows']} new "
                                 f"row(s) for {new_id} and deleted {result['num_deleted_rows']} for "
                                 f"{row['object_id']}, where one of each was asked")
+
+    def replace_location(self, id: list[str], relative: str) -> None:
+        """Point the table row of `id` at `relative` (a location relative to the root), in one
+        commit made only if the row still holds the location that was read (another writer's
+        change in between makes it match nothing, and it is tried again from a fresh read).
+        Nothing else in the row changes; a row already there is left alone."""
+
+        def attempt() -> lance.LanceDataset | None:
+            dataset = self.writable_manifest()
+            rows = [] if dataset is None else dataset.to_table(
+                columns=["location"], filter=row_filter("table", id)).to_pylist()
+            if dataset is None or not rows:
+                raise missing_error("table", id)
+            current = rows[0]["location"]
+            if current is not None and join_location(self.root, current) == join_location(self.root, relative):
+                return None
+            where = row_filter("table", id) + (" AND location IS NULL" if current is None
+                                               else f" AND location = {sql_string(current)}")
+            self._count_call()
+            result = dataset.update({"location": sql_string(relative)}, where=where, conflict_retries=0)
+            if result["num_rows_updated"] != 1:
+                raise Raced(f"the table {id_text(id)} changed since it was read")
+            return dataset
+
+        written = self.committed(f"update table location of {id_text(id)}", attempt)
+        if written is not None:
+            self.compact_if_fragmented(written)
 
     def patch_metadata(self, object_type: str, id: list[str],
                         patch: Callable[[dict[str, str]], dict[str, str]]) -> None:
@@ -343,11 +390,17 @@ class DirClient:
         """The manifest table for a bulk read; None when there is none the scan can use."""
         self._count_call()
         try:
-            dataset = lance.dataset(join_location(self.root, MANIFEST_TABLE),
-                                    storage_options=self._storage_options)
+            dataset = self._open(join_location(self.root, MANIFEST_TABLE))
         except (ValueError, OSError):
             return None
         return dataset if MANIFEST_COLUMNS.issubset(dataset.schema.names) else None
+
+    def _open(self, uri: str) -> lance.LanceDataset:
+        """The dataset at `uri`, by pylance, imported here: a driver that never opens a dataset
+        (a plan of a root that does not exist yet) does without it."""
+        import lance
+
+        return lance.dataset(uri, storage_options=self._storage_options)
 
     def manifest_rows(self, *object_types: str, within: str | None = None) -> Rows | None:
         """The manifest rows of these object types (whose object id starts with `within`, filtered

@@ -13,6 +13,8 @@ adds to pylance's DirectoryNamespace", sets each pylance behaviour beside the dr
   ignores them);
 - namespace and table properties can be updated, by updating the manifest row;
 - a table can be renamed (also into another namespace), by giving its row another object id;
+- a table can be pointed at another location under the root in place, by rewriting its row's
+  location (`update_table_location`);
 - bulk reads scan the manifest once instead of describing every table.
 
 Several processes may write to one root at once (two applies of different owners). The
@@ -39,12 +41,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lance
-from lance.namespace import DirectoryNamespace
 from lance_namespace import (
     CreateNamespaceRequest,
     DeclareTableRequest,
@@ -94,9 +96,11 @@ from lance_sync.drivers.dir.client import (
     Rows,
     checked_id,
     id_text,
+    is_commit_conflict,
     missing_error,
     row_filter,
     short_message,
+    store_unavailable,
 )
 from lance_sync.drivers.dir.config import (
     DELIMITER,
@@ -107,7 +111,13 @@ from lance_sync.drivers.dir.config import (
 )
 from lance_sync.drivers.dir.leases import FileLeaseRegister, ManifestRowLeaseRegister
 from lance_sync.drivers.leases import LeaseRegister
+from lance_sync.drivers.support.retry import is_transient_store_error
 from lance_sync.model.locations import is_local, join_location, normalize_location, relative_to
+from lance_sync.model.storage_options import with_store_defaults
+
+if TYPE_CHECKING:
+    import lance
+    from lance.namespace import DirectoryNamespace
 
 ROOT = "root"
 
@@ -122,18 +132,48 @@ class DirNamespace(DirRules, SyncNamespace):
         super().__init__(config, **properties)
         # the root is created by the first write (pylance creates it), not here: plan reads only
         self.root = normalize_location(self.config.root)
-        native_properties = {ROOT: self.root}
-        native_properties.update({f"storage.{k}": v for k, v in self.config.storage.items()})
-        try:
-            # pylance reads the root's manifest table here: the store is reached at once
-            native = DirectoryNamespace(**native_properties)
-        except (OSError, RuntimeError, ValueError) as error:
-            raise ServiceUnavailableError(f"dir: cannot open the catalog at {self.root}: {short_message(error)}") from error
-        self._native = _Counted(native, self.count_call)
         self.client = DirClient(self.root, self.storage_options() or None, self.count_call)
         #: apply leases as files (a local root) or as manifest rows (an object store); tests of
         #: the row register set this on a local root
         self.leases_as_files = is_local(self.root)
+        self._native_lock = threading.Lock()
+        # pylance reads the root's manifest table when its namespace opens: the store is reached
+        # at once. A local root that does not exist yet holds nothing to read (`snapshot`), so
+        # pylance (with pyarrow's datasets and pandas, a third of a plan's start-up) is imported
+        # at the namespace's first use instead (a write, for a plan's apply).
+        self._opened: _Counted | None = None if self._root_absent() else self._open_native()
+
+    @property
+    def _native(self) -> _Counted:
+        """pylance's DirectoryNamespace of the root, every call to it counted."""
+        opened = self._opened
+        if opened is None:
+            with self._native_lock:
+                if self._opened is None:
+                    self._opened = self._open_native()
+                opened = self._opened
+        return opened
+
+    def _open_native(self) -> _Counted:
+        from lance.namespace import DirectoryNamespace
+
+        properties = {ROOT: self.root, **{f"storage.{k}": v for k, v in self.storage_options().items()}}
+        try:
+            native = DirectoryNamespace(**properties)
+        except (OSError, RuntimeError, ValueError) as error:
+            raise ServiceUnavailableError(f"dir: cannot open the catalog at {self.root}: {short_message(error)}") from error
+        return _Counted(native, self.count_call, self.root)
+
+    def _root_absent(self) -> bool:
+        """A local root that does not exist (yet): no catalog there."""
+        return is_local(self.root) and not os.path.lexists(self.root)
+
+    def storage_options(self) -> dict[str, str]:
+        """The configured storage options, over lance-sync's store retry defaults for a root on
+        an object store (`model.storage_options.STORE_DEFAULTS`): the manifest table, the
+        datasets and the leases of the root all live on that store."""
+        configured = super().storage_options()
+        return configured if is_local(self.root) else with_store_defaults(configured)
 
     def namespace_id(self) -> str:
         return f"lance-sync dir {{ root: {self.root!r} }}"
@@ -142,7 +182,7 @@ class DirNamespace(DirRules, SyncNamespace):
         return {join_location(self.root, MANIFEST_TABLE)}
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(update_table_location=False, rename_table=True, move_table=True,
+        return Capabilities(update_table_location=True, rename_table=True, move_table=True,
                             move_fixed_levels=0, bulk_declare=True)
 
     def lease_parents(self, touched: list[Identifier]) -> list[Identifier]:
@@ -293,8 +333,9 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def describe_table(self, request: DescribeTableRequest) -> DescribeTableResponse:
         response = self._native.describe_table(request)
-        if self.config.storage and not response.storage_options:
-            response.storage_options = self.storage_options()
+        options = self.storage_options()
+        if options and not response.storage_options:
+            response.storage_options = options
         return response
 
     def table_exists(self, request: TableExistsRequest) -> TableExistsResponse:
@@ -346,6 +387,26 @@ class DirNamespace(DirRules, SyncNamespace):
         self.client.compact_if_fragmented(self.client.committed(f"rename table {id_text(source)} to {new_id}", attempt))
         return RenameTableResponse()
 
+    def update_table_location(self, id: Identifier, location: str) -> None:
+        """Point the table's manifest row at another location under the root (taken from the root
+        when relative), in one commit that rewrites the row's location and nothing else
+        (`client.DirClient.replace_location`): the table keeps its id and properties, owner mark
+        included, and no dataset is moved, written or deleted, at either location. A row that
+        points there already is left alone.
+
+        TableNotFound for a missing table, InvalidInput for a location outside the root, and
+        UnsupportedOperation for a table at the root level (pylance finds those by their
+        directory, not by their row), all before any change."""
+        table_id = checked_id(id)
+        if len(table_id) < 2:
+            raise UnsupportedOperationError(
+                f"dir: {id_text(table_id)} cannot be moved in place: pylance finds a table at the root "
+                "level by its directory name, not by its manifest row")
+        relative = relative_to(join_location(self.root, location), self.root)
+        if relative is None:
+            raise InvalidInputError(f"dir: location {location} is outside the root {self.root}")
+        self.client.replace_location(table_id, relative)
+
     def drop_table(self, request: DropTableRequest) -> DropTableResponse:
         return self.client.committed(f"drop table {id_text(request.id)}", lambda: self._native.drop_table(request))
 
@@ -382,7 +443,11 @@ class DirNamespace(DirRules, SyncNamespace):
 
     def snapshot(self) -> CatalogSnapshot | None:
         """Every namespace and table row in one scan of one manifest version, read a batch of
-        rows at a time (a million rows as Python text would double the plan's peak memory)."""
+        rows at a time (a million rows as Python text would double the plan's peak memory).
+        A local root that does not exist holds nothing: one look at it, and no pylance."""
+        if self._root_absent():
+            self.count_call()
+            return CatalogSnapshot({}, {})
         batches = self.client.manifest_batches("namespace", "table")
         if batches is None:
             return None
@@ -421,11 +486,13 @@ class DirNamespace(DirRules, SyncNamespace):
 
 
 class _Counted:
-    """Counts every call made to the wrapped pylance namespace."""
+    """Counts every call made to the wrapped pylance namespace, and turns a store failure worth
+    trying again into ServiceUnavailable (`client.store_unavailable`)."""
 
-    def __init__(self, target: DirectoryNamespace, count: Callable[[], None]):
+    def __init__(self, target: DirectoryNamespace, count: Callable[[], None], root: str):
         self._target = target
         self._count = count
+        self._root = root
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._target, name)
@@ -434,7 +501,12 @@ class _Counted:
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             self._count()
-            return attribute(*args, **kwargs)
+            try:
+                return attribute(*args, **kwargs)
+            except Exception as error:
+                if is_commit_conflict(error) or not is_transient_store_error(error):
+                    raise
+                raise store_unavailable(f"{name} in {self._root}", error) from error
 
         return counted
 

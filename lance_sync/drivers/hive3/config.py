@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
 
@@ -44,6 +45,12 @@ class Hive3Config(BackendConfig):
         3, alias="client.max-retries",
         description="Times a read is sent again after a broken or garbled answer, and any call "
                     "after a failed connect (lance-sync's addition)")
+    lease: Literal["lock-api", "table"] = Field(
+        "lock-api",
+        description="Where apply leases live (lance-sync's addition): 'lock-api', an EXCLUSIVE lock of "
+                    "the metastore's lock API (needs its transaction tables); 'table', a view in a "
+                    "lease database, for a metastore without them (a weaker guarantee: see "
+                    "docs/backends/hive3.md, Apply leases). Every runner of one owner must use the same")
     root: str = root_field()
 
 

@@ -34,7 +34,9 @@ fallback at the boundary of each operation; `objects` builds and reads the metas
 Database and Catalog objects.
 
 Apply leases (`leases.HiveLockLeaseRegister`) are locks of the metastore's own lock API: an
-EXCLUSIVE lock that the metastore grants to one requester at a time.
+EXCLUSIVE lock that the metastore grants to one requester at a time. A metastore without the
+transaction tables that API needs takes them as views instead (`lease: table`,
+`leases.HiveViewLeaseRegister`).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ from lance_sync.drivers.hive3.client import Hive3Client
 from lance_sync.drivers.hive3.config import Hive3Config, Hive3Rules
 from lance_sync.drivers.hive3.errors import message, translated
 from lance_sync.drivers.hive3.grants import Hive3Grants
-from lance_sync.drivers.hive3.leases import HiveLockLeaseRegister
+from lance_sync.drivers.hive3.leases import VIEW_LEASE, HiveLockLeaseRegister, HiveViewLeaseRegister
 from lance_sync.drivers.hive3.objects import (
     CATALOG_DESCRIPTION,
     CATALOG_FIELDS,
@@ -141,6 +143,8 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
 
     def lease_register(self, parent: Identifier, name: str, owner: str) -> LeaseRegister:
         (catalog,) = id_parts(list(parent), "lease parent", 1, 1)
+        if self.config.lease == VIEW_LEASE:
+            return HiveViewLeaseRegister(self, catalog, name)
         return HiveLockLeaseRegister(self.client, self.namespace_id(), catalog, name, owner)
 
     def close(self) -> None:

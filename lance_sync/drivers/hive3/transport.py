@@ -171,6 +171,11 @@ class MetastorePool:
             connection.close()
 
 
+class MetastoreInternalError(InternalError):
+    """The metastore failed a call with an exception its IDL does not declare (TApplicationException
+    INTERNAL_ERROR: "Internal error processing <call>"); what failed is only in its own log."""
+
+
 class MetastoreUnreachableError(TransientError):
     """The metastore could not be connected to: the call was never sent, so any call, a write
     too, can be sent again."""
@@ -268,7 +273,8 @@ class MetastoreClient:
                 raise
             if garbled(error):
                 raise self._broken(call, read, error) from error
-            raise InternalError(
+            failed = MetastoreInternalError if error.type == TApplicationException.INTERNAL_ERROR else InternalError
+            raise failed(
                 f"hive3: {call} to the metastore at {self._address} failed: the metastore answered "
                 f"TApplicationException {APPLICATION_ERROR_NAMES.get(error.type, error.type)}: "
                 f"{message(error)}") from error

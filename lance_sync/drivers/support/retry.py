@@ -6,6 +6,12 @@ garbled on the way (`BadAnswerError`). Retries are
 bounded, spaced by exponential backoff with full jitter, and honour a server's Retry-After.
 Anything else (not found, already exists, invalid input, permission) is final at once.
 
+A store's failure (object storage reached through pylance's object_store or pyarrow's AWS
+SDK, which retry it themselves first: model.storage_options.STORE_DEFAULTS) comes as an
+OSError or a Lance error whose words say what happened; `is_transient_store_error` tells the
+ones worth trying again (a 5xx, a reset, refused or timed-out connection, an answer cut off)
+from final ones (access denied, not found).
+
 Each retry is logged at INFO (`log_retry`) with the backend, the call, the attempt and the
 error: a failure that a retry hides leaves a trace for whoever turns the logs on.
 """
@@ -15,12 +21,14 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import re
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from lance_namespace.errors import (
     ConcurrentModificationError,
+    ErrorCode,
     InternalError,
     LanceNamespaceError,
     ServiceUnavailableError,
@@ -65,6 +73,30 @@ TRANSIENT_ERRORS: tuple[type[LanceNamespaceError], ...] = (
 def is_transient(error: BaseException) -> bool:
     """True when the same call may succeed if sent again."""
     return isinstance(error, TRANSIENT_ERRORS)
+
+
+#: how object_store (pylance), the AWS SDK (pyarrow) and Lance word a store failure that may
+#: succeed when tried again: a 5xx, a connection reset, refused, timed out or closed before
+#: the answer, an answer cut off
+_TRANSIENT_STORE_WORDING = re.compile(
+    r"SERVICE_UNAVAILABLE|INTERNAL_FAILURE|NETWORK_CONNECTION|SLOW_DOWN|REQUEST_TIMEOUT|"
+    r"HTTP status 5\d\d|status(?: code)?:? 5\d\d|5\d\d (?:Service Unavailable|Internal Server Error|"
+    r"Bad Gateway|Gateway Timeout)|error sending request|request or response body error|"
+    r"connection (?:reset|refused|closed|aborted)|broken pipe|timed out|operation timed out|"
+    r"server returned nothing|partial file|recv failure|incomplete message|unexpected EOF",
+    re.IGNORECASE)
+
+
+def is_transient_store_error(error: BaseException) -> bool:
+    """A store failure that may succeed when tried again (see the module docstring)."""
+    if isinstance(error, ConnectionError | TimeoutError):
+        return True
+    if isinstance(error, LanceNamespaceError):
+        if error.code != ErrorCode.INTERNAL:
+            return False  # not found, already exists, ...: the catalog's final answers
+    elif not isinstance(error, OSError | RuntimeError | ValueError):
+        return False
+    return bool(_TRANSIENT_STORE_WORDING.search(str(error)))
 
 
 def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:

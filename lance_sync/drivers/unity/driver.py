@@ -70,9 +70,9 @@ from lance_sync.drivers.support.locations import catalog_url
 from lance_sync.drivers.support.paging import follow_pages
 from lance_sync.drivers.unity.client import UnityClient, full_name
 from lance_sync.drivers.unity.config import UnityConfig, UnityRules
-from lance_sync.drivers.unity.grants import UnityGrants, check_grantable
+from lance_sync.drivers.unity.grants import UnityGrants, check_grantable, record_place
 from lance_sync.model.arrow_types import spark_compatible
-from lance_sync.model.grants import GrantMap, Securable
+from lance_sync.model.grants import GrantMap, RecordPlace, Securable
 from lance_sync.model.locations import join_location, normalize_location, scheme
 from lance_sync.model.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
@@ -360,6 +360,9 @@ class UnityNamespace(UnityRules, SyncNamespace):
 
     def list_grants(self, kind: Securable, id: Identifier) -> GrantMap:
         return self.grants.list(*self.client.securable(kind, id))
+
+    def grants_record_place(self, kind: Securable, id: Identifier) -> RecordPlace:
+        return record_place(kind, id)
 
     def change_grants(self, kind: Securable, id: Identifier, principal: str,
                       grant: frozenset[str], revoke: frozenset[str]) -> None:

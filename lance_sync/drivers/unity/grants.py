@@ -10,6 +10,10 @@ idempotent on the server. Privileges travel in UC's spelling, with spaces ("USE 
 A principal UC does not know answers 404 NOT_FOUND "User not found: P": InvalidInput here. A
 missing securable answers its usual 404 (CATALOG_NOT_FOUND, SCHEMA_NOT_FOUND,
 TABLE_NOT_FOUND); for a table any of them is TableNotFound.
+
+The record of the principals lance-sync manages (`record_place`) is a schema's own property;
+a table's properties cannot change in place (UC has no table PATCH), so a table's record is a
+property of its schema named after the table.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from lance_namespace.errors import (
 )
 from pydantic import StrictStr
 
+from lance_sync.drivers.base import Identifier
 from lance_sync.drivers.support.answers import Answer
 from lance_sync.drivers.support.http import HttpFailure
 from lance_sync.drivers.unity.config import UnityRules
-from lance_sync.model.grants import GrantMap, format_privileges
+from lance_sync.model.grants import GrantMap, RecordPlace, Securable, format_privileges
+from lance_sync.model.marks import GRANTS_KEY
 
 if TYPE_CHECKING:
     from lance_sync.drivers.unity.client import UnityClient
@@ -95,6 +101,13 @@ class UnityGrants:
                 raise
             raise TableNotFoundError(f"unity: table {full_name} not found: {error}") from error
         return answer
+
+
+def record_place(kind: Securable, id: Identifier) -> RecordPlace:
+    """A schema's record on itself; a table's on its schema, as `lance_sync.grants.<table>`."""
+    if kind == "table":
+        return RecordPlace("namespace", tuple(id[:-1]), f"{GRANTS_KEY}.{id[-1]}")
+    return RecordPlace(kind, tuple(id), GRANTS_KEY)
 
 
 def check_grantable(kind_shown: str, wanted: frozenset[str], allowed: frozenset[str]) -> None:

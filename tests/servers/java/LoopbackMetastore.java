@@ -31,25 +31,32 @@ import org.apache.thrift.transport.TTransport;
  * Serves the stock Hive Metastore handler on 127.0.0.1 only (HiveMetaStore.main binds every
  * interface), and counts the Thrift calls it handles.
  *
- * <p>Usage: {@code LoopbackMetastore PORTS_FILE}. Configuration comes from hive-site.xml on the
- * classpath. Before serving, Hive's own TxnDbUtil creates the transaction tables that the lock
- * API needs (DataNucleus' autoCreateAll makes only the catalog's tables). Once both sockets are bound, writes "THRIFT_PORT COUNTER_PORT" to PORTS_FILE. The
+ * <p>Usage: {@code LoopbackMetastore PORTS_FILE [--without-transaction-tables]}. Configuration
+ * comes from hive-site.xml on the classpath. Before serving, Hive's own TxnDbUtil creates the
+ * transaction tables that the lock API needs (DataNucleus' autoCreateAll makes only the
+ * catalog's tables); with {@code --without-transaction-tables} it does not, so the metastore is
+ * one whose schema autoCreateAll alone made, as in many quick set-ups, and every call of the
+ * lock API fails. Once both sockets are bound, writes "THRIFT_PORT COUNTER_PORT" to PORTS_FILE. The
  * counter port answers GET /requests with the number of calls served and POST /requests by
  * resetting it. The process exits when its standard input reaches end of file, so it never
  * outlives the test session that started it.
  */
 public final class LoopbackMetastore {
   private static final AtomicLong REQUESTS = new AtomicLong();
+  private static final String WITHOUT_TXN = "--without-transaction-tables";
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 1) {
-      throw new IllegalArgumentException("usage: LoopbackMetastore PORTS_FILE");
+    boolean withoutTransactionTables = args.length == 2 && WITHOUT_TXN.equals(args[1]);
+    if (args.length != 1 && !withoutTransactionTables) {
+      throw new IllegalArgumentException("usage: LoopbackMetastore PORTS_FILE [" + WITHOUT_TXN + "]");
     }
     exitWhenStdinCloses();
     InetAddress loopback = InetAddress.getByName("127.0.0.1");
 
     HiveConf conf = new HiveConf();
-    TxnDbUtil.prepDb(conf);
+    if (!withoutTransactionTables) {
+      TxnDbUtil.prepDb(conf);
+    }
     ThriftHiveMetastore.Iface handler =
         HiveMetaStore.newRetryingHMSHandler("loopback-metastore", conf, false);
     ServerSocket thriftSocket = new ServerSocket(0, 128, loopback);
