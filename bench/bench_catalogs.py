@@ -46,10 +46,13 @@ tables only: the plan reads no other (its calls show it), and seeding 100,000 ta
 Hive Metastore takes over half an hour here. `--changed-json` writes those manifests as JSON
 files (a table a line) instead of YAML ones: the same entries, parsed by the json module.
 
-Apply (iceberg and glue, `--apply`, on by default at 10,000): on a fresh server each time, N
-tables are created by a 16-thread native loop (pyiceberg, boto3) and by `lance-sync apply
---auto-approve`, into separate namespaces; "apply" is the apply phase (from the journal),
-"process" the whole command.
+Apply (`--apply`, on by default at 10,000): on a fresh server each time, 10 namespaces and N
+tables in them are created by the raw create loop (bench_raw.py), by a 16-thread native loop
+(pyiceberg, boto3, pymetastore, unitycatalog-client; `--no-native` leaves it out) and by
+`lance-sync apply --auto-approve` of a manifest declaring them, each into namespaces of its
+own; "apply phase" is the apply's `execute` (wall, the process's CPU, the calls its drivers
+sent, against the minimum: one create per namespace and per table), "process" the whole
+command.
 
 lance_sync is byte-compiled before anything is measured (bench_cli.compile_sources), as an
 install compiles it: with PYTHONDONTWRITEBYTECODE set and no `__pycache__` in the checkout,
@@ -64,6 +67,7 @@ import argparse
 import gc
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -89,6 +93,11 @@ OWNER = "bench"
 PROPERTIES = {"tier": "gold"}
 #: what lance-sync stamps on a table it declares, so that the seeded state plans no change
 STAMPED = {**PROPERTIES, "lance_sync.owner": OWNER, "table_type": "lance"}
+
+
+def namespace_properties(namespace: str) -> dict[str, str]:
+    """What a manifest declares on a namespace (team), and what lance-sync stamps on it."""
+    return {"team": namespace, "lance_sync.owner": OWNER}
 
 
 @dataclass
@@ -154,8 +163,13 @@ class Backend:
         raise NotImplementedError
 
     def declared(self, namespace: str, name: str) -> dict[str, Any]:
-        """What a declare made of a table, as the native client reads it back (apply rows)."""
+        """What a declare made of a table and its namespace, as the native client reads them
+        back (apply rows)."""
         raise NotImplementedError
+
+    def create_location(self, table: Table) -> str:
+        """The location as the driver sends it in a create (the raw create loop sends the same)."""
+        return table.location
 
     def raw_spec(self) -> dict[str, Any]:
         """What bench_raw.py needs to send the plan's minimum requests raw."""
@@ -205,7 +219,8 @@ class Iceberg(Backend):
     def declared(self, namespace: str, name: str) -> dict[str, Any]:
         metadata = self.catalog.load_table((namespace, name)).metadata
         return {"location": metadata.location, "properties": metadata.properties,
-                "schema": metadata.schema().model_dump(mode="json")}
+                "schema": metadata.schema().model_dump(mode="json"),
+                "namespace": self.catalog.load_namespace_properties((namespace,))}
 
     def raw_spec(self) -> dict[str, Any]:
         return {**super().raw_spec(), "prefix": self.server.extra["prefix"], "warehouse": self.warehouse}
@@ -309,7 +324,9 @@ class Glue(Backend):
 
     def declared(self, namespace: str, name: str) -> dict[str, Any]:
         table = self.client.get_table(CatalogId=self.account, DatabaseName=namespace, Name=name)["Table"]
-        return {key: table.get(key) for key in ("Name", "TableType", "Parameters", "StorageDescriptor")}
+        database = self.client.get_database(CatalogId=self.account, Name=namespace)["Database"]
+        return {**{key: table.get(key) for key in ("Name", "TableType", "Parameters", "StorageDescriptor")},
+                "namespace": {key: database.get(key) for key in ("Parameters", "LocationUri", "Description")}}
 
     def raw_spec(self) -> dict[str, Any]:
         extra = self.server.extra
@@ -329,7 +346,9 @@ class Hms(Backend):
         self.server = hms.start(self.workdir)
 
     def backend_entry(self) -> str:
-        return f"{{type: hive3, uri: '{self.server.endpoint}', root: '{self.data}'}}"
+        # one connection per worker, as the raw loops have: with the default pool of 3, 16 apply
+        # workers queue for 3 connections, and the lease's heartbeat queues behind them
+        return f"{{type: hive3, uri: '{self.server.endpoint}', root: '{self.data}', 'client.pool-size': {THREADS}}}"
 
     def namespace_id(self, namespace: str) -> str:
         return f"hive${namespace}"
@@ -381,6 +400,25 @@ class Hms(Backend):
             read = _parallel(lambda b: [(t.sd.location, t.parameters) for t in client().get_table_objects_by_name_req(
                 GetTablesRequest(dbName=b[0], tblNames=b[1])).tables], batches)
         return sum(len(tables) for tables in read)
+
+    def declared(self, namespace: str, name: str) -> dict[str, Any]:
+        with self.clients() as client:
+            table, database = client().get_table(namespace, name), client().get_database(namespace)
+        sd = table.sd
+        return {"tableType": table.tableType, "parameters": _without(table.parameters, "transient_lastDdlTime"),
+                "partitionKeys": table.partitionKeys, "location": sd.location, "cols": sd.cols,
+                "serde": (sd.serdeInfo.name, sd.serdeInfo.parameters), "sd": (sd.compressed, sd.numBuckets,
+                                                                               sd.bucketCols, sd.sortCols,
+                                                                               sd.parameters),
+                "namespace": (database.parameters, database.locationUri, database.description,
+                              database.ownerName)}
+
+    def create_location(self, table: Table) -> str:
+        return f"file://{table.location}"
+
+
+def _without(mapping: dict[str, str] | None, key: str) -> dict[str, str]:
+    return {k: v for k, v in (mapping or {}).items() if k != key}
 
 
 class Dir(Backend):
@@ -451,6 +489,7 @@ class Unity(Backend):
         from tests.servers import unity
         self.server = unity.start(self.workdir / "server")
         self.api_url = self.server.extra["api_url"]
+        self.catalog_made = False
 
     def backend_entry(self) -> str:
         return f"{{type: unity, endpoint: '{self.server.endpoint}', catalog: {self.catalog}, root: '{self.data}'}}"
@@ -476,7 +515,9 @@ class Unity(Backend):
         from unitycatalog.client import CatalogsApi, CreateCatalog, CreateSchema, SchemasApi
 
         async def create(client: Any) -> None:
-            await CatalogsApi(client).create_catalog(CreateCatalog(name=self.catalog))
+            if not self.catalog_made:
+                await CatalogsApi(client).create_catalog(CreateCatalog(name=self.catalog))
+                self.catalog_made = True
             for name in names:
                 await SchemasApi(client).create_schema(CreateSchema(name=name, catalog_name=self.catalog,
                                                                     properties={"team": name}))
@@ -519,6 +560,21 @@ class Unity(Backend):
     def raw_spec(self) -> dict[str, Any]:
         return {**super().raw_spec(), "api_url": self.api_url, "catalog": self.catalog, "page": self.page}
 
+    def declared(self, namespace: str, name: str) -> dict[str, Any]:
+        from unitycatalog.client import SchemasApi, TablesApi
+
+        async def read(client: Any) -> dict[str, Any]:
+            table = await TablesApi(client).get_table(f"{self.catalog}.{namespace}.{name}")
+            schema = await SchemasApi(client).get_schema(f"{self.catalog}.{namespace}")
+            return {**table.model_dump(mode="json", include={"name", "table_type", "data_source_format",
+                                                             "columns", "storage_location", "properties"}),
+                    "namespace": schema.model_dump(mode="json", include={"properties", "comment"})}
+
+        return self.sdk(read)
+
+    def create_location(self, table: Table) -> str:
+        return f"file://{table.location}"
+
 
 async def _gather_bounded(calls: list[Any]) -> list[Any]:
     """The coroutines, at most THREADS at a time, in order."""
@@ -553,11 +609,12 @@ TABLES_PER_FILE = 50_000
 
 
 def write_manifest(backend: Backend, tables: list[Table], path: Path, silver: frozenset[str] = frozenset(),
-                   as_json: bool = False) -> list[Path]:
+                   as_json: bool = False, namespaces: list[str] = ()) -> list[Path]:
     """The manifest as a base file and, beyond TABLES_PER_FILE tables, overlays of more tables;
     the tables named in `silver` declared with tier: silver (the seeded state has gold). YAML
     flow mappings, a table a line; with `as_json` the same data as JSON, a table a line
-    (`.json` files)."""
+    (`.json` files). `namespaces` are declared in the base file (YAML only), each with
+    team: its name."""
     paths = []
     for start in range(0, max(len(tables), 1), TABLES_PER_FILE):
         chunk = tables[start:start + TABLES_PER_FILE]
@@ -575,6 +632,10 @@ def write_manifest(backend: Backend, tables: list[Table], path: Path, silver: fr
         else:
             lines = ["version: 1", f"owner: {OWNER}", "backends:", f"  cat: {backend.backend_entry()}"] \
                 if not start else []
+            if namespaces and not start:
+                lines.append("namespaces:")
+                lines += [f"  - {{backend: cat, id: '{backend.namespace_id(n)}', properties: {{team: {n}}}}}"
+                          for n in namespaces]
             lines.append("tables:")
             lines += [f"  - {{name: {t.name}, location: '{t.location}', "
                       f"properties: {{tier: {'silver' if t.name in silver else 'gold'}}}, "
@@ -875,13 +936,17 @@ class ApplyRow:
     tables: int
     #: requests the apply process sent, counted by the server
     calls: int
+    #: requests the apply phase sent (its drivers' count), and the minimum: a create per namespace and table
+    phase_calls: int
+    minimum: int
     #: the raw create loop (bench_raw.py): wall and CPU of the loop
     raw: Measure
     #: lance-sync's apply phase (`execute`, in the apply process): wall and the process's CPU during it
     phase: Measure
     #: the whole `lance-sync apply` process: wall, CPU, peak RSS
     process: Measure
-    #: the native SDK create loop (pyiceberg, boto3), wall, for reference; None: not run (--no-native)
+    #: the native SDK create loop (pyiceberg, boto3, pymetastore, unitycatalog-client), wall, for
+    #: reference; None: not run (--no-native)
     native: float | None
     #: each run's first loop, raw create loop wall and apply phase wall
     runs: list[tuple[str, float, float]] = field(default_factory=list)
@@ -907,7 +972,8 @@ def bench_apply(name: str, count: int, repeat: int, scratch: Path, parallelism: 
     runs = [_apply_once(name, count, scratch / f"{name}-apply-{count}-{run}", parallelism, run, profile, native)
             for run in range(repeat)]
     raws, phases, processes, natives, calls, firsts = zip(*runs, strict=True)
-    return ApplyRow(name, count, calls[-1], median_measure(list(raws)), median_measure(list(phases)),
+    return ApplyRow(name, count, calls[-1], phases[-1].calls, count + NAMESPACES,
+                    median_measure(list(raws)), median_measure(list(phases)),
                     median_measure(list(processes)), statistics.median(natives) if native else None,
                     [(first, raw.seconds, phase.seconds) for first, raw, phase in zip(firsts, raws, phases, strict=True)])
 
@@ -920,15 +986,20 @@ def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None, r
     declared: dict[str, Any] = {}
 
     def sync(backend: Backend) -> None:
-        manifest = write_manifest(backend, tables_for(backend, count, "sync"), backend.workdir / "apply.yaml")
+        manifest = write_manifest(backend, tables_for(backend, count, "sync"), backend.workdir / "apply.yaml",
+                                  namespaces=namespaces_of("sync"))
         backend.reset_calls()
         measured["sync"] = lance_sync_apply(backend, manifest, parallelism, profile)
         measured["calls"] = backend.calls()
 
+    def native_loop(backend: Backend) -> None:
+        backend.create_namespaces(namespaces_of("native"))
+        backend.create_tables(tables_for(backend, count, "native"))
+
     steps: dict[str, Callable[[Backend], None]] = {
-        "raw": lambda backend: measured.update(raw=raw_create(backend, tables_for(backend, count, "raw"))),
-        "native": lambda backend: measured.update(native=timed(
-            lambda: backend.create_tables(tables_for(backend, count, "native")))),
+        "raw": lambda backend: measured.update(raw=raw_create(backend, tables_for(backend, count, "raw"),
+                                                              namespaces_of("raw"))),
+        "native": lambda backend: measured.update(native=timed(lambda: native_loop(backend))),
         "sync": sync}
     order = [step for step in APPLY_SETS if native or step != "native"]
     order = order[rotate % len(order):] + order[:rotate % len(order)]
@@ -936,24 +1007,30 @@ def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None, r
         backend = BACKENDS[name](workdir / step)
         backend.start()
         try:
-            backend.create_namespaces([f"{prefix}{i}" for prefix in (step, "warm") for i in range(NAMESPACES)])
+            backend.create_namespaces(namespaces_of("warm"))
             raw_create(backend, tables_for(backend, min(count, APPLY_WARM_UP), "warm"))
             steps[step](backend)
             declared[step] = json.dumps(backend.declared(f"{step}0", "t0"))
         finally:
             backend.stop()
-    made = declared["sync"].replace("/sync/", "/raw/").replace("/sync0/", "/raw0/")
+    made = re.sub(r"\bsync", "raw", declared["sync"])  # its locations and names, not lance_sync's keys
     if made != declared["raw"]:
         raise SystemExit(f"{name}: the raw loop's table differs from lance-sync's:\n{declared['raw']}\n{made}")
     phase, process = measured["sync"]
     return measured["raw"], phase, process, measured.get("native"), measured["calls"], order[0]
 
 
-def raw_create(backend: Backend, tables: list[Table]) -> Measure:
-    """The raw create loop (bench_raw.py, mode create) in a fresh process: wall and CPU of the loop."""
+def namespaces_of(prefix: str) -> list[str]:
+    return [f"{prefix}{i}" for i in range(NAMESPACES)]
+
+
+def raw_create(backend: Backend, tables: list[Table], namespaces: list[str] = ()) -> Measure:
+    """The raw create loop (bench_raw.py, mode create) in a fresh process: wall and CPU of the
+    loop, which creates `namespaces` (as a manifest declares them), then `tables`."""
     rows = backend.workdir / "raw-tables.json"
-    rows.write_text(json.dumps([[t.namespace, t.name, t.location] for t in tables]))
-    spec = {**backend.raw_spec(), "mode": "create", "tables": str(rows), "properties": STAMPED}
+    rows.write_text(json.dumps([[t.namespace, t.name, backend.create_location(t)] for t in tables]))
+    spec = {**backend.raw_spec(), "mode": "create", "tables": str(rows), "properties": STAMPED,
+            "create_namespaces": [[n, namespace_properties(n)] for n in namespaces]}
     output = backend.workdir / "raw-create.json"
     run_process([sys.executable, str(PROJECT / "bench" / "bench_raw.py"), json.dumps(spec)], {}, stdout=output)
     answer = json.loads(output.read_text())
@@ -977,7 +1054,7 @@ def lance_sync_apply(backend: Backend, manifest: list[Path], parallelism: int | 
     if phase["succeeded"] != phase["actions"]:
         raise SystemExit(f"{backend.name}: {phase['succeeded']} of {phase['actions']} declares succeeded")
     journal = _journal_seconds(state / "journal")
-    return Measure(phase["seconds"], cpu=phase["cpu"], phases={"journal": journal}), process
+    return Measure(phase["seconds"], calls=phase["calls"], cpu=phase["cpu"], phases={"journal": journal}), process
 
 
 def child_apply(argv: list[str]) -> None:
@@ -993,18 +1070,20 @@ def child_apply(argv: list[str]) -> None:
     if profile_to:
         _profile_threads(ActionRunner, profiles)
 
-    def timed_execute(*args: Any, **kwargs: Any) -> Any:
+    def timed_execute(plan: Any, drivers: Any, *args: Any, **kwargs: Any) -> Any:
         import cProfile
         main_profile = cProfile.Profile(time.thread_time) if profile_to else None
+        calls = sum(driver.api_calls for driver in drivers.values())
         began, cpu = time.perf_counter(), time.process_time()
         if main_profile:
             main_profile.enable()
-        report = execute(*args, **kwargs)
+        report = execute(plan, drivers, *args, **kwargs)
         if main_profile:
             main_profile.disable()
             profiles.append(main_profile)
         measured.update(seconds=time.perf_counter() - began, cpu=time.process_time() - cpu,
-                        actions=len(report.outcomes), succeeded=len(report.with_status("succeeded")))
+                        actions=len(report.outcomes), succeeded=len(report.with_status("succeeded")),
+                        calls=sum(driver.api_calls for driver in drivers.values()) - calls)
         return report
 
     session.execute = timed_execute
@@ -1047,12 +1126,14 @@ def _journal_seconds(journal_dir: Path) -> float:
 def print_apply_rows() -> None:
     if not APPLY:
         return
-    print(f"\napply of N declares ({THREADS}-thread loops; lance-sync apply --auto-approve; wall / client CPU)\n")
-    print("| backend | N | calls | raw create loop | lance-sync apply phase | apply / raw | whole process | "
-          "process / raw | native SDK loop | peak RSS MB |")
-    print("| --- |" + " ---: |" * 9)
+    print(f"\napply of {NAMESPACES} namespaces and N tables ({THREADS}-thread loops; lance-sync apply "
+          "--auto-approve; wall / client CPU)\n")
+    print("| backend | N | calls, whole process | calls, apply phase / minimum | raw create loop | "
+          "lance-sync apply phase | apply / raw | whole process | process / raw | native SDK loop | peak RSS MB |")
+    print("| --- |" + " ---: |" * 10)
     for r in APPLY:
-        print(f"| {r.backend} | {r.tables:,} | {r.calls:,} | {r.raw.seconds:.2f} s / {r.raw.cpu:.2f} s | "
+        print(f"| {r.backend} | {r.tables:,} | {r.calls:,} | {r.phase_calls:,} / {r.minimum:,} | "
+              f"{r.raw.seconds:.2f} s / {r.raw.cpu:.2f} s | "
               f"{r.phase.seconds:.2f} s / {r.phase.cpu:.2f} s | {r.ratio:.2f}x wall, "
               f"{r.phase.cpu / r.raw.cpu:.2f}x CPU | {r.process.seconds:.2f} s / {r.process.cpu:.2f} s | "
               f"{r.process.seconds / r.raw.seconds:.2f}x | {f'{r.native:.2f} s' if r.native is not None else '-'} | "
@@ -1171,7 +1252,7 @@ def main() -> None:
             if not args.apply_only:
                 print(f"{name}: {args.tables:,} tables", file=sys.stderr)
                 rows.append(bench_read(name, args.tables, args.repeat, scratch))
-            for count in _apply_counts(args) if name in ("iceberg", "glue") else []:
+            for count in _apply_counts(args) if name != "dir" else []:
                 print(f"{name}: apply of {count:,} declares", file=sys.stderr)
                 APPLY.append(bench_apply(name, count, args.repeat, scratch, args.parallelism, args.profile_apply,
                                          native=not args.no_native))

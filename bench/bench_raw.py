@@ -17,20 +17,28 @@ location and properties picked out, as any client must:
 - dir: one pylance scan of the `__manifest` table (namespaces and tables), `json.loads` of each
   row's metadata.
 
-The raw create loop (`"mode": "create"` in SPEC; iceberg and glue) is the lower bound of an
-apply of N declares: the request lance-sync's driver sends per declare, with the same body,
-16 threads, no SDK objects; each answer decoded as any client must:
+The raw create loop (`"mode": "create"` in SPEC) is the lower bound of an apply of N
+declares and their namespaces: the requests lance-sync's driver sends for each, with the same
+bodies, 16 threads, no SDK objects; the namespaces first (SPEC's "create_namespaces": [name,
+properties] pairs, 16 threads), then the tables; each answer decoded as any client must:
 
-- iceberg: GET /v1/config, then per table a POST .../namespaces/{ns}/tables of
-  {name, location, the one-column dummy schema, properties, stage-create: false} (the
-  driver's `declare_table`), the answer's JSON decoded and its location and properties
-  picked out;
-- glue: per table a SigV4-signed CreateTable of {CatalogId, DatabaseName, TableInput: {Name,
-  TableType: EXTERNAL_TABLE, Parameters, StorageDescriptor: {Location}}}, its JSON decoded.
+- iceberg: GET /v1/config, a POST .../namespaces of {namespace, properties} per namespace,
+  then per table a POST .../namespaces/{ns}/tables of {name, location, the one-column dummy
+  schema, properties, stage-create: false} (the driver's `declare_table`), the answer's JSON
+  decoded and its location and properties picked out;
+- glue: a SigV4-signed CreateDatabase of {CatalogId, DatabaseInput: {Name, Parameters}} per
+  namespace, then per table a CreateTable of {CatalogId, DatabaseName, TableInput: {Name,
+  TableType: EXTERNAL_TABLE, Parameters, StorageDescriptor: {Location}}}, its JSON decoded;
+- hms: the generated Thrift client, one connection per thread: create_database of the
+  Database the driver builds, then create_table of the driver's Table struct (EXTERNAL_TABLE,
+  EXTERNAL=TRUE, an empty storage descriptor at the file:// location);
+- unity: plain urllib3, a POST /schemas of {name, catalog_name, properties} per schema, then a
+  POST /tables of {name, catalog_name, schema_name, table_type: EXTERNAL, data_source_format:
+  TEXT, storage_location, columns: [], properties} per table, each answer's JSON decoded.
 
-The tables to create are a JSON file of [namespace, name, location] rows (SPEC's "tables"),
-each declared with SPEC's "properties" (what lance-sync stamps: the manifest's properties, the
-owner, table_type=lance).
+The tables to create are a JSON file of [namespace, name, location] rows (SPEC's "tables"; the
+location as the driver sends it), each declared with SPEC's "properties" (what lance-sync
+stamps: the manifest's properties, the owner, table_type=lance).
 
 Run by bench_catalogs.py in a fresh process (`python bench/bench_raw.py SPEC`, SPEC a JSON
 object from `Backend.raw_spec`), so that its client CPU (user+sys of the process while it reads
@@ -156,11 +164,11 @@ def glue(spec: dict[str, Any]) -> Callable[[], int]:
     return read
 
 
-def hms(spec: dict[str, Any]) -> Callable[[], int]:
+def _hms_client(spec: dict[str, Any]) -> Callable[[], Any]:
+    """client(): this thread's generated Thrift client, its connection opened on first use."""
     from urllib.parse import urlsplit
 
     from pymetastore.hive_metastore import ThriftHiveMetastore
-    from pymetastore.hive_metastore.ttypes import GetTablesRequest
     from thrift.protocol.TBinaryProtocol import TBinaryProtocolAccelerated
     from thrift.transport.TSocket import TSocket
     from thrift.transport.TTransport import TBufferedTransport
@@ -173,6 +181,13 @@ def hms(spec: dict[str, Any]) -> Callable[[], int]:
             transport.open()
             local.client = ThriftHiveMetastore.Client(TBinaryProtocolAccelerated(transport))
         return local.client
+
+    return client
+
+
+def hms(spec: dict[str, Any]) -> Callable[[], int]:
+    from pymetastore.hive_metastore.ttypes import GetTablesRequest
+    client = _hms_client(spec)
 
     def names(database: str) -> list[tuple[str, list[str]]]:
         client().get_database(database)
@@ -248,45 +263,107 @@ def _tables(spec: dict[str, Any]) -> list[tuple[str, str, str]]:
         return [tuple(row) for row in json.load(rows)]
 
 
+def _creates(spec: dict[str, Any], namespace: Callable[[tuple[str, dict[str, str]]], Any],
+             table: Callable[[tuple[str, str, str]], Any]) -> Callable[[], int]:
+    """run(): SPEC's namespaces created, then its tables, THREADS at a time; returns the tables."""
+    namespaces = [(name, properties) for name, properties in spec.get("create_namespaces", [])]
+    tables = _tables(spec)
+
+    def run() -> int:
+        _parallel(namespace, namespaces)
+        return len(_parallel(table, tables))
+
+    return run
+
+
 def iceberg_create(spec: dict[str, Any]) -> Callable[[], int]:
     pool, base = _iceberg_client(spec)
-    tables, properties = _tables(spec), spec["properties"]
+    properties = spec["properties"]
+
+    def post(url: str, body: dict[str, Any]) -> Any:
+        return _answer(url, pool.request("POST", url, body=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"}))
+
+    def namespace(item: tuple[str, dict[str, str]]) -> dict[str, str]:
+        return post(f"{base}/namespaces", {"namespace": [item[0]], "properties": item[1]}).get("properties", {})
 
     def create(table: tuple[str, str, str]) -> tuple[str, dict[str, str]]:
         namespace, name, location = table
         body = {"name": name, "location": location, "schema": ICEBERG_DUMMY_SCHEMA, "properties": properties,
                 "stage-create": False}
-        url = f"{base}/namespaces/{namespace}/tables"
-        metadata = _answer(url, pool.request("POST", url, body=json.dumps(body).encode(),
-                                             headers={"Content-Type": "application/json"}))["metadata"]
+        metadata = post(f"{base}/namespaces/{namespace}/tables", body)["metadata"]
         return metadata["location"], metadata.get("properties", {})
+
+    creates = _creates(spec, namespace, create)
 
     def run() -> int:
         _iceberg_config(pool, spec)
-        return len(_parallel(create, tables))
+        return creates()
 
     return run
 
 
 def glue_create(spec: dict[str, Any]) -> Callable[[], int]:
     call = _glue_client(spec)
-    tables, properties = _tables(spec), spec["properties"]
+    properties, account = spec["properties"], spec["account_id"]
+
+    def namespace(item: tuple[str, dict[str, str]]) -> Any:
+        return call("CreateDatabase", {"CatalogId": account, "DatabaseInput": {"Name": item[0], "Parameters": item[1]}})
 
     def create(table: tuple[str, str, str]) -> Any:
         namespace, name, location = table
-        return call("CreateTable", {"CatalogId": spec["account_id"], "DatabaseName": namespace,
+        return call("CreateTable", {"CatalogId": account, "DatabaseName": namespace,
                                     "TableInput": {"Name": name, "TableType": "EXTERNAL_TABLE",
                                                    "Parameters": properties,
                                                    "StorageDescriptor": {"Location": location}}})
 
-    def run() -> int:
-        return len(_parallel(create, tables))
+    return _creates(spec, namespace, create)
 
-    return run
+
+def hms_create(spec: dict[str, Any]) -> Callable[[], int]:
+    from pymetastore.hive_metastore.ttypes import Database, SerDeInfo, StorageDescriptor, Table
+    client = _hms_client(spec)
+    parameters = {**spec["properties"], "EXTERNAL": "TRUE"}
+
+    def namespace(item: tuple[str, dict[str, str]]) -> None:
+        client().create_database(Database(name=item[0], catalogName="hive", parameters=item[1]))
+
+    def create(table: tuple[str, str, str]) -> None:
+        namespace, name, location = table
+        client().create_table(Table(
+            tableName=name, dbName=namespace, catName="hive", tableType="EXTERNAL_TABLE", partitionKeys=[],
+            parameters=parameters,
+            sd=StorageDescriptor(cols=[], location=location, compressed=False, numBuckets=-1,
+                                 serdeInfo=SerDeInfo(name=name, parameters={}), bucketCols=[], sortCols=[],
+                                 parameters={})))
+
+    return _creates(spec, namespace, create)
+
+
+def unity_create(spec: dict[str, Any]) -> Callable[[], int]:
+    import urllib3
+    pool = urllib3.PoolManager(maxsize=THREADS)
+    base, catalog, properties = spec["api_url"], spec["catalog"], spec["properties"]
+
+    def post(path: str, body: dict[str, Any]) -> Any:
+        return _answer(path, pool.request("POST", f"{base}{path}", body=json.dumps(body).encode(),
+                                          headers={"Content-Type": "application/json"}))
+
+    def namespace(item: tuple[str, dict[str, str]]) -> Any:
+        return post("/schemas", {"name": item[0], "catalog_name": catalog, "properties": item[1]})
+
+    def create(table: tuple[str, str, str]) -> tuple[str, dict[str, str]]:
+        namespace, name, location = table
+        created = post("/tables", {"name": name, "catalog_name": catalog, "schema_name": namespace,
+                                   "table_type": "EXTERNAL", "data_source_format": "TEXT",
+                                   "storage_location": location, "columns": [], "properties": properties})
+        return created["storage_location"], created.get("properties", {})
+
+    return _creates(spec, namespace, create)
 
 
 CREATORS: dict[str, Callable[[dict[str, Any]], Callable[[], int]]] = {
-    "iceberg": iceberg_create, "glue": glue_create}
+    "iceberg": iceberg_create, "glue": glue_create, "hms": hms_create, "unity": unity_create}
 
 
 def main() -> None:

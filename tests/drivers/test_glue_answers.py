@@ -317,6 +317,11 @@ def test_garbled_answer_then_a_good_one_succeeds(driver: GlueNamespace, fake: Fa
      "with Table.StorageDescriptor.Location a list, not a string"),
     ("GetTable", b'{"Table": {"Name": "t", "Retention": true}}',
      "with Table.Retention a boolean, not an integer"),
+    ("GetTable", b'{"Table": {"Name": "t", "TableType": 5}}', "with Table.TableType a number, not a string"),
+    ("GetTable", b'{"Table": {"Name": "t", "StorageDescriptor": {"BucketColumns": ["a", null]}}}',
+     "with Table.StorageDescriptor.BucketColumns[1] null"),
+    ("GetTable", b'{"Table": {"Name": "t", "StorageDescriptor": {"BucketColumns": [1]}}}',
+     "with Table.StorageDescriptor.BucketColumns[0] a number, not a string"),
     ("GetTable", b'{"Table": {"Name": "t", "StorageDescriptor": {"Columns": [{"Type": "int"}]}}}',
      "without Table.StorageDescriptor.Columns[0].Name"),  # required by botocore's model
     ("GetDatabase", b'{"Database": "sales"}', "with Database a string, not an object"),

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 import lance
 import lance_namespace
@@ -297,6 +298,24 @@ def test_declare_table_at_a_location(driver: UnityNamespace, schema: tuple[str, 
     assert table.columns == []  # no dataset at the location yet
     with pytest.raises(TableAlreadyExistsError):
         declare(driver, table_id, location)
+
+
+def test_declare_at_a_missing_local_location_opens_no_dataset(driver: UnityNamespace, schema: tuple[str, str],
+                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A local location that does not exist holds no dataset, which a stat tells: opening one
+    there cost as much client CPU as the create (fails on the code before: it opened each)."""
+    opened: list[str] = []
+
+    def dataset(uri: str, **_: object) -> SimpleNamespace:
+        opened.append(uri)
+        return SimpleNamespace(schema=pa.schema([("id", pa.int64())]))
+
+    monkeypatch.setattr(lance, "dataset", dataset)
+    declare(driver, (*schema, "missing"), tmp_path / "missing.lance")
+    assert opened == []
+    (tmp_path / "present.lance").mkdir()
+    declare(driver, (*schema, "present"), tmp_path / "present.lance")
+    assert opened == [str(tmp_path / "present.lance")]
 
 
 def test_declare_table_default_and_relative_locations(driver: UnityNamespace, schema: tuple[str, str],

@@ -132,6 +132,8 @@ def _fitter(shape: Shape, pattern: str, required: frozenset[str]) -> Callable[[A
     if kind in ("list", "map"):
         below = _place(pattern, "[]" if kind == "list" else "{}", required)
         item_shape = shape.member if kind == "list" else shape.value
+        if item_shape.type_name in _TEXT:
+            return _text_list if kind == "list" else _text_map
         cell: list[Callable[[Any], Any]] = []
 
         def item(value: Any) -> Any:
@@ -160,16 +162,43 @@ def _fitter(shape: Shape, pattern: str, required: frozenset[str]) -> Callable[[A
             return value
         return fit_string
 
+    exact = _EXACT_TYPES.get(kind, ())
+
     def fit_scalar(value: Any) -> Any:
-        if not _fits_scalar(kind, value):
+        if type(value) not in exact and not _fits_scalar(kind, value):
             raise _Unfit
         return value
     return fit_scalar
 
 
+#: the scalar kinds that JSON holds as strings
+_TEXT = frozenset({"string", "blob"})
+#: the Python types of decoded JSON that fit a scalar kind at once (others ask `_fits_scalar`)
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,), "long": (int,), "float": (int, float), "double": (int, float),
+    "boolean": (bool,), "timestamp": (int, float)}
+
+
+def _text_list(value: Any) -> Any:
+    """A list of strings, checked without a call per item (a table's names, a column's)."""
+    if type(value) is not list or not all(type(item) is str for item in value):
+        raise _Unfit
+    return value
+
+
+def _text_map(value: Any) -> Any:
+    """A map of strings (Parameters, of every table a page holds), checked without a call per
+    value; the decoded dict itself is handed over, as a copy would hold the same."""
+    if type(value) is not dict or not all(type(item) is str for item in value.values()):
+        raise _Unfit
+    return value
+
+
 def _structure_fitter(shape: Shape, pattern: str, required: frozenset[str]) -> Callable[[Any], Any]:
     needed = _required_names(shape, pattern, required)
     members = shape.members
+    #: members whose string value is taken as it is, without a call each (most of a table's)
+    texts = frozenset(name for name, member in members.items() if member.type_name in _TEXT)
     fitters: dict[str, Callable[[Any], Any]] = {}
 
     def fit(value: Any) -> Any:
@@ -181,6 +210,9 @@ def _structure_fitter(shape: Shape, pattern: str, required: frozenset[str]) -> C
         fitted = {}
         for name, item in value.items():
             if item is None:
+                continue
+            if type(item) is str and name in texts:
+                fitted[name] = item
                 continue
             member = fitters.get(name)
             if member is None:

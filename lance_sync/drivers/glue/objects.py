@@ -47,7 +47,7 @@ def checked_id(id: Sequence[str] | None, root_ok: bool = False) -> Identifier:
 
 def is_lance(table: dict[str, Any]) -> bool:
     return (str(table.get("TableType", "")).upper() == EXTERNAL_TABLE
-            and is_lance_table(parameters_of(table)))
+            and is_lance_table(table.get("Parameters") or {}))
 
 
 def parameters_of(described: dict[str, Any]) -> dict[str, str]:

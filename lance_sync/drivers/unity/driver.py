@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -72,7 +73,7 @@ from lance_sync.drivers.unity.config import UnityConfig, UnityRules
 from lance_sync.drivers.unity.grants import UnityGrants, check_grantable, record_place
 from lance_sync.model.arrow_types import spark_compatible
 from lance_sync.model.grants import GrantMap, RecordPlace, Securable
-from lance_sync.model.locations import join_location, normalize_location
+from lance_sync.model.locations import join_location, normalize_location, scheme
 from lance_sync.model.marks import TABLE_TYPE_KEY, is_lance_table, lance_table_properties
 
 #: UC OSS serves at most 100 items per page (PagedListingHelper); schema listings ask for that
@@ -410,7 +411,11 @@ class UnityNamespace(UnityRules, SyncNamespace):
         return table
 
     def _dataset_schema(self, location: str) -> pa.Schema | None:
-        """The Arrow schema of the Lance dataset at `location`; None when there is none."""
+        """The Arrow schema of the Lance dataset at `location`; None when there is none. A local
+        path that does not exist holds none: one stat says so, where opening the dataset would
+        cost as much client CPU as the create it describes (docs/benchmarks.md)."""
+        if scheme(location) is None and not os.path.lexists(location):
+            return None
         try:
             return lance.dataset(location, storage_options=self.storage_options() or None).schema
         except (ValueError, OSError) as error:
