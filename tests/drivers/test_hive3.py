@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import lance
@@ -52,6 +53,7 @@ from lance_namespace.errors import (
 )
 from pymetastore.hive_metastore.ttypes import GetTableRequest, Table
 
+from lance_sync.apply.lease import Leases, lease_stores
 from lance_sync.drivers import register
 from lance_sync.drivers.base import Identifier
 from lance_sync.drivers.hive3 import driver as hive3
@@ -1050,3 +1052,33 @@ def test_unreachable_metastore_is_service_unavailable(tmp_path: Path):
         with pytest.raises(ServiceUnavailableError, match=f"{name}: cannot connect .*gave up after 4 attempts"):
             call()
     assert driver.api_calls == 0 and len(slept) == 9
+
+
+@pytest.mark.parametrize("lease", ["lock-api", "table"])
+def test_an_apply_lease_never_waits_for_the_connections_of_the_apply_workers(hive: HmsHarness, lease: str,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    """Guards: lease calls go over a connection of their own. Sent through the pool, a lease
+    waited behind 16 apply workers on 3 connections and expired in a 10,000-table apply (issue
+    50). The workers' pool is made to refuse every call, so the code before fails at once."""
+    if lease == "lock-api" and hive.server_fixture != "hms_server":
+        pytest.skip("the Hive 3 test server has no lock API")
+    driver = make_driver(hive, lease=lease)
+    try:
+        def busy(*_: Any, **__: Any) -> Any:
+            raise AssertionError("a lease call waited for a connection of the apply's workers")
+
+        owner = unique("pool")
+        leases = Leases(lease_stores({"b": driver}, {"b": [(*hive.parent_namespace(), "sales")]}, owner), owner,
+                        sleep=lambda _: None)
+        leases.acquire(timeout=0)  # the view lease's database, made once per owner before any apply work
+        leases.release()
+        monkeypatch.setattr(driver.client.pool, "acquire", busy)
+        leases.acquire(timeout=0)
+        [store] = leases.held
+        held = store.register.read()
+        assert held is not None
+        renewed = store.register.swap(held, held.record.renewed(60))
+        assert renewed is not None and store.register.remove(renewed)  # a renewal, then the release
+        assert store.register.read() is None
+    finally:
+        driver.close()

@@ -71,6 +71,7 @@ class Hive3Client:
         assert address.hostname and address.port, "ThriftUri checks both"
         #: host:port of the metastore, as messages name it
         self.address = f"{address.hostname}:{address.port}"
+        self._config, self._on_call = config, on_call
         self.pool = MetastorePool(address.hostname, address.port, config.client_pool_size,
                                   config.client_socket_timeout)
         self._client = MetastoreClient(self.pool, self.address, config.client_socket_timeout,
@@ -81,9 +82,26 @@ class Hive3Client:
         self._catalog_api: bool | None = None
         self._catalog_api_lock = threading.Lock()
 
+        #: the apply lease's own client (`for_leases`), made on first use
+        self._lease_client: Hive3Client | None = None
+
     def close(self) -> None:
         """Close the idle connections (calls after this open new ones)."""
         self.pool.close()
+        if self._lease_client is not None:
+            self._lease_client.close()
+
+    def for_leases(self) -> Hive3Client:
+        """A client of the same metastore over one connection of its own, for an apply lease's
+        calls: renewed through the pool the apply's workers keep busy, a lease waited behind
+        their calls (16 workers on the default 3 connections let it expire in a 10,000-table
+        apply). Its waits are this client's `sleep`."""
+        with self._catalog_api_lock:
+            if self._lease_client is None:
+                lease_client = Hive3Client(self._config.model_copy(update={"client_pool_size": 1}), self._on_call)
+                lease_client.sleep = lambda seconds: self.sleep(seconds)
+                self._lease_client = lease_client
+            return self._lease_client
 
     def send(self, call: str, *args: Any) -> Any:
         """One metastore call (`transport.MetastoreClient.send`), waiting with `sleep` between

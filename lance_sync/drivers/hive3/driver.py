@@ -145,7 +145,7 @@ class Hive3Namespace(Hive3Rules, SyncNamespace):
         (catalog,) = id_parts(list(parent), "lease parent", 1, 1)
         if self.config.lease == VIEW_LEASE:
             return HiveViewLeaseRegister(self, catalog, name)
-        return HiveLockLeaseRegister(self.client, self.namespace_id(), catalog, name, owner)
+        return HiveLockLeaseRegister(self.client.for_leases(), self.namespace_id(), catalog, name, owner)
 
     def close(self) -> None:
         """Close the idle connections (calls after this open new ones)."""

@@ -277,7 +277,7 @@ class HiveViewLeaseRegister(ClaimLeaseRegister):
 
     def __init__(self, driver: Hive3Namespace, catalog: str, name: str):
         self.driver = driver
-        self.client = driver.client
+        self.client = driver.client.for_leases()
         self.database: Identifier = (catalog, name)
         id = (*self.database, LEASE_VIEW)
         super().__init__(id, f"{driver.namespace_id()} view {list(id)}",
