@@ -665,10 +665,11 @@ def test_operations_cost_the_fewest_calls(hive: HmsHarness, counted: HmsHarness,
         assert (counted.requests_served(), driver.api_calls - before) == (calls, calls)
 
 
-def test_list_table_infos_of_500_tables_costs_three_calls(hive: HmsHarness, counted: HmsHarness,
-                                                          driver: Hive3Namespace, database: Identifier):
-    """get_all_tables + ceil(500 / 300) get_table_objects_by_name_req = 3 calls; no per-table call."""
-    tables = 500
+def test_list_table_infos_of_a_batch_and_one_more_costs_three_calls(hive: HmsHarness, counted: HmsHarness,
+                                                                     driver: Hive3Namespace, database: Identifier):
+    """get_all_tables + ceil(301 / 300) get_table_objects_by_name_req = 3 calls; no per-table call
+    (one table more than a batch: the fewest that need a second batch)."""
+    tables = hive3.TABLE_BATCH_SIZE + 1
     names = [f"t{i:04d}" for i in range(tables)]
     seed_tables(hive, database, names, foreign={"t0007"})
     driver.get_namespace_info(database)  # catalog detection, where there is any, happens first
