@@ -1,8 +1,13 @@
-"""Manifest entries the manifest-loading tests build by the thousand."""
+"""Manifest entries the manifest-loading tests build by the thousand, and the loaded `dir`
+backend the planner's offline tests declare their tables in."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from lance_sync.drivers.dir.config import DirConfig
+from lance_sync.drivers.dir.driver import DirNamespace
+from lance_sync.model.desired import BackendSpec
 
 
 def table(index: int, **fields: Any) -> dict[str, Any]:
@@ -10,3 +15,8 @@ def table(index: int, **fields: Any) -> dict[str, Any]:
                              "properties": {"tier": "gold" if index % 3 else "silver"},
                              "register": [{"backend": "d", "namespace": f"ns{index % 4}"}]}
     return {**entry, **fields}
+
+
+def dir_backend(name: str = "b", root: str = "/data") -> BackendSpec:
+    """A loaded `dir` backend NAME rooted at ROOT, as the manifest loader makes it."""
+    return BackendSpec(name=name, type="dir", config=DirConfig(root=root), scope=(), template={}, rules=DirNamespace)

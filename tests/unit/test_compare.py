@@ -7,11 +7,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
-from lance_sync.drivers.dir.config import DirConfig
-from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.actions import DatasetStatus, Destruction, Kind, Reason, Verb, WriteIntent
 from lance_sync.model.desired import (
-    BackendSpec,
     DesiredNamespace,
     DesiredState,
     DesiredTable,
@@ -20,6 +17,7 @@ from lance_sync.model.desired import (
 from lance_sync.model.errors import PlanError
 from lance_sync.plan.compare import compare
 from lance_sync.plan.observe import LiveState
+from tests.support.manifests import dir_backend
 
 OWNER = "me"
 MARK = {"lance_sync.owner": OWNER}
@@ -44,8 +42,7 @@ class Case:
 
 
 def state(case: Case) -> DesiredState:
-    spec = BackendSpec(name="b", type="dir", config=DirConfig(root="/data"), scope=(), template={},
-                       rules=DirNamespace)
+    spec = dir_backend()
     table = DesiredTable(**{"name": "t", "location": LOCATION, "registrations": (Registration("b", ("ns", "t")),),
                             "properties": {"tier": "gold"}, **case.table})
     return DesiredState(owner=OWNER, files=[], base_dir="/", backends={"b": spec},

@@ -8,11 +8,8 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
-from lance_sync.drivers.dir.config import DirConfig
-from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.actions import DatasetStatus, ObjectState
 from lance_sync.model.desired import (
-    BackendSpec,
     DesiredNamespace,
     DesiredState,
     DesiredTable,
@@ -20,6 +17,7 @@ from lance_sync.model.desired import (
 )
 from lance_sync.plan.compare import compare
 from lance_sync.plan.observe import LiveState
+from tests.support.manifests import dir_backend
 
 OWNER = "me"
 DECLARED = {"tier": "gold"}
@@ -27,8 +25,7 @@ IN_SYNC = {"tier": "gold", "lance_sync.owner": OWNER}
 
 
 def _state(names: list[str], namespaces: tuple[str, ...] = ("ns",)) -> DesiredState:
-    spec = BackendSpec(name="b", type="dir", config=DirConfig(root="/data"), scope=(), template={},
-                       rules=DirNamespace)
+    spec = dir_backend()
     tables = [DesiredTable(name=name, location=f"/data/{name}.lance", registrations=(Registration("b", ("ns", name)),),
                            properties=DECLARED) for name in names]
     return DesiredState(owner=OWNER, files=[], base_dir="/", backends={"b": spec},

@@ -13,11 +13,8 @@ from click.testing import CliRunner
 from lance_sync.check.drift import DriftKind, DriftReport, render_drift, report_drift
 from lance_sync.cli.app import main
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
-from lance_sync.drivers.dir.config import DirConfig
-from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.actions import DatasetStatus
 from lance_sync.model.desired import (
-    BackendSpec,
     DesiredNamespace,
     DesiredState,
     DesiredTable,
@@ -25,6 +22,7 @@ from lance_sync.model.desired import (
 )
 from lance_sync.plan.observe import LiveState
 from lance_sync.plan.planner import Observation
+from tests.support.manifests import dir_backend
 
 OWNER = "me"
 MARK = {"lance_sync.owner": OWNER}
@@ -55,8 +53,7 @@ class Case:
 
 
 def report(case: Case) -> DriftReport:
-    specs = {name: BackendSpec(name=name, type="dir", config=DirConfig(root="/data"), scope=(), template={},
-                               rules=DirNamespace) for name in ("b", "c")}
+    specs = {name: dir_backend(name) for name in ("b", "c")}
     table = DesiredTable(**{"name": "t", "location": HERE, "registrations": (
         Registration("b", ("ns", "t")), Registration("c", ("ns", "t"))), "properties": {}, **case.table})
     state = DesiredState(owner=OWNER, files=[], base_dir="/", backends=specs,

@@ -17,11 +17,8 @@ from lance_sync.apply.report import ApplyReport, Outcome
 from lance_sync.apply.rollback import rollback_plan
 from lance_sync.check.drift import DriftKind, report_drift
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
-from lance_sync.drivers.dir.config import DirConfig
-from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.actions import Action, Address, Destruction, Kind, Plan, Reason, Verb
 from lance_sync.model.desired import (
-    BackendSpec,
     DesiredNamespace,
     DesiredState,
     DesiredTable,
@@ -39,6 +36,7 @@ from lance_sync.plan.observe import LiveState
 from lance_sync.plan.planner import Observation, assemble_plan
 from lance_sync.plan.render import render_json, render_markdown, render_text
 from lance_sync.plan.select import parse_targets, select_targets
+from tests.support.manifests import dir_backend
 
 OWNER = "me"
 MARK = {"lance_sync.owner": OWNER}
@@ -55,7 +53,7 @@ ACTION = TypeAdapter(Action)
 
 def desired(renamed_from: tuple[Id, ...] = (("ns", "orders"),), new: Id = ("ns", "orders_v2"),
             namespaces: tuple[Id, ...] = (("ns",),), protect: bool = False) -> DesiredState:
-    spec = BackendSpec(name="b", type="dir", config=DirConfig(root="/data"), scope=(), template={}, rules=DirNamespace)
+    spec = dir_backend()
     table = DesiredTable(name="orders_v2", location=LOCATION, registrations=(Registration("b", new, renamed_from),),
                          properties={"tier": "gold"}, protect=protect)
     return DesiredState(owner=OWNER, files=[], base_dir="/", backends={"b": spec},

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from lance_sync.drivers.dir.config import DirConfig
-from lance_sync.drivers.dir.driver import DirNamespace
 from lance_sync.model.actions import (
     Action,
     Address,
@@ -19,7 +17,6 @@ from lance_sync.model.actions import (
     fingerprint,
 )
 from lance_sync.model.desired import (
-    BackendSpec,
     DesiredNamespace,
     DesiredState,
     DesiredTable,
@@ -27,6 +24,7 @@ from lance_sync.model.desired import (
 )
 from lance_sync.model.errors import LanceSyncError
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
+from tests.support.manifests import dir_backend
 
 OWNED = {"lance_sync.owner": "o"}
 
@@ -69,8 +67,7 @@ def example() -> Plan:
 
 
 def state_of(*backends: str, tables: tuple[DesiredTable, ...] = ()) -> DesiredState:
-    specs = {name: BackendSpec(name=name, type="dir", config=DirConfig(root="/d"), scope=(), template={},
-                               rules=DirNamespace) for name in backends}
+    specs = {name: dir_backend(name, "/d") for name in backends}
     return DesiredState(owner="o", files=[], base_dir="/", backends=specs, tables=list(tables),
                         namespaces=[DesiredNamespace("b", ("sales",), {})])
 
