@@ -75,6 +75,7 @@ from lance_sync.plan.dataset_notes import (
     source_origin,
 )
 from lance_sync.plan.differences import change_detail, same_but_marks, stays_protected
+from lance_sync.plan.in_sync import PropertiesInSync, unchanged_tables
 from lance_sync.plan.moves import left_behind, moved_in_place_note
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.order import sort_actions
@@ -83,8 +84,6 @@ from lance_sync.plan.table_state import plan_table_state
 from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
-#: the pairs of properties' dicts whose comparison a comparer remembers (`Comparer._holds`)
-_IN_SYNC_PAIRS = 10_000
 
 
 @dataclass(frozen=True)
@@ -129,13 +128,9 @@ class Comparer:
         self.result = Comparison()
         self.renames = pair_renames(desired, live)
         self.created_namespaces: set[ObjectKey] = set()
-        #: the properties a table should have, one dict for each of its declared properties' dicts
-        #: and marks (tables with equal properties share one dict: lance_sync.manifest)
-        self._wanted_properties: dict[tuple[int, bool, str], dict[str, str]] = {}
-        #: (id of the wanted properties, id of the live ones) -> whether the live ones are in sync;
-        #: the live state too shares equal properties' dicts, so an unchanged table of a large plan
-        #: is compared once for all the tables like it (the dicts live as long as this comparer)
-        self._in_sync: dict[tuple[int, int], bool] = {}
+        #: the properties a table should have, and whether a live table has them (tables with
+        #: equal properties share one dict: lance_sync.manifest, and the bulk reads)
+        self.properties = PropertiesInSync(desired.owner)
         #: compared keys -> the one sorted list of them the actions share (`_sorted`)
         self._keys: dict[tuple[str, ...], list[str]] = {}
         #: every registration the manifest declares
@@ -270,8 +265,11 @@ class Comparer:
     # --- tables ----------------------------------------------------------------------------------
 
     def _tables(self) -> None:
-        for table in self.desired.tables:
-            if not self.foreign and self._unchanged(table):
+        # the fast path (lance_sync.plan.in_sync): an unchanged table plans nothing; with foreign
+        # registrations every table is compared in full, for the overlaps it may warn of
+        unchanged = [False] * len(self.desired.tables) if self.foreign else unchanged_tables(self.desired, self.live)
+        for table, same in zip(self.desired.tables, unchanged, strict=True):
+            if same:
                 continue
             status = self.datasets.get(table.location)
             overlap = self._location_conflict(table)
@@ -289,22 +287,6 @@ class Comparer:
                 self._table(table, key, status, writes, overlap)
             if overlap and len(self.result.actions) == made_before:
                 self.result.warnings.append(f"table '{table.name}': {overlap}")
-
-    def _unchanged(self, table: DesiredTable) -> bool:
-        """Declared without data and every registration in sync, in a namespace that is there: what
-        most tables of a large plan are, told without looking at their locations (`_table` and
-        `_dataset` plan nothing for them)."""
-        if table.columns or table.source:
-            return False
-        want, location, live_tables = self._wanted(table), table.location, self.live.tables
-        for registration in table.registrations:
-            key = (registration.backend, registration.id)
-            live = live_tables.get(key)
-            if live is None or not live.is_lance or live.location != location \
-                    or not self._holds(want, live.properties) \
-                    or (registration.backend, registration.id[:-1]) not in self.live.namespaces:
-                return False
-        return True
 
     def _table_states(self) -> None:
         """The datasets' own state (lance_sync.plan.table_state), after their data is planned."""
@@ -399,10 +381,10 @@ class Comparer:
     def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool,
                overlap: str | None) -> None:
         backend, id = key
-        want_properties = self._wanted(table)
+        want_properties = self.properties.wanted(table)
         live = self.live.tables.get(key)
         if live is not None and live.is_lance and live.location == table.location and \
-                self._holds(want_properties, live.properties):
+                self.properties.holds(want_properties, live.properties):
             return  # in sync, as most tables of a large plan are
         keys = sorted(set(table.properties) | set(MANAGED_KEYS))
         want = ObjectState(location=table.location, properties=want_properties)
@@ -427,25 +409,6 @@ class Comparer:
                 "lance-sync will not replace it", "not_lance", table.name, backend, id))
             return
         self._change_table(key, live, want, common, overlap)
-
-    def _wanted(self, table: DesiredTable) -> dict[str, str]:
-        """The properties `table` should have: its own and lance-sync's marks (shared: read only)."""
-        cache_key = (id(table.properties), table.protect, table.on_remove)
-        wanted = self._wanted_properties.get(cache_key)
-        if wanted is None:
-            wanted = self._wanted_properties[cache_key] = {
-                **table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
-        return wanted
-
-    def _holds(self, want: dict[str, str], live: dict[str, str]) -> bool:
-        """Every wanted property there, and no mark beyond the wanted ones."""
-        pair = (id(want), id(live))
-        known = self._in_sync.get(pair)
-        if known is None:
-            known = want.items() <= live.items() and live.keys() & MANAGED_KEYS <= want.keys()
-            if len(self._in_sync) < _IN_SYNC_PAIRS:  # a backend whose tables share no dicts: no memo
-                self._in_sync[pair] = known
-        return known
 
     def _change_table(self, key: ObjectKey, live: TableInfo, want: ObjectState, common: dict[str, Any],
                       overlap: str | None) -> None:
