@@ -106,6 +106,8 @@ def test_a_snapshot_reads_every_namespace_and_table_in_one_scan(tmp_path):
     for ns in (("a",), ("a", "inner")):
         driver.declare_tables([DeclareTableRequest(id=[*ns, f"t{i}"], location=str(tmp_path / "/".join(ns) / f"t{i}"),
                                                    properties={"tier": "gold"}) for i in range(3)])
+    driver.declare_tables([DeclareTableRequest(id=["b", "odd"], location=f"{tmp_path}//b/./x/../odd.lance/",
+                                               properties={})])
     calls = driver.api_calls
     snapshot = driver.snapshot()
     assert driver.api_calls - calls == 1
@@ -117,6 +119,10 @@ def test_a_snapshot_reads_every_namespace_and_table_in_one_scan(tmp_path):
     # rows with the same metadata share one properties dict (a million tables' worth of memory):
     # a TableInfo is read, never changed in place
     assert snapshot.tables_in(("a",))[0].properties is snapshot.tables_in(("a",))[1].properties
+    # normalized as a plan compares them (it takes such a snapshot's tables as they are)
+    assert snapshot.normalized
+    assert all(info.location == normalize_location(info.location or "")
+               for tables in snapshot.tables.values() for info in tables)
     with pytest.raises(NamespaceNotFoundError):
         snapshot.tables_in(("gone",))
     with pytest.raises(NamespaceNotFoundError):

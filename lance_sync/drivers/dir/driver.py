@@ -465,7 +465,7 @@ class DirNamespace(DirRules, SyncNamespace):
                 elif object_type == "namespace":
                     id = (*parent, name)
                     namespaces[id] = NamespaceInfo(id, properties)
-        return CatalogSnapshot(namespaces, tables)
+        return CatalogSnapshot(namespaces, tables, normalized=True)
 
     def _namespace_infos(self, rows: Rows) -> Iterator[NamespaceInfo]:
         for id, object_type, _location, properties in RowParser().rows(rows):
