@@ -75,7 +75,7 @@ from lance_sync.plan.dataset_notes import (
     source_origin,
 )
 from lance_sync.plan.differences import change_detail, same_but_marks, stays_protected
-from lance_sync.plan.in_sync import PropertiesInSync, unchanged_tables
+from lance_sync.plan.in_sync import PropertiesInSync, unchanged_tables, unmatched
 from lance_sync.plan.moves import left_behind, moved_in_place_note
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.order import sort_actions
@@ -133,10 +133,8 @@ class Comparer:
         self.properties = PropertiesInSync(desired.owner)
         #: compared keys -> the one sorted list of them the actions share (`_sorted`)
         self._keys: dict[tuple[str, ...], list[str]] = {}
-        #: every registration the manifest declares
-        self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
         #: the live registrations the manifest does not declare, in order (few, in a large plan)
-        self.undeclared = sorted(live.tables.keys() - self.wanted)
+        self.undeclared = sorted(key for key, declared_at in unmatched(desired, live) if declared_at is None)
         #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
         self.resolve = LocationResolver()
         #: registrations that stay after this plan and are not the manifest's, by resolved
@@ -203,6 +201,11 @@ class Comparer:
                          f"({f'owner {owner!r}' if owner else 'no lance-sync owner mark'})"
                          + resolution_note((location, resolved), (other, self.resolve(other))))
         return "; ".join(texts) + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+    @functools.cached_property
+    def wanted(self) -> set[ObjectKey]:
+        """Every registration the manifest declares."""
+        return {(r.backend, r.id) for t in self.desired.tables for r in t.registrations}
 
     @functools.cached_property
     def registrations(self) -> LocationIndex[ObjectKey]:
@@ -569,7 +572,6 @@ class Comparer:
 
     def _namespace_removals(self) -> None:
         wanted = {(ns.backend, ns.id) for ns in self.desired.namespaces}
-        holds_tables = {(r.backend, r.id[:-1]) for t in self.desired.tables for r in t.registrations}
         removed_tables = {a.key for a in self.result.actions if a.kind == Kind.TABLE and a.after is None}
         removed_tables |= {action_key(Kind.TABLE, backend, id) for backend, id in self.renames.vacated}
         for key in sorted(self.live.namespaces, key=lambda k: (k[0], -len(k[1]), k[1])):
@@ -581,7 +583,7 @@ class Comparer:
                     self._left_alone(Kind.NAMESPACE, backend, id,
                                      f"owned by '{owner}'" if owner else "no lance-sync owner mark")
                 continue
-            if key in holds_tables:
+            if key in self._holding_tables:
                 self.result.warnings.append(
                     f"namespace '{self._display(backend, id)}' in backend '{backend}' left the manifest but "
                     "tables of the manifest are registered in it; kept")
@@ -597,6 +599,11 @@ class Comparer:
                          before=project(info.properties, None, keys), after=None, keys=keys,
                          detail="left the manifest",
                          blocked=PROTECTED if is_protected(info.properties) else None)
+
+    @functools.cached_property
+    def _holding_tables(self) -> set[ObjectKey]:
+        """The namespaces the manifest's tables are registered in (asked of namespaces that leave)."""
+        return {(r.backend, r.id[:-1]) for t in self.desired.tables for r in t.registrations}
 
     def _staying_contents(self, key: ObjectKey, removed_tables: set[str], wanted: set[ObjectKey]) -> str:
         """What keeps a namespace from being deleted, in words: the tables and namespaces in it

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import dataclass
 
 from lance_sync.model.desired import DesiredState, DesiredTable
 from lance_sync.model.marks import MANAGED_KEYS, marks
-from lance_sync.plan.observe import LiveState
+from lance_sync.plan.observe import LiveState, ObjectKey
 
 logger = logging.getLogger(__name__)
 
@@ -64,32 +65,69 @@ class PropertiesInSync:
         return known
 
 
+@dataclass
+class InSync:
+    """What the fast path found of a desired state in a read."""
+
+    #: per table of the desired state, in order: in sync
+    unchanged: list[bool]
+    #: live registrations the manifest declares at their own location (those of the tables in
+    #: sync among them): a plan neither removes nor moves them
+    matched: set[ObjectKey]
+
+
 def unchanged_tables(desired: DesiredState, live: LiveState) -> list[bool]:
-    """For each table of `desired` in order, whether it is in sync (see the module docstring);
-    worked out once per read and desired state (a plan asks before it inspects the locations,
-    and again as it compares). The reason each other table is compared in full is logged at
-    DEBUG."""
-    known = live.unchanged
-    if known is not None and known[0] is desired and len(known[1]) == len(desired.tables):
+    """For each table of `desired` in order, whether it is in sync (see the module docstring)."""
+    return in_sync(desired, live).unchanged
+
+
+def unmatched(desired: DesiredState, live: LiveState) -> list[tuple[ObjectKey, str | None]]:
+    """The live registrations the fast path did not match (undeclared, or declared at another
+    location), in the live state's order, each with the location the manifest declares for it
+    (None where it does not declare it): every removal and move of a plan is among them. None
+    at all, without looking at one, where every live registration is matched."""
+    found = in_sync(desired, live)
+    if len(found.matched) == len(live.tables):  # each matched one is a live one: all of them
+        return []
+    declared = {(r.backend, r.id): t.location
+                for t, same in zip(desired.tables, found.unchanged, strict=True) if not same for r in t.registrations}
+    return [(key, declared.get(key)) for key in live.tables if key not in found.matched]
+
+
+def in_sync(desired: DesiredState, live: LiveState) -> InSync:
+    """The tables of `desired` in sync in `live`: worked out once per read and desired state (a
+    plan asks before it inspects the locations, and again as it compares). The reason each
+    other table is compared in full is logged at DEBUG."""
+    known = live.in_sync
+    if known is not None and known[0] is desired and len(known[1].unchanged) == len(desired.tables):
         return known[1]
-    unchanged = _unchanged(desired, live, PropertiesInSync(desired.owner))
-    live.unchanged = (desired, unchanged)
-    return unchanged
+    properties = PropertiesInSync(desired.owner)
+    found = _in_sync(desired, live, properties)
+    live.in_sync = (desired, found)
+    if logger.isEnabledFor(logging.DEBUG):
+        _log_compared_in_full(desired, live, properties, found.unchanged)
+    return found
 
 
-def _unchanged(desired: DesiredState, live: LiveState, properties: PropertiesInSync) -> list[bool]:
+def _in_sync(desired: DesiredState, live: LiveState, properties: PropertiesInSync) -> InSync:
     tables, namespaces = live.tables, live.namespaces
     #: (id of the declared properties, protect, on_remove, id of the live ones) -> in sync: one
     #: look-up a table where the dicts are shared (each dict lives as long as `desired`, `live`)
     known: dict[tuple[int, bool, str, int], bool] = {}
-    unchanged = []
+    unchanged: list[bool] = []
+    matched: list[ObjectKey] = []
     for table in desired.tables:
         same = not (table.columns or table.source)
         if same:
             location, declared = table.location, id(table.properties)
             for registration in table.registrations:
-                info = tables.get((registration.backend, registration.id))
-                if info is None or info.location != location or not info.is_lance:
+                key = (registration.backend, registration.id)
+                info = tables.get(key)
+                if info is None or info.location != location:
+                    same = False
+                    break
+                matched.append(key)
+                if not info.is_lance:
                     same = False
                     break
                 pair = (declared, table.protect, table.on_remove, id(info.properties))
@@ -102,9 +140,7 @@ def _unchanged(desired: DesiredState, live: LiveState, properties: PropertiesInS
                     same = False
                     break
         unchanged.append(same)
-    if logger.isEnabledFor(logging.DEBUG):
-        _log_compared_in_full(desired, live, properties, unchanged)
-    return unchanged
+    return InSync(unchanged, set(matched))
 
 
 def _log_compared_in_full(desired: DesiredState, live: LiveState, properties: PropertiesInSync,

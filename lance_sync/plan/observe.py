@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from lance_namespace.errors import (
     LanceNamespaceError,
@@ -46,6 +46,9 @@ from lance_sync.model.errors import LanceSyncError
 from lance_sync.model.locations import normalize_location
 from lance_sync.model.marks import is_lease_namespace, owner_of
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+
+if TYPE_CHECKING:
+    from lance_sync.plan.in_sync import InSync
 
 ObjectKey = tuple[str, Identifier]
 #: times a failed read (a listing, a describe) is sent again beyond the driver's own retries
@@ -75,9 +78,9 @@ class LiveState:
     #: tables seen outside the scanned namespaces (a backend read in one snapshot shows all of
     #: them): never planned, only checked against the manifest's locations (one asset per path)
     beyond_scope: dict[ObjectKey, TableInfo] = field(default_factory=dict)
-    #: which tables of a desired state this read shows in sync (lance_sync.plan.in_sync), once
-    #: worked out: that desired state and a flag per table of it
-    unchanged: tuple[DesiredState, list[bool]] | None = field(default=None, repr=False, compare=False)
+    #: which tables of a desired state this read shows in sync, once worked out: that desired
+    #: state and lance_sync.plan.in_sync.InSync
+    in_sync: tuple[DesiredState, InSync] | None = field(default=None, repr=False, compare=False)
 
 
 class Observer:
@@ -178,6 +181,10 @@ class Observer:
         for key, tables in listed:
             self.live.scanned.add(key)
             backend = key[0]
+            snapshot = self.snapshots.get(backend)
+            if snapshot is not None and snapshot.normalized:
+                live.update([((backend, info.id), info) for info in tables])
+                continue
             for info in tables:
                 live[(backend, info.id)] = normal(info)
 

@@ -34,7 +34,7 @@ from lance_sync.model.table_state import LiveTableState
 from lance_sync.plan.changes import ChangeScope, changed_scope, with_declared
 from lance_sync.plan.compare import Comparison, compare
 from lance_sync.plan.grants import plan_grants
-from lance_sync.plan.in_sync import unchanged_tables
+from lance_sync.plan.in_sync import unchanged_tables, unmatched
 from lance_sync.plan.observe import LiveState, PointObserver, merge_live, observe
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
 
@@ -105,18 +105,18 @@ def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Dri
 
 
 def _leaving_locations(state: DesiredState, live: LiveState) -> tuple[set[str], dict[str, str]]:
-    """The live locations a plan may leave, in one pass over the live tables: those of owned
+    """The live locations a plan may leave, in one pass over the live tables not in sync
+    (lance_sync.plan.in_sync.unmatched): those of owned
     tables that left the manifest (their datasets are inspected too, so that a removal's
     fingerprint covers the data it would leave or delete), and those of declared registrations
     the manifest points elsewhere, each with its backend."""
-    declared = {(r.backend, r.id): t.location for t in state.tables for r in t.registrations}
     removed: set[str] = set()
     moved: dict[str, str] = {}
-    for key, info in live.tables.items():
+    for key, wanted in unmatched(state, live):  # a registration in sync neither leaves nor moves
+        info = live.tables[key]
         location = info.location
         if not location:
             continue
-        wanted = declared.get(key)
         if wanted is None:
             if owner_of(info.properties) == state.owner:
                 removed.add(location)

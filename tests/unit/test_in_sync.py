@@ -1,7 +1,8 @@
 """The fast path of a plan (lance_sync.plan.in_sync): tables a `dir` read shows in sync are
-planned nothing and their locations are not inspected. Many estates (fixed seeds), each planned
-through the fast path and through the full comparison (every location inspected beside the read,
-every table compared): the plans must be the same."""
+planned nothing, their locations are not inspected, and their registrations are not searched for
+removals and moves. Many estates (fixed seeds), each planned through the fast path and through
+the full comparison (every location inspected beside the read, every table compared, every live
+registration searched): the plans must be the same."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from lance_namespace import DeclareTableRequest
 from lance_sync.drivers import connect_backends, register
 from lance_sync.manifest import load_manifest
 from lance_sync.model.errors import PlanConflicts
-from lance_sync.plan import compare as compare_module
+from lance_sync.plan import in_sync as in_sync_module
 from lance_sync.plan import planner
-from lance_sync.plan.in_sync import unchanged_tables
+from lance_sync.plan.in_sync import InSync, unchanged_tables
 from lance_sync.plan.observe import observe
 
 OWNER = "me"
@@ -45,16 +46,28 @@ def _estate(root: Path, seed: int, drift: bool = True) -> tuple[list[str], list[
         name, ns = f"t{i}", f"ns{i % 2}"
         location = root / ns / f"{name}.lance"
         tier = rnd.choice(["gold", "silver"])
+        second = f"{name}_b" if rnd.random() < 0.2 else None  # registered twice: in sync or not, alone
+        register = f"{{backend: lake, namespace: {ns}}}" + (f", {{backend: lake, namespace: ns1, name: {second}}}"
+                                                               if second else "")
         lines.append(f"  - {{name: {name}, location: '{location}', properties: {{tier: {tier}}}, "
-                     f"register: [{{backend: lake, namespace: {ns}}}]}}")
+                     f"register: [{register}]}}")
         change = rnd.choice(CHANGES) if drift and rnd.random() < 0.3 else "in sync"
         drawn.append((name, change))
         live: dict[str, str] = {"tier": tier, "lance_sync.owner": OWNER}
+        if second:
+            second_change = rnd.choice(["in sync", "absent", "property changed"]) if drift else "in sync"
+            drawn.append((second, second_change))
+            if second_change != "absent":
+                requests.append(DeclareTableRequest(id=["ns1", second], location=str(location), properties={
+                    **live, "tier": "bronze" if second_change == "property changed" else tier}))
         at = location
         if change == "property changed":
             live["tier"] = "bronze"
         elif change == "moved":
             at = root / ns / f"{name}-old.lance"
+            if rnd.random() < 0.5:  # something left at the old location: the plan says so
+                at.parent.mkdir(parents=True, exist_ok=True)
+                at.write_text("old")
         elif change == "no owner mark":
             del live["lance_sync.owner"]
         elif change == "protect mark":
@@ -106,7 +119,7 @@ def test_the_fast_path_plans_what_the_full_comparison_plans(tmp_path: Path, seed
     fast = _plan(manifest)
     with monkeypatch.context() as full:
         full.setattr(planner, "_read_first", lambda state, drivers: False)
-        full.setattr(compare_module, "unchanged_tables", lambda desired, live: [False] * len(desired.tables))
+        full.setattr(in_sync_module, "in_sync", lambda desired, live: InSync([False] * len(desired.tables), set()))
         slow = _plan(manifest)
     assert fast == slow, drawn
 
