@@ -241,11 +241,11 @@ class Observer:
     def _table_namespaces(self) -> dict[str, set[Identifier]]:
         """Per backend, the namespaces the manifest's tables are registered in or renamed from."""
         namespaces: dict[str, set[Identifier]] = {b: set() for b in self.state.backends}
-        for table in self.state.tables:
-            for registration in table.registrations:
-                namespaces[registration.backend].add(registration.id[:-1])
-                if registration.renamed_from:
-                    namespaces[registration.backend].update(former[:-1] for former in registration.renamed_from)
+        tables = self.state.tables
+        # sets of (backend, namespace) first: a comprehension, over every table of the manifest
+        for backend, namespace in {(r.backend, r.id[:-1]) for t in tables for r in t.registrations} | {
+                (r.backend, former[:-1]) for t in tables for r in t.registrations for former in r.renamed_from}:
+            namespaces[backend].add(namespace)
         return namespaces
 
     # --- calls ---------------------------------------------------------------------------------

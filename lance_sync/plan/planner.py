@@ -90,6 +90,8 @@ def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Dri
     options_of = _storage_options(drivers)
     removed, moved = locations or _leaving_locations(state, live)
     leaving = (removed | moved.keys()) - known.keys()
+    if not leaving:
+        return {}
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for (backend, _id), info in live.tables.items():
         if info.location is not None and info.location in leaving:
