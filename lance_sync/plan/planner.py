@@ -201,8 +201,9 @@ def read_state(state: DesiredState, drivers: Drivers,
 def _read_first(state: DesiredState, drivers: Drivers) -> bool:
     """Whether a plan reads the catalogs before it inspects the locations, to inspect only those
     of the tables the read does not show in sync: where every backend of the manifest is read in
-    one snapshot (a `dir` root: a local scan gains nothing from overlapping the inspection) and
-    the plan keeps no row counts (a policy that reads them needs every dataset)."""
+    one snapshot (a `dir` root: one scan, short beside the inspections it spares; a catalog read
+    call by call overlaps the inspection instead) and the plan keeps no row counts (a policy
+    that reads them needs every dataset)."""
     return not state.policy.needs_rows and all(b in drivers and drivers[b].snapshot_reads for b in state.backends)
 
 
