@@ -355,7 +355,7 @@ def _warn_of_writes_without_engine(comparison: Comparison, state: DesiredState) 
     Java missing), the plan names each such table and what to install. Apply still runs the
     rest; that write fails with the same words and what depends on it waits (the manifest's
     spark.master decides classic or Spark Connect)."""
-    writes = [a for a in comparison.actions if a.kind == Kind.DATASET and a.after is not None and a.after.source]
+    writes = [a for a in comparison.actions.kept() if a.kind == Kind.DATASET and a.after is not None and a.after.source]
     if not writes:
         return
     from lance_sync.model.engines import missing_engine
