@@ -102,8 +102,7 @@ class Comparison:
 
 
 class Comparer:
-    #: creates of tables that write no data and have no grants to plan are kept as rows
-    #: (`_create`); False: each is an Action as any other (the reference a test compares with)
+    #: creates of tables kept as rows (`_create`); False: Actions, a test's reference
     creates_as_rows = True
 
     def __init__(self, desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
@@ -128,10 +127,8 @@ class Comparer:
         self._keys: dict[tuple[str, ...], list[str]] = {}
         #: the creates of tables kept as rows (`_create`), joined to the actions once they are in order
         self.creates = CreateRows()
-        #: every registration the manifest declares
-        self.wanted = {(r.backend, r.id) for t in desired.tables for r in t.registrations}
         #: the live registrations the manifest does not declare, in order (few, in a large plan)
-        self.undeclared = sorted(live.tables.keys() - self.wanted)
+        self.undeclared = sorted(key for key in live.tables if key[1] not in self.wanted.get(key[0], ()))
         #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
         self.resolve = LocationResolver()
         #: registrations that stay after this plan and are not the manifest's, by resolved
@@ -140,7 +137,7 @@ class Comparer:
             ((self.resolve(info.location), key) for key in self.undeclared
              if (info := live.tables[key]).location and owner_of(info.properties) != desired.owner),
             ((self.resolve(info.location), key) for key, info in live.beyond_scope.items()
-             if info.location and key not in self.wanted)))
+             if info.location and key[1] not in self.wanted.get(key[0], ()))))
 
     def compare(self, strict: bool = True) -> Comparison:
         """The actions; with `strict`, a PlanError when anything conflicts (drift reads them)."""
@@ -199,6 +196,14 @@ class Comparer:
                          f"({f'owner {owner!r}' if owner else 'no lance-sync owner mark'})"
                          + resolution_note((location, resolved), (other, self.resolve(other))))
         return "; ".join(texts) + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+    @functools.cached_property
+    def wanted(self) -> dict[str, set[Identifier]]:
+        """Per backend, the ids the manifest registers (the tuples its tables hold), made once asked."""
+        wanted: dict[str, set[Identifier]] = defaultdict(set)
+        for registration in (r for t in self.desired.tables for r in t.registrations):
+            wanted[registration.backend].add(registration.id)
+        return wanted
 
     @functools.cached_property
     def registrations(self) -> LocationIndex[ObjectKey]:
@@ -412,8 +417,7 @@ class Comparer:
                          detail=ABSENT_DETAIL, blocked=overlap, **common)
             return
         if live is None:
-            self._create(table, registration, want_properties, common, overlap)
-            return
+            return self._create(table, registration, want_properties, common, overlap)
         if not live.is_lance:
             self.result.conflicts.append(Conflict(
                 f"table '{self._display(backend, id)}' in backend '{backend}' exists and is not a Lance table; "
@@ -423,9 +427,7 @@ class Comparer:
 
     def _create(self, table: DesiredTable, registration: Registration, properties: dict[str, str],
                 common: dict[str, Any], overlap: str | None) -> None:
-        """A create of a table that writes no data and has no grants to plan (every table of a
-        large first plan), kept as a row (lance_sync.model.actions.Actions). It waits for its
-        namespace when the plan creates that, as `_link_dependencies` would have it."""
+        """A create that writes no data and has no grants to plan, as a row (`CreateRows`)."""
         namespace = (registration.backend, registration.id[:-1])
         depends_on = (action_key(Kind.NAMESPACE, *namespace),) if namespace in self.created_namespaces else ()
         self.creates.add(self.desired.backends[registration.backend], table, registration.id, properties,
@@ -651,7 +653,7 @@ class Comparer:
                     if b == backend and n_id[:-1] == id and (b, n_id) not in deleting]
         groups: dict[str, list[str]] = defaultdict(list)
         for child, info in staying:
-            if (backend, child) in wanted or (backend, child) in self.wanted:
+            if (backend, child) in wanted or child in self.wanted.get(backend, ()):
                 why = "declared in the manifest"
             elif owner_of(info.properties) != self.desired.owner:
                 why = f"not owned by '{self.desired.owner}'"
