@@ -106,6 +106,11 @@ class Actions(Sequence[Action]):
         self._items += actions
         return self
 
+    def blocked(self) -> list[Action]:
+        """The blocked actions (Plan.blocked), a row's made only when its shape is blocked."""
+        return [_made(item) for item in self._items
+                if (item.shape.blocked if isinstance(item, TableCreate) else item.blocked)]
+
     def kept(self) -> Iterator[Action]:
         """The actions not kept as rows (no create of a table whose action a row makes)."""
         return (item for item in self._items if isinstance(item, Action))

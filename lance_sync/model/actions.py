@@ -26,9 +26,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
+    PlainSerializer,
     ValidatorFunctionWrapHandler,
-    WrapSerializer,
     WrapValidator,
     model_validator,
 )
@@ -527,13 +526,14 @@ def _actions_as_they_are(value: Any, handler: ValidatorFunctionWrapHandler) -> A
     return value if isinstance(value, Actions) else handler(value)
 
 
-def _as_list(value: Any, handler: SerializerFunctionWrapHandler) -> Any:
-    return handler(value if isinstance(value, list) else list(value))
+def _as_list(value: Sequence[Action]) -> list[Action]:
+    return value if isinstance(value, list) else list(value)
 
 
 #: a plan's actions: a list (a saved plan's, a selection's), or Actions (a planned one's: see
 #: lance_sync.model.action_rows)
-PlanActions = Annotated[Sequence[Action], WrapValidator(_actions_as_they_are), WrapSerializer(_as_list)]
+PlanActions = Annotated[Sequence[Action], WrapValidator(_actions_as_they_are),
+                        PlainSerializer(_as_list, return_type=list[Action])]
 
 
 class LeftAlone(_Model):
@@ -656,6 +656,10 @@ class Plan(_Model):
         return bool(self.actions)
 
     def blocked(self) -> list[Action]:
+        from lance_sync.model.action_rows import Actions
+
+        if isinstance(self.actions, Actions):  # its rows are not made to be asked
+            return self.actions.blocked()
         return [a for a in self.actions if a.blocked]
 
     @property
@@ -664,7 +668,10 @@ class Plan(_Model):
         return bool(self.blocked() or self.policy_violations)
 
     def destroying(self, what: Destruction) -> list[Action]:
-        return [a for a in self.actions if a.destroys == what]
+        from lance_sync.model.action_rows import Actions
+
+        actions = self.actions.kept() if isinstance(self.actions, Actions) else self.actions  # a create destroys nothing
+        return [a for a in actions if a.destroys == what]
 
 
 def plan_json_schema() -> dict[str, Any]:

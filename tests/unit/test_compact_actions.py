@@ -10,7 +10,7 @@ import pytest
 
 from lance_sync.drivers.base import Capabilities, NamespaceInfo, TableInfo
 from lance_sync.model.action_rows import Actions, TableCreate
-from lance_sync.model.actions import Action, DatasetStatus, Kind, Plan, Verb
+from lance_sync.model.actions import Action, DatasetStatus, Destruction, Kind, Plan, Verb
 from lance_sync.model.desired import DesiredNamespace, DesiredState, DesiredTable, Registration
 from lance_sync.model.policy import ForbiddenActions, Policy, enforce
 from lance_sync.plan.compare import Comparer, Comparison, compare
@@ -100,6 +100,8 @@ def test_a_plan_with_creates_as_rows_is_the_plan_of_actions(seed: int, monkeypat
     assert render_json(compact) == render_json(full)
     assert render_text(compact) == render_text(full) and render_markdown(compact) == render_markdown(full)
     assert Plan.model_validate_json(render_json(compact)) == full
+    assert compact.blocked() == full.blocked() and compact.refused == full.refused
+    assert all(compact.destroying(what) == full.destroying(what) for what in Destruction)
 
 
 def test_a_first_plan_holds_its_creates_as_rows_only(monkeypatch: pytest.MonkeyPatch) -> None:
