@@ -112,7 +112,7 @@ class Actions(Sequence[Action]):
                 if (item.shape.blocked if isinstance(item, TableCreate) else item.blocked)]
 
     def kept(self) -> Iterator[Action]:
-        """The actions not kept as rows (no create of a table whose action a row makes)."""
+        """The actions that are not rows: all but the creates kept as rows, without making any."""
         return (item for item in self._items if isinstance(item, Action))
 
     def sort(self, key: Callable[[Action], Any]) -> None:
@@ -129,4 +129,5 @@ class Actions(Sequence[Action]):
     def with_rows(self, rows: list[TableCreate], key: Callable[[Action | TableCreate], Any]) -> None:
         """Add creates kept as rows to the actions, both in the order `key` gives (of an
         action, and of a row as of its action): each goes where its action would."""
-        self._items = list(heapq.merge(self._items, rows, key=key))
+        if rows:
+            self._items = list(heapq.merge(self._items, rows, key=key))
