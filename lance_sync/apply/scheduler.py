@@ -8,7 +8,7 @@ import contextlib
 import queue
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from lance_sync.apply.report import Outcome
@@ -33,7 +33,7 @@ _Done = list[Outcome] | BaseException
 class Scheduler:
     """Runs units of work as soon as what they depend on succeeded; skips what depends on a failure."""
 
-    def __init__(self, actions: list[Action], parallelism: int):
+    def __init__(self, actions: Sequence[Action], parallelism: int):
         self.by_key = {a.key: a for a in actions}
         #: each action's key by the action's identity: a key is a JSON encoding of the id,
         #: computed once here rather than again for each outcome

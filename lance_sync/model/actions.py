@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Final, Literal
@@ -25,6 +26,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
     ValidatorFunctionWrapHandler,
     WrapValidator,
     model_validator,
@@ -168,6 +170,11 @@ _OPERATIONS: dict[tuple[Kind, Verb], _Operation] = {
     (Kind.VERSIONS, Verb.DELETE): _Operation(5, None),
     (Kind.DATASET, Verb.UPDATE): _Operation(2, None),
 }
+
+
+def operation_phase(kind: Kind, verb: Verb) -> int:
+    """An action's execution and display phase, by what it is (`Action.phase`)."""
+    return _OPERATIONS[(kind, verb)].phase
 
 
 #: the actions that may take a table registration to a new id (`Action.renamed_from`): a rename,
@@ -385,7 +392,7 @@ class Action:
 
     @property
     def phase(self) -> int:
-        return _OPERATIONS[(self.kind, self.verb)].phase
+        return operation_phase(self.kind, self.verb)
 
     @property
     def removes(self) -> bool:
@@ -492,7 +499,7 @@ def fingerprint(state: ObjectState | None, keys: list[str]) -> str:
     was written no longer matches.
     """
     if state is None:
-        return _ABSENT  # every create's: one string for all of them
+        return ABSENT  # every create's: one string for all of them
     if state.privileges is not None:
         return _digest({"privileges": sorted(state.privileges)})
     if state.principals is not None:
@@ -508,7 +515,25 @@ def _digest(payload: Any) -> str:
     return hashlib.sha256(_SORTED_JSON.encode(payload).encode()).hexdigest()[:16]
 
 
-_ABSENT: Final = _digest({"absent": True})
+#: every create's fingerprint (`fingerprint` of no state)
+ABSENT: Final = _digest({"absent": True})
+
+
+def _actions_as_they_are(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """`Actions` (rows among them) as they are: validating them would make every action."""
+    from lance_sync.model.action_rows import Actions
+
+    return value if isinstance(value, Actions) else handler(value)
+
+
+def _as_list(value: Sequence[Action]) -> list[Action]:
+    return value if isinstance(value, list) else list(value)
+
+
+#: a plan's actions: a list (a saved plan's, a selection's), or Actions (a planned one's: see
+#: lance_sync.model.action_rows)
+PlanActions = Annotated[Sequence[Action], WrapValidator(_actions_as_they_are),
+                        PlainSerializer(_as_list, return_type=list[Action])]
 
 
 class LeftAlone(_Model):
@@ -603,7 +628,7 @@ class Plan(_Model):
     #: backend configurations; secrets appear only as their ${VAR} reference
     backends: dict[str, dict[str, Any]]
     spark: dict[str, Any] | None = None
-    actions: list[Action] = Field(default_factory=list)
+    actions: PlanActions = Field(default_factory=list)
     left_alone: list[LeftAlone] = Field(default_factory=list)
     #: grants the manifest does not manage on objects it declares grants for (grants_mode: named):
     #: the reason lists each principal and privileges (optional field, as below)
@@ -631,6 +656,10 @@ class Plan(_Model):
         return bool(self.actions)
 
     def blocked(self) -> list[Action]:
+        from lance_sync.model.action_rows import Actions
+
+        if isinstance(self.actions, Actions):  # its rows are not made to be asked
+            return self.actions.blocked()
         return [a for a in self.actions if a.blocked]
 
     @property
@@ -639,7 +668,10 @@ class Plan(_Model):
         return bool(self.blocked() or self.policy_violations)
 
     def destroying(self, what: Destruction) -> list[Action]:
-        return [a for a in self.actions if a.destroys == what]
+        from lance_sync.model.action_rows import Actions
+
+        actions = self.actions.kept() if isinstance(self.actions, Actions) else self.actions  # a create destroys nothing
+        return [a for a in actions if a.destroys == what]
 
 
 def plan_json_schema() -> dict[str, Any]:

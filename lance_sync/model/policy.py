@@ -35,11 +35,12 @@ run unattended, but for a table's retention cleanup when `delete versions` is li
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, ClassVar
 
+from lance_sync.model.action_rows import Actions
 from lance_sync.model.actions import (
     DATASET_PARTS,
     Action,
@@ -125,7 +126,7 @@ class Rule:
         """What is wrong with one action of a plan, or None."""
         return None
 
-    def plan_problem(self, actions: list[Action]) -> str | None:
+    def plan_problem(self, actions: Sequence[Action]) -> str | None:
         """What is wrong with the plan as a whole, or None."""
         return None
 
@@ -248,7 +249,7 @@ class MaxRemovals(Rule):
     check: ClassVar[str] = "max_removals"
     limit: int
 
-    def plan_problem(self, actions: list[Action]) -> str | None:
+    def plan_problem(self, actions: Sequence[Action]) -> str | None:
         removals = [a for a in actions if a.verb in REMOVALS and any(self.covers(b) for b in a.backends)]
         if len(removals) <= self.limit:
             return None
@@ -406,12 +407,16 @@ def enforce(policy: Policy, plan: Plan, state: DesiredState | None = None) -> No
     """Check the plan and record what breaks the policy on it: each violation in
     `plan.policy_violations`, and on the action it concerns as `blocked` (apply refuses both)."""
     violations = check_plan(policy, plan, state)
-    by_key = {a.key: a for a in plan.actions}
+    reasons: dict[str, list[str]] = {}
     for violation in violations:
-        action = by_key.get(violation.action or "")
-        if action is not None:
-            reason = f"policy rule '{violation.rule}': {violation.message}"
-            action.blocked = f"{action.blocked}; {reason}" if action.blocked else reason
+        if violation.action is not None:
+            reasons.setdefault(violation.action, []).append(f"policy rule '{violation.rule}': {violation.message}")
+    actions = plan.actions
+    for index, action in enumerate(actions if reasons else ()):
+        if action.key in reasons:
+            action.blocked = "; ".join([action.blocked, *reasons[action.key]] if action.blocked else reasons[action.key])
+            if isinstance(actions, Actions):  # one made of a row is made anew on each read: keep this one
+                actions[index] = action
     plan.policy_violations = [*plan.policy_violations, *violations]
 
 

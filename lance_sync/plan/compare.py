@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lance_sync.drivers.base import Capabilities, Identifier, NamespaceInfo, TableInfo
+from lance_sync.model.action_rows import ABSENT_DETAIL, Actions
 from lance_sync.model.actions import (
     Action,
     Address,
@@ -49,7 +50,7 @@ from lance_sync.model.actions import (
     project,
 )
 from lance_sync.model.arrow_types import describe_columns
-from lance_sync.model.desired import DesiredState, DesiredTable
+from lance_sync.model.desired import DesiredState, DesiredTable, Registration
 from lance_sync.model.errors import PlanConflicts
 from lance_sync.model.locations import (
     LocationIndex,
@@ -67,6 +68,8 @@ from lance_sync.model.marks import (
     owner_of,
 )
 from lance_sync.model.table_state import LiveTableState
+from lance_sync.plan.conflicts import Conflict
+from lance_sync.plan.creates import CreateRows
 from lance_sync.plan.dataset_notes import (
     NOT_A_DATASET,
     dataset_warnings,
@@ -86,28 +89,9 @@ from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
 
 
-@dataclass(frozen=True)
-class Conflict:
-    """Something no action can fix: the plan stops (drift reports it instead)."""
-
-    message: str
-    #: what it is about: owner (marked by another owner), not_lance (a table of another format
-    #: under the name), namespace (a table's namespace is neither there nor declared), storage
-    #: (a location cannot be read), schema (the dataset's columns contradict the manifest)
-    topic: str
-    table: str | None = None
-    backend: str | None = None
-    id: Identifier | None = None
-    #: the message without the table it is about (drift names the table beside it)
-    detail: str | None = None
-
-    def __str__(self) -> str:
-        return self.message
-
-
 @dataclass
 class Comparison:
-    actions: list[Action] = field(default_factory=list)
+    actions: Actions = field(default_factory=Actions)
     left_alone: list[LeftAlone] = field(default_factory=list)
     grants_left_alone: list[LeftAlone] = field(default_factory=list)
     adopted_unmarked: list[LeftAlone] = field(default_factory=list)
@@ -117,6 +101,9 @@ class Comparison:
 
 
 class Comparer:
+    #: creates of tables kept as rows (`_create`); False: Actions, a test's reference
+    creates_as_rows = True
+
     def __init__(self, desired: DesiredState, live: LiveState, capabilities: dict[str, Capabilities],
                  datasets: dict[str, DatasetStatus], table_states: dict[str, LiveTableState] | None = None):
         self.desired = desired
@@ -133,6 +120,8 @@ class Comparer:
         self.properties = PropertiesInSync(desired.owner)
         #: compared keys -> the one sorted list of them the actions share (`_sorted`)
         self._keys: dict[tuple[str, ...], list[str]] = {}
+        #: the creates of tables kept as rows (`_create`), joined to the actions once they are in order
+        self.creates = CreateRows()
         #: the live registrations the manifest does not declare, in order (few, in a large plan)
         self.undeclared = sorted(key for key, declared_at in unmatched(desired, live) if declared_at is None)
         #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
@@ -143,7 +132,7 @@ class Comparer:
             ((self.resolve(info.location), key) for key in self.undeclared
              if (info := live.tables[key]).location and owner_of(info.properties) != desired.owner),
             ((self.resolve(info.location), key) for key, info in live.beyond_scope.items()
-             if info.location and key not in self.wanted)))
+             if info.location and key[1] not in self.wanted.get(key[0], ()))))
 
     def compare(self, strict: bool = True) -> Comparison:
         """The actions; with `strict`, a PlanError when anything conflicts (drift reads them)."""
@@ -154,6 +143,7 @@ class Comparer:
         self._namespace_removals()
         self._link_dependencies()
         sort_actions(self.result.actions)
+        self.creates.join(self.result.actions)
         self.result.notes += self.renames.notes + rename_hints(self.result.actions, self._display)
         self.result.warnings += self.renames.warnings
         if strict and self.result.conflicts:
@@ -203,9 +193,12 @@ class Comparer:
         return "; ".join(texts) + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
 
     @functools.cached_property
-    def wanted(self) -> set[ObjectKey]:
-        """Every registration the manifest declares."""
-        return {(r.backend, r.id) for t in self.desired.tables for r in t.registrations}
+    def wanted(self) -> dict[str, set[Identifier]]:
+        """Per backend, the ids the manifest registers (the tuples its tables hold), made once asked."""
+        wanted: dict[str, set[Identifier]] = defaultdict(set)
+        for registration in (r for t in self.desired.tables for r in t.registrations):
+            wanted[registration.backend].add(registration.id)
+        return wanted
 
     @functools.cached_property
     def registrations(self) -> LocationIndex[ObjectKey]:
@@ -276,10 +269,9 @@ class Comparer:
                 continue
             status = self.datasets.get(table.location)
             overlap = self._location_conflict(table)
-            made_before = len(self.result.actions)
+            made_before = len(self.result.actions) + len(self.creates)
             writes = self._dataset(table, status, overlap) is not None
             for registration in table.registrations:
-                key = (registration.backend, registration.id)
                 namespace = (registration.backend, registration.id[:-1])
                 if namespace not in self.live.namespaces and namespace not in self.created_namespaces:
                     self.result.conflicts.append(Conflict(
@@ -287,8 +279,8 @@ class Comparer:
                         f"backend '{registration.backend}' and is not declared under namespaces:",
                         "namespace", table.name, registration.backend, registration.id))
                     continue
-                self._table(table, key, status, writes, overlap)
-            if overlap and len(self.result.actions) == made_before:
+                self._table(table, registration, status, writes, overlap)
+            if overlap and len(self.result.actions) + len(self.creates) == made_before:
                 self.result.warnings.append(f"table '{table.name}': {overlap}")
 
     def _table_states(self) -> None:
@@ -381,9 +373,9 @@ class Comparer:
                         "Lance dataset and never deletes what it did not write: move that data away or point "
                         "the table at another location", "storage", table.name)
 
-    def _table(self, table: DesiredTable, key: ObjectKey, status: DatasetStatus | None, writes: bool,
+    def _table(self, table: DesiredTable, registration: Registration, status: DatasetStatus | None, writes: bool,
                overlap: str | None) -> None:
-        backend, id = key
+        key = backend, id = registration.backend, registration.id
         want_properties = self.properties.wanted(table)
         live = self.live.tables.get(key)
         if live is not None and live.is_lance and live.location == table.location and \
@@ -402,16 +394,26 @@ class Comparer:
         if live is None and key in self.renames.pairs:
             self._rename(key, self.renames.pairs[key], want, common)
             return
-        if live is None:
+        if live is None and (writes or registration.grants is not None or not self.creates_as_rows):
             self._action(Verb.CREATE, Kind.TABLE, Reason.ABSENT, backend, id, before=None, after=want,
-                         detail="declared in the manifest, absent", blocked=overlap, **common)
+                         detail=ABSENT_DETAIL, blocked=overlap, **common)
             return
+        if live is None:
+            return self._create(table, registration, want_properties, common, overlap)
         if not live.is_lance:
             self.result.conflicts.append(Conflict(
                 f"table '{self._display(backend, id)}' in backend '{backend}' exists and is not a Lance table; "
                 "lance-sync will not replace it", "not_lance", table.name, backend, id))
             return
         self._change_table(key, live, want, common, overlap)
+
+    def _create(self, table: DesiredTable, registration: Registration, properties: dict[str, str],
+                common: dict[str, Any], overlap: str | None) -> None:
+        """A create that writes no data and has no grants to plan, as a row (`CreateRows`)."""
+        namespace = (registration.backend, registration.id[:-1])
+        depends_on = (action_key(Kind.NAMESPACE, *namespace),) if namespace in self.created_namespaces else ()
+        self.creates.add(self.desired.backends[registration.backend], table, registration.id, properties,
+                         self._sorted(common["keys"]), common["dataset"], overlap, tuple(common["warnings"]), depends_on)
 
     def _change_table(self, key: ObjectKey, live: TableInfo, want: ObjectState, common: dict[str, Any],
                       overlap: str | None) -> None:
@@ -618,7 +620,7 @@ class Comparer:
                     if b == backend and n_id[:-1] == id and (b, n_id) not in deleting]
         groups: dict[str, list[str]] = defaultdict(list)
         for child, info in staying:
-            if (backend, child) in wanted or (backend, child) in self.wanted:
+            if (backend, child) in wanted or child in self.wanted.get(backend, ()):
                 why = "declared in the manifest"
             elif owner_of(info.properties) != self.desired.owner:
                 why = f"not owned by '{self.desired.owner}'"
@@ -632,7 +634,7 @@ class Comparer:
 
     def _link_dependencies(self) -> None:
         """Which action must finish before which: parents first on create, children first on delete,
-        data before the registrations that point at it."""
+        data before the registrations that point at it (a create kept as a row has its own: `_create`)."""
         #: what an action can wait for here: a namespace created, data written (not the tables,
         #: most of a large plan's actions)
         by_key = {a.key: a for a in self.result.actions if a.kind != Kind.TABLE}

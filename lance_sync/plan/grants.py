@@ -106,9 +106,10 @@ def plan_grants(state: DesiredState, comparison: Comparison, drivers: Drivers,
     """
     if not any(ns.grants for ns in state.namespaces) and not any(
             r.grants for t in state.tables for r in t.registrations) and not any(
-            a.kind == Kind.TABLE and a.verb == Verb.REPLACE for a in comparison.actions):
+            a.kind == Kind.TABLE and a.verb == Verb.REPLACE for a in comparison.actions.kept()):
         return  # nothing to read: most plans
-    by_key = {a.key: a for a in comparison.actions}
+    # the creates kept as rows have no grants to plan (lance_sync.plan.compare: Comparer._create)
+    by_key = {a.key: a for a in comparison.actions.kept()}
     managed = [m for m in _managed(state, by_key)
                if objects_found is None or m.action is not None or objects_found(m.backend, Kind(m.kind), m.id)]
     without = sorted({m.backend for m in managed if not capabilities[m.backend].grants})
@@ -116,7 +117,7 @@ def plan_grants(state: DesiredState, comparison: Comparison, drivers: Drivers,
         comparison.warnings.append(f"backend '{backend}': this server has no grants API; the manifest's grants "
                                    "there are not managed")
     managed = [m for m in managed if capabilities[m.backend].grants]
-    replaced = [a for a in comparison.actions if a.kind == Kind.TABLE and a.verb == Verb.REPLACE
+    replaced = [a for a in comparison.actions.kept() if a.kind == Kind.TABLE and a.verb == Verb.REPLACE
                 and capabilities[a.backend].grants]
     if not managed and not replaced:
         return

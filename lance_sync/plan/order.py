@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from lance_sync.model.actions import Action, Kind, Verb
+from lance_sync.model.action_rows import Actions, TableCreate
+from lance_sync.model.actions import Action, Kind, Verb, operation_phase
 
 
 def action_order(action: Action) -> tuple:
@@ -16,7 +17,7 @@ def action_order(action: Action) -> tuple:
     return (*_rank(action), action.id, action.display_id)
 
 
-def sort_actions(actions: list[Action]) -> None:
+def sort_actions(actions: Actions) -> None:
     """Sort `actions` in place by `action_order`. A first plan of a large estate has a million
     actions, and a key tuple for each would be the plan's largest allocation: this sorts by
     each part of the order in turn instead, the least significant first (each sort is stable),
@@ -24,6 +25,20 @@ def sort_actions(actions: list[Action]) -> None:
     actions.sort(key=attrgetter("display_id"))
     actions.sort(key=attrgetter("id"))
     actions.sort(key=_rank)
+
+
+def item_order(item: Action | TableCreate) -> tuple:
+    """`action_order` of an action, or of a create kept as a row as of its action (not made)."""
+    if isinstance(item, Action):
+        return action_order(item)
+    return (*_row_rank(item), list(item.id), item.shape.format_id(item.id))
+
+
+def sort_rows(rows: list[TableCreate]) -> None:
+    """Sort creates kept as rows in place by `item_order`, on values they hold or share. The
+    display id, last in the order, never decides: an id is created once in a backend."""
+    rows.sort(key=attrgetter("id"))
+    rows.sort(key=_row_rank)
 
 
 #: the distinct ranks seen (few: phases, depths, backends), so that actions share them
@@ -34,4 +49,9 @@ def _rank(action: Action) -> tuple[int, int, str]:
     """The order's first part: phase, depth (parents first; children first on delete), backend."""
     depth = -len(action.id) if action.kind == Kind.NAMESPACE and action.verb == Verb.DELETE else len(action.id)
     rank = (action.phase, depth, action.backend)
+    return _RANKS.setdefault(rank, rank)
+
+
+def _row_rank(row: TableCreate) -> tuple[int, int, str]:
+    rank = (operation_phase(Kind.TABLE, Verb.CREATE), len(row.id), row.shape.backend)
     return _RANKS.setdefault(rank, rank)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -131,6 +131,24 @@ def _storage_options(drivers: Drivers) -> dict[str, tuple[tuple[str, str], ...]]
     return {name: tuple(sorted(driver.storage_options().items())) for name, driver in drivers.items()}
 
 
+#: locations inspected at a time, at least (`_chunks`): a report is an object for each, and a
+#: million of them at once were the largest part of a large plan's read
+INSPECT_CHUNK = 50_000
+
+
+def _chunks(locations: list[str]) -> Iterator[list[str]]:
+    """`locations` (sorted) INSPECT_CHUNK or more at a time, a chunk ending where their folder
+    changes: the listing of a folder, which tells which of its locations exist, is made once."""
+    begin = 0
+    while begin < len(locations):
+        end = min(begin + INSPECT_CHUNK, len(locations))
+        folder = locations[end - 1].rstrip("/").rpartition("/")[0]
+        while end < len(locations) and locations[end].rstrip("/").rpartition("/")[0] == folder:
+            end += 1
+        yield locations[begin:end]
+        begin = end
+
+
 def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]], progress: Progress | None,
              on_open: OnOpen | None = None) -> dict[str, DatasetStatus]:
     from lance_sync.data.inspection import inspect_locations
@@ -141,17 +159,17 @@ def _inspect(by_options: dict[tuple[tuple[str, str], ...], set[str]], progress: 
     for option_items, location_set in by_options.items():
         if progress:
             progress(f"inspecting {len(location_set)} table location(s)")
-        locations = sorted(location_set)
-        reports = inspect_locations(locations, storage_options=dict(option_items) or None, engine="threads",
-                                    on_open=on_open)
-        for location, report in zip(locations, reports, strict=True):
-            if report.status != "valid" and report.intent is None:
-                key = (report.status, report.error)
-                if key not in simple:
-                    simple[key] = DatasetStatus(status=report.status, error=report.error)
-                statuses[location] = simple[key]
-                continue
-            statuses[location] = dataset_status(report)
+        for chunk in _chunks(sorted(location_set)):
+            reports = inspect_locations(chunk, storage_options=dict(option_items) or None, engine="threads",
+                                        on_open=on_open)
+            for location, report in zip(chunk, reports, strict=True):
+                if report.status != "valid" and report.intent is None:
+                    key = (report.status, report.error)
+                    if key not in simple:
+                        simple[key] = DatasetStatus(status=report.status, error=report.error)
+                    statuses[location] = simple[key]
+                    continue
+                statuses[location] = dataset_status(report)
     return statuses
 
 
@@ -391,7 +409,7 @@ def _warn_of_writes_without_engine(comparison: Comparison, state: DesiredState) 
     Java missing), the plan names each such table and what to install. Apply still runs the
     rest; that write fails with the same words and what depends on it waits (the manifest's
     spark.master decides classic or Spark Connect)."""
-    writes = [a for a in comparison.actions if a.kind == Kind.DATASET and a.after is not None and a.after.source]
+    writes = [a for a in comparison.actions.kept() if a.kind == Kind.DATASET and a.after is not None and a.after.source]
     if not writes:
         return
     from lance_sync.model.engines import missing_engine

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lance_sync.drivers.base import Identifier, TableInfo
+from lance_sync.model.action_rows import Actions
 from lance_sync.model.actions import Action, Kind, Verb
 from lance_sync.model.desired import DesiredState, DesiredTable, Registration
 from lance_sync.model.marks import owner_of
@@ -92,13 +93,14 @@ def _why_not_renamed(info: TableInfo, table: DesiredTable, owner: str) -> str | 
     return None
 
 
-def rename_hints(actions: list[Action], format_id: Callable[[str, Identifier], str]) -> list[str]:
+def rename_hints(actions: Actions, format_id: Callable[[str, Identifier], str]) -> list[str]:
     """A note for each declared registration that is created while a registration of the same
     location in the same backend is forgotten: probably a rename that `renamed_from` should say."""
     forgotten: dict[tuple[str, str | None], Action] = {
-        (a.backend, a.location): a for a in actions if a.kind == Kind.TABLE and a.verb == Verb.FORGET and a.location}
-    hints = []
-    for action in actions:
+        (a.backend, a.location): a for a in actions.kept() if a.kind == Kind.TABLE and a.verb == Verb.FORGET
+        and a.location}
+    hints: list[str] = []
+    for action in actions if forgotten else ():  # a first plan forgets nothing: its creates are not made
         old = forgotten.get((action.backend, action.location))
         if action.kind != Kind.TABLE or action.verb != Verb.CREATE or old is None:
             continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lance_sync.model.actions import Action, Destruction, ObjectState, Plan, Reason
@@ -85,7 +85,7 @@ def _attention(plan: Plan, escape: Escape) -> str:
     return attention(danger, danger=True) + attention(other)
 
 
-def _by_backend(actions: list[Action]) -> dict[str, list[Action]]:
+def _by_backend(actions: Sequence[Action]) -> dict[str, list[Action]]:
     """The actions of each backend in plan order, the backends in the order they first act."""
     groups: dict[str, list[Action]] = {}
     for action in actions:

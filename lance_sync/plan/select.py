@@ -10,7 +10,7 @@ The plan records what it left out and why (`Plan.partial`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
@@ -141,7 +141,7 @@ def _addresses(action: Action) -> list[tuple[str, str]]:
     return addresses
 
 
-def _with_dependencies(actions: list[Action], chosen: set[str]) -> set[str]:
+def _with_dependencies(actions: Sequence[Action], chosen: set[str]) -> set[str]:
     """`chosen`, what they depend on, and the forgets that go with a dataset deletion."""
     by_key = {a.key: a for a in actions}
     dependents = _dependents(actions)
@@ -159,7 +159,7 @@ def _with_dependencies(actions: list[Action], chosen: set[str]) -> set[str]:
     return keep
 
 
-def _dependents(actions: list[Action]) -> dict[str, list[str]]:
+def _dependents(actions: Sequence[Action]) -> dict[str, list[str]]:
     dependents: dict[str, list[str]] = defaultdict(list)
     for action in actions:
         for need in action.depends_on:

@@ -11,7 +11,7 @@ alone."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from lance_sync.model.actions import Action, Address, DatasetStatus, Kind, dataset_key
 from lance_sync.model.desired import DesiredState
@@ -23,7 +23,7 @@ __all__ = ["PartsPlan", "plan_table_state"]
 
 
 def plan_table_state(desired: DesiredState, datasets: Mapping[str, DatasetStatus],
-                     live: Mapping[str, LiveTableState], planned: list[Action]) -> PartsPlan:
+                     live: Mapping[str, LiveTableState], planned: Sequence[Action]) -> PartsPlan:
     """The part actions, notes, left-alone parts and conflicts of every table that declares
     its own state; `planned`: the comparison's actions so far (a dataset written by the plan,
     the column changes its part actions follow)."""
