@@ -213,6 +213,9 @@ class CatalogSnapshot:
 
     namespaces: dict[Identifier, NamespaceInfo]
     tables: dict[Identifier, list[TableInfo]]
+    #: every table's location is normalized (lance_sync.model.locations) and its properties a
+    #: dict shared with the tables read alike: a plan takes the tables as they are
+    normalized: bool = False
 
     def children(self, parent: Identifier) -> list[NamespaceInfo]:
         """What `list_namespace_infos(parent)` answers."""

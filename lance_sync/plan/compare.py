@@ -78,6 +78,7 @@ from lance_sync.plan.dataset_notes import (
     source_origin,
 )
 from lance_sync.plan.differences import change_detail, same_but_marks, stays_protected
+from lance_sync.plan.in_sync import PropertiesInSync, unchanged_tables, unmatched
 from lance_sync.plan.moves import left_behind, moved_in_place_note
 from lance_sync.plan.observe import LiveState, ObjectKey
 from lance_sync.plan.order import sort_actions
@@ -86,8 +87,6 @@ from lance_sync.plan.table_state import plan_table_state
 from lance_sync.plan.table_state.columns import plan_columns, schema_hint
 
 PROTECTED = "protected (lance_sync.protect=true): apply `protect: false` first"
-#: the pairs of properties' dicts whose comparison a comparer remembers (`Comparer._holds`)
-_IN_SYNC_PAIRS = 10_000
 
 
 @dataclass
@@ -116,19 +115,15 @@ class Comparer:
         self.result = Comparison()
         self.renames = pair_renames(desired, live)
         self.created_namespaces: set[ObjectKey] = set()
-        #: the properties a table should have, one dict for each of its declared properties' dicts
-        #: and marks (tables with equal properties share one dict: lance_sync.manifest)
-        self._wanted_properties: dict[tuple[int, bool, str], dict[str, str]] = {}
-        #: (id of the wanted properties, id of the live ones) -> whether the live ones are in sync;
-        #: the live state too shares equal properties' dicts, so an unchanged table of a large plan
-        #: is compared once for all the tables like it (the dicts live as long as this comparer)
-        self._in_sync: dict[tuple[int, int], bool] = {}
+        #: the properties a table should have, and whether a live table has them (tables with
+        #: equal properties share one dict: lance_sync.manifest, and the bulk reads)
+        self.properties = PropertiesInSync(desired.owner)
         #: compared keys -> the one sorted list of them the actions share (`_sorted`)
         self._keys: dict[tuple[str, ...], list[str]] = {}
         #: the creates of tables kept as rows (`_create`), joined to the actions once they are in order
         self.creates = CreateRows()
         #: the live registrations the manifest does not declare, in order (few, in a large plan)
-        self.undeclared = sorted(key for key in live.tables if key[1] not in self.wanted.get(key[0], ()))
+        self.undeclared = sorted(key for key, declared_at in unmatched(desired, live) if declared_at is None)
         #: locations are compared as the filesystem resolves them (a symbolic link is no second place)
         self.resolve = LocationResolver()
         #: registrations that stay after this plan and are not the manifest's, by resolved
@@ -266,8 +261,11 @@ class Comparer:
     # --- tables ----------------------------------------------------------------------------------
 
     def _tables(self) -> None:
-        for table in self.desired.tables:
-            if not self.foreign and self._unchanged(table):
+        # the fast path (lance_sync.plan.in_sync): an unchanged table plans nothing; with foreign
+        # registrations every table is compared in full, for the overlaps it may warn of
+        unchanged = [False] * len(self.desired.tables) if self.foreign else unchanged_tables(self.desired, self.live)
+        for table, same in zip(self.desired.tables, unchanged, strict=True):
+            if same:
                 continue
             status = self.datasets.get(table.location)
             overlap = self._location_conflict(table)
@@ -284,22 +282,6 @@ class Comparer:
                 self._table(table, registration, status, writes, overlap)
             if overlap and len(self.result.actions) + len(self.creates) == made_before:
                 self.result.warnings.append(f"table '{table.name}': {overlap}")
-
-    def _unchanged(self, table: DesiredTable) -> bool:
-        """Declared without data and every registration in sync, in a namespace that is there: what
-        most tables of a large plan are, told without looking at their locations (`_table` and
-        `_dataset` plan nothing for them)."""
-        if table.columns or table.source:
-            return False
-        want, location, live_tables = self._wanted(table), table.location, self.live.tables
-        for registration in table.registrations:
-            key = (registration.backend, registration.id)
-            live = live_tables.get(key)
-            if live is None or not live.is_lance or live.location != location \
-                    or not self._holds(want, live.properties) \
-                    or (registration.backend, registration.id[:-1]) not in self.live.namespaces:
-                return False
-        return True
 
     def _table_states(self) -> None:
         """The datasets' own state (lance_sync.plan.table_state), after their data is planned."""
@@ -394,10 +376,10 @@ class Comparer:
     def _table(self, table: DesiredTable, registration: Registration, status: DatasetStatus | None, writes: bool,
                overlap: str | None) -> None:
         key = backend, id = registration.backend, registration.id
-        want_properties = self._wanted(table)
+        want_properties = self.properties.wanted(table)
         live = self.live.tables.get(key)
         if live is not None and live.is_lance and live.location == table.location and \
-                self._holds(want_properties, live.properties):
+                self.properties.holds(want_properties, live.properties):
             return  # in sync, as most tables of a large plan are
         keys = sorted(set(table.properties) | set(MANAGED_KEYS))
         want = ObjectState(location=table.location, properties=want_properties)
@@ -432,25 +414,6 @@ class Comparer:
         depends_on = (action_key(Kind.NAMESPACE, *namespace),) if namespace in self.created_namespaces else ()
         self.creates.add(self.desired.backends[registration.backend], table, registration.id, properties,
                          self._sorted(common["keys"]), common["dataset"], overlap, tuple(common["warnings"]), depends_on)
-
-    def _wanted(self, table: DesiredTable) -> dict[str, str]:
-        """The properties `table` should have: its own and lance-sync's marks (shared: read only)."""
-        cache_key = (id(table.properties), table.protect, table.on_remove)
-        wanted = self._wanted_properties.get(cache_key)
-        if wanted is None:
-            wanted = self._wanted_properties[cache_key] = {
-                **table.properties, **marks(self.desired.owner, table.protect, table.on_remove)}
-        return wanted
-
-    def _holds(self, want: dict[str, str], live: dict[str, str]) -> bool:
-        """Every wanted property there, and no mark beyond the wanted ones."""
-        pair = (id(want), id(live))
-        known = self._in_sync.get(pair)
-        if known is None:
-            known = want.items() <= live.items() and live.keys() & MANAGED_KEYS <= want.keys()
-            if len(self._in_sync) < _IN_SYNC_PAIRS:  # a backend whose tables share no dicts: no memo
-                self._in_sync[pair] = known
-        return known
 
     def _change_table(self, key: ObjectKey, live: TableInfo, want: ObjectState, common: dict[str, Any],
                       overlap: str | None) -> None:
@@ -611,7 +574,6 @@ class Comparer:
 
     def _namespace_removals(self) -> None:
         wanted = {(ns.backend, ns.id) for ns in self.desired.namespaces}
-        holds_tables = {(r.backend, r.id[:-1]) for t in self.desired.tables for r in t.registrations}
         removed_tables = {a.key for a in self.result.actions if a.kind == Kind.TABLE and a.after is None}
         removed_tables |= {action_key(Kind.TABLE, backend, id) for backend, id in self.renames.vacated}
         for key in sorted(self.live.namespaces, key=lambda k: (k[0], -len(k[1]), k[1])):
@@ -623,7 +585,7 @@ class Comparer:
                     self._left_alone(Kind.NAMESPACE, backend, id,
                                      f"owned by '{owner}'" if owner else "no lance-sync owner mark")
                 continue
-            if key in holds_tables:
+            if key in self._holding_tables:
                 self.result.warnings.append(
                     f"namespace '{self._display(backend, id)}' in backend '{backend}' left the manifest but "
                     "tables of the manifest are registered in it; kept")
@@ -639,6 +601,11 @@ class Comparer:
                          before=project(info.properties, None, keys), after=None, keys=keys,
                          detail="left the manifest",
                          blocked=PROTECTED if is_protected(info.properties) else None)
+
+    @functools.cached_property
+    def _holding_tables(self) -> set[ObjectKey]:
+        """The namespaces the manifest's tables are registered in (asked of namespaces that leave)."""
+        return {(r.backend, r.id[:-1]) for t in self.desired.tables for r in t.registrations}
 
     def _staying_contents(self, key: ObjectKey, removed_tables: set[str], wanted: set[ObjectKey]) -> str:
         """What keeps a namespace from being deleted, in words: the tables and namespaces in it

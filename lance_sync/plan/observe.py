@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from lance_namespace.errors import (
     LanceNamespaceError,
@@ -46,6 +46,9 @@ from lance_sync.model.errors import LanceSyncError
 from lance_sync.model.locations import normalize_location
 from lance_sync.model.marks import is_lease_namespace, owner_of
 from lance_sync.model.shared import DEFAULT_PARALLELISM, Progress
+
+if TYPE_CHECKING:
+    from lance_sync.plan.in_sync import InSync
 
 ObjectKey = tuple[str, Identifier]
 #: times a failed read (a listing, a describe) is sent again beyond the driver's own retries
@@ -75,6 +78,9 @@ class LiveState:
     #: tables seen outside the scanned namespaces (a backend read in one snapshot shows all of
     #: them): never planned, only checked against the manifest's locations (one asset per path)
     beyond_scope: dict[ObjectKey, TableInfo] = field(default_factory=dict)
+    #: which tables of a desired state this read shows in sync, once worked out: that desired
+    #: state and lance_sync.plan.in_sync.InSync
+    in_sync: tuple[DesiredState, InSync] | None = field(default=None, repr=False, compare=False)
 
 
 class Observer:
@@ -91,8 +97,11 @@ class Observer:
         self._listed: set[ObjectKey] = set()
         #: the snapshot of each backend read in one call (`_read_snapshots`)
         self.snapshots: dict[str, CatalogSnapshot] = {}
-        #: one dict for all tables with equal properties (`_normalized`)
+        #: one dict for all tables with equal properties (`_normal`)
         self.shared_properties: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        #: id of a table's properties' dict -> that dict (kept, so that its id stays its own)
+        #: and the shared one equal to it
+        self._shared_by_identity: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
 
     def observe(self) -> LiveState:
         with ThreadPoolExecutor(self.parallelism, thread_name_prefix="observe") as pool:
@@ -168,18 +177,41 @@ class Observer:
         wanted |= {(b, ns) for b, spec in self.state.backends.items() for ns in spec.scope}
         existing = sorted(k for k in wanted | owned if k in self.live.namespaces)
         listed = self._in_parts(self._table_parts, existing)
+        live, normal = self.live.tables, self._normal
         for key, tables in listed:
             self.live.scanned.add(key)
+            backend = key[0]
+            snapshot = self.snapshots.get(backend)
+            if snapshot is not None and snapshot.normalized:
+                live.update([((backend, info.id), info) for info in tables])
+                continue
             for info in tables:
-                self.live.tables[(key[0], info.id)] = _normalized(info, self.shared_properties)
+                live[(backend, info.id)] = normal(info)
 
     def _tables_beyond_scope(self) -> None:
+        """The tables of the namespaces a snapshot holds beyond those scanned (a scanned one's
+        are all live tables already)."""
         for backend, snapshot in self.snapshots.items():
-            for tables in snapshot.tables.values():
+            for namespace, tables in snapshot.tables.items():
+                if (backend, namespace) in self.live.scanned:
+                    continue
                 for info in tables:
                     key = (backend, info.id)
-                    if key not in self.live.tables:
-                        self.live.beyond_scope[key] = _normalized(info, self.shared_properties)
+                    if key not in self.live.tables:  # read by id (PointObserver)
+                        self.live.beyond_scope[key] = self._normal(info)
+
+    def _normal(self, info: TableInfo) -> TableInfo:
+        """`_normalized(info)`, its properties' dict looked up by identity first: the tables of
+        a bulk read share a few dicts."""
+        properties = info.properties
+        shared = self._shared_by_identity.get(id(properties))
+        if shared is None:
+            shared = self._shared_by_identity[id(properties)] = (
+                properties, self.shared_properties.setdefault(tuple(properties.items()), properties))
+        location = info.location
+        if shared[1] is properties and (location is None or normalize_location(location) == location):
+            return info
+        return _normalized(info, self.shared_properties)
 
     # --- scope ---------------------------------------------------------------------------------
 
@@ -209,10 +241,11 @@ class Observer:
     def _table_namespaces(self) -> dict[str, set[Identifier]]:
         """Per backend, the namespaces the manifest's tables are registered in or renamed from."""
         namespaces: dict[str, set[Identifier]] = {b: set() for b in self.state.backends}
-        for table in self.state.tables:
-            for registration in table.registrations:
-                namespaces[registration.backend].add(registration.id[:-1])
-                namespaces[registration.backend].update(former[:-1] for former in registration.renamed_from)
+        tables = self.state.tables
+        # sets of (backend, namespace) first: a comprehension, over every table of the manifest
+        for backend, namespace in {(r.backend, r.id[:-1]) for t in tables for r in t.registrations} | {
+                (r.backend, former[:-1]) for t in tables for r in t.registrations for former in r.renamed_from}:
+            namespaces[backend].add(namespace)
         return namespaces
 
     # --- calls ---------------------------------------------------------------------------------
@@ -447,7 +480,7 @@ class PointObserver(Observer):
             reads = [(key, partial(self._table_info, key)) for key in sorted(self.table_ids)]
             for key, table in self._run(reads):
                 if table is not None:
-                    self.live.tables[key] = _normalized(table, self.shared_properties)
+                    self.live.tables[key] = self._normal(table)
             existing = sorted(k for k in self.listed_ids if k in self.live.namespaces)
             for (backend, _parent), children in self._in_parts(self._children, existing):
                 for child in children:
@@ -456,7 +489,7 @@ class PointObserver(Observer):
             for key, found in self._in_parts(self._table_parts, existing):
                 self.live.scanned.add(key)
                 for info in found:
-                    self.live.tables[(key[0], info.id)] = _normalized(info, self.shared_properties)
+                    self.live.tables[(key[0], info.id)] = self._normal(info)
         self._tables_beyond_scope()
         return self.live
 

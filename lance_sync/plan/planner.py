@@ -24,7 +24,7 @@ from lance_sync.model.actions import (
     Scope,
     Verb,
 )
-from lance_sync.model.desired import DesiredState
+from lance_sync.model.desired import DesiredState, DesiredTable
 from lance_sync.model.errors import LanceSyncError, PlanConflicts
 from lance_sync.model.locations import shown_path
 from lance_sync.model.marks import owner_of
@@ -34,6 +34,7 @@ from lance_sync.model.table_state import LiveTableState
 from lance_sync.plan.changes import ChangeScope, changed_scope, with_declared
 from lance_sync.plan.compare import Comparison, compare
 from lance_sync.plan.grants import plan_grants
+from lance_sync.plan.in_sync import unchanged_tables, unmatched
 from lance_sync.plan.observe import LiveState, PointObserver, merge_live, observe
 from lance_sync.plan.select import leave_out, parse_targets, select_targets
 
@@ -54,14 +55,15 @@ def inspect_datasets(state: DesiredState, live: LiveState, drivers: Drivers,
 
 
 def inspect_declared_datasets(state: DesiredState, drivers: Drivers, progress: Progress | None = None,
-                              table_states: dict[str, LiveTableState] | None = None) -> dict[str, DatasetStatus]:
-    """What each table location of the manifest holds. It needs no live state, so a plan looks
-    at the locations while it reads the catalogs (`read_state`). With `table_states`, the own
-    state of each dataset whose table declares some is read into it from the dataset as the
-    inspection opened it (one open each; see `read_table_states`)."""
+                              table_states: dict[str, LiveTableState] | None = None,
+                              tables: Sequence[DesiredTable] | None = None) -> dict[str, DatasetStatus]:
+    """What each table location of the manifest (or of `tables` of it) holds. It needs no live
+    state, so a plan looks at the locations while it reads the catalogs (`read_state`). With
+    `table_states`, the own state of each dataset whose table declares some is read into it
+    from the dataset as the inspection opened it (one open each; see `read_table_states`)."""
     options_of = _storage_options(drivers)
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
-    for table in state.tables:
+    for table in state.tables if tables is None else tables:
         options = options_of[table.registrations[0].backend] if table.registrations else ()
         by_options.setdefault(options, set()).add(table.location)
     on_open = None
@@ -80,12 +82,16 @@ def _declared_states(state: DesiredState) -> dict[str, dict]:
 
 
 def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Drivers,
-                              known: dict[str, DatasetStatus]) -> dict[str, DatasetStatus]:
+                              known: dict[str, DatasetStatus],
+                              locations: tuple[set[str], dict[str, str]] | None = None) -> dict[str, DatasetStatus]:
     """What each location of an owned table that left the manifest holds, and each location a
-    declared table moves away from, with its size: what the move leaves there (unless known)."""
+    declared table moves away from, with its size: what the move leaves there (unless known).
+    `locations`: `_leaving_locations`, when worked out already."""
     options_of = _storage_options(drivers)
-    removed, moved = _leaving_locations(state, live)
+    removed, moved = locations or _leaving_locations(state, live)
     leaving = (removed | moved.keys()) - known.keys()
+    if not leaving:
+        return {}
     by_options: dict[tuple[tuple[str, str], ...], set[str]] = {}
     for (backend, _id), info in live.tables.items():
         if info.location is not None and info.location in leaving:
@@ -101,24 +107,18 @@ def _inspect_leaving_datasets(state: DesiredState, live: LiveState, drivers: Dri
 
 
 def _leaving_locations(state: DesiredState, live: LiveState) -> tuple[set[str], dict[str, str]]:
-    """The live locations a plan may leave, in one pass over the live tables: those of owned
+    """The live locations a plan may leave, in one pass over the live tables not in sync
+    (lance_sync.plan.in_sync.unmatched): those of owned
     tables that left the manifest (their datasets are inspected too, so that a removal's
     fingerprint covers the data it would leave or delete), and those of declared registrations
     the manifest points elsewhere, each with its backend."""
     removed: set[str] = set()
     moved: dict[str, str] = {}
-    if not live.tables:  # a first plan's: no declared location to look up (a million of them)
-        return removed, moved
-    #: per backend, each declared id's location (the ids the tables hold: no pair made for each)
-    declared: dict[str, dict[Identifier, str]] = {}
-    for table in state.tables:
-        for r in table.registrations:
-            declared.setdefault(r.backend, {})[r.id] = table.location
-    for key, info in live.tables.items():
+    for key, wanted in unmatched(state, live):  # a registration in sync neither leaves nor moves
+        info = live.tables[key]
         location = info.location
         if not location:
             continue
-        wanted = declared.get(key[0], {}).get(key[1])
         if wanted is None:
             if owner_of(info.properties) == state.owner:
                 removed.add(location)
@@ -194,17 +194,45 @@ class Observation:
 
 def read_state(state: DesiredState, drivers: Drivers,
                parallelism: int = DEFAULT_PARALLELISM, progress: Progress | None = None,
-               scan_all: bool = False) -> Observation:
+               scan_all: bool = False, every_location: bool = True) -> Observation:
+    """The catalogs read and the locations inspected: every declared location, or, without
+    `every_location` (a plan's), the ones its comparison reads (`_read_first`)."""
     calls_before = {name: driver.api_calls for name, driver in drivers.items()}
     read_as_inspected: dict[str, LiveTableState] = {}
-    with ThreadPoolExecutor(1, thread_name_prefix="inspect") as beside:
-        declared = beside.submit(inspect_declared_datasets, state, drivers, progress, read_as_inspected)
+    if not every_location and _read_first(state, drivers):
         live = observe(state, drivers, parallelism, progress, scan_all)
-        datasets = declared.result()
-    datasets.update(_inspect_leaving_datasets(state, live, drivers, datasets))
+        leaving = _leaving_locations(state, live)
+        datasets = inspect_declared_datasets(state, drivers, progress, read_as_inspected,
+                                             _compared_in_full(state, live, leaving))
+        datasets.update(_inspect_leaving_datasets(state, live, drivers, datasets, leaving))
+    else:
+        with ThreadPoolExecutor(1, thread_name_prefix="inspect") as beside:
+            declared = beside.submit(inspect_declared_datasets, state, drivers, progress, read_as_inspected)
+            live = observe(state, drivers, parallelism, progress, scan_all)
+            datasets = declared.result()
+        datasets.update(_inspect_leaving_datasets(state, live, drivers, datasets))
     api_calls = {name: driver.api_calls - calls_before[name] for name, driver in drivers.items()}
     return Observation(live, _CapabilitiesOnDemand(drivers, api_calls), datasets, api_calls,
                        read_table_states(state, datasets, drivers, parallelism, read_as_inspected))
+
+
+def _read_first(state: DesiredState, drivers: Drivers) -> bool:
+    """Whether a plan reads the catalogs before it inspects the locations, to inspect only those
+    of the tables the read does not show in sync: where every backend of the manifest is read in
+    one snapshot (a `dir` root: one scan, short beside the inspections it spares; a catalog read
+    call by call overlaps the inspection instead) and the plan keeps no row counts (a policy
+    that reads them needs every dataset)."""
+    return not state.policy.needs_rows and all(b in drivers and drivers[b].snapshot_reads for b in state.backends)
+
+
+def _compared_in_full(state: DesiredState, live: LiveState,
+                      leaving: tuple[set[str], dict[str, str]]) -> list[DesiredTable]:
+    """The tables whose locations a plan inspects: those the read does not show in sync
+    (lance_sync.plan.in_sync), those that declare their dataset's own state, and those at a
+    location a live registration leaves (as `read_state` beside the read inspects them)."""
+    left = leaving[0] | leaving[1].keys()
+    return [t for t, same in zip(state.tables, unchanged_tables(state, live), strict=True)
+            if not same or t.table_state or (left and t.location in left)]
 
 
 def read_table_states(state: DesiredState, datasets: dict[str, DatasetStatus], drivers: Drivers,
@@ -260,7 +288,8 @@ def build_plan(state: DesiredState, drivers: Drivers,
     if baseline is not None:
         plan = plan_changes(changed_scope(baseline, state), drivers, parallelism, progress)
     else:
-        plan = _made(state, read_state(state, drivers, parallelism, progress, scan_all), drivers, parallelism)
+        plan = _made(state, read_state(state, drivers, parallelism, progress, scan_all, every_location=False),
+                     drivers, parallelism)
     if chosen:
         declared = [(s.backend, s.display_id) for s in declared_subjects(state)]
         plan = select_targets(plan, chosen, declared, namespace_contents(state))
@@ -286,7 +315,8 @@ def plan_changes(scope: ChangeScope, drivers: Drivers, parallelism: int = DEFAUL
     """The plan of what changed since a revision (`scope`): read by id, compared, and marked
     partial; a removal the change does not ask for is left out and listed."""
     if scope.whole:
-        plan = _made(scope.full, read_state(scope.full, drivers, parallelism, progress), drivers, parallelism)
+        plan = _made(scope.full, read_state(scope.full, drivers, parallelism, progress, every_location=False),
+                     drivers, parallelism)
     else:
         observation = read_changes(scope, drivers, parallelism, progress)  # adds the entries it turns up
         plan = _made(scope.state, observation, drivers, parallelism)

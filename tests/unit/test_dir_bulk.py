@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import lance
 import lance_namespace as ln
@@ -17,7 +18,9 @@ from lance_namespace.errors import (
 from lance_sync.apply.execute import execute
 from lance_sync.apply.options import ApplyOptions
 from lance_sync.drivers import register
+from lance_sync.drivers.dir.client import LocationJoiner
 from lance_sync.model.actions import Action, Kind, ObjectState, Plan, Reason, Verb, fingerprint
+from lance_sync.model.locations import join_location, normalize_location
 
 register()  # lance_namespace.connect("lance-sync-<type>", ...) builds lance-sync's drivers
 
@@ -103,6 +106,8 @@ def test_a_snapshot_reads_every_namespace_and_table_in_one_scan(tmp_path):
     for ns in (("a",), ("a", "inner")):
         driver.declare_tables([DeclareTableRequest(id=[*ns, f"t{i}"], location=str(tmp_path / "/".join(ns) / f"t{i}"),
                                                    properties={"tier": "gold"}) for i in range(3)])
+    driver.declare_tables([DeclareTableRequest(id=["b", "odd"], location=f"{tmp_path}//b/./x/../odd.lance/",
+                                               properties={})])
     calls = driver.api_calls
     snapshot = driver.snapshot()
     assert driver.api_calls - calls == 1
@@ -114,6 +119,10 @@ def test_a_snapshot_reads_every_namespace_and_table_in_one_scan(tmp_path):
     # rows with the same metadata share one properties dict (a million tables' worth of memory):
     # a TableInfo is read, never changed in place
     assert snapshot.tables_in(("a",))[0].properties is snapshot.tables_in(("a",))[1].properties
+    # normalized as a plan compares them (it takes such a snapshot's tables as they are)
+    assert snapshot.normalized
+    assert all(info.location == normalize_location(info.location or "")
+               for tables in snapshot.tables.values() for info in tables)
     with pytest.raises(NamespaceNotFoundError):
         snapshot.tables_in(("gone",))
     with pytest.raises(NamespaceNotFoundError):
@@ -123,3 +132,29 @@ def test_a_snapshot_reads_every_namespace_and_table_in_one_scan(tmp_path):
 def test_a_root_without_a_manifest_has_no_snapshot(tmp_path):
     """Then the plan reads it through the listings, which answer for a fresh root."""
     assert ln.connect("lance-sync-dir", {"root": str(tmp_path)}).snapshot() is None
+
+
+@pytest.mark.parametrize("root", ["/r", "/", "/r/s p", "file:///r/", "s3://B/r", "s3a://b//r/", "gs://b"])
+def test_a_snapshot_joins_its_locations_as_join_location_does(root: str) -> None:
+    """The snapshot joins each folder once (`LocationJoiner`): on many locations (fixed seed),
+    relative, absolute, with schemes, dots, spaces and escapes, it answers what
+    join_location answers."""
+    rnd = random.Random(7)
+    parts = ["a", "b.lance", ".", "..", ".h", "", " ", "x ", " y", "%41", "s3:", "file:", "~", "c:d", "ns$1"]
+    root = normalize_location(root)
+    join = LocationJoiner(root)
+    for _ in range(5000):
+        location = "/".join(rnd.choice(parts) for _ in range(rnd.randint(1, 4)))
+        if rnd.random() < 0.2:
+            location = "/" + location
+        if rnd.random() < 0.1:
+            location = rnd.choice(["s3://", "file://", "file:", "s3:/"]) + location
+        try:
+            expected: object = join_location(root, location)
+        except ValueError as error:
+            expected = type(error)
+        try:
+            found: object = join(location)
+        except ValueError as error:
+            found = type(error)
+        assert found == expected, (root, location)

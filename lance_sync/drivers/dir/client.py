@@ -122,8 +122,8 @@ def id_text(id: Sequence[str] | None) -> str:
 
 
 class RowParser:
-    """Each row's object id, type, location and properties (`rows`), one batch of rows after
-    the other. Many rows carry the same metadata text (the same properties and owner mark) and
+    """Each row's object id, type, location and properties (`rows`; `grouped_rows`: its namespace
+    and name apart), one batch of rows after the other. Many rows carry the same metadata text (the same properties and owner mark) and
     the same namespace: each distinct text is parsed once, and the rows that carry it share its
     properties dict (which nobody changes in place: a TableInfo is read, never edited) and its
     namespace's names."""
@@ -133,6 +133,12 @@ class RowParser:
         self._parents: dict[str, tuple[str, ...]] = {}
 
     def rows(self, rows: Rows) -> Iterator[tuple[tuple[str, ...], str, str | None, dict[str, str]]]:
+        for names, name, object_type, location, properties in self.grouped_rows(rows):
+            yield (*names, name), object_type, location, properties
+
+    def grouped_rows(self, rows: Rows) -> Iterator[tuple[tuple[str, ...], str, str, str | None, dict[str, str]]]:
+        """`rows` as each row's namespace (its parent's names), name, type, location and
+        properties: a snapshot groups tables by namespace without slicing every id."""
         properties, parents = self._properties, self._parents
         for object_id, object_type, location, metadata in zip(*(rows[c] for c in ROW_COLUMNS), strict=True):
             found = properties.get(metadata)
@@ -142,7 +148,33 @@ class RowParser:
             names = parents.get(parent)
             if names is None:
                 names = parents[parent] = tuple(parent.split(DELIMITER)) if parent else ()
-            yield (*names, name), object_type, location, found
+            yield names, name, object_type, location, found
+
+
+class LocationJoiner:
+    """`join_location(root, location)` for the locations of many manifest rows, each folder
+    joined once: a location is its folder's joined spelling and its own name, when the folder
+    names no scheme and the name is one that normalizing leaves as it is (so the result is
+    what `join_location` answers); any other goes the slow way. A million rows otherwise spend
+    a second joining."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._folders: dict[str, str] = {}
+
+    def __call__(self, location: str) -> str:
+        folder, _, name = location.rpartition("/")
+        if not folder or ":" in folder or folder[-1].isspace() or not name or "%" in name or name[-1].isspace():
+            return join_location(self.root, location)
+        joined = self._folders.get(folder)
+        if joined is None:
+            joined = self._folders[folder] = join_location(self.root, folder)
+        if joined.startswith("/"):  # a local path: `.`, `..` and the root itself go the slow way
+            if joined == "/" or name.startswith("."):
+                return join_location(self.root, location)
+        elif "://" not in joined or joined.endswith("://"):
+            return join_location(self.root, location)
+        return f"{joined}/{name}"
 
 
 def properties_of(metadata: str | None) -> dict[str, str]:

@@ -92,6 +92,7 @@ from lance_sync.drivers.base import (
 )
 from lance_sync.drivers.dir.client import (
     DirClient,
+    LocationJoiner,
     RowParser,
     Rows,
     checked_id,
@@ -453,14 +454,18 @@ class DirNamespace(DirRules, SyncNamespace):
             return None
         namespaces: dict[Identifier, NamespaceInfo] = {}
         tables: dict[Identifier, list[TableInfo]] = {}
-        parser = RowParser()
+        parser, join = RowParser(), LocationJoiner(self.root)
         for rows in batches:
-            for id, object_type, location, properties in parser.rows(rows):
-                if object_type == "namespace":
+            for parent, name, object_type, location, properties in parser.grouped_rows(rows):
+                if object_type == "table":
+                    listed = tables.get(parent)
+                    if listed is None:
+                        listed = tables[parent] = []
+                    listed.append(TableInfo((*parent, name), join(location) if location else None, properties))
+                elif object_type == "namespace":
+                    id = (*parent, name)
                     namespaces[id] = NamespaceInfo(id, properties)
-                elif object_type == "table":
-                    tables.setdefault(id[:-1], []).append(self._table_info(id, location, properties))
-        return CatalogSnapshot(namespaces, tables)
+        return CatalogSnapshot(namespaces, tables, normalized=True)
 
     def _namespace_infos(self, rows: Rows) -> Iterator[NamespaceInfo]:
         for id, object_type, _location, properties in RowParser().rows(rows):
