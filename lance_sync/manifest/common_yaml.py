@@ -78,13 +78,14 @@ _VALUE_START = rf"(?:[{{}}\[\],\n\x00{_FIRST_CHARS}]|[-+][{_PLAIN_CHARS}])"
 #: each, as each starts with a character the regex engine looks for at C speed)
 _BAD_FLOW = (
     # a value that starts with what a plain scalar cannot, or a plain scalar before `{` or `[`
-    re.compile(rf"[{{\[,\n](?:(?!{_VALUE_START})|(?<=[{_PLAIN_CHARS}][{{\[]))"),
+    re.compile(rf"[{{\[\n](?:(?!{_VALUE_START})|(?<=[{_PLAIN_CHARS}][{{\[]))"),
+    re.compile(rf",(?: (?!{_VALUE_START})|(?! )(?!{_VALUE_START}))"),
     # `:` neither before a space and a value nor inside a plain scalar
     re.compile(rf":(?: (?!{_VALUE_START})|(?![ {_PLAIN_CHARS}])|(?=[{_PLAIN_CHARS}])(?<=[^{_PLAIN_CHARS}]:))"),
     # a space neither after `:` nor inside a plain scalar
-    re.compile(rf" (?:(?![{_PLAIN_CHARS}])(?<=[^:] )|(?<=[^:{_PLAIN_CHARS}] )|:)"),
+    re.compile(rf" (?:(?![{_PLAIN_CHARS}])(?<=[^:,] )|(?<=[^:,{_PLAIN_CHARS}] )|:)"),
     # a quoted scalar not alone between indicators
-    re.compile(r"\x00(?:(?![}\],\n]|: |\Z)|(?<=[^{\[,\n ]\x00)|(?<=[^:] \x00))"),
+    re.compile(r"\x00(?:(?![}\],\n]|: |\Z)|(?<=[^{\[,\n ]\x00)|(?<=[^:,] \x00))"),
 )
 _NOT_FLOW_CHAR = re.compile(rf"[^{{}}\[\],: \n\x00{_PLAIN_CHARS}]")
 #: a plain scalar outside flow collections: the rest of its line
@@ -94,9 +95,10 @@ _BLOCK_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*(?=:(?: |$))")
 #: a plain scalar that may be other than text (a number, a null, a boolean), after what may
 #: come before it in a flow value (`{` starts a key, never typed): a mark goes before it
 _TYPED_START = r"(?=[0-9+.\-]|(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE)(?:[}\],\n]|: |\Z))"
-_MAY_BE_TYPED = tuple((re.compile(re.escape(before) + _TYPED_START), before + "\x01") for before in (": ", ",", "["))
+_MAY_BE_TYPED = tuple((re.compile(re.escape(before) + _TYPED_START), before + "\x01") for before in (": ", ", ", ",", "["))
 #: a JSON string of a plain scalar, not marked yet, that holds a `$`: a mark goes in it
 _HOLDS_DOLLAR = re.compile('"(?=[^"\x01]*\\$)')
+_DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 #: the mark of such a plain scalar (a control character no quoted scalar of the file can hold)
 _MARK = "\x01"
 #: the key each line's value is wrapped in (a control character no value can hold)
@@ -109,7 +111,7 @@ MAX_QUOTED = 400
 #: block nesting this module reads at most
 MAX_BLOCK_DEPTH = 16
 #: the indicators of flow collections, as JSON writes them between the quoted plain scalars
-_TO_JSON = (("{", '"{"'), ("}", '"}"'), ("[", '"["'), ("]", '"]"'), (",", '","'), (": ", '":"'),
+_TO_JSON = (("{", '"{"'), ("}", '"}"'), ("[", '"["'), ("]", '"]"'), (": ", '":"'),
             ("\n", '"},{"\\u0002":"'))
 
 
@@ -180,11 +182,16 @@ def read_common_yaml(text: str, shared: dict[str, str], max_nodes: int, max_dept
 def _without_quoted(text: str) -> tuple[str, list[str]]:
     """The text with each quoted scalar replaced by `\\x00` and comments left out, and the
     quoted scalars' bodies as JSON strings hold them, in order."""
-    parts = _QUOTED.split(text)
-    skeleton = "\x00".join(parts[0::3])
-    if "'" in skeleton or '"' in skeleton:
-        raise FastPathUnavailable("a quote that does not start a quoted scalar on one line")
-    singles, doubles = parts[1::3], parts[2::3]
+    if '"' not in text and "''" not in text:  # single quotes, none written twice: each pair quotes a body
+        parts = text.split("'")
+        skeleton, singles = "\x00".join(parts[0::2]), parts[1::2]
+        if len(parts) % 2 == 0 or "\n" in "\x00".join(singles):
+            raise FastPathUnavailable("a quote that does not start a quoted scalar on one line")
+    else:
+        parts = _QUOTED.split(text)
+        skeleton, singles, doubles = "\x00".join(parts[0::3]), parts[1::3], parts[2::3]
+        if "'" in skeleton or '"' in skeleton:
+            raise FastPathUnavailable("a quote that does not start a quoted scalar on one line")
     if '"' not in text:  # single-quoted scalars only: their bodies at once
         joined = "\x00".join(singles)
         if "\\" in joined:
@@ -333,21 +340,25 @@ def _flow_values(flow: str, longest: int, bodies: list[str]) -> tuple[list[Any],
     """The values of the lines of `flow` (each line a value, quoted scalars as `\\x00`), how many
     keys their mappings are written with, and whether a plain scalar in them may be other than
     text (marked); FastPathUnavailable when one is not read as the module docstring says."""
-    if "  " in flow:
+    shapes = _shapes(flow)
+    if "  " in shapes:
         raise FastPathUnavailable("two spaces in a flow value")
-    for spaced, tight in ((" ,", ","), (", ", ","), ("{ ", "{"), (" }", "}"), ("[ ", "["), (" ]", "]")):
-        if spaced in flow:
-            flow = flow.replace(spaced, tight)
-    flow = "\n" + flow
-    bad = _NOT_FLOW_CHAR.search(flow) or next(filter(None, (bad.search(flow) for bad in _BAD_FLOW)), None) \
-        or (longest >= _LONG_PLAIN_CHARACTERS and _LONG_PLAIN.search(flow))
+    for spaced, tight in ((" ,", ","), ("{ ", "{"), (" }", "}"), ("[ ", "["), (" ]", "]")):
+        if spaced in shapes:
+            flow, shapes = flow.replace(spaced, tight), shapes.replace(spaced, tight)
+    # `, ` (as YAML is written) or `,` is the indicator, all alike
+    comma = (", ", '", "') if shapes.count(",") == shapes.count(", ") else (",", '","')
+    if comma[0] == ",":
+        flow, shapes = flow.replace(", ", ","), shapes.replace(", ", ",")
+    bad = _NOT_FLOW_CHAR.search(shapes) or next(filter(None, (bad.search(shapes) for bad in _BAD_FLOW)), None) \
+        or (longest >= _LONG_PLAIN_CHARACTERS and _LONG_PLAIN.search(shapes))
     if bad or max(map(len, bodies), default=0) > MAX_QUOTED:
         raise FastPathUnavailable(f"a flow value this reader leaves to libyaml (near {bad and bad.group()!r})")
     pairs = flow.count(": ")
-    flow = flow[1:]
     for typed, marked_before in _MAY_BE_TYPED:
-        flow = typed.sub(marked_before, flow)
-    for indicator, written in _TO_JSON:
+        if typed.search(shapes):
+            flow = typed.sub(marked_before, flow)
+    for indicator, written in (comma, *_TO_JSON):
         flow = flow.replace(indicator, written)
     flow = ('[{"\\u0002":"' + flow + '"}]').replace('""', "")
     if "$" in flow:
@@ -364,6 +375,14 @@ def _flow_values(flow: str, longest: int, bodies: list[str]) -> tuple[list[Any],
     if any(wrapped):
         raise FastPathUnavailable("a flow value that does not end on its line")
     return values, pairs, marked
+
+
+def _shapes(flow: str) -> str:
+    """Each distinct line of `flow` once, its digits written `0`, after a line break: what the
+    checks of a flow value look at (a character, the two before it and what follows it on its
+    line: a digit for any other), in a fraction of the text of a large file, whose lines
+    differ mostly by the digits of names."""
+    return "\n" + "\n".join(set(flow.translate(_DIGITS_AS_ZERO).split("\n")))
 
 
 def _place(values: list[Any], pairs: int, marked: bool, reading: _Reading, max_depth: int) -> None:
