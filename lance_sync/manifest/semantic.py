@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import marshal
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import replace
 from itertools import starmap
 from typing import Any
@@ -486,12 +486,15 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
           backends: dict[str, BackendSpec], start: int) -> bytes | None:
     """The desired tables of `entries` (the tables from `start` on) as rows of their fields,
     marshalled ROWS_CHUNK at a time, and their `renamed_from` by index from `start`; None when
-    one has a problem or declares grants, which marshal cannot carry."""
-    tables = _tables(checker, model, entries, backends, start)
-    if checker.problems or any(r.grants is not None for table in tables for r in table.registrations):
+    one has a problem or declares grants, which marshal cannot carry. The rows are made from
+    the fields (`_table_fields`), without the desired tables a child would only take apart."""
+    rows = []
+    for _, name, location, registrations, *fields in _table_fields(checker, model, entries, backends, start):
+        if any(grants is not None for _, _, grants in registrations):
+            return None
+        rows.append((name, location, tuple((backend, table_id) for backend, table_id, _ in registrations), *fields))
+    if checker.problems:
         return None
-    rows = [(t.name, t.location, tuple((r.backend, r.id) for r in t.registrations), t.properties, t.columns,
-             t.source, t.on_remove, t.protect, t.removed_columns, t.table_state) for t in tables]
     try:
         renamed_from = {index - start: written for index, written in checker.renamed_from.items()}
         return marshal.dumps((renamed_from, [marshal.dumps(rows[begin:begin + ROWS_CHUNK])
@@ -503,7 +506,25 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
 def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
             backends: dict[str, BackendSpec], start: int = 0) -> list[DesiredTable]:
     """The desired tables of `entries`, the manifest's tables from index `start` on."""
-    result: list[DesiredTable] = []
+    position = checker.document.position
+    return [DesiredTable(name, location, tuple(Registration(backend, table_id, grants=grants)
+                                               for backend, table_id, grants in registrations),
+                         properties, columns, source, on_remove, protect, position=position(("tables", index)),
+                         removed_columns=removed, table_state=table_state)
+            for index, name, location, registrations, properties, columns, source, on_remove, protect, removed,
+            table_state in _table_fields(checker, model, entries, backends, start)]
+
+
+#: what `_table_fields` gives of a table: its index, name, location, registrations (backend,
+#: table id, grants), properties, columns, source, on_remove, protect, removed columns, table state
+TableFields = tuple[int, str, str, list[tuple[str, Identifier, Any]], dict[str, str], Any, Any, str, bool,
+                    tuple[str, ...], Any]
+
+
+def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+                  backends: dict[str, BackendSpec], start: int) -> Iterator[TableFields]:
+    """The fields of the desired tables of `entries`, the manifest's tables from index `start`
+    on; each problem noted in `checker` (a table with one in its name is left out)."""
     first_index = checker.table_index  # each name's entry
     for index, entry in enumerate(entries, start):
         path: DataPath = ("tables", index)
@@ -519,37 +540,37 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
         for message, at in problems:
             checker.fail(message, at)
         location = normalize_location(entry.location, checker.base_dir)
-        registrations = []
-        for r_index, registration in enumerate(entry.registrations):
-            r_path = (*path, "register", r_index)
-            spec = _backend_ref(checker, backends, model, registration.backend, r_path)
-            if spec is None:
-                continue
-            cls = spec.rules
-            parts, problem = _table_namespace(checker, spec, registration.namespace)
-            settled = checker.settled(spec.name)
-            if parts is not None and problem is None and settled:
-                problem = cls.check_location(location, spec.config)
-            if problem or parts is None:  # no names without a problem that says why
-                checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
-                continue
-            table_name = registration.name or entry.name
-            problem = cls.check_table_name(table_name, spec.config) if settled else None
-            if problem:
-                checker.fail(f"table name '{table_name}': {problem}",
-                             (*r_path, "name") if registration.name else (*path, "name"))
-                continue
-            table_id = (*parts, table_name)
-            registrations.append(Registration(spec.name, table_id,
-                                              grants=_grants(checker, spec, "table", table_id, registration, r_path)))
-        source = _source(checker, entry, path)
-        result.append(DesiredTable(
-            name=entry.name, location=location, registrations=tuple(registrations),
-            properties=properties,
-            columns=columns, source=source, on_remove=entry.on_remove, protect=entry.protect,
-            position=checker.document.position(path), removed_columns=removed_columns,
-            table_state=desired_table_state(entry, path, checker.fail)))
-    return result
+        registrations = _table_registrations(checker, model, backends, entry, path, location)
+        yield (index, entry.name, location, registrations, properties, columns, _source(checker, entry, path),
+               entry.on_remove, entry.protect, removed_columns, desired_table_state(entry, path, checker.fail))
+
+
+def _table_registrations(checker: _Checker, model: ValidatedManifest, backends: dict[str, BackendSpec],
+                         entry: Table, path: DataPath, location: str) -> list[tuple[str, Identifier, Any]]:
+    """The (backend, table id, grants) of each registration of the table at `path` that has no problem."""
+    registrations = []
+    for r_index, registration in enumerate(entry.registrations):
+        r_path = (*path, "register", r_index)
+        spec = _backend_ref(checker, backends, model, registration.backend, r_path)
+        if spec is None:
+            continue
+        cls = spec.rules
+        parts, problem = _table_namespace(checker, spec, registration.namespace)
+        settled = checker.settled(spec.name)
+        if parts is not None and problem is None and settled:
+            problem = cls.check_location(location, spec.config)
+        if problem or parts is None:  # no names without a problem that says why
+            checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
+            continue
+        table_name = registration.name or entry.name
+        problem = cls.check_table_name(table_name, spec.config) if settled else None
+        if problem:
+            checker.fail(f"table name '{table_name}': {problem}",
+                         (*r_path, "name") if registration.name else (*path, "name"))
+            continue
+        table_id = (*parts, table_name)
+        registrations.append((spec.name, table_id, _grants(checker, spec, "table", table_id, registration, r_path)))
+    return registrations
 
 
 def _source(checker: _Checker, entry: Table, path: DataPath) -> dict[str, Any] | None:
