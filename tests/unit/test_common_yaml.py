@@ -245,7 +245,7 @@ def test_the_depth_limit_is_the_plain_roads(depth: int) -> None:
 @pytest.mark.parametrize("text", [
     "a: &x 1\nb: 2\n", "a: *x\n", "a: !!str 1\n", "a: !tag x\n", "? a\n: 1\n", "a: {? b: 1}\n",
     "a: |\n  text\n", "a: >\n  text\n", "a: {b: 1,\n  c: 2}\n", "a: [1,\n  2]\n", "a: plain\n  continued\n",
-    "a:\t1\n", "a: 1\r\nb: 2\r\n", "a: 1\rb: 2\n", "a: 1\u2028b: 2\n", "a: x\x85\n", "a: 1\n\ufeffb: 2\n",
+    "a:\t1\n", "a: x\x01\n", "a: x\x7f\n", "a: 1\r\nb: 2\r\n", "a: 1\rb: 2\n", "a: 1\u2028b: 2\n", "a: x\x85\n", "a: 1\n\ufeffb: 2\n",
     "---\na: 1\n", "a: 1\n...\n", "%YAML 1.2\n---\na: 1\n", "a: 1 # it's 'quoted'\n", "# 'a'\nb: 1\n",
     'a: "\\x41"\n', 'a: "\\/"\n', 'a: "\\u0024{NAME}"\n', 'a: "\\ud83d\\ude00"\n', 'a: "\\N"\n',
     "a: 1\na: 2\n", "a: {b: 1, b: 2}\n", "a: {b: 1}\na: {c: 2}\n", "<<: {a: 1}\n", "a: {<<: {b: 1}}\n",
