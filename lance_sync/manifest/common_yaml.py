@@ -91,8 +91,9 @@ _BAD_FLOW = (
 _NOT_FLOW_CHAR = re.compile(rf"[^{{}}\[\],: \n\x00{_PLAIN_CHARS}]")
 #: a plain scalar outside flow collections: the rest of its line
 _BLOCK_PLAIN = re.compile(rf"(?:[{_FIRST_CHARS}]|[-+][{_PLAIN_CHARS}])(?:[{{}}\[\],{_PLAIN_CHARS}]|[ :](?=[{{}}\[\],{_PLAIN_CHARS}]))*")
-#: a key in block context, then `:` and the line's end or a space
-_BLOCK_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*(?=:(?: |$))")
+#: a key in block context, then `:` and the line's end or a space; within 1,000 characters
+#: (libyaml takes an implicit key of 1,024 at most)
+_BLOCK_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]{0,999}(?=:(?: |$))")
 #: a plain scalar that may be other than text (a number, a null, a boolean), after what may
 #: come before it in a flow value (`{` starts a key, never typed): a mark goes before it
 _TYPED_START = r"(?=[0-9+.\-]|(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE)(?:[}\],\n]|: |\Z))"

@@ -203,9 +203,16 @@ def test_each_tricky_scalar_reads_alike_wherever_it_is_written() -> None:
     for value in PLAIN + QUOTED:
         for text in (f"k: {value}\n", f"k:\n  - {value}\n", f"k: {{a: {value}}}\n", f"k: [{value}]\n",
                      f"tables:\n  - {{properties: {{a: {value}}}}}\n", f"storage:\n  a: {value}\n",
-                     f"k: {{{value}: 1}}\n"):
+                     f"k: {{{value}: 1}}\n", f"{value}: 1\n", f"k:\n  {value}:\n    - 1\n"):
             taken += assert_reads_alike(text)
     assert taken > 200
+
+
+@pytest.mark.parametrize("length", [1, 999, 1000, 1001, 1021, 1024, 1025, 1100])
+def test_a_block_key_is_taken_only_as_libyaml_takes_it(length: int) -> None:
+    text = "k" * length + ": 1\n"
+    assert_reads_alike(text)
+    assert (common_road(text) is None) == (length > 1000)
 
 
 def test_the_benchmarks_manifest_is_taken() -> None:
@@ -252,7 +259,7 @@ def test_the_depth_limit_is_the_plain_roads(depth: int) -> None:
     "a:\n- 1\n", "- 1\n", "a\n", "  a: 1\n", "a: a'b'\n", "a: {b: 'c' d}\n", "a: [a: b]\n", "a: {b}\n",
     "a: {b: }\n", "a: [1, 2,]\n", "a: {b: 1}  {c: 2}\n", "a: {b:  1}\n", "a: {:b}\n", "a: [:b]\n", "a: {b :c}\n",
     "a: [-]\n", "a: [- b]\n", "a: {b: c#d}\n", "a: {'" + "k" * 500 + "': 1}\n", "a: {" + "k" * 1100 + ": 1}\n",
-    "'a': 1\n", "a: - b\n", "a:\n  - b: 1\n", "a:\n  - - b\n", "a:\n  -\n", "",
+    "'a': 1\n", "k" * 1001 + ": 1\n", "a: - b\n", "a:\n  - b: 1\n", "a:\n  - - b\n", "a:\n  -\n", "",
 ])
 def test_refuses_what_it_cannot_be_sure_of(text: str) -> None:
     assert common_road(text) is None
