@@ -489,10 +489,10 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
     one has a problem or declares grants, which marshal cannot carry. The rows are made from
     the fields (`_table_fields`), without the desired tables a child would only take apart."""
     rows = []
-    for _, name, location, registrations, *fields in _table_fields(checker, model, entries, backends, start):
-        if any(grants is not None for _, _, grants in registrations):
+    for _, name, location, registrations, grants, *fields in _table_fields(checker, model, entries, backends, start):
+        if grants is not None:
             return None
-        rows.append((name, location, tuple((backend, table_id) for backend, table_id, _ in registrations), *fields))
+        rows.append((name, location, registrations, *fields))
     if checker.problems:
         return None
     try:
@@ -507,18 +507,20 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
             backends: dict[str, BackendSpec], start: int = 0) -> list[DesiredTable]:
     """The desired tables of `entries`, the manifest's tables from index `start` on."""
     position = checker.document.position
-    return [DesiredTable(name, location, tuple(Registration(backend, table_id, grants=grants)
-                                               for backend, table_id, grants in registrations),
+    return [DesiredTable(name, location, tuple(starmap(Registration, registrations)) if grants is None else
+                         tuple(Registration(backend, table_id, grants=declared)
+                               for (backend, table_id), declared in zip(registrations, grants, strict=True)),
                          properties, columns, source, on_remove, protect, position=position(("tables", index)),
                          removed_columns=removed, table_state=table_state)
-            for index, name, location, registrations, properties, columns, source, on_remove, protect, removed,
+            for index, name, location, registrations, grants, properties, columns, source, on_remove, protect, removed,
             table_state in _table_fields(checker, model, entries, backends, start)]
 
 
 #: what `_table_fields` gives of a table: its index, name, location, registrations (backend,
-#: table id, grants), properties, columns, source, on_remove, protect, removed columns, table state
-TableFields = tuple[int, str, str, list[tuple[str, Identifier, Any]], dict[str, str], Any, Any, str, bool,
-                    tuple[str, ...], Any]
+#: table id), their grants (None when none declares any), properties, columns, source,
+#: on_remove, protect, removed columns, table state
+TableFields = tuple[int, str, str, tuple[tuple[str, Identifier], ...], list[Any] | None, dict[str, str], Any, Any,
+                    str, bool, tuple[str, ...], Any]
 
 
 def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
@@ -540,15 +542,18 @@ def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable
         for message, at in problems:
             checker.fail(message, at)
         location = normalize_location(entry.location, checker.base_dir)
-        registrations = _table_registrations(checker, model, backends, entry, path, location)
-        yield (index, entry.name, location, registrations, properties, columns, _source(checker, entry, path),
+        registrations, grants = _table_registrations(checker, model, backends, entry, path, location)
+        yield (index, entry.name, location, registrations, grants, properties, columns, _source(checker, entry, path),
                entry.on_remove, entry.protect, removed_columns, desired_table_state(entry, path, checker.fail))
 
 
 def _table_registrations(checker: _Checker, model: ValidatedManifest, backends: dict[str, BackendSpec],
-                         entry: Table, path: DataPath, location: str) -> list[tuple[str, Identifier, Any]]:
-    """The (backend, table id, grants) of each registration of the table at `path` that has no problem."""
-    registrations = []
+                         entry: Table, path: DataPath, location: str
+                         ) -> tuple[tuple[tuple[str, Identifier], ...], list[Any] | None]:
+    """The (backend, table id) of each registration of the table at `path` that has no problem,
+    and their grants (None when none declares any: nearly every table)."""
+    registrations: list[tuple[str, Identifier]] = []
+    grants: list[Any] = []
     for r_index, registration in enumerate(entry.registrations):
         r_path = (*path, "register", r_index)
         spec = _backend_ref(checker, backends, model, registration.backend, r_path)
@@ -569,8 +574,9 @@ def _table_registrations(checker: _Checker, model: ValidatedManifest, backends: 
                          (*r_path, "name") if registration.name else (*path, "name"))
             continue
         table_id = (*parts, table_name)
-        registrations.append((spec.name, table_id, _grants(checker, spec, "table", table_id, registration, r_path)))
-    return registrations
+        registrations.append((spec.name, table_id))
+        grants.append(_grants(checker, spec, "table", table_id, registration, r_path))
+    return tuple(registrations), None if grants.count(None) == len(grants) else grants
 
 
 def _source(checker: _Checker, entry: Table, path: DataPath) -> dict[str, Any] | None:
