@@ -516,6 +516,8 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
             table_state in _table_fields(checker, model, entries, backends, start)]
 
 
+#: `declared_columns` of a table that declares none
+_NO_COLUMNS: tuple[None, tuple[str, ...], tuple[()]] = (None, (), ())
 #: what `_table_fields` gives of a table: its index, name, location, registrations (backend,
 #: table id), their grants (None when none declares any), properties, columns, source,
 #: on_remove, protect, removed columns, table state
@@ -538,7 +540,8 @@ def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable
         if entry.renamed_from is not None:
             checker.renamed_from[index] = entry.renamed_from
         properties = checker.table_properties(entry.properties, path)
-        columns, removed_columns, problems = declared_columns(entry.columns, (*path, "schema"))
+        columns, removed_columns, problems = declared_columns(entry.columns, (*path, "schema")) \
+            if entry.columns is not None else _NO_COLUMNS
         for message, at in problems:
             checker.fail(message, at)
         location = normalize_location(entry.location, checker.base_dir)
