@@ -187,24 +187,13 @@ def _without_quoted(text: str) -> tuple[str, list[str]]:
     quoted scalars' bodies as JSON strings hold them, in order."""
     if '"' not in text and "''" not in text:  # single quotes, none written twice: each pair quotes a body
         parts = text.split("'")
-        skeleton, singles = "\x00".join(parts[0::2]), parts[1::2]
-        if len(parts) % 2 == 0 or "\n" in "\x00".join(singles):
+        skeleton, bodies = "\x00".join(parts[0::2]), parts[1::2]
+        if len(parts) % 2 == 0 or "\n" in "\x00".join(bodies):
             raise FastPathUnavailable("a quote that does not start a quoted scalar on one line")
+        if "\\" in text:
+            bodies = [body.replace("\\", "\\\\") for body in bodies]
     else:
-        parts = _QUOTED.split(text)
-        skeleton, singles, doubles = "\x00".join(parts[0::3]), parts[1::3], parts[2::3]
-        if "'" in skeleton or '"' in skeleton:
-            raise FastPathUnavailable("a quote that does not start a quoted scalar on one line")
-    if '"' not in text:  # single-quoted scalars only: their bodies at once
-        joined = "\x00".join(singles)
-        if "\\" in joined:
-            joined = joined.replace("\\", "\\\\")
-        bodies = joined.replace("''", "'").split("\x00") if singles else []
-    else:
-        bodies = [_single_body(single) if double is None else double for single, double in zip(singles, doubles, strict=True)]
-        escaped = "\x00".join(double for double in doubles if double and "\\" in double)
-        if "\\" in _SAME_ESCAPE.sub("", escaped):
-            raise FastPathUnavailable("a double-quoted escape JSON does not read alike")
+        skeleton, bodies = _quoted_bodies(text)
     if "#" in skeleton:
         skeleton = _COMMENT.sub("", skeleton)
         if skeleton.count("\x00") != len(bodies):
@@ -212,6 +201,19 @@ def _without_quoted(text: str) -> tuple[str, list[str]]:
     if " \n" in skeleton or skeleton.endswith(" "):
         skeleton = _TRAILING_SPACES.sub("", skeleton)
     return skeleton, bodies
+
+
+def _quoted_bodies(text: str) -> tuple[str, list[str]]:
+    """`_without_quoted` of a text with double quotes or a single quote written twice, but its comments."""
+    parts = _QUOTED.split(text)
+    skeleton, singles, doubles = "\x00".join(parts[0::3]), parts[1::3], parts[2::3]
+    if "'" in skeleton or '"' in skeleton:
+        raise FastPathUnavailable("a quote that does not start a quoted scalar on one line")
+    escaped = "\x00".join(double for double in doubles if double and "\\" in double)
+    if "\\" in _SAME_ESCAPE.sub("", escaped):
+        raise FastPathUnavailable("a double-quoted escape JSON does not read alike")
+    return skeleton, [_single_body(single) if double is None else double
+                      for single, double in zip(singles, doubles, strict=True)]
 
 
 def _single_body(body: str) -> str:
