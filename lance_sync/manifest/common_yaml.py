@@ -325,7 +325,8 @@ def _line_value(value: str, container: Any, key: str | int, path: DataPath, read
         container.append(None)
     if _BLOCK_PLAIN.fullmatch(value) is None:
         raise FastPathUnavailable(f"a value this reader leaves to libyaml: {value[:40]!r}")
-    container[key] = _plain(value, path, reading.is_text_map(path[:-1]), reading)
+    # a text map is a mapping: the items of a sequence in its place are typed
+    container[key] = _plain(value, path, type(container) is dict and reading.is_text_map(path[:-1]), reading)
 
 
 def _plain(text: str, path: DataPath, as_text: bool, reading: _Reading) -> Any:

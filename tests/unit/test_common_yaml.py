@@ -199,6 +199,23 @@ def test_random_lines_read_as_the_plain_road_reads_them() -> None:
     assert sum(taken) > 1000
 
 
+#: lines of block structure, put together at random indentations
+PIECES = ["a:", "b:", "a: 1", "b: x", "c: [1, 2]", "d: {e: f}", "- 1", "- x", "- {a: 1}", "- [1]", "- 'q'", "# c", "",
+          "  ", "e: 'it''s'", 'f: "x"', "g: ~", "h:  {a: 1}", "-  x", "- a: 1", "i: a b", "j: ${NAME}", "k: # c",
+          "storage:", "region: 1.0", "properties:", "tables:", "conf:", "spark:", "l: - x", "m: [a,", "b]", "n: }",
+          "o: {a: [", "]}", "-", "p: x # 'y'", "q: 'x' # y", 'r: "a\\tb"', "s: a:b", "t: a: b", "u: -1", "v: 010",
+          "w: .inf", "x: yes", "- ~", "- 010"]
+
+
+def test_random_block_structures_read_alike() -> None:
+    rng = random.Random(11)
+    taken = 0
+    for _ in range(20000):
+        lines = [" " * rng.choice([0, 0, 2, 2, 4, 6, 1]) + rng.choice(PIECES) for _ in range(rng.randint(1, 7))]
+        taken += assert_reads_alike("\n".join(lines) + ("\n" if rng.random() < 0.9 else ""))
+    assert taken > 500
+
+
 def test_each_tricky_scalar_reads_alike_wherever_it_is_written() -> None:
     taken = 0
     for value in PLAIN + QUOTED:
@@ -214,6 +231,14 @@ def test_a_block_key_is_taken_only_as_libyaml_takes_it(length: int) -> None:
     text = "k" * length + ": 1\n"
     assert_reads_alike(text)
     assert (common_road(text) is None) == (length > 1000)
+
+
+@pytest.mark.parametrize("text", [
+    "storage:\n  - 1\n  - ~\n", "storage: [1, ~]\n", "storage:\n  a: [1, ~]\n  b:\n", "spark:\n  conf:\n    - 1\n",
+    "tables:\n  - {properties: [1, ~, {a: 1}]}\n", "tables:\n  - {properties: {a: [1, ~], b: 1}}\n",
+])
+def test_only_the_values_of_a_text_map_are_kept_as_written(text: str) -> None:
+    assert assert_reads_alike(text)
 
 
 def test_the_benchmarks_manifest_is_taken() -> None:
