@@ -44,7 +44,9 @@ written, nulls as None); those that may not be text (a number, a null, a boolean
 `$`) are marked in the JSON text, and only then is the data walked with paths. Keys are never
 typed. A `${VAR}` value is handed back by its path, as `read_json` does, for the caller to
 interpolate (lance_sync.manifest.loader.resolve_templates). A key written twice, a merge key
-`<<`, more values than the limit and nesting deeper than the loader's are refused.
+`<<`, more values than the limit and nesting deeper than the loader's are refused. Texts are
+kept once through the caller's `shared`, as the plain road keeps them, but for the keys of
+flow mappings: the json module keeps each once in a file (they are few), not across files.
 """
 
 from __future__ import annotations
