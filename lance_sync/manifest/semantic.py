@@ -486,8 +486,7 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
           backends: dict[str, BackendSpec], start: int) -> bytes | None:
     """The desired tables of `entries` (the tables from `start` on) as rows of their fields,
     marshalled ROWS_CHUNK at a time, and their `renamed_from` by index from `start`; None when
-    one has a problem or declares grants, which marshal cannot carry. The rows are made from
-    the fields (`_table_fields`), without the desired tables a child would only take apart."""
+    one has a problem or declares grants, which marshal cannot carry (made of the fields alone)."""
     rows = []
     for _, name, location, registrations, grants, *fields in _table_fields(checker, model, entries, backends, start):
         if grants is not None:
@@ -516,19 +515,13 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
             table_state in _table_fields(checker, model, entries, backends, start)]
 
 
-#: `declared_columns` of a table that declares none
-_NO_COLUMNS: tuple[None, tuple[str, ...], tuple[()]] = (None, (), ())
-#: what `_table_fields` gives of a table: its index, name, location, registrations (backend,
-#: table id), their grants (None when none declares any), properties, columns, source,
-#: on_remove, protect, removed columns, table state
-TableFields = tuple[int, str, str, tuple[tuple[str, Identifier], ...], list[Any] | None, dict[str, str], Any, Any,
-                    str, bool, tuple[str, ...], Any]
-
 
 def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
-                  backends: dict[str, BackendSpec], start: int) -> Iterator[TableFields]:
-    """The fields of the desired tables of `entries`, the manifest's tables from index `start`
-    on; each problem noted in `checker` (a table with one in its name is left out)."""
+                  backends: dict[str, BackendSpec], start: int) -> Iterator[tuple[Any, ...]]:
+    """The fields of the desired tables of `entries`, the manifest's tables from index `start` on:
+    index, name, location, registrations (backend, table id), their grants (None when none declares
+    any), properties, columns, source, on_remove, protect, removed columns, table state. Each
+    problem is noted in `checker` (a table with one in its name, a registration with one, left out)."""
     first_index = checker.table_index  # each name's entry
     for index, entry in enumerate(entries, start):
         path: DataPath = ("tables", index)
@@ -541,45 +534,37 @@ def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable
             checker.renamed_from[index] = entry.renamed_from
         properties = checker.table_properties(entry.properties, path)
         columns, removed_columns, problems = declared_columns(entry.columns, (*path, "schema")) \
-            if entry.columns is not None else _NO_COLUMNS
+            if entry.columns is not None else (None, (), ())
         for message, at in problems:
             checker.fail(message, at)
         location = normalize_location(entry.location, checker.base_dir)
-        registrations, grants = _table_registrations(checker, model, backends, entry, path, location)
-        yield (index, entry.name, location, registrations, grants, properties, columns, _source(checker, entry, path),
-               entry.on_remove, entry.protect, removed_columns, desired_table_state(entry, path, checker.fail))
-
-
-def _table_registrations(checker: _Checker, model: ValidatedManifest, backends: dict[str, BackendSpec],
-                         entry: Table, path: DataPath, location: str
-                         ) -> tuple[tuple[tuple[str, Identifier], ...], list[Any] | None]:
-    """The (backend, table id) of each registration of the table at `path` that has no problem,
-    and their grants (None when none declares any: nearly every table)."""
-    registrations: list[tuple[str, Identifier]] = []
-    grants: list[Any] = []
-    for r_index, registration in enumerate(entry.registrations):
-        r_path = (*path, "register", r_index)
-        spec = _backend_ref(checker, backends, model, registration.backend, r_path)
-        if spec is None:
-            continue
-        cls = spec.rules
-        parts, problem = _table_namespace(checker, spec, registration.namespace)
-        settled = checker.settled(spec.name)
-        if parts is not None and problem is None and settled:
-            problem = cls.check_location(location, spec.config)
-        if problem or parts is None:  # no names without a problem that says why
-            checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
-            continue
-        table_name = registration.name or entry.name
-        problem = cls.check_table_name(table_name, spec.config) if settled else None
-        if problem:
-            checker.fail(f"table name '{table_name}': {problem}",
-                         (*r_path, "name") if registration.name else (*path, "name"))
-            continue
-        table_id = (*parts, table_name)
-        registrations.append((spec.name, table_id))
-        grants.append(_grants(checker, spec, "table", table_id, registration, r_path))
-    return tuple(registrations), None if grants.count(None) == len(grants) else grants
+        registrations: list[tuple[str, Identifier]] = []
+        grants: list[Any] = []
+        for r_index, registration in enumerate(entry.registrations):
+            r_path = (*path, "register", r_index)
+            spec = _backend_ref(checker, backends, model, registration.backend, r_path)
+            if spec is None:
+                continue
+            cls = spec.rules
+            parts, problem = _table_namespace(checker, spec, registration.namespace)
+            settled = checker.settled(spec.name)
+            if parts is not None and problem is None and settled:
+                problem = cls.check_location(location, spec.config)
+            if problem or parts is None:  # no names without a problem that says why
+                checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
+                continue
+            table_name = registration.name or entry.name
+            problem = cls.check_table_name(table_name, spec.config) if settled else None
+            if problem:
+                checker.fail(f"table name '{table_name}': {problem}",
+                             (*r_path, "name") if registration.name else (*path, "name"))
+                continue
+            table_id = (*parts, table_name)
+            registrations.append((spec.name, table_id))
+            grants.append(_grants(checker, spec, "table", table_id, registration, r_path))
+        yield (index, entry.name, location, tuple(registrations), None if grants.count(None) == len(grants) else grants,
+               properties, columns, _source(checker, entry, path), entry.on_remove, entry.protect, removed_columns,
+               desired_table_state(entry, path, checker.fail))
 
 
 def _source(checker: _Checker, entry: Table, path: DataPath) -> dict[str, Any] | None:
