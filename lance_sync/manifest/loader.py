@@ -20,7 +20,9 @@ when, and where (once per version, in worker processes, or read back from the pa
 is lance_sync.manifest.parsing's.
 
 A file written as JSON is read by the json module where the two read alike
-(lance_sync.manifest.yaml_core: `read_json`).
+(lance_sync.manifest.yaml_core: `read_json`), and a file in the YAML large manifests are written
+in (a block mapping of one-line flow collections and scalars) by the json module too, where
+lance_sync.manifest.common_yaml is sure the two read alike; libyaml reads the others.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from lance_sync.manifest.common_yaml import read_common_yaml
 from lance_sync.manifest.strategy import FastPathUnavailable
 from lance_sync.manifest.yaml_core import NULLS, LeadingZero, plain_value, read_json
 from lance_sync.model.errors import ManifestError, Position
@@ -178,12 +181,20 @@ def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
         text = decode(raw, name)
     except ManifestError as error:
         raise FastPathUnavailable(str(error)) from None
+    shared = {} if shared is None else shared
     written: dict[DataPath, str] = {}
     try:
-        data = read_json(text, {} if shared is None else shared, TEXT_MAPS, written)
+        data = read_json(text, shared, TEXT_MAPS, written)
         return Document(data, templates=resolve_templates(name, data, written, (), environ), files=[name])
     except FastPathUnavailable as unavailable:
         logger.debug("%s: not read by the json module (%s); reading it as YAML", name, unavailable)
+    try:
+        data, written, typed = read_common_yaml(text, shared, node_limit(text), MAX_DEPTH, is_text_map)
+        templates = resolve_templates(name, data, written, frozenset(typed), environ)
+        return Document(data, templates=templates, typed_templates=frozenset(path for path in typed if path in templates),
+                        files=[name])
+    except FastPathUnavailable as unavailable:
+        logger.debug("%s: not read as common YAML (%s); reading it with libyaml", name, unavailable)
     part = parse_plain_text(name, text, environ, shared)
     return Document(part.data, templates=part.templates, typed_templates=part.typed_templates, files=[name])
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import marshal
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import replace
 from itertools import starmap
 from typing import Any
@@ -486,12 +486,14 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
           backends: dict[str, BackendSpec], start: int) -> bytes | None:
     """The desired tables of `entries` (the tables from `start` on) as rows of their fields,
     marshalled ROWS_CHUNK at a time, and their `renamed_from` by index from `start`; None when
-    one has a problem or declares grants, which marshal cannot carry."""
-    tables = _tables(checker, model, entries, backends, start)
-    if checker.problems or any(r.grants is not None for table in tables for r in table.registrations):
+    one has a problem or declares grants, which marshal cannot carry (made of the fields alone)."""
+    rows = []
+    for _, name, location, registrations, grants, *fields in _table_fields(checker, model, entries, backends, start):
+        if grants is not None:
+            return None
+        rows.append((name, location, registrations, *fields))
+    if checker.problems:
         return None
-    rows = [(t.name, t.location, tuple((r.backend, r.id) for r in t.registrations), t.properties, t.columns,
-             t.source, t.on_remove, t.protect, t.removed_columns, t.table_state) for t in tables]
     try:
         renamed_from = {index - start: written for index, written in checker.renamed_from.items()}
         return marshal.dumps((renamed_from, [marshal.dumps(rows[begin:begin + ROWS_CHUNK])
@@ -503,7 +505,23 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
 def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
             backends: dict[str, BackendSpec], start: int = 0) -> list[DesiredTable]:
     """The desired tables of `entries`, the manifest's tables from index `start` on."""
-    result: list[DesiredTable] = []
+    position = checker.document.position
+    return [DesiredTable(name, location, tuple(starmap(Registration, registrations)) if grants is None else
+                         tuple(Registration(backend, table_id, grants=declared)
+                               for (backend, table_id), declared in zip(registrations, grants, strict=True)),
+                         properties, columns, source, on_remove, protect, position=position(("tables", index)),
+                         removed_columns=removed, table_state=table_state)
+            for index, name, location, registrations, grants, properties, columns, source, on_remove, protect, removed,
+            table_state in _table_fields(checker, model, entries, backends, start)]
+
+
+
+def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+                  backends: dict[str, BackendSpec], start: int) -> Iterator[tuple[Any, ...]]:
+    """The fields of the desired tables of `entries`, the manifest's tables from index `start` on:
+    index, name, location, registrations (backend, table id), their grants (None when none declares
+    any), properties, columns, source, on_remove, protect, removed columns, table state. Each
+    problem is noted in `checker` (a table with one in its name, a registration with one, left out)."""
     first_index = checker.table_index  # each name's entry
     for index, entry in enumerate(entries, start):
         path: DataPath = ("tables", index)
@@ -515,11 +533,13 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
         if entry.renamed_from is not None:
             checker.renamed_from[index] = entry.renamed_from
         properties = checker.table_properties(entry.properties, path)
-        columns, removed_columns, problems = declared_columns(entry.columns, (*path, "schema"))
+        columns, removed_columns, problems = declared_columns(entry.columns, (*path, "schema")) \
+            if entry.columns is not None else (None, (), ())
         for message, at in problems:
             checker.fail(message, at)
         location = normalize_location(entry.location, checker.base_dir)
-        registrations = []
+        registrations: list[tuple[str, Identifier]] = []
+        grants: list[Any] = []
         for r_index, registration in enumerate(entry.registrations):
             r_path = (*path, "register", r_index)
             spec = _backend_ref(checker, backends, model, registration.backend, r_path)
@@ -540,16 +560,11 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
                              (*r_path, "name") if registration.name else (*path, "name"))
                 continue
             table_id = (*parts, table_name)
-            registrations.append(Registration(spec.name, table_id,
-                                              grants=_grants(checker, spec, "table", table_id, registration, r_path)))
-        source = _source(checker, entry, path)
-        result.append(DesiredTable(
-            name=entry.name, location=location, registrations=tuple(registrations),
-            properties=properties,
-            columns=columns, source=source, on_remove=entry.on_remove, protect=entry.protect,
-            position=checker.document.position(path), removed_columns=removed_columns,
-            table_state=desired_table_state(entry, path, checker.fail)))
-    return result
+            registrations.append((spec.name, table_id))
+            grants.append(_grants(checker, spec, "table", table_id, registration, r_path))
+        yield (index, entry.name, location, tuple(registrations), None if grants.count(None) == len(grants) else grants,
+               properties, columns, _source(checker, entry, path), entry.on_remove, entry.protect, removed_columns,
+               desired_table_state(entry, path, checker.fail))
 
 
 def _source(checker: _Checker, entry: Table, path: DataPath) -> dict[str, Any] | None:

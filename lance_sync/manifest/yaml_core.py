@@ -48,6 +48,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import yaml
@@ -207,18 +208,25 @@ def _find_templates(value: dict | list, path: DataPath, found: dict[DataPath, st
             _find_templates(item, path + (key,), found)
 
 
+#: the types of the values of a text map the two read alike
+_TEXT_MAP_TYPES = frozenset({str, type(None), dict, list})
+
+
 def _refuse_constant(name: str) -> Any:
     raise FastPathUnavailable(f"{name} in JSON")
 
 
 def _texts_only(data: Any, pattern: tuple[str | type, ...]) -> bool:
-    """Whether every text map at `pattern` below `data` holds only strings, nulls and collections."""
-    if not pattern:
-        return not isinstance(data, dict) or all(
-            value is None or isinstance(value, str | dict | list) for value in data.values())
-    step, rest = pattern[0], pattern[1:]
-    if isinstance(step, str):
-        return not isinstance(data, dict) or step not in data or _texts_only(data[step], rest)
-    if step is int:
-        return not isinstance(data, list) or all(_texts_only(item, rest) for item in data)
-    return not isinstance(data, dict) or all(_texts_only(value, rest) for value in data.values())
+    """Whether every text map at `pattern` below `data` holds only strings, nulls and collections
+    (the maps found a step of the pattern at a time, their values' types taken at once: a
+    pattern such as a table's properties matches a million maps)."""
+    nodes = [data]
+    for step in pattern:
+        if isinstance(step, str):
+            nodes = [node[step] for node in nodes if type(node) is dict and step in node]
+        elif step is int:
+            nodes = [item for node in nodes if type(node) is list for item in node]
+        else:  # any key
+            nodes = [value for node in nodes if type(node) is dict for value in node.values()]
+    maps = [node for node in nodes if type(node) is dict]
+    return set(map(type, chain.from_iterable(map(dict.values, maps)))) <= _TEXT_MAP_TYPES
