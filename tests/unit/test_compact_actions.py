@@ -129,6 +129,30 @@ def test_a_changed_action_made_of_a_row_is_kept_when_stored_back() -> None:
     assert plan.refused
 
 
+def test_actions_made_of_rows_of_one_shape_share_no_list_or_state() -> None:
+    """Rows are made into actions by copying one validated action of their shape: an action
+    changed where it is used (a warning added, its state's location set) changes no other one,
+    nor the actions made of the rows later. Fails when the copy hands the shape's own lists or
+    state to each action."""
+    tables = [DesiredTable(name=f"t{i}", location=f"/data/t{i}.lance", properties={},
+                           registrations=(Registration("b", ("ns", f"t{i}")),)) for i in range(2)]
+    state = DesiredState(owner=OWNER, files=[], base_dir="/", backends={"b": dir_backend()}, tables=tables)
+    live = LiveState()
+    live.namespaces[("b", ("ns",))] = NamespaceInfo(("ns",), {})
+    plan = _plan(compare(state, live, {"b": Capabilities()}, {}))
+    first, second = plan.actions
+    for made in (first, second):
+        assert made.after is not None
+        made.warnings.append(f"changed {made.table}")
+        made.depends_on.append("x")
+        made.after.location = f"/moved/{made.table}"
+    again = plan.actions  # made anew from the same rows
+    assert [(a.warnings, a.depends_on, a.after.location if a.after else None) for a in (first, second)] == [
+        (["changed t0"], ["x"], "/moved/t0"), (["changed t1"], ["x"], "/moved/t1")]
+    assert [(a.warnings, a.depends_on, a.after.location if a.after else None) for a in again] == [
+        ([], [], "/data/t0.lance"), ([], [], "/data/t1.lance")]
+
+
 def test_sorting_actions_places_each_row_where_its_action_goes(monkeypatch: pytest.MonkeyPatch) -> None:
     """As plan_grants sorts a plan with the grants it adds (by action order, then its own parts)."""
     def key(action: Action) -> tuple:
