@@ -43,6 +43,11 @@ JVM_OPTIONS = (
     "-XX:TieredStopAtLevel=1",  # halves start-up; the metastore does little CPU work
     "-XX:+UseSerialGC",
     "-Dderby.system.durability=test",  # no fsync: test data only
+    # Derby looks for a deadlock after a lock wait this long (20 s by default): concurrent
+    # claimants of one HMS object deadlock now and then on a loaded machine, and the metastore
+    # retries the victim's call (`hive.hmshandler.retry.interval`); only the time before the
+    # victim is chosen changes
+    "-Dderby.locks.deadlockTimeout=1",
     "-Dsun.net.httpserver.nodelay=true",  # else the counter answers a delayed ACK late
 )
 #: Variables that would let a developer's own Hive or Hadoop set-up leak into the server.
@@ -147,6 +152,9 @@ def write_configuration(workdir: Path, s3_endpoint: str | None = None) -> Path:
         # connections while it waits for the JVM-wide Derby lock, so 10 (the default) deadlock
         # for 30 s as soon as a few dozen lock calls arrive at once
         "datanucleus.connectionPool.maxPoolSize": str(LOCK_POOL_SIZE),
+        # a call Derby chose as a deadlock's victim is retried by the metastore after this
+        # (2 s by default: `-Dderby.locks.deadlockTimeout` above)
+        "hive.hmshandler.retry.interval": "100ms",
     }
     if s3_endpoint:
         from tests.servers import s3
