@@ -28,6 +28,7 @@ import yaml
 from pyiceberg.catalog.rest import RestCatalog
 from unitycatalog.client import TablesApi
 
+from lance_sync.drivers.glue import transport as glue_transport
 from tests.conformance.harness_unity import ensure_catalog, run_sdk
 from tests.servers.base import RunningServer
 from tests.servers.faults import FaultProxy, proxy_fixture
@@ -45,6 +46,10 @@ from tests.support.catalogs import (
 from tests.support.cli import cli_env, describe, run_cli
 
 pytestmark = pytest.mark.servers
+
+#: the retries of every backend here: that a bad answer is asked again is what is checked, and
+#: the defaults' further retries, each after a longer backoff, only add a second or two a case
+ONE_RETRY = 1
 
 iceberg_proxy = proxy_fixture("iceberg_server")
 glue_proxy = proxy_fixture("glue_server")
@@ -115,6 +120,8 @@ def manifest_for(backend: str, server: RunningServer, seeded: Seeded, *, scope: 
         entry, parent = glue_backend(server), GLUE_CATALOG
     if scope:
         entry["scope"] = [[parent]]
+    if backend != "glue":  # Glue's retries are a constant: see the test
+        entry["max_retries"] = ONE_RETRY
     namespace = [parent, seeded.namespace]
     return {"version": 1, "owner": seeded.owner, "backends": {"b": entry},
             "namespaces": [{"backend": "b", "id": namespace}],
@@ -171,7 +178,9 @@ def live_tier(backend: str, server: RunningServer, seeded: Seeded) -> str | None
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("call", CALLS, ids=lambda call: f"{call.backend}-{call.name.replace(' ', '_')}")
 def test_a_bad_answer_to_a_read_is_an_error_naming_backend_and_call(
-        call: Call, kind: str, seeded, request: pytest.FixtureRequest, tmp_path: Path):
+        call: Call, kind: str, seeded, request: pytest.FixtureRequest, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(glue_transport, "MAX_RETRIES", ONE_RETRY)
     state = seeded(call.backend)
     server: RunningServer = request.getfixturevalue(SERVERS[call.backend])
     proxy: FaultProxy = request.getfixturevalue(PROXIES[call.backend])
