@@ -5,15 +5,14 @@ scalars YAML types in surprising ways, and on each kind of text it refuses."""
 
 from __future__ import annotations
 
-import math
 import random
-from typing import Any
 
 import pytest
 
 from lance_sync.manifest import loader
 from lance_sync.manifest.common_yaml import read_common_yaml
 from lance_sync.manifest.strategy import FastPathUnavailable
+from tests.support.manifests import same_data
 
 ENVIRON = {"PORT": "8080", "EMPTY": "", "NAME": "prod", "FLAG": "true", "ZERO": "010"}
 
@@ -40,19 +39,6 @@ def plain_road(text: str, shared: dict[str, str] | None = None, max_nodes: int |
         return None
 
 
-def same(a: Any, b: Any) -> bool:
-    """Equal, and of the same types and key order all the way down (1 == 1.0 == True in Python)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
-
-
 def assert_reads_alike(text: str) -> bool:
     """The reader's document is the plain road's; whether the reader took the text."""
     fast = common_road(text)
@@ -60,7 +46,7 @@ def assert_reads_alike(text: str) -> bool:
         return False
     slow = plain_road(text)
     assert slow is not None, f"taken here, refused by libyaml:\n{text}"
-    assert same(fast.data, slow.data), f"{text}\n{fast.data!r}\n{slow.data!r}"
+    assert same_data(fast.data, slow.data), f"{text}\n{fast.data!r}\n{slow.data!r}"
     assert fast.templates == slow.templates, text
     assert fast.typed_templates == slow.typed_templates, text
     return True

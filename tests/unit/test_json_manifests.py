@@ -5,7 +5,6 @@ same text, on chosen cases and on manifests drawn at random with a fixed seed.""
 from __future__ import annotations
 
 import json
-import math
 import random
 import subprocess
 from pathlib import Path
@@ -18,6 +17,7 @@ from lance_sync.manifest import loader
 from lance_sync.manifest.strategy import FastPathUnavailable
 from lance_sync.manifest.yaml_core import MAX_KEY_CHARACTERS, read_json
 from lance_sync.model.errors import ManifestError, ManifestErrors
+from tests.support.manifests import same_data
 
 
 def yaml_road(text: str) -> Any:
@@ -30,19 +30,6 @@ def json_road(text: str, templates: dict[Any, str] | None = None) -> Any:
         return read_json(text, {}, loader.TEXT_MAPS, templates)
     except FastPathUnavailable:
         return None
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal, and of the same types all the way down (1 == 1.0 == True in Python)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
 
 
 TAKEN = [
@@ -91,7 +78,7 @@ LEFT = [
 def test_the_json_module_reads_what_the_plain_road_reads(text: str):
     data = json_road(text)
     assert data is not None
-    assert same(data, yaml_road(text))
+    assert same_data(data, yaml_road(text))
 
 
 @pytest.mark.parametrize("text", LEFT)
@@ -114,7 +101,7 @@ def test_templates_are_read_by_the_json_module_as_the_plain_road_reads_them(text
     from_json = loader.parse_plain("m.json", text.encode(), ENVIRON, None)
     from_yaml = loader.parse_plain_text("m.json", text, ENVIRON)
     assert json_road(text) is None and json_road(text, {}) is not None
-    assert same(from_json.data, from_yaml.data)
+    assert same_data(from_json.data, from_yaml.data)
     assert from_json.templates == from_yaml.templates and from_json.typed_templates == from_yaml.typed_templates
 
 
@@ -149,7 +136,7 @@ def test_random_templates_read_alike():
             continue  # a text map holding a number: left to the plain road, as without templates
         found = loader.parse_plain("m.json", text.encode(), ENVIRON, None)
         compared += 1
-        assert same(found.data, expected.data), text
+        assert same_data(found.data, expected.data), text
         assert found.templates == expected.templates, text
     assert compared > 100
 
@@ -171,7 +158,7 @@ def test_a_key_is_taken_only_as_yaml_takes_it(length: int, written: str, before_
     text = '{"version": 1, "x": {"' + written * length + '"' + before_colon + ': 1}}'
     data = json_road(text)
     if data is not None:
-        assert same(data, yaml_road(text))
+        assert same_data(data, yaml_road(text))
     if length > MAX_KEY_CHARACTERS or before_colon:
         assert data is None
     if length <= MAX_KEY_CHARACTERS and not before_colon:
@@ -223,7 +210,7 @@ def test_random_manifests_read_alike_or_are_left_to_the_plain_road():
         data = json_road(text)
         if data is not None:
             taken += 1
-            assert same(data, yaml_road(text)), text
+            assert same_data(data, yaml_road(text)), text
     assert taken > 100  # most are taken: a text map with a number is the usual reason not to
 
 
