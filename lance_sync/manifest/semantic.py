@@ -515,7 +515,6 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
             table_state in _table_fields(checker, model, entries, backends, start)]
 
 
-
 def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
                   backends: dict[str, BackendSpec], start: int) -> Iterator[tuple[Any, ...]]:
     """The fields of the desired tables of `entries`, the manifest's tables from index `start` on:
