@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import marshal
 from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import starmap
 from typing import Any
 
@@ -37,7 +38,7 @@ from lance_sync.manifest.schema_models import (
 )
 from lance_sync.manifest.strategy import FastPathUnavailable, TablesInFiles
 from lance_sync.manifest.table_state import desired_table_state
-from lance_sync.manifest.validate import StrictTables
+from lance_sync.manifest.validate import StrictTables, TableEntry, table_entries
 from lance_sync.manifest.workers import Workers, forking_pays
 from lance_sync.model.backend_config import BackendRules, Identifier
 from lance_sync.model.desired import (
@@ -78,6 +79,8 @@ class _Checker:
         #: checks read (BackendRules.checks_read): those checks cannot be made for them
         self.unsettled: set[str] = set()
         self.notices: list[str] = []
+        #: id of a table's shape without problems -> the shape and its fields (`_first_of_shape`)
+        self.shape_fields: dict[int, tuple[Table, _ShapeFields]] = {}
 
     def table_properties(self, properties: dict[str, str], path: DataPath) -> dict[str, str]:
         """A copy of the properties of the table at `path`, one for all tables with equal ones
@@ -112,7 +115,7 @@ class _Checker:
 
 
 def build_desired_state(model: ValidatedManifest, document: Document, base_dir: str,
-                        tables: Iterable[Table] | TablesInFiles | None = None) -> DesiredState:
+                        tables: Iterable[TableEntry] | TablesInFiles | None = None) -> DesiredState:
     """Check a validated manifest and turn it into the desired state; ManifestErrors if not.
 
     The tables are `model.tables`, or `tables` when given (validated as they are read, see
@@ -129,7 +132,8 @@ def build_desired_state(model: ValidatedManifest, document: Document, base_dir: 
                                 for path, names in document.unset.items() for name in names])
     state.namespaces = _namespaces(checker, model, backends)
     state.notices = checker.notices
-    state.tables = _all_tables(checker, model, model.tables if tables is None else tables, backends)
+    state.tables = _all_tables(checker, model, table_entries(model.tables) if tables is None else tables,
+                               backends)
     _check_duplicate_registrations(checker, state)
     state.tables = with_former_ids(checker, state)
     _check_locations(checker, state)
@@ -409,7 +413,7 @@ def _is_reserved(key: str, reserved: tuple[str, ...]) -> bool:
 FORK_TABLES = 50_000
 
 
-def _all_tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table] | TablesInFiles,
+def _all_tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[TableEntry] | TablesInFiles,
                 backends: dict[str, BackendSpec]) -> list[DesiredTable]:
     if isinstance(entries, TablesInFiles):
         return _tables_of_files(checker, model, entries, backends)
@@ -482,7 +486,7 @@ def _tables_of_rows(checker: _Checker, answer: bytes, start: int) -> list[Desire
 ROWS_CHUNK = 20_000
 
 
-def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[TableEntry],
           backends: dict[str, BackendSpec], start: int) -> bytes | None:
     """The desired tables of `entries` (the tables from `start` on) as rows of their fields,
     marshalled ROWS_CHUNK at a time, and their `renamed_from` by index from `start`; None when
@@ -502,7 +506,7 @@ def _rows(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
         return None
 
 
-def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[TableEntry],
             backends: dict[str, BackendSpec], start: int = 0) -> list[DesiredTable]:
     """The desired tables of `entries`, the manifest's tables from index `start` on."""
     position = checker.document.position
@@ -515,55 +519,118 @@ def _tables(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table
             table_state in _table_fields(checker, model, entries, backends, start)]
 
 
-def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable[Table],
+def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable[TableEntry],
                   backends: dict[str, BackendSpec], start: int) -> Iterator[tuple[Any, ...]]:
     """The fields of the desired tables of `entries`, the manifest's tables from index `start` on:
     index, name, location, registrations (backend, table id), their grants (None when none declares
     any), properties, columns, source, on_remove, protect, removed columns, table state. Each
-    problem is noted in `checker` (a table with one in its name, a registration with one, left out)."""
+    problem is noted in `checker` (a table with one in its name, a registration with one, left out).
+    What a table's shape gives is worked out once per shape (`_ShapeFields`): a table of a shape
+    known without problems has only its name and location checked."""
     first_index = checker.table_index  # each name's entry
-    for index, entry in enumerate(entries, start):
+    known_shapes = checker.shape_fields
+    for index, (name, written_location, shape) in enumerate(entries, start):
         path: DataPath = ("tables", index)
-        if entry.name in first_index:
-            first = checker.document.position(("tables", first_index[entry.name], "name"))
-            checker.fail(f"table '{entry.name}' is declared twice (first at {first})", (*path, "name"))
+        if name in first_index:
+            first = checker.document.position(("tables", first_index[name], "name"))
+            checker.fail(f"table '{name}' is declared twice (first at {first})", (*path, "name"))
             continue
-        first_index[entry.name] = index
-        if entry.renamed_from is not None:
-            checker.renamed_from[index] = entry.renamed_from
-        properties = checker.table_properties(entry.properties, path)
-        columns, removed_columns, problems = declared_columns(entry.columns, (*path, "schema")) \
-            if entry.columns is not None else (None, (), ())
-        for message, at in problems:
-            checker.fail(message, at)
-        location = normalize_location(entry.location, checker.base_dir)
-        registrations: list[tuple[str, Identifier]] = []
-        grants: list[Any] = []
-        for r_index, registration in enumerate(entry.registrations):
-            r_path = (*path, "register", r_index)
-            spec = _backend_ref(checker, backends, model, registration.backend, r_path)
-            if spec is None:
-                continue
-            cls = spec.rules
-            parts, problem = _table_namespace(checker, spec, registration.namespace)
-            settled = checker.settled(spec.name)
-            if parts is not None and problem is None and settled:
-                problem = cls.check_location(location, spec.config)
-            if problem or parts is None:  # no names without a problem that says why
-                checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
-                continue
-            table_name = registration.name or entry.name
-            problem = cls.check_table_name(table_name, spec.config) if settled else None
-            if problem:
-                checker.fail(f"table name '{table_name}': {problem}",
-                             (*r_path, "name") if registration.name else (*path, "name"))
-                continue
-            table_id = (*parts, table_name)
-            registrations.append((spec.name, table_id))
-            grants.append(_grants(checker, spec, "table", table_id, registration, r_path))
-        yield (index, entry.name, location, tuple(registrations), None if grants.count(None) == len(grants) else grants,
-               properties, columns, _source(checker, entry, path), entry.on_remove, entry.protect, removed_columns,
-               desired_table_state(entry, path, checker.fail))
+        first_index[name] = index
+        location = normalize_location(written_location, checker.base_dir)
+        known = known_shapes.get(id(shape))
+        if known is None:
+            fields, registrations, grants = _first_of_shape(checker, model, backends, (name, location, shape), path)
+        else:
+            fields, registrations, grants = known[1], [], []
+            for r_index, (registration, spec, parts) in enumerate(fields.registrations):
+                _register(checker, (spec, parts, registration), name, location, (*path, "register", r_index),
+                          registrations, grants)
+        if fields.renamed_from is not None:
+            checker.renamed_from[index] = fields.renamed_from
+        yield (index, name, location, tuple(registrations), None if grants.count(None) == len(grants) else grants,
+               fields.properties, fields.columns, fields.source, fields.on_remove, fields.protect,
+               fields.removed_columns, fields.table_state)
+
+
+@dataclass(frozen=True)
+class _ShapeFields:
+    """What a table's entry gives but for its name and location: the same for every table of its
+    shape (lance_sync.manifest.validate: `TableEntry`), shared by their desired tables (which are
+    read, never changed)."""
+
+    properties: dict[str, str]
+    columns: list[dict[str, Any]] | None
+    removed_columns: tuple[str, ...]
+    source: dict[str, Any] | None
+    on_remove: str
+    protect: bool
+    table_state: dict[str, Any] | None
+    renamed_from: Any
+    #: each registration whose backend and namespace pass: the entry, its backend, the namespace's names
+    registrations: tuple[tuple[RegistrationEntry, BackendSpec, Identifier], ...]
+
+
+#: the shapes a checker keeps the fields of at most (`_first_of_shape`)
+MAX_SHAPE_FIELDS = 1_024
+
+
+def _first_of_shape(checker: _Checker, model: ValidatedManifest, backends: dict[str, BackendSpec],
+                    table: tuple[str, str, Table], path: DataPath
+                    ) -> tuple[_ShapeFields, list[tuple[str, Identifier]], list[DeclaredGrants | None]]:
+    """The fields of the first table of its shape, every check made in the manifest's order;
+    the shape's fields are kept for the next tables of the shape when it has no problem."""
+    name, location, entry = table
+    problems_before = len(checker.problems)
+    properties = checker.table_properties(entry.properties, path)
+    columns, removed_columns, problems = declared_columns(entry.columns, (*path, "schema")) \
+        if entry.columns is not None else (None, (), ())
+    for message, at in problems:
+        checker.fail(message, at)
+    registrations: list[tuple[str, Identifier]] = []
+    grants: list[DeclaredGrants | None] = []
+    passed = []
+    for r_index, registration in enumerate(entry.registrations):
+        r_path = (*path, "register", r_index)
+        spec = _backend_ref(checker, backends, model, registration.backend, r_path)
+        if spec is None:
+            continue
+        parts, problem = _table_namespace(checker, spec, registration.namespace)
+        if problem or parts is None:  # no names without a problem that says why
+            checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
+            continue
+        passed.append((registration, spec, parts))
+        _register(checker, (spec, parts, registration), name, location, r_path, registrations, grants)
+    fields = _ShapeFields(properties, columns, removed_columns, _source(checker, entry, path), entry.on_remove,
+                          entry.protect, desired_table_state(entry, path, checker.fail), entry.renamed_from,
+                          tuple(passed))
+    if len(checker.problems) == problems_before:
+        if len(checker.shape_fields) >= MAX_SHAPE_FIELDS:
+            checker.shape_fields.clear()
+        checker.shape_fields[id(entry)] = (entry, fields)  # the entry kept: its id is not reused meanwhile
+    return fields, registrations, grants
+
+
+def _register(checker: _Checker, where: tuple[BackendSpec, Identifier, RegistrationEntry], table: str,
+              location: str, r_path: DataPath, registrations: list[tuple[str, Identifier]],
+              grants: list[DeclaredGrants | None]) -> None:
+    """The registration of the table `table` at `location` in a namespace that passes, appended
+    with its grants, when its location and name pass the backend's rules (else a problem)."""
+    spec, parts, registration = where
+    cls = spec.rules
+    settled = checker.settled(spec.name)
+    problem = cls.check_location(location, spec.config) if settled else None
+    if problem:
+        checker.fail(problem, (*r_path, "namespace"))
+        return
+    table_name = registration.name or table
+    problem = cls.check_table_name(table_name, spec.config) if settled else None
+    if problem:
+        checker.fail(f"table name '{table_name}': {problem}", (*r_path, "name") if registration.name else
+                     (*r_path[:2], "name"))
+        return
+    table_id = (*parts, table_name)
+    registrations.append((spec.name, table_id))
+    grants.append(_grants(checker, spec, "table", table_id, registration, r_path))
 
 
 def _source(checker: _Checker, entry: Table, path: DataPath) -> dict[str, Any] | None:

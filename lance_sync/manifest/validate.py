@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Collection, Iterator
-from typing import TYPE_CHECKING, Any, cast
+import logging
+import marshal
+from collections.abc import Collection, Iterable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
 from pydantic import TypeAdapter
 from pydantic import ValidationError as ModelError
 from pydantic_core import ErrorDetails
+from typing_extensions import TypedDict
 
 from lance_sync.drivers import available_drivers
 from lance_sync.manifest.loader import DataPath, Document, format_path
@@ -53,6 +56,8 @@ from lance_sync.model.errors import ManifestError, ManifestErrors
 if TYPE_CHECKING:  # the schema checks run on the full road only: a plain load never imports jsonschema
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError as SchemaError
+
+logger = logging.getLogger(__name__)
 
 #: tried in turn in place of a backend setting whose variable is not set; the first one the
 #: backend's model accepts stands in (a name, a URL, a Thrift address, client_id:secret, a number)
@@ -183,42 +188,117 @@ def validate_strictly(document: Document) -> tuple[ValidatedManifest, StrictTabl
     return cast(ValidatedManifest, model), StrictTables(list(raw_tables))
 
 
+class TableEntry(NamedTuple):
+    """A table validated in strict mode: its name and location, and `shape`, the model of its
+    entry, shared by the tables whose entries differ only in name and location (so read those
+    two here, never from the shape)."""
+
+    name: str
+    location: str
+    shape: Table
+
+
+def table_entries(tables: Iterable[Table]) -> Iterator[TableEntry]:
+    """Validated tables as entries, each its own shape."""
+    return (TableEntry(table.name, table.location, table) for table in tables)
+
+
+#: the shapes a strict load keeps at most (`StrictTables`): a large manifest's tables have a few
+MAX_SHAPES = 1_024
+#: the share of a chunk's tables whose shape must be known already for the next chunk to be
+#: validated by shapes (`StrictTables`): below it, each table's key is work for nothing
+SHAPED_SHARE = 0.5
+
+
 class StrictTables:
     """Raw tables, validated in strict mode a chunk at a time as they are read; FastPathUnavailable when
     one fails. A chunk's raw entries are let go (set to None in `raw`) once validated: a caller
     that lets go of the document's data frees them as it goes. Read once, whole (iterating) or
-    a range at a time (`read`, lance_sync.manifest.semantic builds two ranges at once)."""
+    a range at a time (`read`, lance_sync.manifest.semantic builds two ranges at once).
+
+    The tables of a large manifest mostly differ only in name and location: an entry whose
+    other keys and values are those of one validated before (its shape) needs only its name
+    and location validated, as the `Table` model validates them (no check of the model spans
+    fields). Where most tables of a chunk have shapes of their own, the next is validated a
+    table at a time instead."""
 
     def __init__(self, raw: list[Any]):
         self.raw = raw
+        #: a shape's key (`_shape_key`) -> its model
+        self.shapes: dict[bytes, Table] = {}
+        self.by_shapes = True
 
     def __len__(self) -> int:
         return len(self.raw)
 
-    def __iter__(self) -> Iterator[Table]:
+    def __iter__(self) -> Iterator[TableEntry]:
         return self.read(0, len(self.raw))
 
-    def read(self, start: int, stop: int) -> Iterator[Table]:
+    def read(self, start: int, stop: int) -> Iterator[TableEntry]:
         """The tables of the range, validated."""
         raw = self.raw
         for begin in range(start, stop, STRICT_CHUNK):
             chunk = raw[begin:min(begin + STRICT_CHUNK, stop)]
             try:
-                tables = _tables_adapter().validate_python(chunk, strict=True, by_alias=True, by_name=False)
+                entries = self._by_shapes(chunk) if self.by_shapes else list(table_entries(_validated(chunk)))
             except ModelError as error:
                 raise FastPathUnavailable(f"a table not valid in strict mode: {error.errors()[0]['msg']}") from None
             raw[begin:begin + len(chunk)] = [None] * len(chunk)
             del chunk
-            yield from tables
+            yield from entries
+
+    def _by_shapes(self, chunk: list[Any]) -> list[TableEntry]:
+        names = _names_adapter().validate_python(chunk, strict=True)
+        shapes, known = self.shapes, 0
+        entries = []
+        for entry, written in zip(chunk, names, strict=True):
+            key = _shape_key(entry)
+            shape = shapes.get(key) if key is not None else None
+            if shape is None:
+                shape = _validated([entry])[0]
+                if key is not None:
+                    if len(shapes) >= MAX_SHAPES:
+                        shapes.clear()
+                    shapes[key] = shape
+            else:
+                known += 1
+            entries.append(TableEntry(written["name"], written["location"], shape))
+        if known < SHAPED_SHARE * len(chunk):
+            logger.debug("tables validated one at a time: %d of %d had the shape of one before", known, len(chunk))
+            self.by_shapes = False
+        return entries
 
     def let_go(self, start: int, stop: int) -> None:
         """Let go of the range's raw entries unread (another process built them)."""
         self.raw[start:stop] = [None] * (stop - start)
 
 
+def _shape_key(entry: Any) -> bytes | None:
+    """What an entry holds but its name and location, as bytes that only an equal value gives
+    (marshal writes each type apart: True is not 1); None for one marshal cannot write."""
+    rest = entry.copy()
+    del rest["name"], rest["location"]
+    try:
+        return marshal.dumps(rest)
+    except ValueError:
+        return None
+
+
+def _validated(chunk: list[Any]) -> list[Table]:
+    return _tables_adapter().validate_python(chunk, strict=True, by_alias=True, by_name=False)
+
+
 @functools.cache
 def _tables_adapter() -> TypeAdapter[list[Table]]:
     return TypeAdapter(list[Table])
+
+
+@functools.cache
+def _names_adapter() -> TypeAdapter[list[Any]]:
+    """The name and location of tables, each as the `Table` model validates it."""
+    field = Table.model_fields
+    return TypeAdapter(list[TypedDict("NameAndLocation", {  # type: ignore[misc, operator]
+        key: Annotated[field[key].annotation, field[key]] for key in ("name", "location")})])
 
 
 def _sorted_unique(problems: list[ManifestError]) -> list[ManifestError]:
