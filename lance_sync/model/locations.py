@@ -11,7 +11,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 from typing import Generic, TypeVar
 from urllib.parse import unquote
 
@@ -206,6 +206,8 @@ def nested(locations: Sequence[str]) -> Iterator[tuple[int, int]]:
     """(i, j) for each location i that is location j or lies inside it (all normalized), j
     the innermost such location before i in path order: one asset per path forbids each. One
     sort, not a comparison of every pair."""
+    if _apart(locations):
+        return
     # in the order of their paths' parts: "/" made the lowest character sorts as the lists of
     # parts would (a path holds no NUL), without a list per location
     keys = [location.replace("/", "\0") for location in locations]
@@ -223,11 +225,31 @@ def overlapping(locations: Sequence[str]) -> bool:
     """Whether `nested` finds any pair, found faster: in path order, the first location that
     lies in (or is) another comes right after one it lies in, so comparing each location with
     the one before it is enough."""
+    if _apart(locations):
+        return False
     keys = sorted([location.replace("/", "\0") for location in locations])
     if len(set(keys)) < len(keys):  # one location twice
         return True
     roots = [key.rstrip("\0") + "\0" for key in keys[:-1]]
     return any(map(str.startswith, keys[1:], roots))
+
+
+def _apart(locations: Sequence[str]) -> bool:
+    """True when no location is another or lies inside another (all normalized), found without
+    sorting them: a location that holds another is a folder on the way to it, and the folders on
+    the way to a large manifest's locations are few. False when that cannot tell (a location
+    ending in "/"): the callers then compare them in path order."""
+    if any(map(methodcaller("endswith", "/"), locations)):
+        return False
+    distinct = set(locations)
+    if len(distinct) < len(locations):
+        return False
+    on_the_way: set[str] = set()
+    for folder in _folders_of(locations):
+        while folder and folder not in on_the_way:
+            on_the_way.add(folder)
+            folder = folder.rpartition("/")[0]
+    return distinct.isdisjoint(on_the_way)
 
 
 def _key_within(key: str, root: str) -> bool:

@@ -47,6 +47,27 @@ def test_overlapping_finds_a_nesting_exactly_when_nested_does():
     assert 0 < found < 20_000  # both answers were tried
 
 
+def test_nesting_is_found_as_every_pair_compared_finds_it():
+    """`nested` and `overlapping` first look for folders on the way that are locations too,
+    without sorting (`_apart`); a seeded search over small estates (twins, prefixes that are
+    not parents, trailing slashes, the root, object stores, double slashes) holds both to
+    comparing every pair. Fails when that first look lets a nesting through."""
+    import random
+
+    rng = random.Random(20261205)
+    parts = ["a", "b", "ab", "a.lance", "", "b-"]
+    found = 0
+    for _ in range(20_000):
+        locations = [rng.choice(["/", "s3://", "gs://b/"]) + "/".join(rng.choice(parts) for _ in range(rng.randint(1, 3)))
+                     + rng.choice(["", "", "", "/"]) for _ in range(rng.randint(0, 6))]
+        expected = any(i != j and is_within(location, other) for i, location in enumerate(locations)
+                       for j, other in enumerate(locations))
+        assert (next(nested(locations), None) is not None) == expected, locations
+        assert overlapping(locations) == expected, locations
+        found += expected
+    assert 0 < found < 20_000  # both answers were tried
+
+
 def test_a_path_already_normal_is_kept_and_any_other_is_normalized():
     """Locations a catalog answers are mostly normal already; they skip normalizing, and the
     check that lets them must never let through one that normalizing would change."""
