@@ -542,9 +542,8 @@ def _table_fields(checker: _Checker, model: ValidatedManifest, entries: Iterable
             fields, registrations, grants = _first_of_shape(checker, model, backends, (name, location, shape), path)
         else:
             fields, registrations, grants = known[1], [], []
-            for r_index, (registration, spec, parts) in enumerate(fields.registrations):
-                _register(checker, (spec, parts, registration), name, location, (*path, "register", r_index),
-                          registrations, grants)
+            for r_index, where in enumerate(fields.registrations):
+                _register(checker, where, (name, location), (*path, "register", r_index), registrations, grants)
         if fields.renamed_from is not None:
             checker.renamed_from[index] = fields.renamed_from
         yield (index, name, location, tuple(registrations), None if grants.count(None) == len(grants) else grants,
@@ -566,8 +565,8 @@ class _ShapeFields:
     protect: bool
     table_state: dict[str, Any] | None
     renamed_from: Any
-    #: each registration whose backend and namespace pass: the entry, its backend, the namespace's names
-    registrations: tuple[tuple[RegistrationEntry, BackendSpec, Identifier], ...]
+    #: each registration whose backend and namespace pass: its backend, the namespace's names, the entry
+    registrations: tuple[tuple[BackendSpec, Identifier, RegistrationEntry], ...]
 
 
 #: the shapes a checker keeps the fields of at most (`_first_of_shape`)
@@ -598,8 +597,8 @@ def _first_of_shape(checker: _Checker, model: ValidatedManifest, backends: dict[
         if problem or parts is None:  # no names without a problem that says why
             checker.fail(problem or "invalid namespace", (*r_path, "namespace"))
             continue
-        passed.append((registration, spec, parts))
-        _register(checker, (spec, parts, registration), name, location, r_path, registrations, grants)
+        passed.append((spec, parts, registration))
+        _register(checker, passed[-1], (name, location), r_path, registrations, grants)
     fields = _ShapeFields(properties, columns, removed_columns, _source(checker, entry, path), entry.on_remove,
                           entry.protect, desired_table_state(entry, path, checker.fail), entry.renamed_from,
                           tuple(passed))
@@ -610,23 +609,26 @@ def _first_of_shape(checker: _Checker, model: ValidatedManifest, backends: dict[
     return fields, registrations, grants
 
 
-def _register(checker: _Checker, where: tuple[BackendSpec, Identifier, RegistrationEntry], table: str,
-              location: str, r_path: DataPath, registrations: list[tuple[str, Identifier]],
-              grants: list[DeclaredGrants | None]) -> None:
-    """The registration of the table `table` at `location` in a namespace that passes, appended
-    with its grants, when its location and name pass the backend's rules (else a problem)."""
+def _register(checker: _Checker, where: tuple[BackendSpec, Identifier, RegistrationEntry], table: tuple[str, str],
+              r_path: DataPath, registrations: list[tuple[str, Identifier]], grants: list[DeclaredGrants | None]
+              ) -> None:
+    """The registration at `r_path` of a table (its name and location) in a namespace that passes
+    (`where`), appended with its grants when its location and name pass the backend's rules (else
+    a problem)."""
     spec, parts, registration = where
+    name, location = table
     cls = spec.rules
     settled = checker.settled(spec.name)
     problem = cls.check_location(location, spec.config) if settled else None
     if problem:
         checker.fail(problem, (*r_path, "namespace"))
         return
-    table_name = registration.name or table
+    table_name = registration.name or name
     problem = cls.check_table_name(table_name, spec.config) if settled else None
     if problem:
+        table_path = r_path[:2]  # ("tables", index)
         checker.fail(f"table name '{table_name}': {problem}", (*r_path, "name") if registration.name else
-                     (*r_path[:2], "name"))
+                     (*table_path, "name"))
         return
     table_id = (*parts, table_name)
     registrations.append((spec.name, table_id))
