@@ -18,7 +18,7 @@ import pytest
 
 from lance_sync.manifest import loader
 from lance_sync.manifest.common_yaml import read_common_yaml
-from lance_sync.manifest.parsing import load_plain_document
+from lance_sync.manifest.parsing import CACHE_ENV, MIN_BYTES, load_plain_document
 from lance_sync.manifest.strategy import FastPathUnavailable
 from tests.support.manifests import same_data
 
@@ -171,11 +171,15 @@ def test_the_benchmarks_manifest_is_counted_by_shape(caplog: pytest.LogCaptureFi
 def test_a_file_read_once_is_read_alike_and_its_texts_are_not_kept_once(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Guards `keep_once` from load_plain_document down to the reader: the same data, its texts
-    not kept once (what spares the walk) unless the parse cache keeps the document."""
+    not kept once (what spares the walk) unless the parse cache keeps the document (a later
+    run may recall it into a process that keeps it)."""
     path = tmp_path / "tables.yaml"
-    path.write_text("tables:\n" + "".join(f"  - {{name: t{i}, properties: {{tier: gold}}}}\n" for i in range(50)))
-    monkeypatch.setenv("LANCE_SYNC_CACHE", "off")
+    lines = (MIN_BYTES // 40) + 1  # large enough for the cache
+    path.write_text("tables:\n" + "".join(f"  - {{name: t{i}, properties: {{tier: gold}}}}\n" for i in range(lines)))
+    cached = load_plain_document(path, keep_once=False).data  # the test session's cache is on
+    assert cached["tables"][0]["properties"]["tier"] is cached["tables"][1]["properties"]["tier"]
+    monkeypatch.setenv(CACHE_ENV, "off")
     kept, once = load_plain_document(path).data, load_plain_document(path, keep_once=False).data
-    assert same_data(kept, once)
+    assert same_data(kept, once) and same_data(kept, cached)
     assert kept["tables"][0]["properties"]["tier"] is kept["tables"][1]["properties"]["tier"]
     assert once["tables"][0]["properties"]["tier"] is not once["tables"][1]["properties"]["tier"]
