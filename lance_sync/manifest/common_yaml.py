@@ -47,19 +47,31 @@ interpolate (lance_sync.manifest.loader.resolve_templates). A key written twice,
 `<<`, more values than the limit and nesting deeper than the loader's are refused. Texts are
 kept once through the caller's `shared`, as the plain road keeps them, but for the keys of
 flow mappings: the json module keeps each once in a file (they are few), not across files.
+
+Keeping texts once walks every value, which pays only where the data lives on: a caller that
+reads the data once and drops it (a worker that answers rows made of it) passes `keep_once`
+false. The keys, values and depth of the flow values are then counted from the distinct shapes
+of their lines (`_shapes`: a line's containers, keys and items are its shape's, as only the
+digits of plain scalars and the bodies of quoted ones differ), each shape walked once and
+counted as often as it is written, unless a shape cannot tell: one with a quoted key (equal to
+another key or not), or two keys alike in one mapping (which may differ by their digits only).
+Those, and files of too many shapes, are counted by walking every value.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
+from collections import Counter
 from collections.abc import Callable
-from itertools import chain
 from typing import Any, NamedTuple
 
 from lance_sync.manifest.strategy import FastPathUnavailable
 from lance_sync.manifest.yaml_core import NULLS, DataPath, plain_value
+
+logger = logging.getLogger(__name__)
 
 #: the characters the plain road takes besides printable ASCII and `\n`: no tab, `\r`, NEL, line
 #: or paragraph separator, byte order mark, non-character; every line break but `\n` refused
@@ -118,6 +130,9 @@ MAX_BLOCK_DEPTH = 16
 #: the indicators of flow collections, as JSON writes them between the quoted plain scalars
 _TO_JSON = (("{", '"{"'), ("}", '"}"'), ("[", '"["'), ("]", '"]"'), (": ", '":"'),
             ("\n", '"},{"\\u0002":"'))
+#: the flow values' structure is counted from their lines' distinct shapes only when there are
+#: this many lines a shape or more (else walking them all costs less)
+LINES_PER_SHAPE = 4
 
 
 class _Run(NamedTuple):
@@ -161,11 +176,13 @@ class _Reading:
 
 
 def read_common_yaml(text: str, shared: dict[str, str], max_nodes: int, max_depth: int,
-                     is_text_map: Callable[[DataPath], bool]) -> tuple[Any, dict[DataPath, str], list[DataPath]]:
+                     is_text_map: Callable[[DataPath], bool], keep_once: bool = True
+                     ) -> tuple[Any, dict[DataPath, str], list[DataPath]]:
     """The data of `text` (the module docstring says which texts), its `${VAR}` values by path
     (left in the data as written, for the caller to interpolate) and the paths of those that
     are plain scalars; FastPathUnavailable with the reason for any other text. Texts are kept
-    once through `shared`, as the plain road keeps them."""
+    once through `shared`, as the plain road keeps them; with `keep_once` false (data read once
+    and dropped), those of flow values are left as the json module gives them, and not walked."""
     # bytes.translate deletes the printable ASCII bytes at memory speed: what is left is not
     bad = text.encode().translate(None, _PRINTABLE_ASCII) if text.isascii() else _NOT_PRINTABLE.search(text)
     if bad:
@@ -174,10 +191,10 @@ def read_common_yaml(text: str, shared: dict[str, str], max_nodes: int, max_dept
     reading = _Reading(shared, is_text_map)
     root = _read_block_lines(skeleton if skeleton.endswith("\n") else skeleton + "\n", reading)
     if reading.flow:
-        values, pairs, marked = _flow_values("\n".join(reading.flow), max(map(len, reading.flow)), bodies)
-        if len(values) != len(reading.flow):
+        flow = _flow_values("\n".join(reading.flow), max(map(len, reading.flow)), bodies)
+        if len(flow.values) != len(reading.flow):
             raise FastPathUnavailable("a flow value that does not end on its line")
-        _place(values, pairs, marked, reading, max_depth)
+        _place(flow, reading, max_depth, keep_once)
     elif bodies:
         raise FastPathUnavailable("a quoted scalar outside the values")
     if reading.nodes > max_nodes:
@@ -345,11 +362,25 @@ def _plain(text: str, path: DataPath, as_text: bool, reading: _Reading) -> Any:
     return reading.shared.setdefault(text, text) if value is text else value
 
 
-def _flow_values(flow: str, longest: int, bodies: list[str]) -> tuple[list[Any], int, bool]:
-    """The values of the lines of `flow` (each line a value, quoted scalars as `\\x00`), how many
-    keys their mappings are written with, and whether a plain scalar in them may be other than
-    text (marked); FastPathUnavailable when one is not read as the module docstring says."""
-    shapes = _shapes(flow)
+class _Flow(NamedTuple):
+    """What the flow values of a file read as (`_flow_values`)."""
+
+    values: list[Any]
+    #: how many keys their mappings are written with
+    pairs: int
+    #: whether a plain scalar in them may be other than text (marked)
+    marked: bool
+    #: their lines' distinct shapes (`_shapes`), as checked, and how many lines each is
+    shapes: str
+    counts: list[int]
+    #: the comma indicator, and how JSON writes it (`_as_json`)
+    comma: tuple[str, str]
+
+
+def _flow_values(flow: str, longest: int, bodies: list[str]) -> _Flow:
+    """The values of the lines of `flow` (each line a value, quoted scalars as `\\x00`) and what
+    they are written with; FastPathUnavailable when one is not read as the module docstring says."""
+    shapes, counts = _shapes(flow)
     if "  " in shapes:
         raise FastPathUnavailable("two spaces in a flow value")
     for spaced, tight in ((" ,", ","), ("{ ", "{"), (" }", "}"), ("[ ", "["), (" ]", "]")):
@@ -367,9 +398,7 @@ def _flow_values(flow: str, longest: int, bodies: list[str]) -> tuple[list[Any],
     for typed, marked_before in _MAY_BE_TYPED:
         if typed.search(shapes):
             flow = typed.sub(marked_before, flow)
-    for indicator, written in (comma, *_TO_JSON):
-        flow = flow.replace(indicator, written)
-    flow = ('[{"\\u0002":"' + flow + '"}]').replace('""', "")
+    flow = _as_json(flow, comma)
     if "$" in flow:
         flow = _HOLDS_DOLLAR.sub('"\x01', flow)
     marked = "\x01" in flow or "$" in "".join(bodies)
@@ -377,29 +406,49 @@ def _flow_values(flow: str, longest: int, bodies: list[str]) -> tuple[list[Any],
         parts = flow.split("\x00")
         if len(parts) != len(bodies) + 1:
             raise FastPathUnavailable("a quoted scalar outside the flow values")
-        flow = "".join(chain.from_iterable(zip(parts, bodies, strict=False))) + parts[-1]
+        pieces = parts + bodies  # as long as they are, in turn
+        pieces[0::2], pieces[1::2] = parts, bodies
+        flow = "".join(pieces)
+    return _Flow(_line_values(flow), pairs, marked, shapes, counts, comma)
+
+
+def _shapes(flow: str) -> tuple[str, list[int]]:
+    """Each distinct line of `flow` once, its digits written `0`, after a line break, and how
+    many lines each is: what the checks of a flow value look at (a character, the two before
+    it and what follows it on its line: a digit for any other), in a fraction of the text of a
+    large file, whose lines differ mostly by the digits of names."""
+    counts = Counter(flow.translate(_DIGITS_AS_ZERO).split("\n"))
+    return "\n" + "\n".join(counts), list(counts.values())
+
+
+def _as_json(flow: str, comma: tuple[str, str]) -> str:
+    """The lines of `flow` (checked, quoted scalars as `\\x00`) as the JSON text of an array, each
+    line's value wrapped in a mapping of one key (`_WRAP`): so that a value that does not end on
+    its line cannot go unnoticed (`_line_values`)."""
+    for indicator, written in (comma, *_TO_JSON):
+        flow = flow.replace(indicator, written)
+    return ('[{"\\u0002":"' + flow + '"}]').replace('""', "")
+
+
+def _line_values(text: str) -> list[Any]:
+    """The value of each line of JSON text from `_as_json`; FastPathUnavailable when JSON does
+    not read it, or a value does not end on its line."""
     try:
-        wrapped = json.loads(flow, strict=False)  # the marks are control characters
+        wrapped = json.loads(text, strict=False)  # the marks are control characters
     except (ValueError, RecursionError) as error:
         raise FastPathUnavailable(f"a flow value JSON does not read: {error}") from None
     values = [value.pop(_WRAP, None) for value in wrapped]
     if any(wrapped):
         raise FastPathUnavailable("a flow value that does not end on its line")
-    return values, pairs, marked
+    return values
 
 
-def _shapes(flow: str) -> str:
-    """Each distinct line of `flow` once, its digits written `0`, after a line break: what the
-    checks of a flow value look at (a character, the two before it and what follows it on its
-    line: a digit for any other), in a fraction of the text of a large file, whose lines
-    differ mostly by the digits of names."""
-    return "\n" + "\n".join(set(flow.translate(_DIGITS_AS_ZERO).split("\n")))
-
-
-def _place(values: list[Any], pairs: int, marked: bool, reading: _Reading, max_depth: int) -> None:
-    """Each flow value in its place, its texts kept once and counted, its marked plain scalars
-    typed: walked with paths when one is marked (`_Walk`), else at once (`_keep_once`)."""
-    if marked:
+def _place(flow: _Flow, reading: _Reading, max_depth: int, keep_once: bool) -> None:
+    """Each flow value in its place, its texts kept once (with `keep_once`) and counted, its
+    marked plain scalars typed: walked with paths when one is marked (`_Walk`), else at once
+    (`_walk`, or the shapes of the lines counted in its stead: `_counted_by_shapes`)."""
+    values = flow.values
+    if flow.marked:
         walk = _Walk(reading, max_depth)
         for run in reading.runs:
             chunk = values[run.first:run.first + run.size]
@@ -409,15 +458,18 @@ def _place(values: list[Any], pairs: int, marked: bool, reading: _Reading, max_d
                 _put(run, [walk.value(chunk[0], (*run.path, run.key), reading.is_text_map(run.path))])
         found = walk.pairs
     else:
-        setdefault = reading.shared.setdefault
-        for index in [index for index, value in enumerate(values) if type(value) is str]:
-            values[index] = setdefault(values[index], values[index])
+        setdefault = reading.shared.setdefault if keep_once else None
+        if setdefault is not None:
+            for index in [index for index, value in enumerate(values) if type(value) is str]:
+                values[index] = setdefault(values[index], values[index])
         for run in reading.runs:
             _put(run, values[run.first:run.first + run.size])
-        found, levels = _keep_once(values, reading)
+        counted = None if keep_once else _counted_by_shapes(flow)
+        found, nodes, levels = _walk(values, setdefault) if counted is None else counted
+        reading.nodes += nodes
         if reading.deepest + levels > max_depth:
             raise FastPathUnavailable("nesting deeper than the limit")
-    if found != pairs:
+    if found != flow.pairs:
         raise FastPathUnavailable("a key written twice in a flow mapping")
 
 
@@ -428,11 +480,36 @@ def _put(run: _Run, values: list[Any]) -> None:
         run.container[run.key] = values[0]
 
 
-def _keep_once(values: list[Any], reading: _Reading) -> tuple[int, int]:
-    """Keep the texts below `values` once (none is marked), count their values; how many keys
-    their mappings hold, and how many levels deep they nest."""
-    setdefault = reading.shared.setdefault
-    pairs = levels = 0
+def _counted_by_shapes(flow: _Flow) -> tuple[int, int, int] | None:
+    """`_walk` of the unmarked flow values, without keeping texts once, counted from their lines'
+    shapes, each walked once (a line's structure is its shape's); None when the shapes cannot
+    tell, or are too many to be worth it (the module docstring says which)."""
+    if len(flow.counts) * LINES_PER_SHAPE > len(flow.values):
+        logger.debug("flow values walked, not counted by shape: %d shapes of %d lines", len(flow.counts),
+                     len(flow.values))
+        return None
+    if "\x00: " in flow.shapes:
+        logger.debug("flow values walked, not counted by shape: a quoted key, which a shape cannot tell from another")
+        return None
+    lines = flow.shapes[1:].split("\n")
+    shapes = _line_values(_as_json(flow.shapes[1:], flow.comma).replace("\x00", ""))
+    pairs = nodes = levels = 0
+    for line, shape, count in zip(lines, shapes, flow.counts, strict=True):
+        shape_pairs, shape_nodes, shape_levels = _walk([shape], None)
+        if shape_pairs != line.count(": "):
+            logger.debug("flow values walked, not counted by shape: two keys alike in a shape (%r)", line[:80])
+            return None
+        pairs += count * shape_pairs
+        nodes += count * shape_nodes
+        levels = max(levels, shape_levels)
+    return pairs, nodes, levels
+
+
+def _walk(values: list[Any], setdefault: Callable[[str, str], str] | None) -> tuple[int, int, int]:
+    """How many keys the mappings below `values` hold (none is marked), how many values their
+    collections hold, and how many levels deep they nest; their texts kept once through
+    `setdefault` (`shared`'s), unless None."""
+    pairs = nodes = levels = 0
     level = [value for value in values if type(value) is dict or type(value) is list]
     while level:
         below: list[Any] = []
@@ -444,20 +521,22 @@ def _keep_once(values: list[Any], reading: _Reading) -> tuple[int, int]:
                 for key, item in container.items():
                     kind = type(item)
                     if kind is str:
-                        container[key] = setdefault(item, item)
+                        if setdefault is not None:
+                            container[key] = setdefault(item, item)
                     elif kind is dict or kind is list:
                         below.append(item)
             else:
                 for index, item in enumerate(container):
                     kind = type(item)
                     if kind is str:
-                        container[index] = setdefault(item, item)
+                        if setdefault is not None:
+                            container[index] = setdefault(item, item)
                     elif kind is dict or kind is list:
                         below.append(item)
-        reading.nodes += entries
+        nodes += entries
         levels += entries > 0
         level = below
-    return pairs, levels
+    return pairs, nodes, levels
 
 
 class _Walk:

@@ -174,9 +174,11 @@ def load_document(path: str | os.PathLike, environ: Mapping[str, str] | None = N
 
 
 def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
-                shared: dict[str, str] | None) -> Document:
+                shared: dict[str, str] | None, keep_once: bool = True) -> Document:
     """A file's bytes read as a plain document (`load_plain_document` parses with this);
-    FastPathUnavailable when the file needs `load_document`."""
+    FastPathUnavailable when the file needs `load_document`. `keep_once` false: the caller
+    drops the data once it has read it, and the common YAML road does not walk it to keep its
+    texts once (lance_sync.manifest.common_yaml)."""
     try:
         text = decode(raw, name)
     except ManifestError as error:
@@ -189,7 +191,7 @@ def parse_plain(name: str, raw: bytes, environ: Mapping[str, str] | None,
     except FastPathUnavailable as unavailable:
         logger.debug("%s: not read by the json module (%s); reading it as YAML", name, unavailable)
     try:
-        data, written, typed = read_common_yaml(text, shared, node_limit(text), MAX_DEPTH, is_text_map)
+        data, written, typed = read_common_yaml(text, shared, node_limit(text), MAX_DEPTH, is_text_map, keep_once)
         templates = resolve_templates(name, data, written, frozenset(typed), environ)
         return Document(data, templates=templates, typed_templates=frozenset(path for path in typed if path in templates),
                         files=[name])

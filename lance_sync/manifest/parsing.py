@@ -89,19 +89,21 @@ def read_files(paths: Sequence[str | os.PathLike]) -> list[tuple[str, bytes]]:
 
 
 def load_plain_documents(paths: Sequence[str | os.PathLike], environ: Mapping[str, str] | None = None,
-                         meanwhile: Callable[[], None] | None = None) -> list[Document]:
+                         meanwhile: Callable[[], None] | None = None, keep_once: bool = True) -> list[Document]:
     """Each file's document by the plain road, in order (large files parsed in worker
     processes, see `Parsing`); FastPathUnavailable when one needs the full road. Equal texts
-    are kept once across the files."""
+    are kept once across the files, unless `keep_once` is false (see `Parsing`)."""
     files = read_files(paths)
-    with Parsing(environ, meanwhile) as parsing:
+    with Parsing(environ, meanwhile, keep_once) as parsing:
         parsing.start(files)
         return [parsing.document(name, raw) for name, raw in files]
 
 
-def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None) -> Document:
-    """One file's document by the plain road; FastPathUnavailable when it needs the full road."""
-    return load_plain_documents([path], environ)[0]
+def load_plain_document(path: str | os.PathLike, environ: Mapping[str, str] | None = None,
+                        keep_once: bool = True) -> Document:
+    """One file's document by the plain road; FastPathUnavailable when it needs the full road.
+    `keep_once` false: see `Parsing`."""
+    return load_plain_documents([path], environ, keep_once=keep_once)[0]
 
 
 class Parsing:
@@ -109,12 +111,17 @@ class Parsing:
     its document shared (nothing changes a document: merges build new ones, and validation
     consumes a copy of the tables list). For one environment only. `meanwhile` runs once, the
     first time this process takes a worker's document, before it waits for it: work that comes
-    next anyway (such as importing the planner), done while the worker parses. Used as a context manager: leaving
-    the block ends the workers."""
+    next anyway (such as importing the planner), done while the worker parses. `keep_once`
+    false: the caller reads the documents once and drops them (a worker that answers rows made
+    of them), and the texts of a file parsed here are kept once only when the parse cache keeps
+    it (lance_sync.manifest.loader: parse_plain). Used as a context manager: leaving the block
+    ends the workers."""
 
-    def __init__(self, environ: Mapping[str, str] | None, meanwhile: Callable[[], None] | None = None):
+    def __init__(self, environ: Mapping[str, str] | None, meanwhile: Callable[[], None] | None = None,
+                 keep_once: bool = True):
         self.environ = environ
         self.meanwhile = meanwhile
+        self.keep_once = keep_once
         #: one copy of each text across the files
         self.shared: dict[str, str] = {}
         self.documents: dict[tuple[str, bytes], Document] = {}
@@ -141,8 +148,9 @@ class Parsing:
             known = self.reparse_changed(name, earlier_raw, raw)
         if known is not None:
             return known
-        document = loader.parse_plain(name, raw, self.environ, self.shared)
-        if cacheable(raw):
+        cached = cacheable(raw)  # what the cache keeps lives on: its texts are kept once
+        document = loader.parse_plain(name, raw, self.environ, self.shared, self.keep_once or cached)
+        if cached:
             with contextlib.suppress(ValueError):  # a LeadingZero, which marshal cannot carry
                 keep(raw, marshal.dumps(_kept_form(document)))
         return self._keep(name, raw, document)

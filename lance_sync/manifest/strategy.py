@@ -337,7 +337,8 @@ def _file_rows(build: BuildRows, environ: dict[str, str], name: str) -> bytes | 
     from lance_sync.manifest.parsing import load_plain_document
     from lance_sync.manifest.validate import StrictTables
 
-    data = load_plain_document(name, environ).data
+    # the data lives only until its rows are built: its texts need not be kept once
+    data = load_plain_document(name, environ, keep_once=False).data
     if not isinstance(data, dict) or data.keys() != {"tables"} or not isinstance(data["tables"], list):
         return None
     return build(StrictTables(list(data["tables"])))

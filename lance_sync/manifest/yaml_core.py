@@ -167,9 +167,9 @@ def read_json(text: str, shared: dict[str, str], text_maps: Iterable[tuple[str |
     `${` or `$$` is put there by its path, and left in the data as written: the caller
     interpolates them (lance_sync.manifest.loader.resolve_templates); without it, such a
     text is not read."""
-    with_templates = "${" in text or "$$" in text
-    if not _OBJECT_START.match(text):
+    if not _OBJECT_START.match(text):  # first: a YAML file is not scanned for templates
         raise FastPathUnavailable("not a JSON object")
+    with_templates = "${" in text or "$$" in text
     if (with_templates and templates is None) or "\t" in text \
             or ("\\u" in text and (_SURROGATE_ESCAPE.search(text) or _TEMPLATE_ESCAPE.search(text))) \
             or _SPACE_BEFORE_COLON.search(text):
