@@ -28,7 +28,8 @@ import functools
 import logging
 import marshal
 from collections.abc import Collection, Iterable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
+from operator import itemgetter
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import TypeAdapter
 from pydantic import ValidationError as ModelError
@@ -188,19 +189,15 @@ def validate_strictly(document: Document) -> tuple[ValidatedManifest, StrictTabl
     return cast(ValidatedManifest, model), StrictTables(list(raw_tables))
 
 
-class TableEntry(NamedTuple):
-    """A table validated in strict mode: its name and location, and `shape`, the model of its
-    entry, shared by the tables whose entries differ only in name and location (so read those
-    two here, never from the shape)."""
-
-    name: str
-    location: str
-    shape: Table
+#: a table validated in strict mode: its name, its location, and its shape, the model of its
+#: entry, shared by the tables whose entries differ only in name and location (so take those
+#: two from the first places, never from the shape)
+TableEntry = tuple[str, str, Table]
 
 
 def table_entries(tables: Iterable[Table]) -> Iterator[TableEntry]:
     """Validated tables as entries, each its own shape."""
-    return (TableEntry(table.name, table.location, table) for table in tables)
+    return ((table.name, table.location, table) for table in tables)
 
 
 #: the shapes a strict load keeps at most (`StrictTables`): a large manifest's tables have a few
@@ -250,8 +247,8 @@ class StrictTables:
     def _by_shapes(self, chunk: list[Any]) -> list[TableEntry]:
         names = _names_adapter().validate_python(chunk, strict=True)
         shapes, known = self.shapes, 0
-        entries = []
-        for entry, written in zip(chunk, names, strict=True):
+        chunk_shapes = []
+        for entry in chunk:
             key = _shape_key(entry)
             shape = shapes.get(key) if key is not None else None
             if shape is None:
@@ -262,11 +259,11 @@ class StrictTables:
                     shapes[key] = shape
             else:
                 known += 1
-            entries.append(TableEntry(written["name"], written["location"], shape))
+            chunk_shapes.append(shape)
         if known < SHAPED_SHARE * len(chunk):
             logger.debug("tables validated one at a time: %d of %d had the shape of one before", known, len(chunk))
             self.by_shapes = False
-        return entries
+        return list(zip(map(itemgetter("name"), names), map(itemgetter("location"), names), chunk_shapes, strict=True))
 
     def let_go(self, start: int, stop: int) -> None:
         """Let go of the range's raw entries unread (another process built them)."""

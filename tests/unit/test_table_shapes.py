@@ -76,8 +76,8 @@ def random_tables(rng: random.Random, shapes: list[dict[str, Any]], bad_fields: 
 def by_shapes(raw: list[Any]) -> list[Any] | str:
     """StrictTables' answer: each table's name, location and model but both, or its refusal."""
     try:
-        return [(entry.name, entry.location, entry.shape.model_dump(exclude={"name", "location"}))
-                for entry in StrictTables(copy.deepcopy(raw))]
+        return [(name, location, shape.model_dump(exclude={"name", "location"}))
+                for name, location, shape in StrictTables(copy.deepcopy(raw))]
     except FastPathUnavailable:
         return "refused"
 
