@@ -6,6 +6,7 @@ filesystem resolves them: a symbolic link is not a second place (docs/integrity.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import methodcaller
 
 from lance_sync.model.desired import BackendSpec, DesiredTable
 from lance_sync.model.locations import (
@@ -40,6 +41,8 @@ def _in_own_locations(tables: list[DesiredTable], backends: dict[str, BackendSpe
     if not own:
         return
     inside = tuple(location.rstrip("/") + "/" for location in own)
+    if own.keys().isdisjoint(resolved) and not any(map(methodcaller("startswith", inside), resolved)):
+        return  # the usual answer, found without a Python step per table
     for index in [i for i, location in enumerate(resolved) if location in own or location.startswith(inside)]:
         table = tables[index]
         folder = next(location for location in own if is_within(resolved[index], location))
