@@ -1011,6 +1011,10 @@ def _apply_once(name: str, count: int, workdir: Path, parallelism: int | None, r
             raw_create(backend, tables_for(backend, min(count, APPLY_WARM_UP), "warm"))
             steps[step](backend)
             declared[step] = json.dumps(backend.declared(f"{step}0", "t0"))
+            # as each loop ends: a loop of 100,000 creates can take an hour on a slow server
+            done = measured.get(step)
+            print(f"  {name}, {count:,} creates: {step} loop {done[0] if isinstance(done, tuple) else done}",
+                  file=sys.stderr)
         finally:
             backend.stop()
     made = re.sub(r"\bsync", "raw", declared["sync"])  # its locations and names, not lance_sync's keys
