@@ -3,12 +3,14 @@
 Checks: backends that are referenced but not defined; identifiers of the wrong depth or
 shape for their backend; duplicates; table locations that are equal or nest (one asset
 per path); a table's former names (`renamed_from`) that are valid in its backends, no longer
-declared and claimed by one registration only; reserved property keys; grants the backend
-cannot hold (`_grants`); secrets written inline instead of `${VAR}`; the
-policy's rules (lance_sync.manifest.policy_rules).
+declared and claimed by one registration only (lance_sync.manifest.renames); reserved property
+keys; grants the backend cannot hold (`_grants`); secrets written inline instead of `${VAR}`;
+the policy's rules (lance_sync.manifest.policy_rules).
 
 A large manifest's tables are built in two processes at once (`_tables_in_two`), and those of
-a manifest split over files of tables in a process per file (`_tables_of_files`).
+a manifest split over files of tables in a process per file (`_tables_of_files`). A table
+whose entry is, but for its name and location, one checked before without problems (its
+shape) is checked only where its name and location matter (`_first_of_shape`).
 """
 
 from __future__ import annotations
