@@ -18,7 +18,9 @@ a number nor a number for a string, as the schema does), so the schema, by far t
 check, need not run; whatever it does not accept goes through `validate_structure`, which
 says what is wrong. It validates the tables a chunk at a time, as the desired state is
 built from them, and lets each chunk's raw data go once its models are built: a large
-manifest never holds its raw tables, their models and their desired state all at once.
+manifest never holds its raw tables, their models and their desired state all at once. A
+table whose entry is, but for its name and location, one validated before has only those two
+validated (`StrictTables`).
 """
 
 from __future__ import annotations
